@@ -1,0 +1,37 @@
+#pragma once
+// What a collective is, independent of how it is simulated.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim {
+
+enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll };
+
+// Across slices: a hierarchical AllReduce (ReduceScatter over ICI, AllReduce over DCN,
+// AllGather over ICI) or one flat ring through every chip of every slice.
+enum class DcnAlgorithm { Hierarchical, FlatRing };
+
+// Per-hop time of one message of b bytes over a link of bandwidth W with latency floor T_min.
+enum class HopModel {
+  Floor,     // the scaling book: T_hop = max(T_min, b / W)   (sharding.md:L338-L348)
+  Additive,  // latency plus transfer: T_hop = T_min + b / W
+};
+
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  std::vector<int> axes;          // mesh axes the collective runs over (may be empty with over_dcn)
+  bool over_dcn = false;          // also across slices
+  DcnAlgorithm dcn_algorithm = DcnAlgorithm::Hierarchical;
+  double bytes = 0;               // V: the book's per-group array size (the gathered result for
+                                  // AllGather, the unreduced input for ReduceScatter/AllReduce,
+                                  // the whole array for AllToAll)
+  bool bidirectional = true;
+};
+
+std::string_view to_string(CollectiveKind kind);
+std::string_view to_string(DcnAlgorithm algorithm);
+std::string_view to_string(HopModel model);
+
+}  // namespace podsim

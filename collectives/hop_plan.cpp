@@ -1,0 +1,237 @@
+#include "collectives/hop_plan.hpp"
+
+#include <stdexcept>
+
+namespace podsim {
+namespace {
+
+// Pseudo-axis of the flat ring through every chip of every slice.
+constexpr int kFlatAxis = -2;
+
+std::string ici_channel(int axis, int direction) {
+  return "ici" + std::to_string(axis) + (direction > 0 ? "+" : "-");
+}
+
+// The DCN path a -> b split at the switch: the sender's half (its PCIe, its NIC up, the
+// oversubscribed core if any) and the receiver's half (its NIC down, its PCIe down).
+std::pair<std::vector<DirectedLink>, std::vector<DirectedLink>> split_dcn_route(
+    const Topology& topo, ChipId a, ChipId b) {
+  auto route = topo.dcn_route(a, b);
+  // The receiver's half is always the last two links (NIC, PCIe), whatever the core adds.
+  const auto split = route.end() - 2;
+  return {std::vector<DirectedLink>(route.begin(), split), std::vector<DirectedLink>(split, route.end())};
+}
+
+ChipId chip_at_position(const Topology& topo, ChipId member, int axis, int position) {
+  return topo.ring_order(member, axis).at(position);
+}
+
+// Endpoint receiving messages that travel `direction` along `axis` into `chip`.
+int ici_port(const Topology& topo, EndpointRegistry& registry, ChipId chip, int axis, int direction) {
+  std::vector<DirectedLink> in_route;
+  if (auto prev = topo.neighbor(chip, axis, -direction)) {
+    in_route.push_back(*topo.link_toward(*prev, axis, direction));
+  } else {
+    // The end of a line: only a one-way ring's closing hop arrives here, from the far end,
+    // back along the reverse links.
+    const int n = topo.axis_size(axis);
+    ChipId at = chip_at_position(topo, chip, axis, direction > 0 ? n - 1 : 0);
+    while (at != chip) {
+      in_route.push_back(*topo.link_toward(at, axis, -direction));
+      at = *topo.neighbor(at, axis, -direction);
+    }
+  }
+  return registry.get(chip, ici_channel(axis, direction), in_route);
+}
+
+ChipId ici_next(const Topology& topo, ChipId chip, int axis, int direction) {
+  if (auto next = topo.neighbor(chip, axis, direction)) return *next;
+  const int n = topo.axis_size(axis);
+  return chip_at_position(topo, chip, axis, direction > 0 ? 0 : n - 1);
+}
+
+ChipId same_place_in_slice(const Topology& topo, ChipId chip, int slice) {
+  auto coords = topo.coords(chip);
+  return topo.chip_at(slice, coords);
+}
+
+int dcn_port(const Topology& topo, EndpointRegistry& registry, ChipId chip) {
+  const int slices = topo.slice_count();
+  const int slice = topo.slice_of(chip);
+  const ChipId prev = same_place_in_slice(topo, chip, (slice + slices - 1) % slices);
+  const ChipId next = same_place_in_slice(topo, chip, (slice + 1) % slices);
+  auto in_route = split_dcn_route(topo, prev, chip).second;
+  auto out_route = split_dcn_route(topo, chip, next).first;
+  return registry.get(chip, "dcn", in_route, out_route);
+}
+
+struct RingPlanner {
+  const Topology& topo;
+  const std::vector<int>& real_sizes;
+  const CollectiveSpec& spec;
+  EndpointRegistry& registry;
+  std::vector<ChipId> flat_order;     // flat ring only
+  std::vector<int> flat_position;     // by chip
+
+  std::vector<ChainPlan> chains(ChipId chip, const RingPhase& phase) const {
+    std::vector<ChainPlan> out;
+    const RingAxis& axis = phase.axis;
+    if (axis.axis == kDcnAxis) {
+      for (const auto& shape : ring_chains(axis, topo.slice_of(chip), false)) {
+        const int self = dcn_port(topo, registry, chip);
+        const ChipId next = same_place_in_slice(topo, chip, (topo.slice_of(chip) + 1) % topo.slice_count());
+        out.push_back({self, shape.sends() > 0 ? dcn_port(topo, registry, next) : -1, shape,
+                       phase.message_bytes});
+      }
+      return out;
+    }
+    if (axis.axis == kFlatAxis) {
+      for (auto shape : ring_chains(axis, flat_position[chip], false)) {
+        const int self = flat_port(chip);
+        const ChipId next = flat_order[(flat_position[chip] + 1) % flat_order.size()];
+        shape.hops = hops_between(chip, next);
+        out.push_back({self, shape.sends() > 0 ? flat_port(next) : -1, shape, phase.message_bytes});
+      }
+      return out;
+    }
+    const int position = topo.coords(chip)[axis.axis];
+    for (const auto& shape : ring_chains(axis, position, spec.bidirectional)) {
+      const int self = ici_port(topo, registry, chip, axis.axis, shape.direction);
+      int peer = -1;
+      if (shape.sends() > 0) {
+        peer = ici_port(topo, registry, ici_next(topo, chip, axis.axis, shape.direction), axis.axis,
+                        shape.direction);
+      }
+      out.push_back({self, peer, shape, phase.message_bytes});
+    }
+    return out;
+  }
+
+  int hops_between(ChipId a, ChipId b) const {
+    return topo.slice_of(a) == topo.slice_of(b) ? topo.hop_distance(a, b) : 1;
+  }
+
+  // The flat ring's port: in from the ring predecessor, out towards the successor.
+  int flat_port(ChipId chip) const {
+    const size_t n = flat_order.size();
+    const ChipId prev = flat_order[(flat_position[chip] + n - 1) % n];
+    const ChipId next = flat_order[(flat_position[chip] + 1) % n];
+    std::vector<DirectedLink> in_route, out_route;
+    if (topo.slice_of(prev) == topo.slice_of(chip)) in_route = topo.dimension_order_route(prev, chip);
+    else in_route = split_dcn_route(topo, prev, chip).second;
+    if (topo.slice_of(next) != topo.slice_of(chip)) out_route = split_dcn_route(topo, chip, next).first;
+    return registry.get(chip, "flat", in_route, out_route);
+  }
+};
+
+OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
+                 EndpointRegistry& registry) {
+  RingPlanner planner{topo, real_sizes, spec, registry, {}, {}};
+  std::vector<RingAxis> axes;
+  RingAxis dcn{kDcnAxis, topo.slice_count(), true};
+  const bool use_dcn = spec.over_dcn && topo.slice_count() > 1;
+  std::vector<PartSchedule> parts;
+  if (use_dcn && spec.dcn_algorithm == DcnAlgorithm::FlatRing) {
+    for (int s = 0; s < topo.slice_count(); ++s) {
+      for (ChipId c : snake_order(topo, s)) planner.flat_order.push_back(c);
+    }
+    planner.flat_position.assign(topo.chip_count(), 0);
+    for (size_t i = 0; i < planner.flat_order.size(); ++i) planner.flat_position[planner.flat_order[i]] = i;
+    RingAxis flat{kFlatAxis, static_cast<int>(planner.flat_order.size()), true};
+    parts = ring_parts(spec.kind, {flat}, spec.bytes);
+  } else {
+    for (int a : spec.axes) {
+      if (real_sizes.at(a) > 1) axes.push_back({a, real_sizes[a], topo.wraps(a)});
+    }
+    parts = ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
+  }
+  OpPlan plan;
+  plan.chips.resize(topo.chip_count());
+  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    auto& chip_plan = plan.chips[chip];
+    for (const auto& part : parts) {
+      auto& phases = chip_plan.parts.emplace_back();
+      for (const auto& phase : part) {
+        phases.push_back(planner.chains(chip, phase));
+        for (const auto& chain : phases.back()) plan.messages += chain.shape.sends();
+      }
+    }
+  }
+  return plan;
+}
+
+// AllToAll: every chip sends each other chip of its group one block along the
+// dimension-order route, all at once, so links carry the real contention.
+OpPlan plan_all_to_all(const Topology& topo, const CollectiveSpec& spec, EndpointRegistry& registry) {
+  if (spec.over_dcn && topo.slice_count() > 1) {
+    throw std::invalid_argument("all_to_all across slices over DCN is not supported");
+  }
+  OpPlan plan;
+  plan.chips.resize(topo.chip_count());
+  int group = 1;
+  for (int a : spec.axes) group *= topo.axis_size(a);
+  if (group <= 1 || spec.bytes <= 0) return plan;
+  const double block = spec.bytes / (static_cast<double>(group) * group);
+  for (ChipId src = 0; src < topo.chip_count(); ++src) {
+    // Members of src's group: vary the collective's axes, keep the others.
+    std::vector<ChipId> members{src};
+    for (int a : spec.axes) {
+      std::vector<ChipId> grown;
+      for (ChipId m : members) {
+        for (ChipId c : topo.ring_order(m, a)) grown.push_back(c);
+      }
+      members = std::move(grown);
+    }
+    const int src_endpoint = registry.get(src, "a2a-out", {});
+    for (ChipId dst : members) {
+      if (dst == src) continue;
+      auto route = topo.dimension_order_route(src, dst);
+      const int hops = static_cast<int>(route.size());
+      const int dst_endpoint = registry.get(dst, "a2a<" + std::to_string(src), route);
+      plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, dst, block, hops});
+      plan.chips[dst].incoming_flows += 1;
+      plan.messages += 1;
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::vector<DirectedLink>& in_route,
+                          const std::vector<DirectedLink>& out_route) {
+  auto [it, inserted] = index_.try_emplace({chip, channel}, static_cast<int>(endpoints_.size()));
+  if (inserted) endpoints_.push_back({chip, channel, in_route, out_route});
+  return it->second;
+}
+
+std::vector<ChipId> snake_order(const Topology& topo, int slice) {
+  const int axes = topo.axis_count();
+  std::vector<ChipId> order;
+  order.reserve(topo.chips_per_slice());
+  std::vector<int> coords(axes, 0);
+  for (int index = 0; index < topo.chips_per_slice(); ++index) {
+    // Mixed-radix digits of index, each reflected when the sum of the higher digits is odd.
+    int rest = index;
+    std::vector<int> digits(axes);
+    for (int a = 0; a < axes; ++a) {
+      digits[a] = rest % topo.axis_size(a);
+      rest /= topo.axis_size(a);
+    }
+    int parity = 0;
+    for (int a = axes - 1; a >= 0; --a) {
+      coords[a] = (parity % 2 == 0) ? digits[a] : topo.axis_size(a) - 1 - digits[a];
+      parity += digits[a];
+    }
+    order.push_back(topo.chip_at(slice, coords));
+  }
+  return order;
+}
+
+OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
+                       EndpointRegistry& registry) {
+  if (spec.kind == CollectiveKind::AllToAll) return plan_all_to_all(topo, spec, registry);
+  return plan_ring(topo, real_sizes, spec, registry);
+}
+
+}  // namespace podsim

@@ -1,0 +1,73 @@
+#pragma once
+// The whole message plan of a list of collectives on one (possibly reduced) topology: where
+// each chain of messages lives, which links its messages take, and what each chip sends.
+// Plain C++: sim/ turns endpoints into SimGrid hosts and chains into actors.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "collectives/ring_schedule.hpp"
+#include "topology/topology.hpp"
+
+namespace podsim {
+
+// A place messages arrive at: one per chip and channel (an ICI direction on an axis, the DCN
+// port, an AllToAll source...). A message from endpoint s to endpoint d takes
+// s.out_route followed by d.in_route (a star of routes: no N x N table).
+struct Endpoint {
+  ChipId chip = 0;
+  std::string channel;
+  std::vector<DirectedLink> in_route;
+  std::vector<DirectedLink> out_route;
+};
+
+struct ChainPlan {
+  int endpoint = -1;        // where this chain receives (and from where it sends)
+  int peer_endpoint = -1;   // where its messages go; -1 when it only receives
+  ChainShape shape;
+  double message_bytes = 0;
+};
+
+// One AllToAll block: a flow along its dimension-order route.
+struct FlowPlan {
+  int src_endpoint = -1;
+  int dst_endpoint = -1;
+  ChipId dst_chip = 0;
+  double bytes = 0;
+  int hops = 0;
+};
+
+struct ChipOpPlan {
+  // parts -> phases -> chains (0-2 per phase); all parts run at once, phases in order.
+  std::vector<std::vector<std::vector<ChainPlan>>> parts;
+  std::vector<FlowPlan> flows;  // AllToAll blocks this chip sends
+  int incoming_flows = 0;       // AllToAll blocks this chip receives
+};
+
+struct OpPlan {
+  std::vector<ChipOpPlan> chips;   // indexed by ChipId of the planned topology
+  int messages = 0;                // ring messages + flows, all chips, one repetition
+};
+
+class EndpointRegistry {
+ public:
+  // Returns the index of (chip, channel), creating it with these routes on first use.
+  int get(ChipId chip, const std::string& channel, const std::vector<DirectedLink>& in_route,
+          const std::vector<DirectedLink>& out_route = {});
+  const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+
+ private:
+  std::map<std::pair<ChipId, std::string>, int> index_;
+  std::vector<Endpoint> endpoints_;
+};
+
+// Plans one collective on `topo`. `real_sizes[a]` is the true length of axis a (the planned
+// topology may be a symmetry-reduced copy whose axes are shorter); rings use the true length.
+OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes,
+                       const CollectiveSpec& spec, EndpointRegistry& registry);
+
+// Boustrophedon order of a slice's chips: consecutive chips are ICI neighbours.
+std::vector<ChipId> snake_order(const Topology& topo, int slice);
+
+}  // namespace podsim

@@ -1,0 +1,67 @@
+#include "collectives/symmetry.hpp"
+
+#include <numeric>
+
+namespace podsim {
+namespace {
+
+int host_extent(const TopologySpec& spec, int axis) {
+  const auto& shape = spec.chip.host_shape;
+  const int extent = axis < static_cast<int>(shape.size()) ? shape[axis] : 1;
+  return std::max(1, std::min(extent, spec.axes[axis].size));
+}
+
+}  // namespace
+
+SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
+                                     bool full_fidelity) {
+  SymmetryReduction out;
+  out.reduced = real;
+  for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
+  if (full_fidelity) return out;
+
+  const int axes = static_cast<int>(real.axes.size());
+  std::vector<bool> ring_axis(axes, false), keep_full(axes, false);
+  bool any_dcn = false;
+  for (const auto& op : ops) {
+    const bool crosses = op.over_dcn && real.slices > 1;
+    any_dcn = any_dcn || crosses;
+    if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing) {
+      keep_full.assign(axes, true);  // the flat ring snakes through every chip
+    }
+    for (int a : op.axes) {
+      if (op.kind == CollectiveKind::AllToAll) keep_full[a] = true;
+      else ring_axis[a] = true;
+    }
+  }
+  for (int a = 0; a < axes; ++a) {
+    const int n = real.axes[a].size;
+    const bool wraps = real.axes[a].wraparound && n >= 2;
+    int size = n;
+    if (!keep_full[a]) {
+      if (!ring_axis[a]) size = 1;
+      else if (wraps) size = std::min(n, 2);
+      if (any_dcn && size < n) {
+        // Keep whole hosts; the reduction needs the host blocks to tile the axis.
+        const int e = host_extent(real, a);
+        const int q = std::lcm(size, e);
+        size = (n % q == 0) ? q : n;
+      }
+    }
+    out.reduced.axes[a].size = size;
+    if (size != n) out.identity = false;
+  }
+  return out;
+}
+
+ChipId SymmetryReduction::representative(const Topology& real, const Topology& simulated, ChipId real_chip) const {
+  if (identity) return real_chip;
+  auto coords = real.coords(real_chip);
+  for (size_t a = 0; a < coords.size(); ++a) {
+    const int size = reduced.axes[a].size;
+    if (size != real_sizes[a]) coords[a] %= size;
+  }
+  return simulated.chip_at(real.slice_of(real_chip), coords);
+}
+
+}  // namespace podsim

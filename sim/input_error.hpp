@@ -1,0 +1,29 @@
+#pragma once
+// Bad user input: one message naming file, line, key, value and what was expected.
+// main() turns it into that message on stderr and exit status 2 (design.md, habit 3).
+#include <stdexcept>
+#include <string>
+
+namespace podsim {
+
+struct SourceLocation {
+  std::string file;   // path as the user gave it
+  int line = 0;       // 1-based; 0 when unknown (e.g. the file could not be read)
+  int column = 0;     // 1-based; 0 when unknown
+};
+
+class InputError : public std::runtime_error {
+ public:
+  // Message: "<file>:<line>:<col>: key '<key>': value '<value>': <expected>"
+  InputError(SourceLocation where, std::string key, std::string value, std::string expected);
+  const SourceLocation& where() const { return where_; }
+  const std::string& key() const { return key_; }
+  const std::string& value() const { return value_; }
+  const std::string& expected() const { return expected_; }
+
+ private:
+  SourceLocation where_;
+  std::string key_, value_, expected_;
+};
+
+}  // namespace podsim

@@ -1,0 +1,253 @@
+#include "sim/replay.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <simgrid/s4u.hpp>
+#include <stdexcept>
+#include <tuple>
+
+namespace sg4 = simgrid::s4u;
+
+namespace podsim {
+namespace {
+
+struct Message {
+  double sent_s;
+  int hops;
+  ChipId src_chip;
+};
+
+// State of one simulation, shared by its actors (they all run in one thread, one at a time).
+struct Runtime {
+  const Topology& topo;
+  const std::vector<Endpoint>& endpoints;
+  const std::vector<ReplayOp>& ops;
+  const ReplayOptions& options;
+  std::vector<sg4::Host*> hosts;
+  std::vector<std::vector<sg4::ActorPtr>> op_actors;   // [op][chip]
+  std::map<std::tuple<int, int, ChipId>, int> pending_blocks;
+  std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
+  ReplayResult result;
+
+  bool floor_model() const { return options.platform.hop_model == HopModel::Floor; }
+
+  // Under the floor model a message is usable at max(arrival, sent + hops * T_min).
+  void apply_floor(double sent_s, int hops) const {
+    if (floor_model()) sg4::this_actor::sleep_until(sent_s + hops * options.platform.hop_latency_s);
+  }
+
+  void record_hop(int op, int rep, ChipId src, ChipId dst, double sent_s, double bytes) {
+    if (options.record_hops) result.hops.push_back({op, rep, src, dst, sent_s, sg4::Engine::get_clock(), bytes});
+  }
+
+  sg4::Mailbox* mailbox(int op, int rep, int part, int phase, int endpoint) const {
+    return sg4::Mailbox::by_name(std::to_string(op) + "." + std::to_string(rep) + "." + std::to_string(part) + "." +
+                                 std::to_string(phase) + "." + std::to_string(endpoint));
+  }
+
+  sg4::SemaphorePtr blocks_semaphore(int op, int rep, ChipId chip) {
+    auto& sem = blocks_done[{op, rep, chip}];
+    if (!sem) sem = sg4::Semaphore::create(0);
+    return sem;
+  }
+
+  void run_chain(int op, int rep, ChipId chip, int part, int phase, const ChainPlan& chain) {
+    auto* in = mailbox(op, rep, part, phase, chain.endpoint);
+    // A permanent receiver lets data flow before the get, as with RDMA (field notes).
+    in->set_receiver(sg4::Actor::self());
+    sg4::Mailbox* out = chain.peer_endpoint >= 0 ? mailbox(op, rep, part, phase, chain.peer_endpoint) : nullptr;
+    auto send = [&] {
+      auto* message = new Message{sg4::Engine::get_clock(), chain.shape.hops, chip};
+      out->put_init(message, static_cast<uint64_t>(chain.message_bytes + 0.5))->detach();
+      result.messages += 1;
+    };
+    if (chain.shape.sends_own) send();
+    for (int k = 0; k < chain.shape.receives; ++k) {
+      auto* message = in->get<Message>();
+      apply_floor(message->sent_s, message->hops);
+      record_hop(op, rep, message->src_chip, chip, message->sent_s, chain.message_bytes);
+      delete message;
+      if (k < chain.shape.forwards) send();
+    }
+    in->set_receiver(nullptr);
+  }
+
+  void run_part(int op, int rep, ChipId chip, int part) {
+    const auto& phases = ops[op].plan->chips[chip].parts[part];
+    for (size_t phase = 0; phase < phases.size(); ++phase) {
+      std::vector<sg4::ActorPtr> chains;
+      for (const auto& chain : phases[phase]) {
+        chains.push_back(sg4::Actor::create("c", hosts[chain.endpoint], [this, op, rep, chip, part, phase, &chain] {
+          run_chain(op, rep, chip, part, static_cast<int>(phase), chain);
+        }));
+      }
+      for (auto& actor : chains) actor->join();
+    }
+  }
+
+  void run_flow(int op, int rep, const FlowPlan& flow, ChipId src) {
+    const double sent_s = sg4::Engine::get_clock();
+    sg4::Comm::sendto(hosts[flow.src_endpoint], hosts[flow.dst_endpoint], static_cast<uint64_t>(flow.bytes + 0.5));
+    apply_floor(sent_s, flow.hops);
+    record_hop(op, rep, src, flow.dst_chip, sent_s, flow.bytes);
+    if (--pending_blocks[{op, rep, flow.dst_chip}] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
+  }
+
+  void run_op(int op, ChipId chip) {
+    for (int dep : ops[op].after) op_actors[dep][chip]->join();
+    const ChipOpPlan& plan = ops[op].plan->chips[chip];
+    for (int rep = 0; rep < ops[op].repeat; ++rep) {
+      const double start_s = sg4::Engine::get_clock();
+      if (options.launch_overhead_s > 0) sg4::this_actor::sleep_for(options.launch_overhead_s);
+      std::vector<sg4::ActorPtr> children;
+      for (size_t part = 0; part < plan.parts.size(); ++part) {
+        children.push_back(sg4::Actor::create("p", hosts[chip], [this, op, rep, chip, part] {
+          run_part(op, rep, chip, static_cast<int>(part));
+        }));
+      }
+      for (const auto& flow : plan.flows) {
+        children.push_back(sg4::Actor::create("f", hosts[flow.src_endpoint], [this, op, rep, &flow, chip] {
+          run_flow(op, rep, flow, chip);
+        }));
+        result.messages += 1;
+      }
+      for (auto& actor : children) actor->join();
+      if (plan.incoming_flows > 0) blocks_semaphore(op, rep, chip)->acquire();
+      result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
+    }
+  }
+
+  void start() {
+    for (size_t op = 0; op < ops.size(); ++op) {
+      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+        pending_blocks[{static_cast<int>(op), 0, chip}] = 0;
+      }
+    }
+    for (size_t op = 0; op < ops.size(); ++op) {
+      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+        for (int rep = 0; rep < ops[op].repeat; ++rep) {
+          pending_blocks[{static_cast<int>(op), rep, chip}] = ops[op].plan->chips[chip].incoming_flows;
+        }
+      }
+    }
+    op_actors.assign(ops.size(), {});
+    for (size_t op = 0; op < ops.size(); ++op) {
+      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+        op_actors[op].push_back(sg4::Actor::create("op", hosts[chip], [this, op, chip] {
+          run_op(static_cast<int>(op), chip);
+        }));
+      }
+    }
+  }
+};
+
+ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                               const std::vector<ReplayOp>& ops, const ReplayOptions& options) {
+  // podsim logs through spdlog; SimGrid's own log stays quiet unless it is about to abort.
+  int argc = 2;
+  char name[] = "podsim";
+  char quiet[] = "--log=root.thres:critical";
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_engine(engine);
+  Runtime runtime{topo, endpoints, ops, options, build_platform(topo, endpoints, options.platform), {}, {}, {}, {}};
+  runtime.start();
+  engine.run();
+  runtime.result.end_time_s = sg4::Engine::get_clock();
+  auto& spans = runtime.result.spans;
+  std::sort(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
+    return std::tie(a.op, a.repetition, a.chip) < std::tie(b.op, b.repetition, b.chip);
+  });
+  return std::move(runtime.result);
+}
+
+// --- A child process per simulation: SimGrid's engine is a process-wide singleton. ---
+
+void write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(3);
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+bool read_all(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+template <typename T>
+void write_vector(int fd, const std::vector<T>& v) {
+  uint64_t count = v.size();
+  write_all(fd, &count, sizeof count);
+  write_all(fd, v.data(), count * sizeof(T));
+}
+
+template <typename T>
+bool read_vector(int fd, std::vector<T>& v) {
+  uint64_t count = 0;
+  if (!read_all(fd, &count, sizeof count)) return false;
+  v.resize(count);
+  return read_all(fd, v.data(), count * sizeof(T));
+}
+
+}  // namespace
+
+ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+                    const ReplayOptions& options) {
+  // Unflushed output would be written twice, once by each process.
+  std::fflush(nullptr);
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    // The parent's handlers (a test framework's, say) must not run in the simulation process.
+    for (int sig : {SIGABRT, SIGSEGV, SIGFPE, SIGILL, SIGBUS, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
+    ReplayResult result;
+    try {
+      result = replay_in_process(topo, endpoints, ops, options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "podsim: simulation failed: %s\n", e.what());
+      _exit(4);
+    }
+    write_vector(fds[1], result.spans);
+    write_vector(fds[1], result.hops);
+    write_all(fds[1], &result.messages, sizeof result.messages);
+    write_all(fds[1], &result.end_time_s, sizeof result.end_time_s);
+    ::close(fds[1]);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  ReplayResult result;
+  bool ok = read_vector(fds[0], result.spans) && read_vector(fds[0], result.hops) &&
+            read_all(fds[0], &result.messages, sizeof result.messages) &&
+            read_all(fds[0], &result.end_time_s, sizeof result.end_time_s);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("the simulation process failed (status " + std::to_string(status) + ")");
+  }
+  return result;
+}
+
+}  // namespace podsim

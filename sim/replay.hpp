@@ -1,0 +1,53 @@
+#pragma once
+// Replays planned collectives on SimGrid: one actor per (chip, operation), one per part of a
+// ring collective, one per chain of messages in each ring phase, one per AllToAll block.
+// Nothing about the result is computed here: every time comes out of SimGrid's clock.
+#include <cstdint>
+#include <vector>
+
+#include "collectives/hop_plan.hpp"
+#include "sim/platform.hpp"
+
+namespace podsim {
+
+struct ReplayOp {
+  const OpPlan* plan = nullptr;
+  int repeat = 1;
+  std::vector<int> after;   // indices of ops that must finish on a chip before this starts there
+};
+
+struct SpanRecord {         // one repetition of one op on one chip
+  int op = 0;
+  int repetition = 0;
+  ChipId chip = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct HopRecord {          // one message, from send to arrival (after the latency floor)
+  int op = 0;
+  int repetition = 0;
+  ChipId src_chip = 0;
+  ChipId dst_chip = 0;
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;
+};
+
+struct ReplayResult {
+  std::vector<SpanRecord> spans;   // sorted by (op, repetition, chip)
+  std::vector<HopRecord> hops;     // only when asked for
+  uint64_t messages = 0;           // simulated messages (ring hops + AllToAll blocks)
+  double end_time_s = 0;
+};
+
+struct ReplayOptions {
+  PlatformOptions platform;
+  double launch_overhead_s = 0;
+  bool record_hops = false;
+};
+
+ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+                    const ReplayOptions& options);
+
+}  // namespace podsim

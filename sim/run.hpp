@@ -1,0 +1,56 @@
+#pragma once
+// Runs a scenario's collectives: plan on the symmetry-reduced (or full) mesh, replay on
+// SimGrid, and map every chip's timings back to the real pod.
+#include <string>
+#include <vector>
+
+#include "collectives/formulas.hpp"
+#include "collectives/symmetry.hpp"
+#include "sim/replay.hpp"
+#include "sim/scenario.hpp"
+
+namespace podsim {
+
+struct RunOptions {
+  Fidelity fidelity = Fidelity::Auto;
+  bool record_hops = false;
+};
+
+struct OperationResult {
+  std::string name;
+  CollectiveKind kind = CollectiveKind::AllGather;
+  std::vector<std::string> axes;
+  bool over_dcn = false;
+  double bytes = 0;
+  int repeat = 1;
+  int group_size = 1;          // chips taking part in one instance
+  double time_s = 0;           // per repetition: last chip's end - first chip's start, averaged
+  double start_s = 0;          // first chip's start, first repetition
+  double end_s = 0;            // last chip's end, last repetition
+  double algbw_Bps = 0;
+  double busbw_Bps = 0;
+  bool has_analytic = false;
+  FormulaResult analytic;      // the book's closed form, where one exists
+};
+
+struct RunResult {
+  Topology topology;                   // the real pod
+  Topology simulated;                  // what SimGrid ran (== topology under full fidelity)
+  SymmetryReduction reduction;
+  std::vector<OperationResult> operations;
+  ReplayResult replay;                 // spans and hops on the simulated mesh
+  double total_time_s = 0;
+  double wall_time_s = 0;
+  std::string fidelity;                // "full" or "reduced", as used
+
+  // Span of (op, repetition) on a real chip.
+  const SpanRecord& span(int op, int repetition, ChipId real_chip) const;
+};
+
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// The book's formula for one operation on a pod (has_analytic false where none applies).
+bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link_bandwidth_Bps,
+                   double hop_latency_s, FormulaResult& out);
+
+}  // namespace podsim

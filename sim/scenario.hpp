@@ -1,0 +1,59 @@
+#pragma once
+// A loaded, validated scenario: everything a run needs, in SI units.
+// The YAML schema that produces it is documented once, in docs/scenario-schema.md, beside
+// the loader (scenario_loader.cpp), with every key's default.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "sim/input_error.hpp"
+#include "topology/topology.hpp"
+
+namespace podsim {
+
+// One collective operation of a `collectives` workload.
+struct OperationSpec {
+  std::string name;                 // unique within the scenario
+  CollectiveSpec collective;        // kind, axes (indices into topology.axes), bytes V, ...
+  std::string array;                // as typed, e.g. "bf16[2048,8192]" (empty when bytes were given)
+  std::string sharding;             // as typed, e.g. "[E_Y, F]" (empty when not given)
+  int repeat = 1;                   // run back to back this many times
+  // Names of operations that must finish (on a chip) before this one starts there.
+  // Default: the previous operation in the list; `after: []` starts at time 0.
+  std::vector<std::string> after;
+  SourceLocation where;             // of the operation's entry in the file
+};
+
+// A value the scenario promises, checked by the test suite against summary.json.
+struct Expectation {
+  std::string field;                // "total_time_s" or "operations.<name>.time_s"
+  double value = 0;                 // SI units
+  double rel_tolerance = 0.01;
+  std::string source;               // e.g. "sharding.md:L366-L375"
+};
+
+enum class Fidelity {
+  Auto,   // symmetric reduction where it is provably exact, else the full replay
+  Full,   // every chip, every hop
+};
+
+struct Scenario {
+  std::string path;                 // file it came from
+  int version = 1;
+  std::string name;
+  std::string description;
+  TopologySpec topology;
+  HopModel hop_model = HopModel::Floor;
+  double link_efficiency = 1.0;     // fraction of peak ICI/DCN bandwidth a transfer achieves
+  double launch_overhead_s = 0.0;   // fixed cost per collective per chip before its first hop
+  std::vector<OperationSpec> operations;
+  std::vector<Expectation> expectations;
+};
+
+// Parses and validates a scenario file. Throws InputError naming file, line, key and value.
+Scenario load_scenario(const std::string& path);
+// Same, from text (used by tests); `path` only labels messages.
+Scenario load_scenario_text(const std::string& text, const std::string& path);
+
+}  // namespace podsim

@@ -1,0 +1,783 @@
+// Reads a scenario YAML file into a validated Scenario.
+// The schema (every key, its type, unit, default and meaning) is documented in one place,
+// docs/scenario-schema.md; change it together with this file.
+//
+// Every problem becomes an InputError naming the file, the 1-based line of the offending node,
+// the dotted key ("workload.operations[1].axes"), the value as written and what was expected.
+// yaml-cpp exceptions never escape: whatever the input, the caller sees InputError or a Scenario.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "sim/scenario.hpp"
+#include "sim/units.hpp"
+
+namespace podsim {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr int64_t kMaxAxisSize = 4096;
+constexpr int64_t kMaxChips = 1'000'000;     // beyond this a run would not finish anyway
+constexpr uintmax_t kMaxFileBytes = 16u << 20;
+
+// ---- locations and errors ----
+
+// A YAML value with where it came from, so any error about it can name file, line and key.
+struct Field {
+  YAML::Node node;
+  std::string key;         // dotted path, e.g. "workload.operations[1].axes"
+  SourceLocation where;
+};
+
+SourceLocation locate(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, mark.line + 1, mark.column + 1};
+}
+
+// A short, bounded rendering: aliases can make a node contain itself.
+std::string render(const YAML::Node& node, int depth) {
+  if (!node.IsDefined() || node.IsNull()) return "";
+  if (node.IsScalar()) return node.Scalar();
+  if (depth > 2) return "...";
+  const bool is_map = node.IsMap();
+  std::string text = is_map ? "{" : "[";
+  int count = 0;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (count++ > 0) text += ", ";
+    if (count > 6 || text.size() > 80) {
+      text += "...";
+      break;
+    }
+    text += is_map ? render(it->first, depth + 1) + ": " + render(it->second, depth + 1)
+                   : render(*it, depth + 1);
+  }
+  return text + (is_map ? "}" : "]");
+}
+
+[[noreturn]] void fail(const Field& field, const std::string& expected) {
+  throw InputError(field.where, field.key, render(field.node, 0), expected);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : std::string(separator)) + item;
+  return text;
+}
+
+std::string child_key(const std::string& parent, std::string_view name) {
+  return parent.empty() ? std::string(name) : parent + "." + std::string(name);
+}
+
+// ---- mappings and sequences ----
+
+// A YAML mapping whose keys are checked against the ones the schema allows.
+class MapReader {
+ public:
+  struct Entry {
+    std::string name;
+    Field key;     // the key node itself, for errors about the key
+    Field value;
+  };
+
+  MapReader(const Field& self, std::vector<std::string> allowed)
+      : self_(self), allowed_(std::move(allowed)) {
+    if (!self.node.IsMap()) fail(self, "expected a mapping (key: value lines)");
+    for (auto it = self.node.begin(); it != self.node.end(); ++it) add_entry(it->first, it->second);
+  }
+
+  // Unknown keys are errors (design.md, habit 3); a typo must not be silently ignored.
+  void reject_unknown() const {
+    for (const Entry& entry : entries_)
+      if (std::find(allowed_.begin(), allowed_.end(), entry.name) == allowed_.end())
+        fail_key(entry, "unknown key; expected one of: " + join(allowed_));
+  }
+
+  std::optional<Field> optional(std::string_view name) const {
+    for (const Entry& entry : entries_)
+      if (entry.name == name) return entry.value;
+    return std::nullopt;
+  }
+
+  Field required(std::string_view name) const {
+    if (auto field = optional(name)) return *field;
+    throw InputError(self_.where, child_key(self_.key, name), "", "missing required key");
+  }
+
+  // For errors about a key itself (unknown, repeated): locate the key, show its value.
+  [[noreturn]] static void fail_key(const Entry& entry, const std::string& expected) {
+    throw InputError(entry.key.where, entry.key.key, render(entry.value.node, 0), expected);
+  }
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  const Field& self() const { return self_; }
+
+ private:
+  void add_entry(const YAML::Node& key, const YAML::Node& value) {
+    Field key_field{key, self_.key, locate(self_.where.file, key.Mark())};
+    if (!key.IsScalar()) fail(key_field, "expected a plain key name");
+    const std::string name = key.Scalar();
+    key_field.key = child_key(self_.key, name);
+    // A null value ("key:" and nothing else) carries the mark of the next line; use the key's.
+    const SourceLocation where = (value.IsNull() || value.Mark().is_null())
+                                     ? key_field.where
+                                     : locate(self_.where.file, value.Mark());
+    const Entry added{name, key_field, Field{value, key_field.key, where}};
+    for (const Entry& entry : entries_)
+      if (entry.name == name)
+        fail_key(added, "key given twice (first at line " + std::to_string(entry.key.where.line) + ")");
+    entries_.push_back(added);
+  }
+
+  Field self_;
+  std::vector<std::string> allowed_;
+  std::vector<Entry> entries_;
+};
+
+std::vector<Field> read_list(const Field& field) {
+  if (!field.node.IsSequence()) fail(field, "expected a list, e.g. [a, b]");
+  std::vector<Field> items;
+  int index = 0;
+  for (const YAML::Node& item : field.node) {
+    SourceLocation where = locate(field.where.file, item.Mark());
+    if (where.line == 0 || item.IsNull()) where = field.where;
+    items.push_back(Field{item, field.key + "[" + std::to_string(index++) + "]", where});
+  }
+  return items;
+}
+
+// ---- scalars ----
+
+std::string read_string(const Field& field) {
+  if (!field.node.IsScalar() || field.node.Scalar().empty()) fail(field, "expected a non-empty string");
+  return field.node.Scalar();
+}
+
+std::string read_name(const Field& field, std::string_view what) {
+  const std::string name = read_string(field);
+  const bool ok = std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  if (!ok) fail(field, "expected " + std::string(what) + " made of letters, digits, '_' and '-'");
+  return name;
+}
+
+int64_t read_integer(const Field& field, int64_t min, int64_t max) {
+  const std::string range = "expected a whole number from " + std::to_string(min) + " to " +
+                            std::to_string(max);
+  if (!field.node.IsScalar()) fail(field, range);
+  const std::string& text = field.node.Scalar();
+  int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < min || value > max)
+    fail(field, range);
+  return value;
+}
+
+int read_int(const Field& field, int64_t min, int64_t max) {
+  return static_cast<int>(read_integer(field, min, std::min<int64_t>(max, std::numeric_limits<int>::max())));
+}
+
+// Only true/false: YAML 1.1's yes/no/on/off surprise people (the "Norway problem").
+bool read_bool(const Field& field) {
+  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  fail(field, "expected true or false");
+}
+
+double read_real(const Field& field) {
+  if (!field.node.IsScalar()) fail(field, "expected a number");
+  const std::string& text = field.node.Scalar();
+  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(begin, text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value))
+    fail(field, "expected a finite number");
+  return value;
+}
+
+// A quantity with units through one of the sim/units.hpp parsers, whose message says what
+// was expected.
+template <typename Parse>
+auto read_quantity(const Field& field, Parse parse) -> decltype(parse(std::string_view{})) {
+  if (!field.node.IsScalar()) fail(field, "expected a quantity with units, as a string");
+  try {
+    return parse(field.node.Scalar());
+  } catch (const std::invalid_argument& error) {
+    fail(field, error.what());
+  }
+}
+
+template <typename Enum>
+Enum read_choice(const Field& field, const std::vector<std::pair<std::string, Enum>>& choices) {
+  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) {
+    if (name == text) return value;
+    names.push_back(name);
+  }
+  fail(field, "expected one of: " + join(names));
+}
+
+// ---- hardware ----
+
+const ChipSpec& read_preset(const Field& field) {
+  const std::string name = read_string(field);
+  if (const ChipSpec* chip = find_chip_preset(name)) return *chip;
+  std::vector<std::string> names;
+  for (const ChipSpec& chip : chip_presets()) names.push_back(chip.name);
+  fail(field, "unknown chip preset; expected one of: " + join(names));
+}
+
+std::vector<int> read_host_shape(const Field& field) {
+  const std::vector<Field> items = read_list(field);
+  if (items.empty() || items.size() > 3) fail(field, "expected 1 to 3 positive sizes, e.g. [4, 2]");
+  std::vector<int> shape;
+  for (const Field& item : items) shape.push_back(read_int(item, 1, kMaxAxisSize));
+  return shape;
+}
+
+int product(const std::vector<int>& sizes) {
+  int64_t total = 1;
+  for (int size : sizes) total = std::min<int64_t>(total * size, std::numeric_limits<int>::max());
+  return static_cast<int>(total);
+}
+
+// chips_per_host and host_shape describe one thing twice; keep them consistent.
+void apply_host_overrides(const MapReader& overrides, ChipSpec& chip) {
+  const auto shape_field = overrides.optional("host_shape");
+  const auto chips_field = overrides.optional("chips_per_host");
+  if (shape_field) chip.host_shape = read_host_shape(*shape_field);
+  if (chips_field) {
+    chip.chips_per_host = read_int(*chips_field, 1, kMaxChips);
+    if (!chip.host_shape.empty() && product(chip.host_shape) != chip.chips_per_host)
+      fail(*chips_field, "must equal the product of host_shape (" +
+                             std::to_string(product(chip.host_shape)) +
+                             "); give host_shape too, e.g. host_shape: [4, 2]");
+  } else if (shape_field) {
+    chip.chips_per_host = product(chip.host_shape);
+  }
+}
+
+void apply_overrides(const Field& field, ChipSpec& chip) {
+  const MapReader overrides(field, {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity",
+                                    "bf16_flops", "int8_ops", "ici_links_per_neighbor",
+                                    "chips_per_host", "host_shape", "dcn_bandwidth_per_host",
+                                    "pcie_bandwidth"});
+  overrides.reject_unknown();
+  auto set = [&](std::string_view key, double& target, auto parse) {
+    if (auto value = overrides.optional(key)) target = read_quantity(*value, parse);
+  };
+  set("ici_bandwidth", chip.ici_bandwidth_Bps, parse_bandwidth_Bps);
+  set("hop_latency", chip.hop_latency_s, parse_time_s);
+  set("hbm_bandwidth", chip.hbm_bandwidth_Bps, parse_bandwidth_Bps);
+  set("hbm_capacity", chip.hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); });
+  set("bf16_flops", chip.bf16_flops_per_s, parse_flops_per_s);
+  set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s);
+  set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps);
+  set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps);
+  if (auto links = overrides.optional("ici_links_per_neighbor"))
+    chip.ici_links_per_neighbor = read_int(*links, 1, 64);
+  apply_host_overrides(overrides, chip);
+  if (!overrides.entries().empty()) chip.source += " (with overrides from the scenario)";
+}
+
+ChipSpec parse_hardware(const Field& field) {
+  const MapReader hardware(field, {"preset", "overrides"});
+  hardware.reject_unknown();
+  ChipSpec chip = read_preset(hardware.required("preset"));
+  if (auto overrides = hardware.optional("overrides")) apply_overrides(*overrides, chip);
+  return chip;
+}
+
+// ---- topology ----
+
+std::string read_axis_name(const Field& field) {
+  const std::string name = read_string(field);
+  const bool ok = std::isalpha(static_cast<unsigned char>(name[0])) &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                  });
+  if (!ok) fail(field, "expected an axis name of letters, digits and '_' starting with a letter");
+  return name;
+}
+
+void add_axis(std::vector<MeshAxis>& axes, const Field& name_field, const Field& size_field) {
+  const std::string name = read_axis_name(name_field);
+  for (const MeshAxis& axis : axes)
+    if (axis.name == name) fail(name_field, "axis name used twice");
+  axes.push_back(MeshAxis{name, read_int(size_field, 1, kMaxAxisSize), false});
+}
+
+// Either the ordered map form {X: 8, Y: 4} or the list form [{name: X, size: 8}, ...].
+std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
+  std::vector<MeshAxis> axes;
+  if (field.node.IsSequence()) {
+    for (const Field& item : read_list(field)) {
+      const MapReader axis(item, {"name", "size"});
+      axis.reject_unknown();
+      add_axis(axes, axis.required("name"), axis.required("size"));
+    }
+  } else {
+    const MapReader mesh(field, {});
+    for (const auto& entry : mesh.entries()) add_axis(axes, entry.key, entry.value);
+  }
+  const int max_axes = std::min(3, chip.max_torus_dims);
+  if (axes.empty() || static_cast<int>(axes.size()) > max_axes)
+    fail(field, "expected 1 to " + std::to_string(max_axes) + " axes (" + chip.name + " has a " +
+                    std::to_string(chip.max_torus_dims) + "D torus), e.g. {X: 8, Y: 4}");
+  return axes;
+}
+
+int axis_index(const std::vector<MeshAxis>& axes, const std::string& name) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::string axis_names(const std::vector<MeshAxis>& axes) {
+  std::vector<std::string> names;
+  for (const MeshAxis& axis : axes) names.push_back(axis.name);
+  return join(names);
+}
+
+// true, false, or "auto" for the chip's own rule.
+std::optional<bool> read_wrap(const Field& field) {
+  if (field.node.IsScalar() && field.node.Scalar() == "auto") return std::nullopt;
+  if (!field.node.IsScalar() || (field.node.Scalar() != "true" && field.node.Scalar() != "false"))
+    fail(field, "expected true, false or auto");
+  return read_bool(field);
+}
+
+void parse_wraparound(const std::optional<Field>& field, const ChipSpec& chip,
+                      std::vector<MeshAxis>& axes) {
+  std::vector<int> sizes;
+  for (const MeshAxis& axis : axes) sizes.push_back(axis.size);
+  const std::vector<bool> rule = default_wraparound(chip, sizes);
+  std::vector<std::optional<bool>> chosen(axes.size());
+  if (field && field->node.IsScalar()) {
+    std::fill(chosen.begin(), chosen.end(), read_wrap(*field));
+  } else if (field) {
+    const MapReader wrap(*field, {});
+    for (const auto& entry : wrap.entries()) {
+      const int index = axis_index(axes, entry.name);
+      if (index < 0) MapReader::fail_key(entry, "not a mesh axis; the mesh has " + axis_names(axes));
+      chosen[index] = read_wrap(entry.value);
+    }
+  }
+  for (size_t i = 0; i < axes.size(); ++i)
+    axes[i].wraparound = chosen[i].value_or(i < rule.size() && rule[i]);
+}
+
+void check_chip_count(const Field& field, const TopologySpec& topology) {
+  int64_t chips = topology.slices;
+  for (const MeshAxis& axis : topology.axes) chips *= axis.size;   // <= 4096^3 x 10^6: fits
+  if (chips > kMaxChips)
+    fail(field, std::to_string(chips) + " chips in all; expected at most " + std::to_string(kMaxChips));
+}
+
+TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
+  const MapReader reader(field, {"mesh", "wraparound", "slices", "dcn_oversubscription"});
+  reader.reject_unknown();
+  TopologySpec topology;
+  topology.chip = chip;
+  const Field mesh = reader.required("mesh");
+  topology.axes = parse_mesh(mesh, chip);
+  parse_wraparound(reader.optional("wraparound"), chip, topology.axes);
+  if (auto slices = reader.optional("slices")) topology.slices = read_int(*slices, 1, kMaxChips);
+  check_chip_count(reader.optional("slices").value_or(mesh), topology);
+  if (auto over = reader.optional("dcn_oversubscription")) {
+    topology.dcn_oversubscription = read_real(*over);
+    if (topology.dcn_oversubscription < 1.0)
+      fail(*over, "expected a number >= 1 (1 = non-blocking DCN switch)");
+  }
+  return topology;
+}
+
+// ---- simulation ----
+
+void parse_simulation(const Field& field, Scenario& scenario) {
+  const MapReader reader(field, {"hop_model", "link_efficiency", "launch_overhead"});
+  reader.reject_unknown();
+  if (auto model = reader.optional("hop_model"))
+    scenario.hop_model = read_choice<HopModel>(
+        *model, {{"floor", HopModel::Floor}, {"additive", HopModel::Additive}});
+  if (auto efficiency = reader.optional("link_efficiency")) {
+    scenario.link_efficiency = read_real(*efficiency);
+    if (scenario.link_efficiency <= 0.0 || scenario.link_efficiency > 1.0)
+      fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  if (auto overhead = reader.optional("launch_overhead"))
+    scenario.launch_overhead_s = read_quantity(*overhead, parse_time_s);
+}
+
+// ---- operations ----
+
+// What an operation's entry said before the cross-operation checks (names, `after`).
+struct ParsedOperation {
+  OperationSpec spec;
+  Field entry;
+  std::optional<Field> after;
+};
+
+std::vector<int> parse_axes(const Field& field, const std::vector<MeshAxis>& mesh) {
+  std::vector<Field> items;
+  if (field.node.IsScalar()) items.push_back(field);   // "axes: Y" for a single axis
+  else items = read_list(field);
+  std::vector<int> indices;
+  for (const Field& item : items) {
+    const int index = axis_index(mesh, read_string(item));
+    if (index < 0) fail(item, "not a mesh axis; the mesh has " + axis_names(mesh));
+    if (std::find(indices.begin(), indices.end(), index) != indices.end())
+      fail(item, "axis listed twice");
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+std::vector<int> sharding_axis_indices(const Field& field, const std::vector<std::string>& names,
+                                       const std::vector<MeshAxis>& mesh) {
+  std::vector<int> indices;
+  for (const std::string& name : names) {
+    const int index = axis_index(mesh, name);
+    if (index < 0) fail(field, "axis '" + name + "' is not a mesh axis; the mesh has " + axis_names(mesh));
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+// Each sharded dimension must split evenly, or shards would differ in size.
+void check_even_split(const Field& field, const ArrayShape& array, const Sharding& sharding,
+                      const std::vector<MeshAxis>& mesh) {
+  for (size_t d = 0; d < array.dims.size(); ++d) {
+    uint64_t ways = 1;
+    for (int index : sharding_axis_indices(field, sharding.dim_axes[d], mesh)) ways *= mesh[index].size;
+    if (array.dims[d] % ways != 0)
+      fail(field, "dimension " + sharding.dim_names[d] + " = " + std::to_string(array.dims[d]) +
+                      " does not split evenly " + std::to_string(ways) + " ways");
+  }
+}
+
+// The gathered / scattered axes must (all_gather, all_to_all) or must not (reduce_scatter,
+// all_reduce: they hold partial sums) already split the array.
+void check_collective_axes(const Field& field, CollectiveKind kind, const std::vector<int>& collective,
+                           const std::vector<int>& sharded, const std::vector<MeshAxis>& mesh) {
+  const bool needs_sharded = kind == CollectiveKind::AllGather || kind == CollectiveKind::AllToAll;
+  for (int axis : collective) {
+    const bool is_sharded = std::find(sharded.begin(), sharded.end(), axis) != sharded.end();
+    if (needs_sharded && !is_sharded)
+      fail(field, std::string(to_string(kind)) + " over " + mesh[axis].name +
+                      ", but the array is not sharded over " + mesh[axis].name +
+                      "; expected a sharding that uses it, e.g. [E_" + mesh[axis].name + ", F]");
+    if (!needs_sharded && is_sharded)
+      fail(field, std::string(to_string(kind)) + " over " + mesh[axis].name +
+                      ", but the array is already sharded over " + mesh[axis].name +
+                      "; expected the axis to be absent or unreduced, e.g. {U_" + mesh[axis].name + "}");
+  }
+}
+
+// V, the book's per-group array size: the array divided by the shards of axes outside the group.
+double volume_from_array(const Field& array_field, const std::optional<Field>& sharding_field,
+                         const CollectiveSpec& collective, const std::vector<MeshAxis>& mesh) {
+  const ArrayShape array = read_quantity(array_field, parse_array);
+  Sharding sharding;
+  sharding.dim_names.resize(array.dims.size(), "?");
+  sharding.dim_axes.resize(array.dims.size());
+  if (sharding_field) {
+    sharding = read_quantity(*sharding_field, parse_sharding);
+    try {
+      check_sharding_rank(sharding, array);
+    } catch (const std::invalid_argument& error) {
+      fail(*sharding_field, error.what());
+    }
+    check_even_split(*sharding_field, array, sharding, mesh);
+    sharding_axis_indices(*sharding_field, sharding.unreduced, mesh);
+  }
+  const Field& blame = sharding_field.value_or(array_field);
+  const std::vector<int> sharded = sharding_axis_indices(blame, sharding.sharded_axes(), mesh);
+  check_collective_axes(blame, collective.kind, collective.axes, sharded, mesh);
+  double outside = 1;
+  for (int axis : sharded)
+    if (std::find(collective.axes.begin(), collective.axes.end(), axis) == collective.axes.end())
+      outside *= mesh[axis].size;
+  return static_cast<double>(array.bytes) / outside;
+}
+
+void parse_volume(const MapReader& reader, OperationSpec& op, const std::vector<MeshAxis>& mesh) {
+  const auto bytes = reader.optional("bytes");
+  const auto array = reader.optional("array");
+  const auto sharding = reader.optional("sharding");
+  if (bytes && array) fail(*array, "give either bytes or array, not both");
+  if (!bytes && !array)
+    fail(reader.self(), "missing size; expected bytes (e.g. \"34 MB\") or array (e.g. \"bf16[2048,8192]\")");
+  if (sharding && !array) fail(*sharding, "sharding applies to an array; expected array too");
+  if (bytes) {
+    op.collective.bytes = static_cast<double>(read_quantity(*bytes, parse_bytes));
+    return;
+  }
+  op.array = read_string(*array);
+  if (sharding) op.sharding = read_string(*sharding);
+  op.collective.bytes = volume_from_array(*array, sharding, op.collective, mesh);
+}
+
+void parse_dcn(const MapReader& reader, OperationSpec& op, const TopologySpec& topology) {
+  if (auto dcn = reader.optional("dcn")) {
+    op.collective.over_dcn = read_bool(*dcn);
+    if (op.collective.over_dcn && topology.slices == 1)
+      fail(*dcn, "topology.slices is 1, so there is no DCN to cross; expected slices > 1 or dcn: false");
+  }
+  if (auto algorithm = reader.optional("dcn_algorithm")) {
+    if (!op.collective.over_dcn) fail(*algorithm, "dcn_algorithm applies only with dcn: true");
+    op.collective.dcn_algorithm = read_choice<DcnAlgorithm>(
+        *algorithm, {{"hierarchical", DcnAlgorithm::Hierarchical}, {"flat_ring", DcnAlgorithm::FlatRing}});
+  }
+}
+
+ParsedOperation parse_operation(const Field& entry, int index, const TopologySpec& topology) {
+  const MapReader reader(entry, {"name", "kind", "axes", "dcn", "dcn_algorithm", "bytes", "array",
+                                 "sharding", "bidirectional", "repeat", "after"});
+  reader.reject_unknown();
+  ParsedOperation parsed{OperationSpec{}, entry, reader.optional("after")};
+  OperationSpec& op = parsed.spec;
+  op.where = entry.where;
+  const auto name = reader.optional("name");
+  op.name = name ? read_name(*name, "an operation name") : "op" + std::to_string(index);
+  op.collective.kind = read_choice<CollectiveKind>(
+      reader.required("kind"), {{"all_gather", CollectiveKind::AllGather},
+                                {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                {"all_reduce", CollectiveKind::AllReduce},
+                                {"all_to_all", CollectiveKind::AllToAll}});
+  const auto axes = reader.optional("axes");
+  if (axes) op.collective.axes = parse_axes(*axes, topology.axes);
+  parse_dcn(reader, op, topology);
+  if (op.collective.axes.empty() && !op.collective.over_dcn)
+    fail(axes.value_or(entry), "expected at least one mesh axis (" + axis_names(topology.axes) +
+                                   ") in axes, or dcn: true");
+  parse_volume(reader, op, topology.axes);
+  if (auto bidirectional = reader.optional("bidirectional"))
+    op.collective.bidirectional = read_bool(*bidirectional);
+  if (auto repeat = reader.optional("repeat")) op.repeat = read_int(*repeat, 1, kMaxChips);
+  return parsed;
+}
+
+void check_unique_names(const std::vector<ParsedOperation>& ops) {
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (ops[i].spec.name == ops[j].spec.name) {
+        const MapReader reader(ops[i].entry, {});
+        fail(reader.optional("name").value_or(ops[i].entry),
+             "operation name used twice (first at line " + std::to_string(ops[j].entry.where.line) + ")");
+      }
+}
+
+int find_operation(const std::vector<ParsedOperation>& ops, const std::string& name) {
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].spec.name == name) return static_cast<int>(i);
+  return -1;
+}
+
+void resolve_after(std::vector<ParsedOperation>& ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OperationSpec& op = ops[i].spec;
+    if (!ops[i].after) {
+      if (i > 0) op.after = {ops[i - 1].spec.name};
+      continue;
+    }
+    for (const Field& item : read_list(*ops[i].after)) {
+      const std::string name = read_string(item);
+      if (find_operation(ops, name) < 0) fail(item, "no operation has this name");
+      if (std::find(op.after.begin(), op.after.end(), name) != op.after.end())
+        fail(item, "operation listed twice");
+      op.after.push_back(name);
+    }
+  }
+}
+
+// Default `after` edges point backwards, so a cycle always holds an explicit `after`: blame it.
+[[noreturn]] void fail_cycle(const std::vector<ParsedOperation>& ops, const std::vector<int>& cycle) {
+  std::vector<std::string> names;
+  for (int op : cycle) names.push_back(ops[op].spec.name);
+  const auto explicit_after =
+      std::find_if(cycle.begin(), cycle.end(), [&](int op) { return ops[op].after.has_value(); });
+  const ParsedOperation& blamed = ops[explicit_after != cycle.end() ? *explicit_after : cycle.front()];
+  fail(blamed.after.value_or(blamed.entry),
+       "operations wait on each other in a cycle: " + join(names, " after "));
+}
+
+// Depth-first search; a node met again while still on the stack closes a cycle.
+void check_acyclic(const std::vector<ParsedOperation>& ops) {
+  enum class Mark { New, OnStack, Done };
+  std::vector<Mark> marks(ops.size(), Mark::New);
+  std::vector<int> stack;
+  auto visit = [&](auto&& self, int node) -> void {
+    marks[node] = Mark::OnStack;
+    stack.push_back(node);
+    for (const std::string& name : ops[node].spec.after) {
+      const int next = find_operation(ops, name);
+      if (marks[next] == Mark::OnStack) {
+        std::vector<int> cycle(std::find(stack.begin(), stack.end(), next), stack.end());
+        cycle.push_back(next);
+        fail_cycle(ops, cycle);
+      }
+      if (marks[next] == Mark::New) self(self, next);
+    }
+    stack.pop_back();
+    marks[node] = Mark::Done;
+  };
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (marks[i] == Mark::New) visit(visit, static_cast<int>(i));
+}
+
+std::vector<OperationSpec> parse_workload(const Field& field, const TopologySpec& topology) {
+  const MapReader reader(field, {"kind", "operations"});
+  reader.reject_unknown();
+  const Field kind = reader.required("kind");
+  if (read_string(kind) != "collectives") fail(kind, "unknown workload kind; expected one of: collectives");
+  const Field list = reader.required("operations");
+  std::vector<ParsedOperation> ops;
+  for (const Field& entry : read_list(list))
+    ops.push_back(parse_operation(entry, static_cast<int>(ops.size()), topology));
+  if (ops.empty()) fail(list, "expected at least one operation");
+  check_unique_names(ops);
+  resolve_after(ops);
+  check_acyclic(ops);
+  std::vector<OperationSpec> specs;
+  for (auto& op : ops) specs.push_back(std::move(op.spec));
+  return specs;
+}
+
+// ---- expectations ----
+
+// The metric's unit suffix says how to read the value (design.md, habit 2).
+double read_expected_value(const Field& field, const std::string& metric) {
+  double value = 0;
+  if (metric.ends_with("_s")) value = read_quantity(field, parse_time_s);
+  else if (metric.ends_with("_Bps")) value = read_quantity(field, parse_bandwidth_Bps);
+  else if (metric.ends_with("_bytes")) value = static_cast<double>(read_quantity(field, parse_bytes));
+  else value = read_real(field);
+  if (value == 0.0) fail(field, "expected a non-zero value (a relative tolerance of zero means nothing)");
+  return value;
+}
+
+// "total_time_s" or "operations.<name>.<metric>"; returns the metric.
+std::string check_expectation_field(const Field& field, const std::vector<OperationSpec>& ops) {
+  const std::string text = read_string(field);
+  if (text == "total_time_s") return text;
+  const std::string prefix = "operations.";
+  const size_t dot = text.find('.', prefix.size());
+  if (!text.starts_with(prefix) || dot == std::string::npos || dot + 1 == text.size())
+    fail(field, "expected total_time_s or operations.<name>.<metric>, e.g. operations.ag_y.time_s");
+  const std::string name = text.substr(prefix.size(), dot - prefix.size());
+  const bool known = std::any_of(ops.begin(), ops.end(), [&](const OperationSpec& op) { return op.name == name; });
+  if (!known) fail(field, "no operation is named '" + name + "'");
+  return text.substr(dot + 1);
+}
+
+std::vector<Expectation> parse_expectations(const Field& field, const std::vector<OperationSpec>& ops) {
+  std::vector<Expectation> expectations;
+  for (const Field& item : read_list(field)) {
+    const MapReader reader(item, {"field", "value", "rel_tolerance", "source"});
+    reader.reject_unknown();
+    Expectation expectation;
+    const Field name = reader.required("field");
+    expectation.field = read_string(name);
+    expectation.value = read_expected_value(reader.required("value"), check_expectation_field(name, ops));
+    if (auto tolerance = reader.optional("rel_tolerance")) {
+      expectation.rel_tolerance = read_real(*tolerance);
+      if (expectation.rel_tolerance <= 0.0 || expectation.rel_tolerance >= 1.0)
+        fail(*tolerance, "expected a fraction in (0, 1), e.g. 0.02");
+    }
+    if (auto source = reader.optional("source")) expectation.source = read_string(*source);
+    expectations.push_back(std::move(expectation));
+  }
+  return expectations;
+}
+
+// ---- the document ----
+
+std::string default_name(const std::string& path) {
+  const std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? "scenario" : stem;
+}
+
+Scenario parse_document(const Field& root) {
+  const MapReader top(root, {"version", "name", "description", "hardware", "topology", "simulation",
+                             "workload", "expect"});
+  Scenario scenario;
+  scenario.path = root.where.file;
+  // The version comes first: a newer file's keys should be reported as a version problem.
+  const Field version = top.required("version");
+  if (!version.node.IsScalar() || version.node.Scalar() != std::to_string(kSchemaVersion))
+    fail(version, "unsupported schema version; expected " + std::to_string(kSchemaVersion));
+  scenario.version = kSchemaVersion;
+  top.reject_unknown();
+  const auto name = top.optional("name");
+  scenario.name = name ? read_string(*name) : default_name(root.where.file);
+  if (auto description = top.optional("description")) scenario.description = read_string(*description);
+  const ChipSpec chip = parse_hardware(top.required("hardware"));
+  scenario.topology = parse_topology(top.required("topology"), chip);
+  if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
+  scenario.operations = parse_workload(top.required("workload"), scenario.topology);
+  if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario.operations);
+  return scenario;
+}
+
+std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& path) {
+  try {
+    return YAML::LoadAll(text);
+  } catch (const YAML::Exception& error) {   // ParserException and DeepRecursion carry a mark
+    throw InputError(locate(path, error.mark), "", "", "malformed YAML: " + error.msg);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  const SourceLocation where{path, 0, 0};
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (error || !fs::exists(status))
+    throw InputError(where, "", path, "cannot open scenario file: " +
+                                          (error ? error.message() : std::string("no such file")));
+  if (fs::is_directory(status))
+    throw InputError(where, "", path, "cannot open scenario file: it is a directory; expected a YAML file");
+  const uintmax_t size = fs::file_size(path, error);
+  if (!error && size > kMaxFileBytes)
+    throw InputError(where, "", path, "scenario file is larger than 16 MiB; expected a YAML scenario");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, "", path, "cannot open scenario file for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(where, "", path, "cannot read scenario file");
+  return text.str();
+}
+
+}  // namespace
+
+Scenario load_scenario_text(const std::string& text, const std::string& path) {
+  const std::vector<YAML::Node> documents = parse_yaml(text, path);
+  if (documents.empty() || documents.front().IsNull())
+    throw InputError(SourceLocation{path, 0, 0}, "", "",
+                     "empty scenario file; expected a mapping starting with version: 1");
+  if (documents.size() > 1)
+    throw InputError(locate(path, documents[1].Mark()), "", "",
+                     "more than one YAML document; expected one scenario per file");
+  try {
+    return parse_document(Field{documents.front(), "", locate(path, documents.front().Mark())});
+  } catch (const YAML::Exception& error) {   // not expected; keep the promise never to leak one
+    throw InputError(locate(path, error.mark), "", "", std::string("invalid YAML: ") + error.what());
+  }
+}
+
+Scenario load_scenario(const std::string& path) { return load_scenario_text(read_file(path), path); }
+
+}  // namespace podsim

@@ -1,0 +1,54 @@
+#pragma once
+// Quantities with explicit units, as scenario files write them, converted once to SI
+// (design.md, habit 2). Every function throws std::invalid_argument whose what() says what
+// was expected; the scenario loader adds the file, line and key.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim {
+
+// Bytes per second from "45 GB/s", "4.5e10 B/s", "90 GiB/s", or bits from "400 Gbps",
+// "400 Gb/s". A unit is required. Must be positive and finite.
+double parse_bandwidth_Bps(std::string_view text);
+
+// Seconds from "1 us", "1us", "1 µs", "2.5 ms", "10 ns", "1 s". A unit is required.
+// Zero is accepted (a zero overhead or latency is meaningful); negative is not.
+double parse_time_s(std::string_view text);
+
+// Whole bytes from "16 GiB", "16 GB", "1 KiB", "512 B", "8.4e6 B" or a bare integer.
+// Computed exactly; must be positive, whole and fit in 64 bits.
+uint64_t parse_bytes(std::string_view text);
+
+// Operations per second from "197 TFLOP/s", "1.97e14 FLOP/s", "394 TOP/s" (FLOP and OP
+// both count one operation). A unit is required. Must be positive and finite.
+double parse_flops_per_s(std::string_view text);
+
+// An array type such as "bf16[2048,8192]".
+struct ArrayShape {
+  std::string dtype;            // as written, e.g. "bf16"
+  int bits_per_element = 0;     // 4, 8, 16 or 32
+  std::vector<uint64_t> dims;   // each positive
+  uint64_t elements = 0;
+  uint64_t bytes = 0;           // elements x bits / 8, rounded up (int4)
+};
+// Throws on an unknown dtype, a missing, zero or malformed dimension, or a size past 64 bits.
+ArrayShape parse_array(std::string_view text);
+
+// The scaling book's sharding notation: "[E_Y, F]", "[B_XY, D]", "[B_X, D_Y]{U_Z}".
+// A subscript is a run of single-letter mesh axis names; {U_...} lists unreduced axes,
+// which hold partial sums and do not split the array.
+struct Sharding {
+  std::vector<std::string> dim_names;            // "E", "F", ...
+  std::vector<std::vector<std::string>> dim_axes; // per dimension, the axes splitting it, major first
+  std::vector<std::string> unreduced;            // axes from {U_...}
+  // Every axis that splits the array (not the unreduced ones), in order of appearance.
+  std::vector<std::string> sharded_axes() const;
+};
+// Throws on malformed text or an axis used twice anywhere (dimensions and {U_...} together).
+Sharding parse_sharding(std::string_view text);
+// Throws when the sharding's rank differs from the array's.
+void check_sharding_rank(const Sharding& sharding, const ArrayShape& array);
+
+}  // namespace podsim

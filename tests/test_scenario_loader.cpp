@@ -1,0 +1,552 @@
+// The scenario loader (sim/scenario_loader.cpp, schema in docs/scenario-schema.md): a full
+// round trip, then one section per kind of bad input, each checking that the message names
+// the file, the line, the key and the offending value (design.md, habits 3 and 9).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/scenario.hpp"
+
+using namespace podsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFile = "bad.yaml";
+
+// A valid scenario the bad-input cases each break in one place.
+const std::string kBase = R"(version: 1
+name: v5e-8x4-allgather-y
+hardware:
+  preset: v5e
+topology:
+  mesh: {X: 8, Y: 4}
+workload:
+  kind: collectives
+  operations:
+    - name: ag_y
+      kind: all_gather
+      axes: [Y]
+      array: "bf16[2048,8192]"
+      sharding: "[E_Y, F]"
+    - name: ar_x
+      kind: all_reduce
+      axes: [X]
+      bytes: "34 MB"
+expect:
+  - field: operations.ag_y.time_s
+    value: "560 us"
+)";
+
+// kBase with the first occurrence of `from` replaced by `to`.
+std::string with(const std::string& from, const std::string& to, const std::string& base = kBase) {
+  const size_t at = base.find(from);
+  REQUIRE(at != std::string::npos);
+  return base.substr(0, at) + to + base.substr(at + from.size());
+}
+
+// 1-based line of the first occurrence of `needle`.
+int line_of(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+InputError error_from(const std::string& text) {
+  try {
+    load_scenario_text(text, kFile);
+  } catch (const InputError& error) {
+    return error;
+  }
+  FAIL("expected an InputError");
+  return InputError({}, "", "", "");   // not reached: FAIL throws
+}
+
+// The error names file, line (that of `line_needle` in the text), key and value.
+void require_error(const std::string& text, const std::string& key, const std::string& value,
+                   const std::string& line_needle) {
+  const InputError error = error_from(text);
+  const std::string message = error.what();
+  const int line = line_of(text, line_needle);
+  INFO(message);
+  CHECK(error.where().file == kFile);
+  CHECK(error.where().line == line);
+  CHECK(contains(message, kFile + ":" + std::to_string(line) + ":"));
+  CHECK(error.key() == key);
+  if (!key.empty()) CHECK(contains(message, "key '" + key + "'"));
+  CHECK(error.value() == value);
+  if (!value.empty()) CHECK(contains(message, "value '" + value + "'"));
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("podsim-scenario-test-" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("the base scenario loads", "[scenario]") {
+  const Scenario s = load_scenario_text(kBase, "scenarios/base.yaml");
+  REQUIRE(s.operations.size() == 2);
+  CHECK(s.operations[0].collective.bytes == 2048.0 * 8192 * 2);   // gathered over its own sharded axis
+  CHECK(s.operations[1].after == std::vector<std::string>{"ag_y"});
+}
+
+TEST_CASE("a full scenario round trips with defaults and units", "[scenario]") {
+  const std::string text = R"(version: 1
+description: "AllGather on a v4p cube"
+hardware:
+  preset: v4p
+  overrides:
+    ici_bandwidth: "45 GB/s"
+    hop_latency: "2 us"
+    hbm_bandwidth: "820 GB/s"
+    hbm_capacity: "16 GiB"
+    bf16_flops: "197 TFLOP/s"
+    int8_ops: "394 TOP/s"
+    ici_links_per_neighbor: 2
+    host_shape: [2, 2, 1]
+    chips_per_host: 4
+    dcn_bandwidth_per_host: "200 Gbps"
+    pcie_bandwidth: "16 GB/s"
+topology:
+  mesh: [{name: X, size: 4}, {name: Y, size: 4}, {name: Z, size: 4}]
+  wraparound: {Y: false, Z: auto}
+  slices: 2
+  dcn_oversubscription: 2.5
+simulation:
+  hop_model: additive
+  link_efficiency: 0.9
+  launch_overhead: "5 us"
+workload:
+  kind: collectives
+  operations:
+    - kind: all_gather
+      axes: [X]
+      array: "bf16[1024,4096]"
+      sharding: "[B_X, D_Y]"
+    - name: ag_xy
+      kind: all_gather
+      axes: [X, Y]
+      array: "bf16[1024,4096]"
+      sharding: "[B_X, D_Y]"
+      bidirectional: false
+      repeat: 3
+      after: []
+    - name: ar_z
+      kind: all_reduce
+      axes: [Z]
+      array: "bf16[1024,4096]"
+      sharding: "[B_X, D_Y]{U_Z}"
+      after: [op0, ag_xy]
+    - name: dcn_ar
+      kind: all_reduce
+      dcn: true
+      dcn_algorithm: flat_ring
+      bytes: "1 GiB"
+expect:
+  - field: operations.op0.time_s
+    value: "23 us"
+    rel_tolerance: 0.05
+    source: "sharding.md:L590-L600"
+  - field: total_time_s
+    value: "1 ms"
+  - field: operations.ag_xy.algbw_Bps
+    value: "45 GB/s"
+)";
+  const Scenario s = load_scenario_text(text, "scenarios/v4p-cube.yaml");
+  CHECK(s.path == "scenarios/v4p-cube.yaml");
+  CHECK(s.version == 1);
+  CHECK(s.name == "v4p-cube");   // the file stem when no name is given
+  CHECK(s.description == "AllGather on a v4p cube");
+
+  const ChipSpec& chip = s.topology.chip;
+  CHECK(chip.name == "v4p");
+  CHECK(chip.ici_bandwidth_Bps == Approx(4.5e10));
+  CHECK(chip.hop_latency_s == Approx(2e-6));
+  CHECK(chip.hbm_bandwidth_Bps == Approx(8.2e11));
+  CHECK(chip.hbm_bytes == 16.0 * (1ULL << 30));
+  CHECK(chip.bf16_flops_per_s == Approx(1.97e14));
+  CHECK(chip.int8_ops_per_s == Approx(3.94e14));
+  CHECK(chip.ici_links_per_neighbor == 2);
+  CHECK(chip.host_shape == std::vector<int>{2, 2, 1});
+  CHECK(chip.chips_per_host == 4);
+  CHECK(chip.dcn_bandwidth_per_host_Bps == Approx(2.5e10));
+  CHECK(chip.pcie_bandwidth_Bps == Approx(1.6e10));
+
+  REQUIRE(s.topology.axes.size() == 3);
+  CHECK(s.topology.axes[0].name == "X");
+  CHECK(s.topology.axes[2].size == 4);
+  CHECK(s.topology.axes[0].wraparound);    // unspecified: v4p's rule, a full 4x4x4 cube wraps
+  CHECK_FALSE(s.topology.axes[1].wraparound);
+  CHECK(s.topology.axes[2].wraparound);    // auto
+  CHECK(s.topology.slices == 2);
+  CHECK(s.topology.dcn_oversubscription == 2.5);
+
+  CHECK(s.hop_model == HopModel::Additive);
+  CHECK(s.link_efficiency == 0.9);
+  CHECK(s.launch_overhead_s == Approx(5e-6));
+
+  REQUIRE(s.operations.size() == 4);
+  const double array_bytes = 1024.0 * 4096 * 2;
+  const OperationSpec& ag_x = s.operations[0];
+  CHECK(ag_x.name == "op0");
+  CHECK(ag_x.collective.kind == CollectiveKind::AllGather);
+  CHECK(ag_x.collective.axes == std::vector<int>{0});
+  CHECK(ag_x.collective.bytes == array_bytes / 4);   // Y still shards the gathered array
+  CHECK(ag_x.collective.bidirectional);
+  CHECK_FALSE(ag_x.collective.over_dcn);
+  CHECK(ag_x.array == "bf16[1024,4096]");
+  CHECK(ag_x.sharding == "[B_X, D_Y]");
+  CHECK(ag_x.repeat == 1);
+  CHECK(ag_x.after.empty());
+  CHECK(ag_x.where.line == line_of(text, "- kind: all_gather"));
+
+  const OperationSpec& ag_xy = s.operations[1];
+  CHECK(ag_xy.collective.axes == std::vector<int>{0, 1});
+  CHECK(ag_xy.collective.bytes == array_bytes);
+  CHECK_FALSE(ag_xy.collective.bidirectional);
+  CHECK(ag_xy.repeat == 3);
+  CHECK(ag_xy.after.empty());
+
+  const OperationSpec& ar_z = s.operations[2];
+  CHECK(ar_z.collective.kind == CollectiveKind::AllReduce);
+  CHECK(ar_z.collective.bytes == array_bytes / 16);   // the book's 4BD/(X*Y*W) case
+  CHECK(ar_z.after == std::vector<std::string>{"op0", "ag_xy"});
+
+  const OperationSpec& dcn = s.operations[3];
+  CHECK(dcn.collective.axes.empty());
+  CHECK(dcn.collective.over_dcn);
+  CHECK(dcn.collective.dcn_algorithm == DcnAlgorithm::FlatRing);
+  CHECK(dcn.collective.bytes == double(1ULL << 30));
+  CHECK(dcn.array.empty());
+  CHECK(dcn.after == std::vector<std::string>{"ar_z"});   // default: the previous operation
+
+  REQUIRE(s.expectations.size() == 3);
+  CHECK(s.expectations[0].field == "operations.op0.time_s");
+  CHECK(s.expectations[0].value == Approx(23e-6));
+  CHECK(s.expectations[0].rel_tolerance == 0.05);
+  CHECK(s.expectations[0].source == "sharding.md:L590-L600");
+  CHECK(s.expectations[1].rel_tolerance == 0.01);   // default
+  CHECK(s.expectations[1].value == Approx(1e-3));
+  CHECK(s.expectations[2].value == Approx(4.5e10));
+}
+
+TEST_CASE("defaults: simulation block, wraparound rule, bidirectional", "[scenario]") {
+  const Scenario s = load_scenario_text(with("{X: 8, Y: 4}", "{X: 8, Y: 16}"), "x.yaml");
+  CHECK(s.name == "v5e-8x4-allgather-y");
+  CHECK(s.hop_model == HopModel::Floor);
+  CHECK(s.link_efficiency == 1.0);
+  CHECK(s.launch_overhead_s == 0.0);
+  CHECK(s.topology.slices == 1);
+  CHECK(s.topology.dcn_oversubscription == 1.0);
+  CHECK_FALSE(s.topology.axes[0].wraparound);   // v5e wraps only an axis of 16
+  CHECK(s.topology.axes[1].wraparound);
+  CHECK(s.operations[0].collective.bidirectional);
+  CHECK(s.operations[0].after.empty());
+  CHECK(s.expectations[0].rel_tolerance == 0.01);
+
+  const Scenario all = load_scenario_text(with("{X: 8, Y: 4}", "{X: 8, Y: 4}\n  wraparound: true"), "x.yaml");
+  CHECK(all.topology.axes[0].wraparound);
+  CHECK(all.topology.axes[1].wraparound);
+
+  const Scenario host = load_scenario_text(with("preset: v5e", "preset: v5e\n  overrides: {host_shape: [2, 2]}"), "x.yaml");
+  CHECK(host.topology.chip.chips_per_host == 4);
+}
+
+TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
+  SECTION("malformed YAML") {
+    const std::string text = with("{X: 8, Y: 4}", "{X: 8, Y: 4");
+    const InputError error = error_from(text);
+    CHECK(error.where().file == kFile);
+    CHECK(error.where().line >= line_of(text, "{X: 8"));
+    CHECK(contains(error.what(), kFile + ":" + std::to_string(error.where().line) + ":"));
+    CHECK(contains(error.what(), "malformed YAML"));
+  }
+  SECTION("a key given twice") {
+    require_error(with("name: v5e", "name: a\nname: v5e"), "name", "v5e-8x4-allgather-y", "name: v5e");
+  }
+  SECTION("unknown top-level key") {
+    require_error(with("workload:", "topolgy: 3\nworkload:"), "topolgy", "3", "topolgy");
+  }
+  SECTION("unknown nested key") {
+    require_error(with("preset: v5e", "preset: v5e\n  overrides:\n    ici_bandwith: \"45 GB/s\""),
+                  "hardware.overrides.ici_bandwith", "45 GB/s", "ici_bandwith");
+  }
+  SECTION("unknown operation key") {
+    require_error(with("axes: [Y]", "axis: [Y]"), "workload.operations[0].axis", "[Y]", "axis:");
+  }
+  SECTION("wrong type: a mesh size that is not a number") {
+    require_error(with("{X: 8, Y: 4}", "{X: eight, Y: 4}"), "topology.mesh.X", "eight", "{X: eight");
+  }
+  SECTION("wrong type: a scalar where a mapping belongs") {
+    require_error(with("hardware:\n  preset: v5e", "hardware: v5e"), "hardware", "v5e", "hardware:");
+  }
+  SECTION("wrong type: a boolean") {
+    require_error(with("axes: [Y]", "axes: [Y]\n      bidirectional: maybe"),
+                  "workload.operations[0].bidirectional", "maybe", "maybe");
+  }
+  SECTION("wrong type: repeat") {
+    require_error(with("axes: [Y]", "axes: [Y]\n      repeat: 2.5"), "workload.operations[0].repeat", "2.5",
+                  "repeat");
+  }
+  SECTION("wrong type: axes as a mapping") {
+    require_error(with("axes: [Y]", "axes: {Y: 1}"), "workload.operations[0].axes", "{Y: 1}", "axes:");
+  }
+  SECTION("missing required top-level key") {
+    const std::string text = with("hardware:\n  preset: v5e\n", "");
+    require_error(text, "hardware", "", "version");
+  }
+  SECTION("missing required preset") {
+    require_error(with("  preset: v5e", "  overrides: {}"), "hardware.preset", "", "overrides");
+  }
+  SECTION("missing operation kind") {
+    require_error(with("      kind: all_gather\n", ""), "workload.operations[0].kind", "", "name: ag_y");
+  }
+  SECTION("version other than 1") {
+    require_error(with("version: 1", "version: 2"), "version", "2", "version");
+  }
+  SECTION("zero mesh size") {
+    require_error(with("{X: 8, Y: 4}", "{X: 8, Y: 0}"), "topology.mesh.Y", "0", "mesh");
+  }
+  SECTION("negative mesh size") {
+    require_error(with("{X: 8, Y: 4}", "{X: -8, Y: 4}"), "topology.mesh.X", "-8", "mesh");
+  }
+  SECTION("zero bytes") {
+    require_error(with("\"34 MB\"", "\"0 MB\""), "workload.operations[1].bytes", "0 MB", "0 MB");
+  }
+  SECTION("negative bytes") {
+    require_error(with("\"34 MB\"", "\"-34 MB\""), "workload.operations[1].bytes", "-34 MB", "-34 MB");
+  }
+  SECTION("an array dimension of zero") {
+    require_error(with("bf16[2048,8192]", "bf16[0,8192]"), "workload.operations[0].array", "bf16[0,8192]",
+                  "bf16[0");
+  }
+  SECTION("bytes overflowing 64 bits") {
+    require_error(with("\"34 MB\"", "\"16384 PiB\""), "workload.operations[1].bytes", "16384 PiB", "PiB");
+  }
+  SECTION("array bytes overflowing 64 bits") {
+    const std::string text = with("bf16[2048,8192]", "bf16[4294967296,4294967296]");
+    require_error(with("\"[E_Y, F]\"", "\"[E_Y, F]\"", text), "workload.operations[0].array",
+                  "bf16[4294967296,4294967296]", "4294967296");
+  }
+  SECTION("an axis the mesh does not have") {
+    require_error(with("axes: [Y]", "axes: [Z]"), "workload.operations[0].axes[0]", "Z", "axes: [Z]");
+  }
+  SECTION("an axis listed twice") {
+    require_error(with("axes: [Y]", "axes: [Y, Y]"), "workload.operations[0].axes[1]", "Y", "axes: [Y, Y]");
+  }
+  SECTION("a sharding using an axis twice") {
+    require_error(with("[E_Y, F]", "[E_Y, F_Y]"), "workload.operations[0].sharding", "[E_Y, F_Y]", "F_Y");
+  }
+  SECTION("a sharding over an axis the mesh does not have") {
+    const InputError error = error_from(with("[E_Y, F]", "[E_Y, F_Z]"));
+    CHECK(error.key() == "workload.operations[0].sharding");
+    CHECK(contains(error.what(), "axis 'Z' is not a mesh axis"));
+  }
+  SECTION("a sharding of the wrong rank") {
+    require_error(with("[E_Y, F]", "[E_Y]"), "workload.operations[0].sharding", "[E_Y]", "[E_Y]");
+  }
+  SECTION("all_gather over an axis the array is not sharded over") {
+    require_error(with("[E_Y, F]", "[E_X, F]"), "workload.operations[0].sharding", "[E_X, F]", "[E_X, F]");
+  }
+  SECTION("all_reduce over an axis that already shards the array") {
+    const std::string text = with("bytes: \"34 MB\"", "array: \"f32[64,64]\"\n      sharding: \"[A_X, B]\"");
+    require_error(text, "workload.operations[1].sharding", "[A_X, B]", "[A_X, B]");
+  }
+  SECTION("a sharded dimension that does not split evenly") {
+    require_error(with("bf16[2048,8192]", "bf16[2046,8192]"), "workload.operations[0].sharding", "[E_Y, F]",
+                  "[E_Y, F]");
+  }
+  SECTION("both bytes and array") {
+    require_error(with("bytes: \"34 MB\"", "bytes: \"34 MB\"\n      array: \"f32[4]\""),
+                  "workload.operations[1].array", "f32[4]", "f32[4]");
+  }
+  SECTION("neither bytes nor array") {
+    const std::string text = with("      bytes: \"34 MB\"\n", "");
+    require_error(text, "workload.operations[1]", "{name: ar_x, kind: all_reduce, axes: [X]}", "name: ar_x");
+  }
+  SECTION("an absurd axis size") {
+    require_error(with("{X: 8, Y: 4}", "{X: 8, Y: 8192}"), "topology.mesh.Y", "8192", "mesh");
+  }
+  SECTION("an absurd chip count") {
+    require_error(with("{X: 8, Y: 4}", "{X: 4096, Y: 4096}"), "topology.mesh", "{X: 4096, Y: 4096}", "mesh");
+  }
+  SECTION("an absurd chip count through slices") {
+    require_error(with("{X: 8, Y: 4}", "{X: 64, Y: 64}\n  slices: 1000"), "topology.slices", "1000", "slices");
+  }
+  SECTION("more axes than the chip's torus has") {
+    require_error(with("{X: 8, Y: 4}", "{X: 8, Y: 4, Z: 2}"), "topology.mesh", "{X: 8, Y: 4, Z: 2}", "mesh");
+  }
+  SECTION("a mesh axis name used twice in the list form") {
+    require_error(with("{X: 8, Y: 4}", "[{name: X, size: 8}, {name: X, size: 4}]"), "topology.mesh[1].name", "X",
+                  "mesh");
+  }
+  SECTION("wraparound for an axis the mesh does not have") {
+    require_error(with("{X: 8, Y: 4}", "{X: 8, Y: 4}\n  wraparound: {W: true}"), "topology.wraparound.W", "true",
+                  "wraparound");
+  }
+  SECTION("slices below 1") {
+    require_error(with("{X: 8, Y: 4}", "{X: 8, Y: 4}\n  slices: 0"), "topology.slices", "0", "slices");
+  }
+  SECTION("dcn with a single slice") {
+    require_error(with("axes: [X]", "axes: [X]\n      dcn: true"), "workload.operations[1].dcn", "true", "dcn:");
+  }
+  SECTION("an unknown preset lists the presets") {
+    const std::string text = with("preset: v5e", "preset: v9");
+    require_error(text, "hardware.preset", "v9", "preset");
+    CHECK(contains(error_from(text).what(), "v5e"));
+    CHECK(contains(error_from(text).what(), "v4p"));
+  }
+  SECTION("an override without units") {
+    require_error(with("preset: v5e", "preset: v5e\n  overrides:\n    ici_bandwidth: 4.5e10"),
+                  "hardware.overrides.ici_bandwidth", "4.5e10", "4.5e10");
+  }
+  SECTION("chips_per_host inconsistent with the host shape") {
+    require_error(with("preset: v5e", "preset: v5e\n  overrides: {chips_per_host: 4}"),
+                  "hardware.overrides.chips_per_host", "4", "chips_per_host");
+  }
+  SECTION("an unknown workload kind") {
+    const std::string text = with("kind: collectives", "kind: training");
+    require_error(text, "workload.kind", "training", "kind: training");
+    CHECK(contains(error_from(text).what(), "collectives"));
+  }
+  SECTION("an unknown operation kind") {
+    require_error(with("kind: all_gather", "kind: all_gather_x"), "workload.operations[0].kind", "all_gather_x",
+                  "all_gather_x");
+  }
+  SECTION("no operations") {
+    const std::string text = with("operations:", "operations: []", kBase.substr(0, kBase.find("    - name")));
+    require_error(text, "workload.operations", "[]", "operations:");
+  }
+  SECTION("unknown after name") {
+    require_error(with("bytes: \"34 MB\"", "bytes: \"34 MB\"\n      after: [ag_x]"),
+                  "workload.operations[1].after[0]", "ag_x", "after");
+  }
+  SECTION("operations waiting on each other in a cycle") {
+    const std::string text = with("axes: [Y]", "axes: [Y]\n      after: [ar_x]");
+    require_error(text, "workload.operations[0].after", "[ar_x]", "after");
+    CHECK(contains(error_from(text).what(), "cycle"));
+  }
+  SECTION("an operation waiting on itself") {
+    require_error(with("axes: [Y]", "axes: [Y]\n      after: [ag_y]"), "workload.operations[0].after", "[ag_y]",
+                  "after");
+  }
+  SECTION("duplicate operation names") {
+    require_error(with("name: ar_x", "name: ag_y"), "workload.operations[1].name", "ag_y", "name: ag_y\n      kind: all_r");
+  }
+  SECTION("repeat below 1") {
+    require_error(with("axes: [X]", "axes: [X]\n      repeat: 0"), "workload.operations[1].repeat", "0", "repeat");
+  }
+  SECTION("link_efficiency of zero") {
+    require_error(with("workload:", "simulation:\n  link_efficiency: 0\nworkload:"), "simulation.link_efficiency",
+                  "0", "link_efficiency");
+  }
+  SECTION("link_efficiency above one") {
+    require_error(with("workload:", "simulation:\n  link_efficiency: 1.5\nworkload:"),
+                  "simulation.link_efficiency", "1.5", "link_efficiency");
+  }
+  SECTION("an unknown hop model") {
+    require_error(with("workload:", "simulation:\n  hop_model: quadratic\nworkload:"), "simulation.hop_model",
+                  "quadratic", "hop_model");
+  }
+  SECTION("an expectation about an unknown operation") {
+    require_error(with("operations.ag_y.time_s", "operations.ag_z.time_s"), "expect[0].field",
+                  "operations.ag_z.time_s", "ag_z");
+  }
+  SECTION("an expected time without units") {
+    require_error(with("\"560 us\"", "560"), "expect[0].value", "560", "value: 560");
+  }
+  SECTION("an empty file") {
+    for (const std::string& text : {std::string(""), std::string("# nothing here\n")}) {
+      const InputError error = error_from(text);
+      CHECK(error.where().file == kFile);
+      CHECK(contains(error.what(), kFile));
+      CHECK(contains(error.what(), "empty"));
+    }
+  }
+  SECTION("a top level that is not a mapping") {
+    require_error("- version: 1\n", "", "[{version: 1}]", "- version");
+  }
+  SECTION("two YAML documents") {
+    const std::string text = kBase + "---\nversion: 1\n";
+    const InputError error = error_from(text);
+    CHECK(error.where().line == line_of(text, "---\n") + 1);
+    CHECK(contains(error.what(), "more than one"));
+  }
+  SECTION("an alias that contains itself does not crash") {
+    const std::string text = with("axes: [Y]", "axes: &a [*a]");
+    const InputError error = error_from(text);
+    CHECK(error.key() == "workload.operations[0].axes[0]");
+  }
+}
+
+TEST_CASE("files: missing, a directory, empty, unreadable", "[scenario]") {
+  TempDir dir;
+  SECTION("a missing file") {
+    const std::string path = (dir.path / "nope.yaml").string();
+    try {
+      load_scenario(path);
+      FAIL("expected an InputError");
+    } catch (const InputError& error) {
+      CHECK(error.where().file == path);
+      CHECK(error.where().line == 0);
+      CHECK(contains(error.what(), path));
+      CHECK(contains(error.what(), "cannot open"));
+    }
+  }
+  SECTION("a directory") {
+    const std::string path = dir.path.string();
+    try {
+      load_scenario(path);
+      FAIL("expected an InputError");
+    } catch (const InputError& error) {
+      CHECK(error.where().line == 0);
+      CHECK(contains(error.what(), path));
+      CHECK(contains(error.what(), "directory"));
+    }
+  }
+  SECTION("an empty file") {
+    const std::string path = (dir.path / "empty.yaml").string();
+    std::ofstream(path).close();
+    try {
+      load_scenario(path);
+      FAIL("expected an InputError");
+    } catch (const InputError& error) {
+      CHECK(contains(error.what(), path));
+      CHECK(contains(error.what(), "empty"));
+    }
+  }
+  SECTION("an unreadable file") {
+    const fs::path path = dir.path / "secret.yaml";
+    std::ofstream(path) << kBase;
+    fs::permissions(path, fs::perms::none);
+    if (std::ifstream(path).is_open()) {
+      WARN("running as root, which reads any file: the unreadable case cannot be staged");
+    } else {
+      try {
+        load_scenario(path.string());
+        FAIL("expected an InputError");
+      } catch (const InputError& error) {
+        CHECK(error.where().line == 0);
+        CHECK(contains(error.what(), path.string()));
+        CHECK(contains(error.what(), "cannot open"));
+      }
+    }
+  }
+  SECTION("a good file") {
+    const fs::path path = dir.path / "good.yaml";
+    std::ofstream(path) << kBase;
+    CHECK(load_scenario(path.string()).operations.size() == 2);
+  }
+}

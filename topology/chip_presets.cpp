@@ -1,0 +1,154 @@
+// Chip presets. Every figure comes from ../shared/reference/hardware.md, which quotes the
+// scaling book ("How to Scale Your Model", jax-ml/scaling-book @ 37acb5ea); each comment names
+// the book line the figure is read from. "assumed" marks the few figures the book does not give.
+#include <algorithm>
+#include <utility>
+
+#include "topology/chip_spec.hpp"
+
+namespace podsim {
+namespace {
+
+// Shared by every TPU preset: ~1 us per ICI hop whatever the volume (sharding.md:L338;
+// tpus.md:L271 "per-hop latency for TPU v5e is 1us").
+constexpr double kHopLatency_s = 1e-6;
+// One link to each neighbour along an axis; the per-link numbers below are the book's
+// "per link" figures (tpus.md:L203-L212), so no multiplier is needed.
+constexpr int kLinksPerNeighbor = 1;
+
+std::vector<ChipSpec> make_presets() {
+  std::vector<ChipSpec> presets;
+
+  {
+    ChipSpec c;
+    c.name = "v3";
+    c.bf16_flops_per_s = 1.4e14;    // tpus.md:L192-L199 (v3 row)
+    c.int8_ops_per_s = 1.4e14;      // tpus.md:L192-L199 (v3 row: no int8 speed-up)
+    c.hbm_bytes = 32e9;             // tpus.md:L192-L199 (32GB)
+    c.hbm_bandwidth_Bps = 9.0e11;   // tpus.md:L192-L199
+    c.ici_bandwidth_Bps = 1.0e11;   // tpus.md:L203-L212 (one-way per link)
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.chips_per_host = 8;           // tpus.md:L192-L199 (host 4x2)
+    c.host_shape = {4, 2};          // tpus.md:L192-L199 (host 4x2)
+    // Assumed: the book gives no v3 DCN figure; we use the v5p/v5e per-host 2.5e10
+    // (training.md:L572; hardware.md section 4).
+    c.dcn_bandwidth_per_host_Bps = 2.5e10;
+    c.pcie_bandwidth_Bps = 1.6e10;  // tpus.md:L136, L214 ("typical 1.6e10 per TPU")
+    c.max_torus_dims = 2;           // tpus.md:L140 (2D torus, 4 neighbours)
+    // Assumed: the book states the wrap rule only for v4p/v5p and v5e/v6e (tpus.md:L150, L212);
+    // we treat the 2D v3 like v5e, so a 32x32 v3 pod gets no wraparound under this preset.
+    c.wrap_rule = WrapRule::Size16;
+    c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s4 (tpus.md:L136, L214); "
+               "DCN per host and wrap rule assumed";
+    presets.push_back(std::move(c));
+  }
+
+  {
+    ChipSpec c;
+    c.name = "v4p";
+    c.bf16_flops_per_s = 2.75e14;   // tpus.md:L192-L199 (v4p row)
+    c.int8_ops_per_s = 2.75e14;     // tpus.md:L192-L199 (v4p row)
+    c.hbm_bytes = 32e9;             // tpus.md:L192-L199 (32GB)
+    c.hbm_bandwidth_Bps = 1.2e12;   // tpus.md:L192-L199 (Q1 answer uses 1.23e12, tpus.md:L224)
+    c.ici_bandwidth_Bps = 4.5e10;   // tpus.md:L203-L212 (one-way per link)
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.chips_per_host = 4;           // tpus.md:L132, L201 (one 4-chip tray per host)
+    c.host_shape = {2, 2, 1};       // tpus.md:L192-L199 (host 2x2x1)
+    // Assumed: the book gives DCN per chip only for v5p/v5e/v6e (tpus.md:L164, L214); we take
+    // v5p's 6.25e9 per chip x 4 chips per host.
+    c.dcn_bandwidth_per_host_Bps = 4 * 6.25e9;
+    c.pcie_bandwidth_Bps = 1.6e10;  // tpus.md:L136 (v4: 16GB/s each way), L214
+    c.max_torus_dims = 3;           // tpus.md:L140 (3D torus, 6 neighbours)
+    c.wrap_rule = WrapRule::FullCubes;  // tpus.md:L150, L212 footnote (full 4x4x4 cubes)
+    c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150), "
+               "s4 (tpus.md:L136, L214); DCN per host assumed from v5p";
+    presets.push_back(std::move(c));
+  }
+
+  {
+    ChipSpec c;
+    c.name = "v5p";
+    c.bf16_flops_per_s = 4.59e14;   // tpus.md:L192-L199 (v5p row)
+    c.int8_ops_per_s = 9.18e14;     // tpus.md:L192-L199 (v5p row)
+    c.hbm_bytes = 96e9;             // tpus.md:L192-L199 (96GB)
+    c.hbm_bandwidth_Bps = 2.8e12;   // tpus.md:L192-L199
+    // tpus.md:L203-L212 (one-way per link); tpus.md:L163 says to use 9e10 over the Cloud page's 100GB/s.
+    c.ici_bandwidth_Bps = 9.0e10;
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.chips_per_host = 4;           // tpus.md:L132, L201 (one 4-chip tray per host)
+    c.host_shape = {2, 2, 1};       // tpus.md:L192-L199 (host 2x2x1)
+    // training.md:L572: ~200Gbps = 25GB/s per host = 4 chips x 6.25e9 (tpus.md:L164, L214).
+    c.dcn_bandwidth_per_host_Bps = 4 * 6.25e9;
+    c.pcie_bandwidth_Bps = 1.6e10;  // tpus.md:L136, L214
+    c.max_torus_dims = 3;           // tpus.md:L140 (3D torus, 6 neighbours)
+    c.wrap_rule = WrapRule::FullCubes;  // tpus.md:L150, L212 footnote (full 4x4x4 cubes)
+    c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212, L163), s3 (tpus.md:L150), "
+               "s4 (tpus.md:L136, L164, L214; training.md:L572)";
+    presets.push_back(std::move(c));
+  }
+
+  {
+    ChipSpec c;
+    c.name = "v5e";
+    c.bf16_flops_per_s = 1.97e14;   // tpus.md:L192-L199 (v5e row)
+    c.int8_ops_per_s = 3.94e14;     // tpus.md:L192-L199 (v5e row)
+    c.hbm_bytes = 16e9;             // tpus.md:L192-L199 (16GB)
+    c.hbm_bandwidth_Bps = 8.2e11;   // tpus.md:L192-L199 (8.1e11 before Feb-2025 edit)
+    c.ici_bandwidth_Bps = 4.5e10;   // tpus.md:L203-L212 (one-way per link)
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.chips_per_host = 8;           // tpus.md:L132, L201 (two 4-chip trays per host)
+    c.host_shape = {4, 2};          // tpus.md:L192-L199 (host 4x2)
+    // tpus.md:L164, L214: 3.125e9 per chip; x 8 chips = 2.5e10 per host (hardware.md s4, derived).
+    c.dcn_bandwidth_per_host_Bps = 8 * 3.125e9;
+    c.pcie_bandwidth_Bps = 1.6e10;  // tpus.md:L136, L214
+    c.max_torus_dims = 2;           // tpus.md:L140 (2D torus, 4 neighbours)
+    c.wrap_rule = WrapRule::Size16; // tpus.md:L150 footnote, L212 (wrap only on axes of size 16)
+    c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150, L212), "
+               "s4 (tpus.md:L136, L164, L214)";
+    presets.push_back(std::move(c));
+  }
+
+  {
+    ChipSpec c;
+    c.name = "v6e";
+    c.bf16_flops_per_s = 9.20e14;   // tpus.md:L192-L199 (v6e row; roofline.md:L92 says 9.1e14)
+    c.int8_ops_per_s = 1.84e15;     // tpus.md:L192-L199 (v6e row)
+    c.hbm_bytes = 32e9;             // tpus.md:L192-L199 (32GB)
+    c.hbm_bandwidth_Bps = 1.6e12;   // tpus.md:L192-L199
+    c.ici_bandwidth_Bps = 9.0e10;   // tpus.md:L203-L212 (one-way per link)
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.chips_per_host = 8;           // tpus.md:L132, L201 (two 4-chip trays per host)
+    c.host_shape = {4, 2};          // tpus.md:L192-L199 (host 4x2)
+    // tpus.md:L164, L214: 12.5e9 per chip; x 8 chips = 1e11 per host (hardware.md s4, derived).
+    c.dcn_bandwidth_per_host_Bps = 8 * 12.5e9;
+    c.pcie_bandwidth_Bps = 3.2e10;  // tpus.md:L214 (3.2e10 on v6e)
+    c.max_torus_dims = 2;           // tpus.md:L140 (2D torus, 4 neighbours)
+    c.wrap_rule = WrapRule::Size16; // tpus.md:L150 footnote, L212 (wrap only on axes of size 16)
+    c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150, L212), "
+               "s4 (tpus.md:L136, L164, L214)";
+    presets.push_back(std::move(c));
+  }
+
+  return presets;
+}
+
+}  // namespace
+
+const std::vector<ChipSpec>& chip_presets() {
+  static const std::vector<ChipSpec> presets = make_presets();
+  return presets;
+}
+
+const ChipSpec* find_chip_preset(std::string_view name) {
+  const auto& presets = chip_presets();
+  auto it = std::find_if(presets.begin(), presets.end(),
+                         [&](const ChipSpec& c) { return c.name == name; });
+  return it == presets.end() ? nullptr : &*it;
+}
+
+}  // namespace podsim

@@ -1,0 +1,41 @@
+#pragma once
+// Per-chip hardware figures of TPU-style accelerators. Every preset value is cited in
+// chip_presets.cpp with its line in ../shared/reference/hardware.md (the scaling book).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim {
+
+// Which slices get ICI wraparound links by default (scaling book, tpus.md:L150, L212).
+enum class WrapRule {
+  FullCubes,  // v4p/v5p: every axis wraps when the slice is made of full 4x4x4 cubes, none otherwise
+  Size16,     // v5e/v6e: an axis wraps only if its size is 16
+};
+
+struct ChipSpec {
+  std::string name;                 // preset name, e.g. "v5e"
+  double bf16_flops_per_s = 0;      // peak dense bf16 matmul throughput
+  double int8_ops_per_s = 0;        // peak int8 matmul throughput
+  double hbm_bytes = 0;             // HBM capacity per chip
+  double hbm_bandwidth_Bps = 0;     // HBM bandwidth per chip
+  double ici_bandwidth_Bps = 0;     // one ICI link, one direction
+  int ici_links_per_neighbor = 1;   // parallel links to each neighbour along an axis (bandwidth adds)
+  double hop_latency_s = 1e-6;      // T_min, the per-hop latency floor
+  int chips_per_host = 4;
+  std::vector<int> host_shape;      // block of chips one host owns, per mesh axis (e.g. {2,2,1}, {4,2})
+  double dcn_bandwidth_per_host_Bps = 0;  // NIC egress (= ingress) per host
+  double pcie_bandwidth_Bps = 0;    // chip <-> host, one direction
+  int max_torus_dims = 3;           // 2 for v5e/v6e, 3 for v4p/v5p
+  WrapRule wrap_rule = WrapRule::Size16;
+  std::string source;               // where the figures come from
+
+  // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
+  double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }
+};
+
+const std::vector<ChipSpec>& chip_presets();
+// nullptr when no preset has that name.
+const ChipSpec* find_chip_preset(std::string_view name);
+
+}  // namespace podsim

@@ -1,0 +1,105 @@
+#pragma once
+// The structure of a pod: chips on a 1-3 axis ICI mesh with per-axis wraparound, hosts
+// owning blocks of chips, each host's NIC to a DCN switch joining several identical slices.
+// One Boost.Graph graph holds it all; everything else here is queries on that graph.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "topology/chip_spec.hpp"
+
+namespace podsim {
+
+struct MeshAxis {
+  std::string name;   // "X", "Y", "Z" by default
+  int size = 1;
+  bool wraparound = false;
+};
+
+struct TopologySpec {
+  ChipSpec chip;
+  std::vector<MeshAxis> axes;        // 1 to 3 axes
+  int slices = 1;                    // identical slices joined by DCN
+  double dcn_oversubscription = 1.0; // 1 = non-blocking DCN switch; k = the core carries 1/k of all NIC bandwidth
+};
+
+// The chip's own wraparound rule (tpus.md:L150, L212) for a mesh of these axis sizes.
+std::vector<bool> default_wraparound(const ChipSpec& chip, const std::vector<int>& sizes);
+
+using ChipId = int32_t;   // slice * chips_per_slice + linear index; axis 0 varies fastest
+
+enum class LinkKind { Ici, Pcie, Nic, DcnCore };
+
+// An undirected physical link (full duplex: each direction has bandwidth_Bps on its own).
+struct LinkInfo {
+  int a = -1, b = -1;       // graph vertices; for ICI a is the chip at position i, b at i+1 (mod size)
+  LinkKind kind = LinkKind::Ici;
+  double bandwidth_Bps = 0; // per direction
+  int axis = -1;            // ICI only
+  bool is_wraparound = false;
+};
+
+// One link traversed in one direction: forward means a -> b.
+struct DirectedLink {
+  int link = -1;
+  bool forward = true;
+  bool operator==(const DirectedLink&) const = default;
+};
+
+class Topology {
+ public:
+  explicit Topology(TopologySpec spec);   // throws std::invalid_argument on impossible specs
+  ~Topology();
+  Topology(Topology&&) noexcept;
+  Topology& operator=(Topology&&) noexcept;
+
+  const TopologySpec& spec() const { return spec_; }
+  int axis_count() const { return static_cast<int>(spec_.axes.size()); }
+  int axis_size(int axis) const { return spec_.axes[axis].size; }
+  bool wraps(int axis) const;   // wraparound and size > 1
+
+  int slice_count() const { return spec_.slices; }
+  int chips_per_slice() const;
+  int chip_count() const;        // all slices
+  int host_count() const;        // all slices
+  int hosts_per_slice() const;
+
+  ChipId chip_at(int slice, std::span<const int> coords) const;
+  std::vector<int> coords(ChipId chip) const;
+  int slice_of(ChipId chip) const;
+  int host_of(ChipId chip) const;           // host index 0..host_count()-1
+  std::vector<ChipId> chips_of_host(int host) const;
+
+  // Neighbour one step along an axis (direction +1 or -1), wrapping only where the axis wraps.
+  std::optional<ChipId> neighbor(ChipId chip, int axis, int direction) const;
+  // The link used for that step; on a wrapped axis of size 2 the two directions use two distinct links.
+  std::optional<DirectedLink> link_toward(ChipId chip, int axis, int direction) const;
+  // The chips sharing all coordinates of `member` but `axis`, by position 0..size-1.
+  std::vector<ChipId> ring_order(ChipId member, int axis) const;
+  // Dimension-order route within one slice: axes in increasing index, shorter way round on a
+  // wrapped axis (ties go +1). Empty when a == b. Throws std::invalid_argument across slices.
+  std::vector<DirectedLink> dimension_order_route(ChipId a, ChipId b) const;
+  int hop_distance(ChipId a, ChipId b) const;   // ICI hops within a slice
+  int diameter() const;                         // max hop distance within a slice
+  int bisection_links() const;                  // fewest ICI links cut to halve one slice
+
+  // DCN path chip -> its host (PCIe) -> NIC -> switch core (if oversubscribed) -> NIC -> host -> chip.
+  std::vector<DirectedLink> dcn_route(ChipId a, ChipId b) const;
+
+  const std::vector<LinkInfo>& links() const { return links_; }
+  int vertex_of_chip(ChipId chip) const;
+  int vertex_of_host(int host) const;
+  int vertex_count() const;
+  std::string chip_name(ChipId chip) const;   // e.g. "s0/chip(3,1,0)"
+
+ private:
+  struct Graph;
+  TopologySpec spec_;
+  std::vector<LinkInfo> links_;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace podsim
