@@ -1,1 +1,169 @@
-int main() { return 0; }
+// podsim command line: run, validate, presets, bench.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+#include "sim/bench.hpp"
+#include "sim/output_files.hpp"
+#include "sim/report.hpp"
+#include "sim/run.hpp"
+#include "sim/validate.hpp"
+
+using namespace podsim;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+void set_verbosity(int verbose) {
+  spdlog::set_pattern("podsim: %l: %v");
+  spdlog::set_level(verbose >= 2 ? spdlog::level::debug : verbose == 1 ? spdlog::level::info : spdlog::level::warn);
+}
+
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) != 0; }
+
+int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& fidelity,
+                const std::string& detail, bool reproducible) {
+  const Scenario scenario = load_scenario(scenario_path);
+  RunOptions options;
+  options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
+  options.record_hops = detail == "hops";
+  if (stderr_is_terminal()) std::fprintf(stderr, "simulating %s ...\r", scenario.name.c_str());
+  const RunResult run = run_scenario(scenario, options);
+  if (stderr_is_terminal()) std::fprintf(stderr, "%*s\r", 60, "");
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  files.add("summary.json", summary_json(scenario, run, {reproducible}));
+  files.add("operations.csv", operations_csv(run));
+  files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
+  files.commit();
+  std::cout << summary_table(scenario, run);
+  std::cout << "wrote " << files.path("summary.json") << ", " << files.path("trace.json") << ", "
+            << files.path("operations.csv") << "\n";
+  return 0;
+}
+
+int validate_command(const std::string& csv_path, bool quick) {
+  ValidationOptions options;
+  options.quick = quick;
+  if (stderr_is_terminal()) {
+    options.progress = [](const std::string& what) { std::fprintf(stderr, "\33[2K\rvalidating %s", what.c_str()); };
+  }
+  const auto rows = run_validation(options);
+  if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
+  int within = 0, explained = 0;
+  double worst_bw_wrap = 0;
+  for (const auto& r : rows) {
+    if (r.note.empty()) ++within;
+    else if (r.note != "unexplained") ++explained;
+  }
+  for (const auto& r : rows) {
+    if (r.regime == "bandwidth-bound" && r.wraparound.find("no") == std::string::npos && r.axes.size() == 1 &&
+        r.collective != "all_to_all") {
+      worst_bw_wrap = std::max(worst_bw_wrap, std::fabs(r.rel_error));
+    }
+  }
+  std::printf("%-15s %-4s %-13s %-11s %12s %12s %12s %9s  %s\n", "collective", "axes", "mesh", "wraparound", "bytes",
+              "book", "simulated", "error", "note");
+  for (const auto& r : rows) {
+    std::printf("%-15s %-4s %-13s %-11s %12s %12s %12s %+8.2f%%  %s\n", r.collective.c_str(), r.axes.c_str(),
+                r.mesh.c_str(), r.wraparound.c_str(), human_bytes(r.bytes).c_str(), human_time(r.analytic_s).c_str(),
+                human_time(r.simulated_s).c_str(), 100 * r.rel_error, r.note.c_str());
+  }
+  std::printf("%zu rows: %d within 1%%, %d outside with the effect named, %zu unexplained; "
+              "worst single-axis bandwidth-bound error on wraparound rings %.4f%%\n",
+              rows.size(), within, explained, rows.size() - within - explained, 100 * worst_bw_wrap);
+  if (!csv_path.empty()) {
+    const auto slash = csv_path.find_last_of('/');
+    OutputFiles files(slash == std::string::npos ? "." : csv_path.substr(0, slash));
+    files.add(slash == std::string::npos ? csv_path : csv_path.substr(slash + 1), validation_csv(rows));
+    files.commit();
+    std::printf("wrote %s\n", csv_path.c_str());
+  }
+  return rows.size() == static_cast<size_t>(within + explained) ? 0 : 1;
+}
+
+int presets_command() {
+  std::printf("%-5s %14s %14s %9s %14s %14s %6s %9s %6s %14s %14s %s\n", "chip", "bf16", "int8", "HBM", "HBM bw",
+              "ICI/link/dir", "links", "hop lat", "host", "DCN/host", "PCIe", "wraparound rule");
+  for (const auto& c : chip_presets()) {
+    std::string host_shape;
+    for (int e : c.host_shape) host_shape += (host_shape.empty() ? "" : "x") + std::to_string(e);
+    std::printf("%-5s %9.3g FLOP/s %9.3g OP/s %6.3g GB %9.3g B/s %9.3g B/s %6d %6.3g us %6s %9.3g B/s %9.3g B/s %s\n",
+                c.name.c_str(), c.bf16_flops_per_s, c.int8_ops_per_s, c.hbm_bytes / 1e9, c.hbm_bandwidth_Bps,
+                c.ici_bandwidth_Bps, c.ici_links_per_neighbor, c.hop_latency_s * 1e6, host_shape.c_str(),
+                c.dcn_bandwidth_per_host_Bps, c.pcie_bandwidth_Bps,
+                c.wrap_rule == WrapRule::FullCubes ? "all axes on full 4x4x4 cubes" : "axes of size 16");
+  }
+  std::printf("override any field in a scenario's hardware.overrides (docs/scenario-schema.md)\n");
+  return 0;
+}
+
+int bench_command(bool full) {
+  std::printf("%-26s %7s %9s %10s %13s %10s\n", "case", "chips", "simulated", "messages", "simulated", "wall");
+  for (const auto& r : run_bench(full)) {
+    std::printf("%-26s %7d %9d %10llu %13s %8.3f s\n", r.name.c_str(), r.chips, r.simulated_chips, r.messages,
+                human_time(r.simulated_time_s).c_str(), r.wall_time_s);
+    std::fflush(stdout);
+  }
+  std::printf("peak RSS %.1f MB\n", peak_rss_bytes() / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"podsim: a discrete-event simulator of TPU-style accelerator pods"};
+  app.set_version_flag("--version", std::string("podsim ") + PODSIM_VERSION);
+  app.require_subcommand(1);
+  int verbose = 0;
+  app.add_flag("-v,--verbose", verbose, "more log output (-vv for debug)");
+
+  auto* run = app.add_subcommand("run", "simulate a scenario; write summary.json, trace.json, operations.csv");
+  std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives";
+  bool reproducible = false;
+  run->add_option("scenario", scenario_path, "scenario YAML file")->required();
+  run->add_option("-o,--output", out_dir, "output directory")->capture_default_str();
+  run->add_option("--fidelity", fidelity, "auto: symmetry-reduced where exact; full: every chip")
+      ->check(CLI::IsMember({"auto", "full"}))
+      ->capture_default_str();
+  run->add_option("--trace-detail", detail, "collectives: a span per collective per chip; hops: every hop too")
+      ->check(CLI::IsMember({"collectives", "hops"}))
+      ->capture_default_str();
+  run->add_flag("--reproducible", reproducible, "write wall_time_s as 0 so outputs are byte-identical");
+
+  auto* validate = app.add_subcommand("validate", "simulated collectives vs the book's formulas over a grid");
+  std::string csv_path;
+  bool quick = false;
+  validate->add_option("--csv", csv_path, "also write the rows as CSV");
+  validate->add_flag("--quick", quick, "a smaller grid");
+
+  auto* presets = app.add_subcommand("presets", "list chip presets with units");
+  auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
+  bool bench_full = false;
+  bench->add_flag("--full", bench_full, "also time the full replay of an 8x8x8 AllReduce");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+  set_verbosity(verbose);
+  try {
+    if (run->parsed()) return run_command(scenario_path, out_dir, fidelity, detail, reproducible);
+    if (validate->parsed()) return validate_command(csv_path, quick);
+    if (presets->parsed()) return presets_command();
+    if (bench->parsed()) return bench_command(bench_full);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "podsim: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "podsim: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

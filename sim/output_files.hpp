@@ -1,0 +1,27 @@
+#pragma once
+// Output files appear whole or not at all: each is written to a temporary file beside its
+// destination and renamed into place only after every file of the run has been written.
+#include <string>
+#include <vector>
+
+namespace podsim {
+
+class OutputFiles {
+ public:
+  explicit OutputFiles(std::string directory);
+  ~OutputFiles();   // removes temporaries of an uncommitted set
+  // Writes `contents` to a temporary file for `name`; throws std::runtime_error on I/O errors.
+  void add(const std::string& name, const std::string& contents);
+  // Renames every temporary into place.
+  void commit();
+  std::string path(const std::string& name) const;
+
+ private:
+  std::string directory_;
+  std::vector<std::pair<std::string, std::string>> pending_;   // temporary, final
+};
+
+// Creates the directory (and parents); throws std::runtime_error naming it on failure.
+void ensure_directory(const std::string& directory);
+
+}  // namespace podsim

@@ -1,0 +1,252 @@
+#include "sim/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace podsim {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, value);
+  return buf;
+}
+
+std::string scaled(double value, const char* const* units, int count, double step, const char* fmt) {
+  int i = 0;
+  while (i + 1 < count && std::fabs(value) >= step) {
+    value /= step;
+    ++i;
+  }
+  return format(fmt, value) + " " + units[i];
+}
+
+double relative_error(double simulated, double analytic) {
+  if (analytic == 0) return simulated == 0 ? 0.0 : 1.0;
+  return (simulated - analytic) / analytic;
+}
+
+Json topology_json(const Scenario& scenario, const RunResult& run) {
+  const Topology& topo = run.topology;
+  Json t;
+  t["chip"] = scenario.topology.chip.name;
+  Json axes = Json::array();
+  for (const auto& a : scenario.topology.axes) {
+    axes.push_back({{"name", a.name}, {"size", a.size}, {"wraparound", topo.wraps(&a - &scenario.topology.axes[0])}});
+  }
+  t["axes"] = axes;
+  t["slices"] = topo.slice_count();
+  t["chips"] = topo.chip_count();
+  t["hosts"] = topo.host_count();
+  t["diameter_hops"] = topo.diameter();
+  t["bisection_links"] = topo.bisection_links();
+  t["ici_link_bandwidth_Bps"] = scenario.topology.chip.neighbor_bandwidth_Bps();
+  t["hop_latency_s"] = scenario.topology.chip.hop_latency_s;
+  t["dcn_bandwidth_per_host_Bps"] = scenario.topology.chip.dcn_bandwidth_per_host_Bps;
+  t["dcn_oversubscription"] = scenario.topology.dcn_oversubscription;
+  return t;
+}
+
+}  // namespace
+
+std::string human_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  return scaled(bytes, units, 5, 1024.0, "%.4g");
+}
+
+std::string human_time(double seconds) {
+  if (seconds == 0) return "0 s";
+  static const char* units[] = {"ns", "us", "ms", "s"};
+  return scaled(seconds * 1e9, units, 4, 1000.0, "%.4g");
+}
+
+std::string human_bandwidth(double bytes_per_s) {
+  static const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  return scaled(bytes_per_s, units, 5, 1000.0, "%.4g");
+}
+
+std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options) {
+  Json j;
+  j["podsim_version"] = PODSIM_VERSION;
+  j["scenario"] = scenario.name;
+  j["scenario_file"] = scenario.path;
+  j["hop_model"] = std::string(to_string(scenario.hop_model));
+  j["link_efficiency"] = scenario.link_efficiency;
+  j["launch_overhead_s"] = scenario.launch_overhead_s;
+  j["fidelity"] = run.fidelity;
+  j["simulated_chips"] = run.simulated.chip_count();
+  j["simulated_messages"] = run.replay.messages;
+  j["total_time_s"] = run.total_time_s;
+  j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
+  j["topology"] = topology_json(scenario, run);
+  Json ops = Json::array();
+  for (const auto& op : run.operations) {
+    Json o;
+    o["name"] = op.name;
+    o["kind"] = std::string(to_string(op.kind));
+    o["axes"] = op.axes;
+    o["dcn"] = op.over_dcn;
+    o["bytes"] = op.bytes;
+    o["repeat"] = op.repeat;
+    o["group_size"] = op.group_size;
+    o["time_s"] = op.time_s;
+    o["start_s"] = op.start_s;
+    o["end_s"] = op.end_s;
+    o["algbw_Bps"] = op.algbw_Bps;
+    o["busbw_Bps"] = op.busbw_Bps;
+    if (op.has_analytic) {
+      o["analytic_s"] = op.analytic.time_s;
+      o["rel_error"] = relative_error(op.time_s, op.analytic.time_s);
+      o["regime"] = op.analytic.regime;
+      o["formula"] = op.analytic.formula;
+      o["formula_source"] = op.analytic.source;
+    } else {
+      o["analytic_s"] = nullptr;
+    }
+    ops.push_back(o);
+  }
+  j["operations"] = ops;
+  return j.dump(2) + "\n";
+}
+
+std::string operations_csv(const RunResult& run) {
+  std::string out = "name,kind,axes,dcn,bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
+  for (const auto& op : run.operations) {
+    std::string axes;
+    for (const auto& a : op.axes) axes += (axes.empty() ? "" : "+") + a;
+    out += op.name + "," + std::string(to_string(op.kind)) + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
+           format("%.17g", op.bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(op.group_size) + "," +
+           format("%.17g", op.time_s) + "," + format("%.17g", op.algbw_Bps) + "," + format("%.17g", op.busbw_Bps) + ",";
+    if (op.has_analytic) {
+      out += format("%.17g", op.analytic.time_s) + "," + format("%.17g", relative_error(op.time_s, op.analytic.time_s));
+    } else {
+      out += ",";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+
+// Greedy lanes so X events on one track nest: a span goes on the first lane that is free.
+class Lanes {
+ public:
+  int place(double start, double end) {
+    for (size_t i = 0; i < ends_.size(); ++i) {
+      if (ends_[i] <= start) {
+        ends_[i] = end;
+        return static_cast<int>(i);
+      }
+    }
+    ends_.push_back(end);
+    return static_cast<int>(ends_.size() - 1);
+  }
+  int count() const { return static_cast<int>(ends_.size()); }
+
+ private:
+  std::vector<double> ends_;
+};
+
+std::string us(double seconds) { return format("%.6f", seconds * 1e6); }
+
+}  // namespace
+
+std::string trace_json(const RunResult& run, TraceDetail detail) {
+  const Topology& topo = run.topology;
+  const Topology& sim = run.simulated;
+  constexpr int kLaneStride = 1000;
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const std::string& event) {
+    if (!first) out += ",\n";
+    first = false;
+    out += event;
+  };
+  for (int s = 0; s < topo.slice_count(); ++s) {
+    emit("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(s) + ",\"args\":{\"name\":\"slice " +
+         std::to_string(s) + "\"}}");
+  }
+  // Hops per receiving simulated chip, in time order.
+  std::vector<std::vector<const HopRecord*>> hops_by_chip(sim.chip_count());
+  if (detail == TraceDetail::Hops) {
+    for (const auto& h : run.replay.hops) hops_by_chip[h.dst_chip].push_back(&h);
+  }
+  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    const int pid = topo.slice_of(chip);
+    const int local = chip - pid * topo.chips_per_slice();
+    const std::string name = topo.chip_name(chip);
+    Lanes lanes;
+    std::string events;
+    for (size_t op = 0; op < run.operations.size(); ++op) {
+      for (int rep = 0; rep < run.operations[op].repeat; ++rep) {
+        const auto& span = run.span(static_cast<int>(op), rep, chip);
+        const int lane = lanes.place(span.start_s, span.end_s);
+        emit("{\"name\":\"" + run.operations[op].name + "\",\"cat\":\"" + std::string(to_string(run.operations[op].kind)) +
+             "\",\"ph\":\"X\",\"ts\":" + us(span.start_s) + ",\"dur\":" + us(span.end_s - span.start_s) +
+             ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(local * kLaneStride + lane) +
+             ",\"args\":{\"bytes\":" + format("%.17g", run.operations[op].bytes) +
+             ",\"repetition\":" + std::to_string(rep) + "}}");
+      }
+    }
+    const int collective_lanes = lanes.count();
+    Lanes hop_lanes;
+    const ChipId rep_chip = run.reduction.representative(topo, sim, chip);
+    for (const HopRecord* h : hops_by_chip[rep_chip]) {
+      const int lane = collective_lanes + hop_lanes.place(h->start_s, h->end_s);
+      emit("{\"name\":\"hop\",\"cat\":\"hop\",\"ph\":\"X\",\"ts\":" + us(h->start_s) + ",\"dur\":" +
+           us(h->end_s - h->start_s) + ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+           std::to_string(local * kLaneStride + lane) + ",\"args\":{\"op\":\"" + run.operations[h->op].name +
+           "\",\"bytes\":" + format("%.17g", h->bytes) + "}}");
+    }
+    const int total_lanes = std::max(1, collective_lanes + hop_lanes.count());
+    for (int lane = 0; lane < total_lanes; ++lane) {
+      const int tid = local * kLaneStride + lane;
+      std::string label = name;
+      if (lane >= collective_lanes) label += " hops";
+      if (lane > 0 && lane != collective_lanes) label += " #" + std::to_string(lane);
+      emit("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+           ",\"args\":{\"name\":\"" + label + "\"}}");
+      emit("{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+           std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) + "}}");
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+std::string summary_table(const Scenario& scenario, const RunResult& run) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %d chips (%s), hop model %s, simulated %d chips (%s)\n",
+                scenario.name.c_str(), run.topology.chip_count(), scenario.topology.chip.name.c_str(),
+                std::string(to_string(scenario.hop_model)).c_str(), run.simulated.chip_count(), run.fidelity.c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", "operation", "kind", "axes",
+                "bytes", "time", "algbw", "busbw", "book", "error");
+  out += line;
+  for (const auto& op : run.operations) {
+    std::string axes;
+    for (const auto& a : op.axes) axes += a;
+    if (op.over_dcn) axes += axes.empty() ? "DCN" : "+DCN";
+    const std::string book = op.has_analytic ? human_time(op.analytic.time_s) : "-";
+    const std::string err = op.has_analytic ? format("%+.2f%%", 100 * relative_error(op.time_s, op.analytic.time_s)) : "-";
+    std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", op.name.c_str(),
+                  std::string(to_string(op.kind)).c_str(), axes.c_str(), human_bytes(op.bytes).c_str(),
+                  human_time(op.time_s).c_str(), human_bandwidth(op.algbw_Bps).c_str(),
+                  human_bandwidth(op.busbw_Bps).c_str(), book.c_str(), err.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "total simulated time %s, wall time %.3f s\n", human_time(run.total_time_s).c_str(),
+                run.wall_time_s);
+  out += line;
+  return out;
+}
+
+}  // namespace podsim
