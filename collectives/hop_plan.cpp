@@ -160,8 +160,24 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
   return plan;
 }
 
+// Dimension-order route from a to b with the direction on each axis given (+1/-1).
+std::vector<DirectedLink> directed_route(const Topology& topo, ChipId a, ChipId b, const std::vector<int>& directions) {
+  std::vector<DirectedLink> route;
+  const auto target = topo.coords(b);
+  ChipId at = a;
+  for (int axis = 0; axis < topo.axis_count(); ++axis) {
+    while (topo.coords(at)[axis] != target[axis]) {
+      route.push_back(*topo.link_toward(at, axis, directions[axis]));
+      at = *topo.neighbor(at, axis, directions[axis]);
+    }
+  }
+  return route;
+}
+
 // AllToAll: every chip sends each other chip of its group one block along the
-// dimension-order route, all at once, so links carry the real contention.
+// dimension-order route, all at once, so links carry the real contention. A block going
+// exactly half way round a wrapped axis is split between the two directions, as the book's
+// V/(4 W_bidi) assumes both directions share the load (sharding.md:L471-L479).
 OpPlan plan_all_to_all(const Topology& topo, const CollectiveSpec& spec, EndpointRegistry& registry) {
   if (spec.over_dcn && topo.slice_count() > 1) {
     throw std::invalid_argument("all_to_all across slices over DCN is not supported");
@@ -183,14 +199,37 @@ OpPlan plan_all_to_all(const Topology& topo, const CollectiveSpec& spec, Endpoin
       members = std::move(grown);
     }
     const int src_endpoint = registry.get(src, "a2a-out", {});
+    const auto from = topo.coords(src);
     for (ChipId dst : members) {
       if (dst == src) continue;
-      auto route = topo.dimension_order_route(src, dst);
-      const int hops = static_cast<int>(route.size());
-      const int dst_endpoint = registry.get(dst, "a2a<" + std::to_string(src), route);
-      plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, dst, block, hops});
-      plan.chips[dst].incoming_flows += 1;
-      plan.messages += 1;
+      const auto to = topo.coords(dst);
+      // Directions per axis; a tie (offset n/2 on a wrapped axis) takes both.
+      std::vector<std::vector<int>> variants{std::vector<int>(topo.axis_count(), +1)};
+      for (int a = 0; a < topo.axis_count(); ++a) {
+        const int n = topo.axis_size(a);
+        const int forward = ((to[a] - from[a]) % n + n) % n;
+        std::vector<int> choices;
+        if (!topo.wraps(a)) choices = {to[a] >= from[a] ? +1 : -1};
+        else if (2 * forward == n) choices = {+1, -1};
+        else choices = {2 * forward < n ? +1 : -1};
+        std::vector<std::vector<int>> grown;
+        for (const auto& v : variants) {
+          for (int d : choices) {
+            grown.push_back(v);
+            grown.back()[a] = d;
+          }
+        }
+        variants = std::move(grown);
+      }
+      for (size_t v = 0; v < variants.size(); ++v) {
+        auto route = directed_route(topo, src, dst, variants[v]);
+        const int hops = static_cast<int>(route.size());
+        const int dst_endpoint =
+            registry.get(dst, "a2a<" + std::to_string(src) + "." + std::to_string(v), route);
+        plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, dst, block / variants.size(), hops});
+        plan.chips[dst].incoming_flows += 1;
+        plan.messages += 1;
+      }
     }
   }
   return plan;

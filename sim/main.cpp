@@ -2,8 +2,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "sim/bench.hpp"
@@ -19,6 +21,8 @@ namespace {
 constexpr int kExitBadInput = 2;
 
 void set_verbosity(int verbose) {
+  // Logs and progress go to stderr; stdout carries results only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("podsim"));
   spdlog::set_pattern("podsim: %l: %v");
   spdlog::set_level(verbose >= 2 ? spdlog::level::debug : verbose == 1 ? spdlog::level::info : spdlog::level::warn);
 }
@@ -51,8 +55,11 @@ int validate_command(const std::string& csv_path, bool quick) {
   options.quick = quick;
   if (stderr_is_terminal()) {
     options.progress = [](const std::string& what) { std::fprintf(stderr, "\33[2K\rvalidating %s", what.c_str()); };
+  } else {
+    options.progress = [](const std::string& what) { spdlog::info("validating {}", what); };
   }
-  const auto rows = run_validation(options);
+  const auto result = run_validation(options);
+  const auto& rows = result.rows;
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   int within = 0, explained = 0;
   double worst_bw_wrap = 0;
@@ -76,6 +83,7 @@ int validate_command(const std::string& csv_path, bool quick) {
   std::printf("%zu rows: %d within 1%%, %d outside with the effect named, %zu unexplained; "
               "worst single-axis bandwidth-bound error on wraparound rings %.4f%%\n",
               rows.size(), within, explained, rows.size() - within - explained, 100 * worst_bw_wrap);
+  for (const auto& s : result.skipped) std::printf("not replayed: %s\n", s.c_str());
   if (!csv_path.empty()) {
     const auto slash = csv_path.find_last_of('/');
     OutputFiles files(slash == std::string::npos ? "." : csv_path.substr(0, slash));
@@ -119,6 +127,7 @@ int main(int argc, char** argv) {
   CLI::App app{"podsim: a discrete-event simulator of TPU-style accelerator pods"};
   app.set_version_flag("--version", std::string("podsim ") + PODSIM_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // -v works after the subcommand too
   int verbose = 0;
   app.add_flag("-v,--verbose", verbose, "more log output (-vv for debug)");
 

@@ -12,6 +12,9 @@ void configure_engine(sg4::Engine& engine) {
   engine.set_config("network/TCP-gamma:1e18");
   // Thousands of short-lived actors: small stacks keep memory flat.
   engine.set_config("contexts/stack-size:128");
+  // No guard page per actor: an AllToAll has one actor per block, tens of thousands of them,
+  // and each guard page is a memory mapping (Linux allows 65,530 per process).
+  engine.set_config("contexts/guard-size:0");
 }
 
 namespace {

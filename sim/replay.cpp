@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,10 @@ namespace sg4 = simgrid::s4u;
 
 namespace podsim {
 namespace {
+
+// SimGrid never completes a transfer of 0 bytes over links without latency; a block smaller
+// than a byte (1 KiB spread over 4,096 chips) still costs a byte on the wire.
+uint64_t wire_bytes(double bytes) { return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(bytes))); }
 
 struct Message {
   double sent_s;
@@ -33,6 +39,7 @@ struct Runtime {
   std::vector<std::vector<sg4::ActorPtr>> op_actors;   // [op][chip]
   std::map<std::tuple<int, int, ChipId>, int> pending_blocks;
   std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
+  std::map<std::tuple<int, int, ChipId>, double> last_arrival_s;
   ReplayResult result;
 
   bool floor_model() const { return options.platform.hop_model == HopModel::Floor; }
@@ -64,7 +71,7 @@ struct Runtime {
     sg4::Mailbox* out = chain.peer_endpoint >= 0 ? mailbox(op, rep, part, phase, chain.peer_endpoint) : nullptr;
     auto send = [&] {
       auto* message = new Message{sg4::Engine::get_clock(), chain.shape.hops, chip};
-      out->put_init(message, static_cast<uint64_t>(chain.message_bytes + 0.5))->detach();
+      out->put_init(message, wire_bytes(chain.message_bytes))->detach();
       result.messages += 1;
     };
     if (chain.shape.sends_own) send();
@@ -91,12 +98,32 @@ struct Runtime {
     }
   }
 
-  void run_flow(int op, int rep, const FlowPlan& flow, ChipId src) {
+  // All AllToAll blocks of one chip, started at once; wait_any notices each completion at
+  // its own time, so the receiver's count reaches zero exactly when its last block lands.
+  void run_flows(int op, int rep, ChipId src) {
+    const auto& flows = ops[op].plan->chips[src].flows;
     const double sent_s = sg4::Engine::get_clock();
-    sg4::Comm::sendto(hosts[flow.src_endpoint], hosts[flow.dst_endpoint], static_cast<uint64_t>(flow.bytes + 0.5));
-    apply_floor(sent_s, flow.hops);
-    record_hop(op, rep, src, flow.dst_chip, sent_s, flow.bytes);
-    if (--pending_blocks[{op, rep, flow.dst_chip}] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
+    std::vector<sg4::CommPtr> comms;
+    std::vector<const FlowPlan*> pending;
+    for (const auto& flow : flows) {
+      comms.push_back(sg4::Comm::sendto_async(hosts[flow.src_endpoint], hosts[flow.dst_endpoint],
+                                              wire_bytes(flow.bytes)));
+      pending.push_back(&flow);
+    }
+    while (!comms.empty()) {
+      const auto index = static_cast<size_t>(sg4::Comm::wait_any(comms));
+      const FlowPlan& flow = *pending[index];
+      double arrival_s = sg4::Engine::get_clock();
+      if (floor_model()) arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s);
+      if (options.record_hops) result.hops.push_back({op, rep, src, flow.dst_chip, sent_s, arrival_s, flow.bytes});
+      auto key = std::make_tuple(op, rep, flow.dst_chip);
+      last_arrival_s[key] = std::max(last_arrival_s[key], arrival_s);
+      if (--pending_blocks[key] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
+      comms[index] = comms.back();
+      comms.pop_back();
+      pending[index] = pending.back();
+      pending.pop_back();
+    }
   }
 
   void run_op(int op, ChipId chip) {
@@ -111,14 +138,15 @@ struct Runtime {
           run_part(op, rep, chip, static_cast<int>(part));
         }));
       }
-      for (const auto& flow : plan.flows) {
-        children.push_back(sg4::Actor::create("f", hosts[flow.src_endpoint], [this, op, rep, &flow, chip] {
-          run_flow(op, rep, flow, chip);
-        }));
-        result.messages += 1;
+      if (!plan.flows.empty()) {
+        children.push_back(sg4::Actor::create("a2a", hosts[chip], [this, op, rep, chip] { run_flows(op, rep, chip); }));
+        result.messages += plan.flows.size();
       }
       for (auto& actor : children) actor->join();
-      if (plan.incoming_flows > 0) blocks_semaphore(op, rep, chip)->acquire();
+      if (plan.incoming_flows > 0) {
+        blocks_semaphore(op, rep, chip)->acquire();
+        sg4::this_actor::sleep_until(last_arrival_s[{op, rep, chip}]);
+      }
       result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
     }
   }
@@ -160,6 +188,12 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   runtime.start();
   engine.run();
   runtime.result.end_time_s = sg4::Engine::get_clock();
+  size_t expected_spans = 0;
+  for (const auto& op : ops) expected_spans += static_cast<size_t>(op.repeat) * topo.chip_count();
+  if (runtime.result.spans.size() != expected_spans) {
+    throw std::runtime_error("the simulation stopped with " + std::to_string(expected_spans - runtime.result.spans.size()) +
+                             " collective instances unfinished (deadlock)");
+  }
   auto& spans = runtime.result.spans;
   std::sort(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
     return std::tie(a.op, a.repetition, a.chip) < std::tie(b.op, b.repetition, b.chip);

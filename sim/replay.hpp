@@ -1,6 +1,6 @@
 #pragma once
 // Replays planned collectives on SimGrid: one actor per (chip, operation), one per part of a
-// ring collective, one per chain of messages in each ring phase, one per AllToAll block.
+// ring collective, one per chain of messages in each ring phase, one per chip sending AllToAll blocks.
 // Nothing about the result is computed here: every time comes out of SimGrid's clock.
 #include <cstdint>
 #include <vector>

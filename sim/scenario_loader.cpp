@@ -5,6 +5,8 @@
 // Every problem becomes an InputError naming the file, the 1-based line of the offending node,
 // the dotted key ("workload.operations[1].axes"), the value as written and what was expected.
 // yaml-cpp exceptions never escape: whatever the input, the caller sees InputError or a Scenario.
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -732,9 +734,45 @@ Scenario parse_document(const Field& root) {
   return scenario;
 }
 
-std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& path) {
+// Remembers where a document starts; the content itself is built by YAML::Load.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  YAML::Mark start = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// One document per file. yaml-cpp 0.7's LoadAll never returns on a stray flow token such as a
+// leading ',': the parser yields an empty document for it forever without consuming it. So walk
+// the documents ourselves and stop at the second, whichever of the two causes it is.
+void check_single_document(const std::string& text, const std::string& path) {
+  std::istringstream input(text);
+  YAML::Parser parser(input);
+  for (int documents = 0; documents < 2; ++documents) {
+    DocumentProbe probe;
+    if (!parser.HandleNextDocument(probe)) return;
+    if (documents == 1)
+      throw InputError(locate(path, probe.start), "", "",
+                       "a second YAML document, or a stray token such as ',' outside any collection; "
+                       "expected one scenario per file");
+  }
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& path) {
   try {
-    return YAML::LoadAll(text);
+    check_single_document(text, path);
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& error) {   // its own message is an unhelpful "bad file"
+    throw InputError(locate(path, error.mark), "", "",
+                     "malformed YAML: nested more than " + std::to_string(error.depth()) + " levels deep");
   } catch (const YAML::Exception& error) {   // ParserException and DeepRecursion carry a mark
     throw InputError(locate(path, error.mark), "", "", "malformed YAML: " + error.msg);
   }
@@ -764,15 +802,12 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 Scenario load_scenario_text(const std::string& text, const std::string& path) {
-  const std::vector<YAML::Node> documents = parse_yaml(text, path);
-  if (documents.empty() || documents.front().IsNull())
+  const YAML::Node document = parse_yaml(text, path);
+  if (document.IsNull())
     throw InputError(SourceLocation{path, 0, 0}, "", "",
                      "empty scenario file; expected a mapping starting with version: 1");
-  if (documents.size() > 1)
-    throw InputError(locate(path, documents[1].Mark()), "", "",
-                     "more than one YAML document; expected one scenario per file");
   try {
-    return parse_document(Field{documents.front(), "", locate(path, documents.front().Mark())});
+    return parse_document(Field{document, "", locate(path, document.Mark())});
   } catch (const YAML::Exception& error) {   // not expected; keep the promise never to leak one
     throw InputError(locate(path, error.mark), "", "", std::string("invalid YAML: ") + error.what());
   }

@@ -27,7 +27,12 @@ struct ValidationOptions {
   std::function<void(const std::string&)> progress;   // called per block of rows
 };
 
-std::vector<ValidationRow> run_validation(const ValidationOptions& options);
+struct ValidationResult {
+  std::vector<ValidationRow> rows;
+  std::vector<std::string> skipped;   // grid points not replayed, with the reason
+};
+
+ValidationResult run_validation(const ValidationOptions& options);
 std::string validation_csv(const std::vector<ValidationRow>& rows);
 
 }  // namespace podsim
