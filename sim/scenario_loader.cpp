@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <system_error>

@@ -1,0 +1,112 @@
+// The command line as a user meets it: commands, help, exit codes, and bad input that gives
+// one clear message, exit status 2 and no output files.
+#include <catch2/catch.hpp>
+
+#include "cli_helpers.hpp"
+
+using namespace podsim_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path write_scenario(const std::string& name, const std::string& text) {
+  const auto dir = fresh_dir("inputs");
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kGood = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 16}}
+workload:
+  kind: collectives
+  operations:
+    - {name: ag, kind: all_gather, axes: [X], bytes: "1 MiB"}
+)";
+
+}  // namespace
+
+TEST_CASE("version, help and presets", "[cli]") {
+  auto version = run_podsim("--version");
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.find("podsim 0.") != std::string::npos);
+  for (const char* command : {"run --help", "validate --help", "presets --help", "bench --help", "--help"}) {
+    INFO(command);
+    auto help = run_podsim(command);
+    CHECK(help.exit_code == 0);
+    CHECK(help.out.find("Usage") != std::string::npos);
+  }
+  auto presets = run_podsim("presets");
+  CHECK(presets.exit_code == 0);
+  for (const char* chip : {"v4p", "v5p", "v5e", "v6e"}) CHECK(presets.out.find(chip) != std::string::npos);
+  CHECK(presets.out.find("B/s") != std::string::npos);
+}
+
+TEST_CASE("a good scenario writes summary, trace and CSV", "[cli]") {
+  const auto input = write_scenario("good.yaml", kGood);
+  const auto out = fresh_dir("good-out");
+  auto result = run_podsim("run " + input.string() + " -o " + out.string());
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(fs::exists(out / "summary.json"));
+  CHECK(fs::exists(out / "trace.json"));
+  CHECK(fs::exists(out / "operations.csv"));
+  CHECK(result.out.find("all_gather") != std::string::npos);
+  // No temporary files are left behind.
+  for (const auto& entry : fs::directory_iterator(out)) CHECK(entry.path().filename().string()[0] != '.');
+}
+
+TEST_CASE("bad input: one message naming the file, exit 2, no output", "[cli]") {
+  struct Case {
+    const char* label;
+    std::string text;
+    const char* must_mention;
+  };
+  const std::vector<Case> cases = {
+      {"malformed YAML", "version: 1\nhardware: {preset: v5e\n", "bad.yaml:3"},
+      {"unknown key", std::string(kGood) + "colour: blue\n", "colour"},
+      {"wrong type", std::string(kGood).replace(std::string(kGood).find("X: 16"), 5, "X: many"), "many"},
+      {"zero-size axis", std::string(kGood).replace(std::string(kGood).find("X: 16"), 5, "X: 0"), "X"},
+      {"axis the mesh lacks", std::string(kGood).replace(std::string(kGood).find("axes: [X]"), 9, "axes: [Q]"), "Q"},
+      {"absurd mesh", std::string(kGood).replace(std::string(kGood).find("X: 16"), 5, "X: 1000000"), "1000000"},
+      {"negative size", std::string(kGood).replace(std::string(kGood).find("\"1 MiB\""), 7, "\"-5 MiB\""), "-5"},
+      {"overflowing size", std::string(kGood).replace(std::string(kGood).find("\"1 MiB\""), 7, "\"99999999999 TiB\""),
+       "99999999999"},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.label) {
+      const auto input = write_scenario("bad.yaml", c.text);
+      const auto out = fresh_dir("bad-out");
+      auto result = run_podsim("run " + input.string() + " -o " + out.string());
+      CHECK(result.exit_code == 2);
+      CHECK(result.err.find("bad.yaml") != std::string::npos);
+      CHECK(result.err.find(c.must_mention) != std::string::npos);
+      CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);   // one message
+      CHECK_FALSE(fs::exists(out / "summary.json"));
+      CHECK_FALSE(fs::exists(out / "trace.json"));
+    }
+  }
+  SECTION("missing file") {
+    auto result = run_podsim("run /nonexistent/scenario.yaml -o " + fresh_dir("missing").string());
+    CHECK(result.exit_code == 2);
+    CHECK(result.err.find("/nonexistent/scenario.yaml") != std::string::npos);
+  }
+  SECTION("unknown command line option") {
+    auto result = run_podsim("run --no-such-flag x.yaml");
+    CHECK(result.exit_code == 2);
+  }
+}
+
+TEST_CASE("validate --quick: every row within 1% or its effect named", "[cli]") {
+  const auto csv = fresh_dir("validate") / "validate.csv";
+  fs::create_directories(csv.parent_path());
+  auto result = run_podsim("validate --quick --csv " + csv.string());
+  INFO(result.out << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto text = read_file(csv);
+  CHECK(text.rfind("collective,axes,mesh,wraparound,bytes,analytic_s,simulated_s,rel_error,regime,note\n", 0) == 0);
+  CHECK(text.find("unexplained") == std::string::npos);
+  CHECK(result.out.find("0 unexplained") != std::string::npos);
+}

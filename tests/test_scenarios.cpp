@@ -1,0 +1,94 @@
+// Every scenario in scenarios/ runs through the CLI and meets the expectations it states;
+// outputs are structured and byte-identical across runs.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "sim/scenario.hpp"
+
+using namespace podsim_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// "total_time_s" or "operations.<name>.<field>" in summary.json.
+double summary_value(const nlohmann::json& summary, const std::string& field) {
+  if (field.rfind("operations.", 0) != 0) return summary.at(field).get<double>();
+  const auto rest = field.substr(std::string("operations.").size());
+  const auto dot = rest.rfind('.');
+  const auto name = rest.substr(0, dot);
+  for (const auto& op : summary.at("operations")) {
+    if (op.at("name") == name) return op.at(rest.substr(dot + 1)).get<double>();
+  }
+  throw std::runtime_error("no operation " + name + " in summary.json");
+}
+
+std::vector<fs::path> scenario_files() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(source_path("scenarios"))) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
+  const auto files = scenario_files();
+  REQUIRE(files.size() >= 5);
+  for (const auto& file : files) {
+    DYNAMIC_SECTION(file.filename().string()) {
+      const auto scenario = podsim::load_scenario(file.string());
+      const auto out = fresh_dir(file.stem().string());
+      const auto result = run_podsim("run " + file.string() + " -o " + out.string() + " --reproducible");
+      INFO(result.err);
+      REQUIRE(result.exit_code == 0);
+      const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+      for (const char* key : {"total_time_s", "hop_model", "podsim_version", "wall_time_s", "topology", "operations"}) {
+        CHECK(summary.contains(key));
+      }
+      for (const auto& op : summary.at("operations")) {
+        for (const char* key : {"name", "kind", "axes", "bytes", "time_s", "algbw_Bps", "busbw_Bps"}) {
+          CHECK(op.contains(key));
+        }
+      }
+      CHECK_FALSE(scenario.expectations.empty());
+      for (const auto& expect : scenario.expectations) {
+        INFO(expect.field << " from " << expect.source);
+        CHECK(summary_value(summary, expect.field) == Approx(expect.value).epsilon(expect.rel_tolerance));
+      }
+      // The trace is Chrome Trace Event JSON with one span per operation per chip.
+      const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+      size_t spans = 0;
+      for (const auto& e : trace.at("traceEvents")) spans += e.at("ph") == "X";
+      size_t expected = 0;
+      for (const auto& op : summary.at("operations")) expected += op.at("repeat").get<size_t>();
+      CHECK(spans == expected * summary.at("topology").at("chips").get<size_t>());
+    }
+  }
+}
+
+TEST_CASE("the same scenario gives byte-identical outputs", "[scenarios]") {
+  const auto file = source_path("scenarios/v4p_4x4x4_book_question2.yaml");
+  const auto a = fresh_dir("same-a"), b = fresh_dir("same-b");
+  REQUIRE(run_podsim("run " + file + " -o " + a.string() + " --reproducible --trace-detail hops").exit_code == 0);
+  REQUIRE(run_podsim("run " + file + " -o " + b.string() + " --reproducible --trace-detail hops").exit_code == 0);
+  for (const char* name : {"summary.json", "trace.json", "operations.csv"}) {
+    INFO(name);
+    CHECK(read_file(a / name) == read_file(b / name));
+    CHECK_FALSE(read_file(a / name).empty());
+  }
+}
+
+TEST_CASE("hop detail adds every hop to the trace", "[scenarios]") {
+  const auto file = source_path("scenarios/v5e_8x4_allgather_y.yaml");
+  const auto out = fresh_dir("hops");
+  REQUIRE(run_podsim("run " + file + " -o " + out.string() + " --trace-detail hops").exit_code == 0);
+  const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+  size_t hops = 0;
+  for (const auto& e : trace.at("traceEvents")) hops += e.value("cat", "") == "hop";
+  // A 4-chip line: each of the 8 rings (one per X) moves 3 shards each way past every chip:
+  // chip i receives i from the left and 3-i from the right, 3 per chip, 32 chips.
+  CHECK(hops == 32 * 3);
+}
