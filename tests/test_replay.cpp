@@ -73,3 +73,95 @@ TEST_CASE("symmetry-reduced replay matches the full replay", "[replay]") {
     }
   }
 }
+
+TEST_CASE("reduced replay equals the full replay on meshes up to 8x8x8", "[replay][fidelity]") {
+  struct Case {
+    std::string label, preset;
+    std::vector<int> sizes;
+    std::vector<CollectiveSpec> ops;
+  };
+  const double V = 96e6;
+  const std::vector<Case> cases = {
+      {"v4p 8x8x8 AllReduce XYZ then AllGather Y", "v4p", {8, 8, 8},
+       {collective(CollectiveKind::AllReduce, {0, 1, 2}, V), collective(CollectiveKind::AllGather, {1}, V / 3)}},
+      {"v5e 16x8 (X wraps, Y is a line) ReduceScatter XY", "v5e", {16, 8},
+       {collective(CollectiveKind::ReduceScatter, {0, 1}, V), collective(CollectiveKind::AllReduce, {0}, 4e3)}},
+      {"v4p 8x4x8 unidirectional AllGather Z", "v4p", {8, 4, 8},
+       {collective(CollectiveKind::AllGather, {2}, V, false)}},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.label) {
+      auto s = make_scenario(c.preset, c.sizes, c.ops);
+      auto reduced = run_scenario(s, {});
+      auto full = run_scenario(s, {Fidelity::Full, false});
+      REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
+      for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
+        for (int op = 0; op < static_cast<int>(c.ops.size()); ++op) {
+          REQUIRE(reduced.span(op, 0, chip).start_s == Approx(full.span(op, 0, chip).start_s).epsilon(1e-9));
+          REQUIRE(reduced.span(op, 0, chip).end_s == Approx(full.span(op, 0, chip).end_s).epsilon(1e-9));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduced replay equals the full replay across slices over DCN", "[replay][fidelity]") {
+  auto s = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {0, 1}, 64e6)});
+  s.topology.slices = 2;
+  s.operations[0].collective.over_dcn = true;
+  auto reduced = run_scenario(s, {});
+  auto full = run_scenario(s, {Fidelity::Full, false});
+  REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
+  for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
+    REQUIRE(reduced.span(0, 0, chip).end_s == Approx(full.span(0, 0, chip).end_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("hop models: floor is max(T_min, b/W), additive is T_min + b/W", "[replay]") {
+  // 16-ring, 8 steps; pick a shard right at the crossover so the two models differ most.
+  const double w = 4.5e10, t_min = 1e-6;
+  const double shard = w * t_min;   // b/W == T_min
+  auto s = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, 16 * shard)});
+  CHECK(run_scenario(s, {}).operations[0].time_s == Approx(8 * t_min).epsilon(1e-9));
+  s.hop_model = HopModel::Additive;
+  CHECK(run_scenario(s, {}).operations[0].time_s == Approx(8 * 2 * t_min).epsilon(1e-9));
+}
+
+TEST_CASE("unidirectional ring: V/W (X-1)/X", "[replay]") {
+  const double V = 64e6, w = 4.5e10;
+  auto s = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, V, false)});
+  CHECK(run_scenario(s, {}).operations[0].time_s == Approx(V / w * 15 / 16).epsilon(1e-9));
+}
+
+TEST_CASE("concurrent collectives on the same links share them; on other axes they do not", "[replay]") {
+  const double V = 64e6, w = 4.5e10;
+  auto same = make_scenario("v5e", {16, 16}, {collective(CollectiveKind::AllGather, {0}, V),
+                                               collective(CollectiveKind::AllGather, {0}, V)});
+  same.operations[1].after = {};   // both start at t=0
+  auto run = run_scenario(same, {});
+  CHECK(run.total_time_s == Approx(2 * V / (2 * w)).epsilon(1e-9));
+  auto other = make_scenario("v5e", {16, 16}, {collective(CollectiveKind::AllGather, {0}, V),
+                                                collective(CollectiveKind::AllGather, {1}, V)});
+  other.operations[1].after = {};
+  CHECK(run_scenario(other, {}).total_time_s == Approx(V / (2 * w)).epsilon(1e-9));
+}
+
+TEST_CASE("link efficiency and launch overhead", "[replay]") {
+  const double V = 64e6, w = 4.5e10;
+  auto s = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, V)});
+  s.link_efficiency = 0.95;
+  s.launch_overhead_s = 5e-6;
+  s.operations[0].repeat = 3;
+  auto run = run_scenario(s, {});
+  CHECK(run.operations[0].time_s == Approx(5e-6 + V / (2 * w * 0.95)).epsilon(1e-9));
+  CHECK(run.total_time_s == Approx(3 * (5e-6 + V / (2 * w * 0.95))).epsilon(1e-9));
+}
+
+TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi); without wraparound it is slower", "[replay]") {
+  const double V = 256e6, w = 4.5e10;
+  auto ring = make_scenario("v5e", {16}, {collective(CollectiveKind::AllToAll, {0}, V)});
+  CHECK(run_scenario(ring, {}).operations[0].time_s == Approx(V / (4 * 2 * w)).epsilon(1e-6));
+  auto line = make_scenario("v5e", {8}, {collective(CollectiveKind::AllToAll, {0}, V)});
+  // A line of 8: the middle links carry 4*4 of the 64 blocks each way: V*16/64 / W.
+  CHECK(run_scenario(line, {}).operations[0].time_s == Approx(V * 16 / 64 / w).epsilon(1e-6));
+}
