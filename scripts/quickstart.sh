@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# From a fresh Debian machine: install dependencies, build, and run the default scenario
+# (the book's v5e 8x4 AllGather), printing a summary and writing out/default/trace.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+build/podsim run scenarios/v5e_8x4_allgather_y.yaml -o out/default
+echo "open out/default/trace.json in https://ui.perfetto.dev"
