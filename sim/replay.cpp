@@ -184,7 +184,7 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_engine(engine);
-  Runtime runtime{topo, endpoints, ops, options, build_platform(topo, endpoints, options.platform), {}, {}, {}, {}};
+  Runtime runtime{topo, endpoints, ops, options, build_platform(topo, endpoints, options.platform), {}, {}, {}, {}, {}};
   runtime.start();
   engine.run();
   runtime.result.end_time_s = sg4::Engine::get_clock();

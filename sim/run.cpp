@@ -18,15 +18,22 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
   if (spec.over_dcn && topo.slice_count() > 1) {
     if (spec.kind != CollectiveKind::AllReduce) return false;
     // Hierarchical: the ICI AllReduce's two halves around the DCN AllReduce of each chip's share.
-    const double dcn_per_chip = topo.spec().chip.dcn_bandwidth_per_host_Bps / topo.spec().chip.chips_per_host;
+    // An oversubscribed DCN core gives each NIC 1/oversubscription of its bandwidth when all
+    // hosts send at once, as they do here.
+    const auto& chip = topo.spec().chip;
+    const double oversubscription = topo.spec().dcn_oversubscription;
+    const double dcn_per_chip = chip.dcn_bandwidth_per_host_Bps / chip.chips_per_host / oversubscription;
     int ici_chips = 1;
     for (int a : spec.axes) ici_chips *= topo.axis_size(a);
     if (spec.dcn_algorithm == DcnAlgorithm::FlatRing) {
       out = FormulaResult{};
-      out.time_s = out.bandwidth_time_s = dcn_flat_ring_allreduce_time_s(
-          spec.bytes, topo.chip_count(), topo.slice_count(), topo.spec().chip.dcn_bandwidth_per_host_Bps);
+      // One chip's traffic crosses each slice boundary: its PCIe link or its host's NIC,
+      // whichever is slower, bounds the ring (the core carries just these few flows).
+      const double w = std::min(chip.dcn_bandwidth_per_host_Bps, chip.pcie_bandwidth_Bps);
+      out.time_s = out.bandwidth_time_s =
+          dcn_flat_ring_allreduce_time_s(spec.bytes, topo.chip_count(), topo.slice_count(), w);
       out.regime = "bandwidth-bound";
-      out.formula = "2V(N-1)/N / W_dcn_host";
+      out.formula = "2V(N-1)/N / min(W_dcn_host, W_pcie)";
       out.source = "training.md:L572-L592";
       return true;
     }
