@@ -165,3 +165,28 @@ TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi); without wraparound it
   // A line of 8: the middle links carry 4*4 of the 64 blocks each way: V*16/64 / W.
   CHECK(run_scenario(line, {}).operations[0].time_s == Approx(V * 16 / 64 / w).epsilon(1e-6));
 }
+
+TEST_CASE("DCN: per-chip share of the NIC, oversubscribed core, flat ring", "[replay][dcn]") {
+  const double V = 256.0 * 1024 * 1024;
+  const ChipSpec& v5p = *find_chip_preset("v5p");
+  const double per_chip = v5p.dcn_bandwidth_per_host_Bps / v5p.chips_per_host;
+  auto s = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {}, V)});
+  s.topology.slices = 2;
+  s.operations[0].collective.over_dcn = true;
+  // Two slices, one-way ring: ReduceScatter and AllGather each move V/2 per chip.
+  CHECK(run_scenario(s, {}).operations[0].time_s == Approx(2 * (V / 2) / per_chip).epsilon(1e-6));
+  s.topology.dcn_oversubscription = 4;
+  CHECK(run_scenario(s, {}).operations[0].time_s == Approx(4 * 2 * (V / 2) / per_chip).epsilon(1e-6));
+
+  auto hier = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {0, 1, 2}, V)});
+  hier.topology.slices = 2;
+  hier.operations[0].collective.over_dcn = true;
+  auto flat = hier;
+  flat.operations[0].collective.dcn_algorithm = DcnAlgorithm::FlatRing;
+  const double n = 128;
+  const double bound = 2 * V * (n - 1) / n / std::min(v5p.pcie_bandwidth_Bps, v5p.dcn_bandwidth_per_host_Bps);
+  const double flat_s = run_scenario(flat, {}).operations[0].time_s;
+  CHECK(flat_s >= bound);
+  CHECK(flat_s <= 1.25 * bound);   // plus the drain between its two halves
+  CHECK(run_scenario(hier, {}).operations[0].time_s < flat_s / 10);
+}
