@@ -1,5 +1,7 @@
 #include "collectives/hop_plan.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace podsim {
@@ -160,74 +162,97 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
   return plan;
 }
 
-// Dimension-order route from a to b with the direction on each axis given (+1/-1).
-std::vector<DirectedLink> directed_route(const Topology& topo, ChipId a, ChipId b, const std::vector<int>& directions) {
-  std::vector<DirectedLink> route;
-  const auto target = topo.coords(b);
-  ChipId at = a;
-  for (int axis = 0; axis < topo.axis_count(); ++axis) {
-    while (topo.coords(at)[axis] != target[axis]) {
-      route.push_back(*topo.link_toward(at, axis, directions[axis]));
-      at = *topo.neighbor(at, axis, directions[axis]);
-    }
-  }
-  return route;
-}
-
 // AllToAll: every chip sends each other chip of its group one block along the
 // dimension-order route, all at once, so links carry the real contention. A block going
 // exactly half way round a wrapped axis is split between the two directions, as the book's
 // V/(4 W_bidi) assumes both directions share the load (sharding.md:L471-L479).
-OpPlan plan_all_to_all(const Topology& topo, const CollectiveSpec& spec, EndpointRegistry& registry) {
+//
+// On an axis the symmetry reduction shortened (a wrapped axis), only the chip at position 0
+// sends, for every true offset, and each hop along that axis takes the same link (one per
+// direction) again: a block crossing d links of the real ring weighs d on that one link,
+// which is the load every link of the real ring carries, summed over all chips' blocks.
+// The other chips of the reduced axis mirror the representative.
+OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
+                       EndpointRegistry& registry) {
   if (spec.over_dcn && topo.slice_count() > 1) {
     throw std::invalid_argument("all_to_all across slices over DCN is not supported");
   }
   OpPlan plan;
   plan.chips.resize(topo.chip_count());
-  int group = 1;
-  for (int a : spec.axes) group *= topo.axis_size(a);
+  std::vector<int> axes;
+  for (int a : spec.axes) {
+    if (real_sizes.at(a) > 1) axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end());   // dimension order
+  double group = 1;
+  for (int a : axes) group *= real_sizes[a];
   if (group <= 1 || spec.bytes <= 0) return plan;
-  const double block = spec.bytes / (static_cast<double>(group) * group);
+  const double block = spec.bytes / (group * group);
+  auto reduced = [&](int a) { return topo.axis_size(a) != real_sizes[a]; };
+
   for (ChipId src = 0; src < topo.chip_count(); ++src) {
-    // Members of src's group: vary the collective's axes, keep the others.
-    std::vector<ChipId> members{src};
-    for (int a : spec.axes) {
-      std::vector<ChipId> grown;
-      for (ChipId m : members) {
-        for (ChipId c : topo.ring_order(m, a)) grown.push_back(c);
+    auto from = topo.coords(src);
+    bool representative = true;
+    for (int a : axes) {
+      if (reduced(a) && from[a] != 0) {
+        representative = false;
+        from[a] = 0;
       }
-      members = std::move(grown);
+    }
+    if (!representative) {
+      const ChipId rep = topo.chip_at(topo.slice_of(src), from);
+      plan.chips[src].mirror_of = rep;
+      plan.chips[rep].mirrors += 1;
+      continue;
     }
     const int src_endpoint = registry.get(src, "a2a-out", {});
-    const auto from = topo.coords(src);
-    for (ChipId dst : members) {
-      if (dst == src) continue;
-      const auto to = topo.coords(dst);
+    // Every destination of the real group, by its coordinate (reduced axes: its offset).
+    std::vector<int> target(axes.size(), 0);
+    for (long long index = 0; index < static_cast<long long>(group); ++index) {
+      long long rest = index;
+      bool self = true;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        target[i] = static_cast<int>(rest % real_sizes[axes[i]]);
+        rest /= real_sizes[axes[i]];
+        self = self && target[i] == from[axes[i]];
+      }
+      if (self) continue;
       // Directions per axis; a tie (offset n/2 on a wrapped axis) takes both.
-      std::vector<std::vector<int>> variants{std::vector<int>(topo.axis_count(), +1)};
-      for (int a = 0; a < topo.axis_count(); ++a) {
-        const int n = topo.axis_size(a);
-        const int forward = ((to[a] - from[a]) % n + n) % n;
+      std::vector<std::vector<int>> variants{{}};
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const int a = axes[i], n = real_sizes[a];
+        const int forward = ((target[i] - from[a]) % n + n) % n;
         std::vector<int> choices;
-        if (!topo.wraps(a)) choices = {to[a] >= from[a] ? +1 : -1};
+        if (!topo.wraps(a)) choices = {target[i] >= from[a] ? +1 : -1};
         else if (2 * forward == n) choices = {+1, -1};
         else choices = {2 * forward < n ? +1 : -1};
         std::vector<std::vector<int>> grown;
         for (const auto& v : variants) {
           for (int d : choices) {
             grown.push_back(v);
-            grown.back()[a] = d;
+            grown.back().push_back(d);
           }
         }
         variants = std::move(grown);
       }
       for (size_t v = 0; v < variants.size(); ++v) {
-        auto route = directed_route(topo, src, dst, variants[v]);
+        std::vector<DirectedLink> route;
+        ChipId at = src;
+        for (size_t i = 0; i < axes.size(); ++i) {
+          const int a = axes[i], n = real_sizes[a], dir = variants[v][i];
+          const int forward = ((target[i] - from[a]) % n + n) % n;
+          const int steps = topo.wraps(a) ? (dir > 0 ? forward : (n - forward) % n) : std::abs(target[i] - from[a]);
+          for (int k = 0; k < steps; ++k) {
+            route.push_back(*topo.link_toward(at, a, dir));
+            if (!reduced(a)) at = *topo.neighbor(at, a, dir);
+            else if (k > 0) plan.repeats_links = true;
+          }
+        }
         const int hops = static_cast<int>(route.size());
-        const int dst_endpoint =
-            registry.get(dst, "a2a<" + std::to_string(src) + "." + std::to_string(v), route);
-        plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, dst, block / variants.size(), hops});
-        plan.chips[dst].incoming_flows += 1;
+        const int dst_endpoint = registry.get(
+            at, "a2a<" + std::to_string(src) + ":" + std::to_string(index) + "." + std::to_string(v), route);
+        plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, at, block / variants.size(), hops});
+        plan.chips[at].incoming_flows += 1;
         plan.messages += 1;
       }
     }
@@ -269,7 +294,7 @@ std::vector<ChipId> snake_order(const Topology& topo, int slice) {
 
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
                        EndpointRegistry& registry) {
-  if (spec.kind == CollectiveKind::AllToAll) return plan_all_to_all(topo, spec, registry);
+  if (spec.kind == CollectiveKind::AllToAll) return plan_all_to_all(topo, real_sizes, spec, registry);
   return plan_ring(topo, real_sizes, spec, registry);
 }
 

@@ -43,11 +43,19 @@ struct ChipOpPlan {
   std::vector<std::vector<std::vector<ChainPlan>>> parts;
   std::vector<FlowPlan> flows;  // AllToAll blocks this chip sends
   int incoming_flows = 0;       // AllToAll blocks this chip receives
+  // Symmetry-reduced AllToAll: this chip's timing is that of `mirror_of` (-1: its own), and a
+  // representative's blocks stand for the ones it receives, so it is done when they land.
+  ChipId mirror_of = -1;
+  int mirrors = 0;              // chips mirroring this one
+  bool done_when_sent = false;
 };
 
 struct OpPlan {
   std::vector<ChipOpPlan> chips;   // indexed by ChipId of the planned topology
   int messages = 0;                // ring messages + flows, all chips, one repetition
+  // Some routes take one link several times (a reduced AllToAll's class links), which a
+  // star zone cannot express: the platform then declares each route pair explicitly.
+  bool repeats_links = false;
 };
 
 class EndpointRegistry {

@@ -29,10 +29,7 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
     if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing) {
       keep_full.assign(axes, true);  // the flat ring snakes through every chip
     }
-    for (int a : op.axes) {
-      if (op.kind == CollectiveKind::AllToAll) keep_full[a] = true;
-      else ring_axis[a] = true;
-    }
+    for (int a : op.axes) ring_axis[a] = true;   // AllToAll included: see plan_all_to_all
   }
   for (int a = 0; a < axes; ++a) {
     const int n = real.axes[a].size;

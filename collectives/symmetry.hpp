@@ -8,7 +8,10 @@
 //    each sends the same messages at the same times over its own links, so a 2-chip ring with
 //    its wraparound link (two parallel links) sees the same time per hop as a ring of any size,
 //    as long as the schedule keeps the true ring length (steps, message sizes);
-//  - axes without wraparound, AllToAll axes (multi-hop routes) and flat rings keep full size.
+//  - an AllToAll over a wrapped axis is translation-invariant too: one representative chip's
+//    blocks, routed over one link per direction of that axis taken once per hop, load it
+//    exactly as all chips' blocks load every link of the real ring (hop_plan.cpp);
+//  - axes without wraparound and flat rings keep full size.
 // With DCN traffic, the chips of one host share its NIC, so a reduced axis keeps whole hosts.
 // `--fidelity full` replays the real mesh; tests check the two agree on meshes up to 8x8x8.
 #include <vector>

@@ -31,8 +31,9 @@ double link_latency_s(const LinkInfo& link, const PlatformOptions& options) {
 }  // namespace
 
 std::vector<sg4::Host*> build_platform(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                                       const PlatformOptions& options) {
-  auto* zone = sg4::create_star_zone("pod");
+                                       const PlatformOptions& options,
+                                       const std::vector<std::pair<int, int>>* explicit_pairs) {
+  auto* zone = explicit_pairs != nullptr ? sg4::create_full_zone("pod") : sg4::create_star_zone("pod");
   // Links are created only when some route uses them: a reduced or partial plan stays small.
   std::vector<sg4::Link*> links(topo.links().size(), nullptr);
   auto link_in_route = [&](const DirectedLink& d) {
@@ -63,10 +64,19 @@ std::vector<sg4::Host*> build_platform(const Topology& topo, const std::vector<E
   for (size_t i = 0; i < endpoints.size(); ++i) {
     const auto& endpoint = endpoints[i];
     auto* host = zone->create_host("e" + std::to_string(i), 1e12);
-    // A star zone wants both halves declared, even when empty.
-    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, to_route(endpoint.out_route), false);
-    zone->add_route(nullptr, host->get_netpoint(), nullptr, nullptr, to_route(endpoint.in_route), false);
+    if (explicit_pairs == nullptr) {
+      // A star zone wants both halves declared, even when empty.
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, to_route(endpoint.out_route), false);
+      zone->add_route(nullptr, host->get_netpoint(), nullptr, nullptr, to_route(endpoint.in_route), false);
+    }
     hosts.push_back(host);
+  }
+  if (explicit_pairs != nullptr) {
+    for (const auto& [src, dst] : *explicit_pairs) {
+      auto route = endpoints[src].out_route;
+      route.insert(route.end(), endpoints[dst].in_route.begin(), endpoints[dst].in_route.end());
+      zone->add_route(hosts[src]->get_netpoint(), hosts[dst]->get_netpoint(), nullptr, nullptr, to_route(route), false);
+    }
   }
   zone->seal();
   return hosts;

@@ -29,7 +29,12 @@ void configure_engine(simgrid::s4u::Engine& engine);
 // split-duplex (each direction its own bandwidth), with efficiency applied. Under the
 // additive hop model each ICI link carries T_min of latency (a DCN path T_min in all);
 // under the floor model links have none and the receiver enforces the floor.
+//
+// When some route takes a link more than once (a star zone would drop the repeats), pass the
+// (source, destination) endpoint pairs that exchange messages: a full zone then declares each
+// pair's route explicitly, repeats included.
 std::vector<simgrid::s4u::Host*> build_platform(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                                                const PlatformOptions& options);
+                                                const PlatformOptions& options,
+                                                const std::vector<std::pair<int, int>>* explicit_pairs = nullptr);
 
 }  // namespace podsim

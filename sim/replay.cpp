@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <tuple>
@@ -40,7 +41,12 @@ struct Runtime {
   std::map<std::tuple<int, int, ChipId>, int> pending_blocks;
   std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
   std::map<std::tuple<int, int, ChipId>, double> last_arrival_s;
+  std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> instance_done;
   ReplayResult result;
+
+  Runtime(const Topology& t, const std::vector<Endpoint>& e, const std::vector<ReplayOp>& o, const ReplayOptions& opt,
+          std::vector<sg4::Host*> h)
+      : topo(t), endpoints(e), ops(o), options(opt), hosts(std::move(h)) {}
 
   bool floor_model() const { return options.platform.hop_model == HopModel::Floor; }
 
@@ -98,16 +104,20 @@ struct Runtime {
     }
   }
 
-  // All AllToAll blocks of one chip, started at once; wait_any notices each completion at
-  // its own time, so the receiver's count reaches zero exactly when its last block lands.
-  void run_flows(int op, int rep, ChipId src) {
+  // A batch of one chip's AllToAll blocks, started at once; wait_any notices each completion
+  // at its own time, so a receiver's count reaches zero exactly when its last block lands.
+  // wait_any costs O(outstanding) per call (field notes), so a chip's thousands of blocks are
+  // split over batches of kFlowBatch, each with its own actor.
+  static constexpr size_t kFlowBatch = 64;
+
+  void run_flows(int op, int rep, ChipId src, size_t first, size_t last) {
     const auto& flows = ops[op].plan->chips[src].flows;
     const double sent_s = sg4::Engine::get_clock();
     std::vector<sg4::CommPtr> comms;
     std::vector<const FlowPlan*> pending;
-    for (const auto& flow : flows) {
-      comms.push_back(sg4::Comm::sendto_async(hosts[flow.src_endpoint], hosts[flow.dst_endpoint],
-                                              wire_bytes(flow.bytes)));
+    for (size_t i = first; i < last; ++i) {
+      const auto& flow = flows[i];
+      comms.push_back(sg4::Comm::sendto_async(hosts[flow.src_endpoint], hosts[flow.dst_endpoint], wire_bytes(flow.bytes)));
       pending.push_back(&flow);
     }
     while (!comms.empty()) {
@@ -126,11 +136,23 @@ struct Runtime {
     }
   }
 
+  sg4::SemaphorePtr done_semaphore(int op, int rep, ChipId chip) {
+    auto& sem = instance_done[{op, rep, chip}];
+    if (!sem) sem = sg4::Semaphore::create(0);
+    return sem;
+  }
+
   void run_op(int op, ChipId chip) {
     for (int dep : ops[op].after) op_actors[dep][chip]->join();
     const ChipOpPlan& plan = ops[op].plan->chips[chip];
     for (int rep = 0; rep < ops[op].repeat; ++rep) {
       const double start_s = sg4::Engine::get_clock();
+      if (plan.mirror_of >= 0) {
+        // A symmetric copy of its representative: done when that one is.
+        done_semaphore(op, rep, plan.mirror_of)->acquire();
+        result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
+        continue;
+      }
       if (options.launch_overhead_s > 0) sg4::this_actor::sleep_for(options.launch_overhead_s);
       std::vector<sg4::ActorPtr> children;
       for (size_t part = 0; part < plan.parts.size(); ++part) {
@@ -138,16 +160,20 @@ struct Runtime {
           run_part(op, rep, chip, static_cast<int>(part));
         }));
       }
-      if (!plan.flows.empty()) {
-        children.push_back(sg4::Actor::create("a2a", hosts[chip], [this, op, rep, chip] { run_flows(op, rep, chip); }));
-        result.messages += plan.flows.size();
+      for (size_t first = 0; first < plan.flows.size(); first += kFlowBatch) {
+        const size_t last = std::min(plan.flows.size(), first + kFlowBatch);
+        children.push_back(sg4::Actor::create("a2a", hosts[chip], [this, op, rep, chip, first, last] {
+          run_flows(op, rep, chip, first, last);
+        }));
       }
+      result.messages += plan.flows.size();
       for (auto& actor : children) actor->join();
       if (plan.incoming_flows > 0) {
         blocks_semaphore(op, rep, chip)->acquire();
         sg4::this_actor::sleep_until(last_arrival_s[{op, rep, chip}]);
       }
       result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
+      for (int m = 0; m < plan.mirrors; ++m) done_semaphore(op, rep, chip)->release();
     }
   }
 
@@ -175,6 +201,24 @@ struct Runtime {
   }
 };
 
+// Every (source, destination) endpoint pair that exchanges a message, once.
+std::vector<std::pair<int, int>> message_pairs(const std::vector<ReplayOp>& ops) {
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& op : ops) {
+    for (const auto& chip : op.plan->chips) {
+      for (const auto& part : chip.parts) {
+        for (const auto& phase : part) {
+          for (const auto& chain : phase) {
+            if (chain.peer_endpoint >= 0) pairs.insert({chain.endpoint, chain.peer_endpoint});
+          }
+        }
+      }
+      for (const auto& flow : chip.flows) pairs.insert({flow.src_endpoint, flow.dst_endpoint});
+    }
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
 ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
                                const std::vector<ReplayOp>& ops, const ReplayOptions& options) {
   // podsim logs through spdlog; SimGrid's own log stays quiet unless it is about to abort.
@@ -184,7 +228,12 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_engine(engine);
-  Runtime runtime{topo, endpoints, ops, options, build_platform(topo, endpoints, options.platform), {}, {}, {}, {}, {}};
+  std::vector<std::pair<int, int>> pairs;
+  bool explicit_routes = false;
+  for (const auto& op : ops) explicit_routes = explicit_routes || op.plan->repeats_links;
+  if (explicit_routes) pairs = message_pairs(ops);
+  Runtime runtime(topo, endpoints, ops, options,
+                  build_platform(topo, endpoints, options.platform, explicit_routes ? &pairs : nullptr));
   runtime.start();
   engine.run();
   runtime.result.end_time_s = sg4::Engine::get_clock();

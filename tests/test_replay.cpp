@@ -190,3 +190,31 @@ TEST_CASE("DCN: per-chip share of the NIC, oversubscribed core, flat ring", "[re
   CHECK(flat_s <= 1.25 * bound);   // plus the drain between its two halves
   CHECK(run_scenario(hier, {}).operations[0].time_s < flat_s / 10);
 }
+
+TEST_CASE("reduced AllToAll equals the full replay", "[replay][fidelity]") {
+  struct Case {
+    std::string label, preset;
+    std::vector<int> sizes;
+    std::vector<int> axes;
+  };
+  const std::vector<Case> cases = {
+      {"v4p 4x4x4 over XYZ", "v4p", {4, 4, 4}, {0, 1, 2}},
+      {"v4p 4x4x8 over XZ", "v4p", {4, 4, 8}, {0, 2}},
+      {"v5e 16x4 over XY (X wraps, Y is a line)", "v5e", {16, 4}, {0, 1}},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.label) {
+      auto s = make_scenario(c.preset, c.sizes, {collective(CollectiveKind::AllToAll, c.axes, 512e6),
+                                                 collective(CollectiveKind::AllToAll, c.axes, 4e3)});
+      auto reduced = run_scenario(s, {});
+      auto full = run_scenario(s, {Fidelity::Full, false});
+      REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
+      for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
+        for (int op = 0; op < 2; ++op) {
+          REQUIRE(reduced.span(op, 0, chip).start_s == Approx(full.span(op, 0, chip).start_s).epsilon(1e-9));
+          REQUIRE(reduced.span(op, 0, chip).end_s == Approx(full.span(op, 0, chip).end_s).epsilon(1e-9));
+        }
+      }
+    }
+  }
+}
