@@ -6,15 +6,15 @@ namespace sg4 = simgrid::s4u;
 
 namespace podsim {
 
-void configure_engine(sg4::Engine& engine) {
+void configure_engine(sg4::Engine& engine, size_t max_actors) {
   engine.set_config("network/model:CM02");
   engine.set_config("network/crosstraffic:0");
   engine.set_config("network/TCP-gamma:1e18");
-  // Thousands of short-lived actors: small stacks keep memory flat.
   engine.set_config("contexts/stack-size:128");
-  // No guard page per actor: an AllToAll has one actor per block, tens of thousands of them,
-  // and each guard page is a memory mapping (Linux allows 65,530 per process).
-  engine.set_config("contexts/guard-size:0");
+  // Each actor's stack is a memory mapping plus a guard page, and Linux allows 65,530
+  // mappings per process. Mapped stacks cost only the pages touched; without guard pages
+  // SimGrid allocates stacks on the heap, which costs ~5x the memory but no mappings.
+  if (max_actors > 20000) engine.set_config("contexts/guard-size:0");
 }
 
 namespace {

@@ -22,7 +22,8 @@ struct PlatformOptions {
 
 // Sets the network model so a message of b bytes over a route takes exactly
 // sum(latency) + b / min(bandwidth) (field notes: CM02, no cross-traffic, huge TCP-gamma).
-void configure_engine(simgrid::s4u::Engine& engine);
+// `max_actors` bounds the actors alive at once (it decides how stacks are allocated).
+void configure_engine(simgrid::s4u::Engine& engine, size_t max_actors);
 
 // One star zone: each endpoint is a host whose outgoing route is its out_route and incoming
 // route its in_route, so the message s -> d takes s.out_route + d.in_route. Links are

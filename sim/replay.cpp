@@ -227,7 +227,13 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   char quiet[] = "--log=root.thres:critical";
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine engine(&argc, argv);
-  configure_engine(engine);
+  size_t max_actors = 0;
+  for (const auto& op : ops) {
+    for (const auto& chip : op.plan->chips) {
+      max_actors += 1 + chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
+    }
+  }
+  configure_engine(engine, max_actors);
   std::vector<std::pair<int, int>> pairs;
   bool explicit_routes = false;
   for (const auto& op : ops) explicit_routes = explicit_routes || op.plan->repeats_links;
