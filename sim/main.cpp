@@ -35,9 +35,13 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   RunOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
-  if (stderr_is_terminal()) std::fprintf(stderr, "simulating %s ...\r", scenario.name.c_str());
+  if (stderr_is_terminal()) {
+    options.progress = [&](double wall_s) {
+      std::fprintf(stderr, "\33[2K\rsimulating %s: %.1f s", scenario.name.c_str(), wall_s);
+    };
+  }
   const RunResult run = run_scenario(scenario, options);
-  if (stderr_is_terminal()) std::fprintf(stderr, "%*s\r", 60, "");
+  if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
   files.add("summary.json", summary_json(scenario, run, {reproducible}));

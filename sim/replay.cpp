@@ -1,10 +1,12 @@
 #include "sim/replay.hpp"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -325,6 +327,14 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     _exit(0);
   }
   ::close(fds[1]);
+  if (options.progress) {
+    // Wait for the first byte of the result, reporting progress meanwhile.
+    const auto start = std::chrono::steady_clock::now();
+    pollfd waiting{fds[0], POLLIN, 0};
+    while (::poll(&waiting, 1, 500) == 0) {
+      options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
   ReplayResult result;
   bool ok = read_vector(fds[0], result.spans) && read_vector(fds[0], result.hops) &&
             read_all(fds[0], &result.messages, sizeof result.messages) &&

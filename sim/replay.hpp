@@ -3,6 +3,7 @@
 // ring collective, one per chain of messages in each ring phase, one per chip sending AllToAll blocks.
 // Nothing about the result is computed here: every time comes out of SimGrid's clock.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "collectives/hop_plan.hpp"
@@ -45,6 +46,8 @@ struct ReplayOptions {
   PlatformOptions platform;
   double launch_overhead_s = 0;
   bool record_hops = false;
+  // Called about twice a second with the wall time spent so far, while the simulation runs.
+  std::function<void(double wall_s)> progress;
 };
 
 ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,

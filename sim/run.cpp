@@ -74,6 +74,12 @@ std::vector<CollectiveSpec> collective_specs(const Scenario& scenario) {
   return specs;
 }
 
+long long message_count(const std::vector<OpPlan>& plans) {
+  long long n = 0;
+  for (const auto& p : plans) n += p.messages;
+  return n;
+}
+
 std::vector<int> dependency_indices(const Scenario& scenario, size_t op) {
   std::vector<int> out;
   for (const auto& name : scenario.operations[op].after) {
@@ -93,7 +99,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   RunResult run{Topology(scenario.topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced"};
   const Topology& sim = run.simulated;
-  spdlog::debug("simulating {} of {} chips ({})", sim.chip_count(), run.topology.chip_count(), run.fidelity);
+  spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
 
   EndpointRegistry registry;
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) registry.get(chip, "chip", {});  // endpoint == chip
@@ -108,6 +114,9 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   replay_options.platform = {scenario.hop_model, scenario.topology.chip.hop_latency_s, scenario.link_efficiency};
   replay_options.launch_overhead_s = scenario.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
+  replay_options.progress = options.progress;
+  spdlog::info("{}: {} operations, {} endpoints, {} messages per repetition on {} simulated chips", scenario.name,
+               plans.size(), registry.endpoints().size(), message_count(plans), sim.chip_count());
   run.replay = replay(sim, registry.endpoints(), ops, replay_options);
 
   const double w_uni = scenario.topology.chip.neighbor_bandwidth_Bps() * scenario.link_efficiency;
@@ -145,6 +154,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     run.operations.push_back(std::move(result));
   }
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  spdlog::info("simulated {} messages in {:.3f} s of wall time", run.replay.messages, run.wall_time_s);
   return run;
 }
 

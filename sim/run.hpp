@@ -1,6 +1,7 @@
 #pragma once
 // Runs a scenario's collectives: plan on the symmetry-reduced (or full) mesh, replay on
 // SimGrid, and map every chip's timings back to the real pod.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace podsim {
 struct RunOptions {
   Fidelity fidelity = Fidelity::Auto;
   bool record_hops = false;
+  std::function<void(double wall_s)> progress;   // see ReplayOptions::progress
 };
 
 struct OperationResult {
