@@ -146,6 +146,14 @@ struct Runtime {
 
   void run_op(int op, ChipId chip) {
     for (int dep : ops[op].after) op_actors[dep][chip]->join();
+    if (ops[op].plan == nullptr) {
+      for (int rep = 0; rep < ops[op].repeat; ++rep) {
+        const double start_s = sg4::Engine::get_clock();
+        sg4::this_actor::sleep_for(ops[op].compute_s);
+        result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
+      }
+      return;
+    }
     const ChipOpPlan& plan = ops[op].plan->chips[chip];
     for (int rep = 0; rep < ops[op].repeat; ++rep) {
       const double start_s = sg4::Engine::get_clock();
@@ -188,7 +196,8 @@ struct Runtime {
     for (size_t op = 0; op < ops.size(); ++op) {
       for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
         for (int rep = 0; rep < ops[op].repeat; ++rep) {
-          pending_blocks[{static_cast<int>(op), rep, chip}] = ops[op].plan->chips[chip].incoming_flows;
+          pending_blocks[{static_cast<int>(op), rep, chip}] =
+              ops[op].plan ? ops[op].plan->chips[chip].incoming_flows : 0;
         }
       }
     }
@@ -207,6 +216,7 @@ struct Runtime {
 std::vector<std::pair<int, int>> message_pairs(const std::vector<ReplayOp>& ops) {
   std::set<std::pair<int, int>> pairs;
   for (const auto& op : ops) {
+    if (!op.plan) continue;
     for (const auto& chip : op.plan->chips) {
       for (const auto& part : chip.parts) {
         for (const auto& phase : part) {
@@ -231,6 +241,10 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   sg4::Engine engine(&argc, argv);
   size_t max_actors = 0;
   for (const auto& op : ops) {
+    if (!op.plan) {
+      max_actors += topo.chip_count();
+      continue;
+    }
     for (const auto& chip : op.plan->chips) {
       max_actors += 1 + chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
     }
@@ -238,7 +252,7 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   configure_engine(engine, max_actors);
   std::vector<std::pair<int, int>> pairs;
   bool explicit_routes = false;
-  for (const auto& op : ops) explicit_routes = explicit_routes || op.plan->repeats_links;
+  for (const auto& op : ops) explicit_routes = explicit_routes || (op.plan && op.plan->repeats_links);
   if (explicit_routes) pairs = message_pairs(ops);
   Runtime runtime(topo, endpoints, ops, options,
                   build_platform(topo, endpoints, options.platform, explicit_routes ? &pairs : nullptr));

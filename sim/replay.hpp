@@ -12,7 +12,8 @@
 namespace podsim {
 
 struct ReplayOp {
-  const OpPlan* plan = nullptr;
+  const OpPlan* plan = nullptr;   // a collective's messages; null for compute
+  double compute_s = 0;           // compute: busy time on the chip
   int repeat = 1;
   std::vector<int> after;   // indices of ops that must finish on a chip before this starts there
 };

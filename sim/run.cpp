@@ -68,35 +68,47 @@ int group_size(const Topology& topo, const CollectiveSpec& spec) {
   return n;
 }
 
-std::vector<CollectiveSpec> collective_specs(const Scenario& scenario) {
-  std::vector<CollectiveSpec> specs;
-  for (const auto& op : scenario.operations) specs.push_back(op.collective);
-  return specs;
-}
-
 long long message_count(const std::vector<OpPlan>& plans) {
   long long n = 0;
   for (const auto& p : plans) n += p.messages;
   return n;
 }
 
-std::vector<int> dependency_indices(const Scenario& scenario, size_t op) {
-  std::vector<int> out;
-  for (const auto& name : scenario.operations[op].after) {
-    for (size_t j = 0; j < scenario.operations.size(); ++j) {
-      if (scenario.operations[j].name == name) out.push_back(static_cast<int>(j));
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
+Program collectives_program(const Scenario& scenario) {
+  Program program;
+  for (const auto& op : scenario.operations) {
+    ProgramOp p;
+    p.name = op.name;
+    p.kind = ProgramOpKind::Collective;
+    p.collective = op.collective;
+    p.repeat = op.repeat;
+    p.category = std::string(to_string(op.collective.kind));
+    for (const auto& name : op.after) {
+      for (size_t j = 0; j < scenario.operations.size(); ++j) {
+        if (scenario.operations[j].name == name) p.after.push_back(static_cast<int>(j));
+      }
+    }
+    program.push_back(std::move(p));
+  }
+  return program;
+}
+
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+  return run_program(scenario.topology, {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s},
+                     collectives_program(scenario), options);
+}
+
+RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                      const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const auto specs = collective_specs(scenario);
-  auto reduction = reduce_by_symmetry(scenario.topology, specs, options.fidelity == Fidelity::Full);
-  RunResult run{Topology(scenario.topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
+  std::vector<CollectiveSpec> specs;
+  for (const auto& op : program) {
+    if (op.kind == ProgramOpKind::Collective) specs.push_back(op.collective);
+  }
+  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full);
+  RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced"};
   const Topology& sim = run.simulated;
   spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
@@ -104,52 +116,65 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   EndpointRegistry registry;
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) registry.get(chip, "chip", {});  // endpoint == chip
   std::vector<OpPlan> plans;
-  plans.reserve(specs.size());
-  for (const auto& spec : specs) plans.push_back(plan_collective(sim, reduction.real_sizes, spec, registry));
+  plans.reserve(program.size());
   std::vector<ReplayOp> ops;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    ops.push_back({&plans[i], scenario.operations[i].repeat, dependency_indices(scenario, i)});
+  for (const auto& op : program) {
+    if (op.kind == ProgramOpKind::Collective) {
+      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
+    }
+  }
+  size_t next_plan = 0;
+  for (const auto& op : program) {
+    const OpPlan* plan = op.kind == ProgramOpKind::Collective ? &plans[next_plan++] : nullptr;
+    ops.push_back({plan, op.compute_s, op.repeat, op.after});
   }
   ReplayOptions replay_options;
-  replay_options.platform = {scenario.hop_model, scenario.topology.chip.hop_latency_s, scenario.link_efficiency};
-  replay_options.launch_overhead_s = scenario.launch_overhead_s;
+  replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
+  replay_options.launch_overhead_s = settings.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
   replay_options.progress = options.progress;
-  spdlog::info("{}: {} operations, {} endpoints, {} messages per repetition on {} simulated chips", scenario.name,
-               plans.size(), registry.endpoints().size(), message_count(plans), sim.chip_count());
+  spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
+               registry.endpoints().size(), message_count(plans), sim.chip_count());
   run.replay = replay(sim, registry.endpoints(), ops, replay_options);
 
-  const double w_uni = scenario.topology.chip.neighbor_bandwidth_Bps() * scenario.link_efficiency;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const auto& op = scenario.operations[i];
+  const double w_uni = topology.chip.neighbor_bandwidth_Bps() * settings.link_efficiency;
+  // Each op's first start and last end per repetition, in one pass over the spans.
+  std::vector<std::vector<std::pair<double, double>>> extent(program.size());
+  for (size_t i = 0; i < program.size(); ++i) extent[i].assign(program[i].repeat, {1e300, 0.0});
+  for (const auto& s : run.replay.spans) {
+    auto& e = extent[s.op][s.repetition];
+    e.first = std::min(e.first, s.start_s);
+    e.second = std::max(e.second, s.end_s);
+  }
+  for (size_t i = 0; i < program.size(); ++i) {
+    const auto& op = program[i];
     OperationResult result;
     result.name = op.name;
-    result.kind = op.collective.kind;
-    for (int a : op.collective.axes) result.axes.push_back(scenario.topology.axes[a].name);
-    result.over_dcn = op.collective.over_dcn;
-    result.bytes = op.collective.bytes;
+    result.compute = op.kind == ProgramOpKind::Compute;
+    result.category = op.category;
+    result.layer = op.layer;
     result.repeat = op.repeat;
-    result.group_size = group_size(run.topology, op.collective);
     double sum = 0;
     result.start_s = 1e300;
-    for (int rep = 0; rep < op.repeat; ++rep) {
-      double first = 1e300, last = 0;
-      for (const auto& s : run.replay.spans) {
-        if (s.op != static_cast<int>(i) || s.repetition != rep) continue;
-        first = std::min(first, s.start_s);
-        last = std::max(last, s.end_s);
-      }
+    for (const auto& [first, last] : extent[i]) {
       sum += last - first;
       result.start_s = std::min(result.start_s, first);
       result.end_s = std::max(result.end_s, last);
     }
     result.time_s = sum / op.repeat;
-    if (result.time_s > 0) {
-      result.algbw_Bps = algbw_Bps(result.bytes, result.time_s);
-      result.busbw_Bps = busbw_Bps(result.kind, result.bytes, result.time_s, result.group_size);
+    if (!result.compute) {
+      result.kind = op.collective.kind;
+      for (int a : op.collective.axes) result.axes.push_back(topology.axes[a].name);
+      result.over_dcn = op.collective.over_dcn;
+      result.bytes = op.collective.bytes;
+      result.group_size = group_size(run.topology, op.collective);
+      if (result.time_s > 0) {
+        result.algbw_Bps = algbw_Bps(result.bytes, result.time_s);
+        result.busbw_Bps = busbw_Bps(result.kind, result.bytes, result.time_s, result.group_size);
+      }
+      result.has_analytic = analytic_time(run.topology, op.collective, w_uni, topology.chip.hop_latency_s,
+                                          result.analytic);
     }
-    result.has_analytic = analytic_time(run.topology, op.collective, w_uni, scenario.topology.chip.hop_latency_s,
-                                        result.analytic);
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));
   }

@@ -9,6 +9,7 @@
 #include "collectives/symmetry.hpp"
 #include "sim/replay.hpp"
 #include "sim/scenario.hpp"
+#include "workloads/program.hpp"
 
 namespace podsim {
 
@@ -20,6 +21,9 @@ struct RunOptions {
 
 struct OperationResult {
   std::string name;
+  bool compute = false;        // a compute op (then kind, axes, bytes do not apply)
+  std::string category;
+  int layer = -1;
   CollectiveKind kind = CollectiveKind::AllGather;
   std::vector<std::string> axes;
   bool over_dcn = false;
@@ -49,7 +53,19 @@ struct RunResult {
   const SpanRecord& span(int op, int repetition, ChipId real_chip) const;
 };
 
+struct SimulationSettings {
+  HopModel hop_model = HopModel::Floor;
+  double link_efficiency = 1.0;
+  double launch_overhead_s = 0.0;
+};
+
+// Runs one per-chip program on a pod.
+RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                      const RunOptions& options);
+
+// A `collectives` scenario: its operations as a program.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+Program collectives_program(const Scenario& scenario);
 
 // The book's formula for one operation on a pod (has_analytic false where none applies).
 bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link_bandwidth_Bps,
