@@ -26,7 +26,7 @@ BenchRow bench_case(const std::string& name, const std::string& preset, std::vec
   op.collective.bytes = 1024.0 * 1024 * 1024;
   scenario.operations.push_back(op);
   const auto start = std::chrono::steady_clock::now();
-  const RunResult run = run_scenario(scenario, {fidelity, false});
+  const RunResult run = run_scenario(scenario, {fidelity, false, {}});
   BenchRow row;
   row.name = name;
   row.chips = run.topology.chip_count();

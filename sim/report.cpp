@@ -53,6 +53,17 @@ Json topology_json(const Scenario& scenario, const RunResult& run) {
   return t;
 }
 
+Json training_json(const TrainingReport& r, const Scenario& scenario) {
+  Json t;
+  t["model"] = scenario.training.model.name;
+  t["strategy"] = r.strategy;
+  t["global_batch_tokens"] = scenario.training.plan.global_batch_tokens;
+  t["sequence_length"] = scenario.training.plan.sequence_length;
+  t["microbatches"] = scenario.training.plan.microbatches;
+  t["matmul_efficiency"] = scenario.training.plan.matmul_efficiency;
+  return t;
+}
+
 }  // namespace
 
 std::string human_bytes(double bytes) {
@@ -71,7 +82,8 @@ std::string human_bandwidth(double bytes_per_s) {
   return scaled(bytes_per_s, units, 5, 1000.0, "%.4g");
 }
 
-std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options) {
+std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
+                         const TrainingReport* training) {
   Json j;
   j["podsim_version"] = PODSIM_VERSION;
   j["scenario"] = scenario.name;
@@ -85,11 +97,47 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
   j["total_time_s"] = run.total_time_s;
   j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
   j["topology"] = topology_json(scenario, run);
+  if (training != nullptr) {
+    j["workload"] = training_json(*training, scenario);
+    j["step_time_s"] = training->step_time_s;
+    j["mfu"] = training->mfu;
+    j["tokens_per_s_per_chip"] = training->tokens_per_s_per_chip;
+    j["compute_time_s"] = training->compute_time_s;
+    j["exposed_comm_s"] = training->exposed_comm_s;
+    Json by_axis = Json::object();
+    for (const auto& [axis, seconds] : training->exposed_comm_by_axis_s) by_axis[axis] = seconds;
+    j["exposed_comm_by_axis_s"] = by_axis;
+    j["total_flops"] = training->total_flops;
+    j["memory_per_chip_bytes"] = training->memory.total_bytes;
+    j["memory_breakdown_bytes"] = {{"params", training->memory.params_bytes},
+                                   {"grads", training->memory.grads_bytes},
+                                   {"optimizer", training->memory.optimizer_bytes},
+                                   {"activations", training->memory.activations_bytes}};
+    j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
+    j["fits_hbm"] = training->fits_hbm;
+    Json layers = Json::array();
+    for (const auto& l : training->per_layer) {
+      layers.push_back({{"block", l.block}, {"t_math_s", l.t_math_s}, {"t_comms_s", l.t_comms_s},
+                        {"book_t_math_s", l.book_t_math_s}, {"book_t_comms_s", l.book_t_comms_s}});
+    }
+    j["per_layer"] = layers;
+  }
   Json ops = Json::array();
   for (const auto& op : run.operations) {
     Json o;
     o["name"] = op.name;
+    if (op.compute) {
+      o["kind"] = "compute";
+      o["category"] = op.category;
+      o["layer"] = op.layer;
+      o["time_s"] = op.time_s;
+      o["start_s"] = op.start_s;
+      o["end_s"] = op.end_s;
+      ops.push_back(o);
+      continue;
+    }
     o["kind"] = std::string(to_string(op.kind));
+    if (!op.category.empty()) o["category"] = op.category;
     o["axes"] = op.axes;
     o["dcn"] = op.over_dcn;
     o["bytes"] = op.bytes;
@@ -118,6 +166,10 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
 std::string operations_csv(const RunResult& run) {
   std::string out = "name,kind,axes,dcn,bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
   for (const auto& op : run.operations) {
+    if (op.compute) {
+      out += op.name + ",compute,,false,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,,\n";
+      continue;
+    }
     std::string axes;
     for (const auto& a : op.axes) axes += (axes.empty() ? "" : "+") + a;
     out += op.name + "," + std::string(to_string(op.kind)) + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
@@ -173,29 +225,49 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
     emit("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(s) + ",\"args\":{\"name\":\"slice " +
          std::to_string(s) + "\"}}");
   }
+  // Which chips to draw: all, or on a large pod the first chip of each symmetry class.
+  std::vector<bool> traced(topo.chip_count(), true);
+  if (topo.chip_count() > kMaxTracedChips) {
+    std::vector<bool> seen(sim.chip_count(), false);
+    for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+      const ChipId rep = run.reduction.representative(topo, sim, chip);
+      traced[chip] = !seen[rep];
+      seen[rep] = true;
+    }
+  }
   // Hops per receiving simulated chip, in time order.
   std::vector<std::vector<const HopRecord*>> hops_by_chip(sim.chip_count());
   if (detail == TraceDetail::Hops) {
     for (const auto& h : run.replay.hops) hops_by_chip[h.dst_chip].push_back(&h);
   }
+  const bool has_compute = std::any_of(run.operations.begin(), run.operations.end(),
+                                       [](const OperationResult& op) { return op.compute; });
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    if (!traced[chip]) continue;
     const int pid = topo.slice_of(chip);
     const int local = chip - pid * topo.chips_per_slice();
     const std::string name = topo.chip_name(chip);
-    Lanes lanes;
-    std::string events;
+    // Lane 0 is the compute units (a program chains its compute ops, so they never overlap);
+    // communication takes the next lanes.
+    Lanes comm_lanes;
+    auto span_event = [&](const OperationResult& op, const SpanRecord& span, int lane, int rep) {
+      std::string args = "\"repetition\":" + std::to_string(rep);
+      if (!op.compute) args += ",\"bytes\":" + format("%.17g", op.bytes);
+      const std::string cat = op.compute ? op.category : std::string(to_string(op.kind));
+      emit("{\"name\":\"" + op.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\",\"ts\":" + us(span.start_s) +
+           ",\"dur\":" + us(span.end_s - span.start_s) + ",\"pid\":" + std::to_string(pid) +
+           ",\"tid\":" + std::to_string(local * kLaneStride + lane) + ",\"args\":{" + args + "}}");
+    };
+    const int comm_base = has_compute ? 1 : 0;
     for (size_t op = 0; op < run.operations.size(); ++op) {
       for (int rep = 0; rep < run.operations[op].repeat; ++rep) {
         const auto& span = run.span(static_cast<int>(op), rep, chip);
-        const int lane = lanes.place(span.start_s, span.end_s);
-        emit("{\"name\":\"" + run.operations[op].name + "\",\"cat\":\"" + std::string(to_string(run.operations[op].kind)) +
-             "\",\"ph\":\"X\",\"ts\":" + us(span.start_s) + ",\"dur\":" + us(span.end_s - span.start_s) +
-             ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(local * kLaneStride + lane) +
-             ",\"args\":{\"bytes\":" + format("%.17g", run.operations[op].bytes) +
-             ",\"repetition\":" + std::to_string(rep) + "}}");
+        const bool compute = run.operations[op].compute;
+        const int lane = compute ? 0 : comm_base + comm_lanes.place(span.start_s, span.end_s);
+        span_event(run.operations[op], span, lane, rep);
       }
     }
-    const int collective_lanes = lanes.count();
+    const int collective_lanes = comm_base + comm_lanes.count();
     Lanes hop_lanes;
     const ChipId rep_chip = run.reduction.representative(topo, sim, chip);
     for (const HopRecord* h : hops_by_chip[rep_chip]) {
@@ -209,8 +281,11 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
     for (int lane = 0; lane < total_lanes; ++lane) {
       const int tid = local * kLaneStride + lane;
       std::string label = name;
-      if (lane >= collective_lanes) label += " hops";
-      if (lane > 0 && lane != collective_lanes) label += " #" + std::to_string(lane);
+      if (has_compute && lane == 0) label += " compute";
+      else if (lane < collective_lanes) label += has_compute ? " comm" : "";
+      else label += " hops";
+      const int index_in_group = lane < comm_base ? 0 : lane < collective_lanes ? lane - comm_base : lane - collective_lanes;
+      if (index_in_group > 0) label += " #" + std::to_string(index_in_group + 1);
       emit("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
            ",\"args\":{\"name\":\"" + label + "\"}}");
       emit("{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/run.hpp"
+#include "sim/training_report.hpp"
 
 namespace podsim {
 
@@ -13,12 +14,18 @@ struct ReportOptions {
   bool reproducible = false;   // write wall_time_s as 0 so repeated runs are byte-identical
 };
 
-std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options);
+// `training` adds the training step's figures (null for a collectives workload).
+std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
+                         const TrainingReport* training = nullptr);
 std::string operations_csv(const RunResult& run);
-// One process per slice, one track per chip (more where a chip's spans overlap, since
-// Perfetto nests X events on a track), a span per collective per chip; hops when asked.
+// One process per slice, one track per chip for compute and one or more for communication
+// (Perfetto nests X events on a track, so overlapping spans take further tracks), a span per
+// op per chip; hops when asked. Pods above kMaxTracedChips chips trace one chip per
+// symmetry class (the chips that were simulated), as the others repeat them exactly.
+constexpr int kMaxTracedChips = 256;
 std::string trace_json(const RunResult& run, TraceDetail detail);
 std::string summary_table(const Scenario& scenario, const RunResult& run);
+std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& report);
 
 // "8.39 MB", "372.8 us", "45.0 GB/s": human figures for tables.
 std::string human_bytes(double bytes);

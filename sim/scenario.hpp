@@ -9,6 +9,7 @@
 #include "collectives/collective.hpp"
 #include "sim/input_error.hpp"
 #include "topology/topology.hpp"
+#include "workloads/training.hpp"
 
 namespace podsim {
 
@@ -38,6 +39,15 @@ enum class Fidelity {
   Full,   // every chip, every hop
 };
 
+enum class WorkloadKind { Collectives, Training };
+
+// A `training` workload: one training step of a model under a parallelism plan.
+struct TrainingWorkload {
+  TransformerSpec model;
+  TrainingPlan plan;
+  bool strict_memory = false;       // a plan that does not fit HBM is an error, not a report
+};
+
 struct Scenario {
   std::string path;                 // file it came from
   int version = 1;
@@ -47,7 +57,9 @@ struct Scenario {
   HopModel hop_model = HopModel::Floor;
   double link_efficiency = 1.0;     // fraction of peak ICI/DCN bandwidth a transfer achieves
   double launch_overhead_s = 0.0;   // fixed cost per collective per chip before its first hop
-  std::vector<OperationSpec> operations;
+  WorkloadKind workload_kind = WorkloadKind::Collectives;
+  std::vector<OperationSpec> operations;   // Collectives
+  TrainingWorkload training;               // Training
   std::vector<Expectation> expectations;
 };
 

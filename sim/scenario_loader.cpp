@@ -18,6 +18,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 #include "sim/scenario.hpp"
@@ -639,12 +640,7 @@ void check_acyclic(const std::vector<ParsedOperation>& ops) {
     if (marks[i] == Mark::New) visit(visit, static_cast<int>(i));
 }
 
-std::vector<OperationSpec> parse_workload(const Field& field, const TopologySpec& topology) {
-  const MapReader reader(field, {"kind", "operations"});
-  reader.reject_unknown();
-  const Field kind = reader.required("kind");
-  if (read_string(kind) != "collectives") fail(kind, "unknown workload kind; expected one of: collectives");
-  const Field list = reader.required("operations");
+std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpec& topology) {
   std::vector<ParsedOperation> ops;
   for (const Field& entry : read_list(list))
     ops.push_back(parse_operation(entry, static_cast<int>(ops.size()), topology));
@@ -655,6 +651,203 @@ std::vector<OperationSpec> parse_workload(const Field& field, const TopologySpec
   std::vector<OperationSpec> specs;
   for (auto& op : ops) specs.push_back(std::move(op.spec));
   return specs;
+}
+
+// ---- training ----
+
+constexpr int kMaxModelDim = 1 << 30;
+constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
+
+const std::vector<std::string> kModelDims = {"layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"};
+
+const TransformerSpec& read_model_preset(const Field& field) {
+  const std::string name = read_string(field);
+  if (const TransformerSpec* model = find_model_preset(name)) return *model;
+  std::vector<std::string> names;
+  for (const TransformerSpec& model : model_presets()) names.push_back(model.name);
+  fail(field, "unknown model preset; expected one of: " + join(names) + ", or a mapping of the model's shape");
+}
+
+// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ..."); blame
+// that key where the scenario gave it, else the whole model.
+[[noreturn]] void fail_model(const MapReader& reader, const std::string& message) {
+  const size_t start = message.find("': ");
+  std::string key;
+  if (start != std::string::npos) {
+    const size_t end = message.find_first_of(" (", start + 3);
+    key = message.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  }
+  // "heads (N) must be a multiple of kv_heads (K)": the override is likelier the kv_heads.
+  if (key == "heads" && message.find("kv_heads") != std::string::npos && reader.optional("kv_heads"))
+    key = "kv_heads";
+  fail(reader.optional(key).value_or(reader.self()), message);
+}
+
+// A preset name, or a mapping: a preset with overrides, or a whole custom shape.
+TransformerSpec parse_model(const Field& field, int sequence_length) {
+  if (field.node.IsScalar()) return read_model_preset(field);
+  const MapReader reader(field, {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim",
+                                 "vocab", "gated_mlp", "tied_embeddings", "max_sequence_length"});
+  reader.reject_unknown();
+  TransformerSpec model;
+  const auto preset = reader.optional("preset");
+  if (preset) {
+    model = read_model_preset(*preset);
+  } else {
+    for (const std::string& dim : kModelDims)
+      if (!reader.optional(dim))
+        fail(field, "missing " + dim + "; without a preset the model needs all of " + join(kModelDims) +
+                        " (or give preset: to start from a published shape)");
+    model.name = "custom";
+    model.max_sequence_length = sequence_length;   // no published limit: whatever is asked
+  }
+  auto set = [&](std::string_view key, int& target, int64_t min) {
+    if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
+  };
+  set("layers", model.layers, 1);
+  set("d_model", model.d_model, 1);
+  set("d_ff", model.d_ff, 1);
+  set("heads", model.heads, 1);
+  set("kv_heads", model.kv_heads, 1);
+  set("head_dim", model.head_dim, 1);
+  set("vocab", model.vocab, 0);
+  set("max_sequence_length", model.max_sequence_length, 1);
+  if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
+  if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
+  if (auto name = reader.optional("name")) model.name = read_string(*name);
+  else if (preset && reader.entries().size() > 1) model.name += "-modified";
+  try {
+    validate_transformer_spec(model);
+  } catch (const std::invalid_argument& error) {
+    fail_model(reader, error.what());
+  }
+  return model;
+}
+
+// Axis names of one kind of parallelism; each axis carries at most one kind, once.
+std::vector<int> parse_plan_axes(const Field& field, const std::vector<MeshAxis>& mesh,
+                                 std::vector<std::pair<int, std::string>>& used, const std::string& kind) {
+  std::vector<Field> items;
+  if (field.node.IsScalar()) items.push_back(field);   // "data: X" for a single axis
+  else items = read_list(field);
+  std::vector<int> indices;
+  for (const Field& item : items) {
+    const int index = axis_index(mesh, read_string(item));
+    if (index < 0) fail(item, "not a mesh axis; the mesh has " + axis_names(mesh));
+    for (const auto& [axis, owner] : used)
+      if (axis == index)
+        fail(item, owner == kind ? "axis listed twice"
+                                 : "axis already carries " + owner +
+                                       " parallelism; expected each mesh axis in at most one of data and tensor");
+    used.emplace_back(index, kind);
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, TrainingPlan& plan) {
+  const MapReader reader(field, {"data", "fsdp", "tensor"});
+  reader.reject_unknown();
+  std::vector<std::pair<int, std::string>> used;
+  if (auto data = reader.optional("data")) plan.data_axes = parse_plan_axes(*data, mesh, used, "data");
+  if (auto tensor = reader.optional("tensor")) plan.tensor_axes = parse_plan_axes(*tensor, mesh, used, "tensor");
+  if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+}
+
+double read_batch_tokens(const Field& field) {
+  const std::string expected = "expected a whole number of tokens > 0, e.g. 3145728 or 3.0e6";
+  if (!field.node.IsScalar()) fail(field, expected);
+  const std::string& text = field.node.Scalar();
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) || value <= 0 ||
+      value != std::floor(value))
+    fail(field, expected);
+  if (value > kMaxBatchTokens) fail(field, "expected at most 2^53 tokens");
+  return value;
+}
+
+std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree) {
+  if (plan.data_axes.empty()) return "1 data shard (no data axes)";
+  std::vector<std::string> sizes;
+  for (int axis : plan.data_axes) sizes.push_back(mesh[axis].name + "=" + std::to_string(mesh[axis].size));
+  return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
+}
+
+// The batch must be whole sequences, split evenly over the data shards and the microbatches.
+void check_batch(const Field& batch_field, const std::optional<Field>& microbatch_field,
+                 const TrainingPlan& plan, const std::vector<MeshAxis>& mesh) {
+  const double tokens = plan.global_batch_tokens;
+  const double length = plan.sequence_length;
+  const std::string tokens_text = std::to_string(static_cast<int64_t>(tokens));
+  if (std::fmod(tokens, length) != 0.0)
+    fail(batch_field, tokens_text + " tokens is not a whole number of " + std::to_string(plan.sequence_length) +
+                          "-token sequences; expected a multiple of sequence_length");
+  const int64_t sequences = static_cast<int64_t>(tokens / length);
+  int64_t degree = 1;
+  for (int axis : plan.data_axes) degree *= mesh[axis].size;
+  const int64_t ways = degree * plan.microbatches;
+  if (sequences % ways == 0) return;
+  const std::string message =
+      tokens_text + " tokens = " + std::to_string(sequences) + " sequences of " +
+      std::to_string(plan.sequence_length) + " tokens, which do not divide over " +
+      data_shards_text(plan, mesh, degree) + " x " + std::to_string(plan.microbatches) + " microbatches = " +
+      std::to_string(ways) + "; expected a multiple of " + std::to_string(ways) + " sequences (" +
+      std::to_string(ways * plan.sequence_length) + " tokens)";
+  // When the data shards alone divide the batch, the microbatch count is what breaks it.
+  fail(microbatch_field && sequences % degree == 0 ? *microbatch_field : batch_field, message);
+}
+
+TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
+  TrainingWorkload workload;
+  TrainingPlan& plan = workload.plan;
+  const Field length = reader.required("sequence_length");
+  plan.sequence_length = read_int(length, 1, kMaxModelDim);
+  workload.model = parse_model(reader.required("model"), plan.sequence_length);
+  if (plan.sequence_length > workload.model.max_sequence_length)
+    fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
+                     std::to_string(workload.model.max_sequence_length) + "; expected at most that");
+  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology.axes, plan);
+  const auto microbatches = reader.optional("microbatches");
+  if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
+  const Field batch = reader.required("batch_tokens");
+  plan.global_batch_tokens = read_batch_tokens(batch);
+  check_batch(batch, microbatches, plan, topology.axes);
+  if (auto checkpointing = reader.optional("checkpointing"))
+    plan.checkpointing = read_choice<Checkpointing>(
+        *checkpointing, {{"none", Checkpointing::None}, {"block", Checkpointing::Block}, {"book", Checkpointing::Book}});
+  if (auto efficiency = reader.optional("matmul_efficiency")) {
+    plan.matmul_efficiency = read_real(*efficiency);
+    if (plan.matmul_efficiency <= 0.0 || plan.matmul_efficiency > 1.0)
+      fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
+  if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
+  return workload;
+}
+
+// ---- workload ----
+
+const std::vector<std::string> kCollectivesKeys = {"kind", "operations"};
+const std::vector<std::string> kTrainingKeys = {"kind", "model", "batch_tokens", "sequence_length", "microbatches",
+                                                "parallelism", "checkpointing", "matmul_efficiency",
+                                                "attention_flops", "strict_memory"};
+
+void parse_workload(const Field& field, Scenario& scenario) {
+  const Field kind = MapReader(field, {}).required("kind");
+  scenario.workload_kind = read_choice<WorkloadKind>(
+      kind, {{"collectives", WorkloadKind::Collectives}, {"training", WorkloadKind::Training}});
+  const bool training = scenario.workload_kind == WorkloadKind::Training;
+  const MapReader reader(field, training ? kTrainingKeys : kCollectivesKeys);
+  // A key of the other kind gets a clearer message than "unknown key".
+  const std::vector<std::string>& other = training ? kCollectivesKeys : kTrainingKeys;
+  for (const auto& entry : reader.entries())
+    if (entry.name != "kind" && std::find(other.begin(), other.end(), entry.name) != other.end())
+      MapReader::fail_key(entry, std::string("applies only to kind: ") + (training ? "collectives" : "training") +
+                                     "; expected one of: " + join(training ? kTrainingKeys : kCollectivesKeys));
+  reader.reject_unknown();
+  if (training) scenario.training = parse_training(reader, scenario.topology);
+  else scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
 }
 
 // ---- expectations ----
@@ -671,7 +864,7 @@ double read_expected_value(const Field& field, const std::string& metric) {
 }
 
 // "total_time_s" or "operations.<name>.<metric>"; returns the metric.
-std::string check_expectation_field(const Field& field, const std::vector<OperationSpec>& ops) {
+std::string check_collectives_field(const Field& field, const std::vector<OperationSpec>& ops) {
   const std::string text = read_string(field);
   if (text == "total_time_s") return text;
   const std::string prefix = "operations.";
@@ -684,7 +877,26 @@ std::string check_expectation_field(const Field& field, const std::vector<Operat
   return text.substr(dot + 1);
 }
 
-std::vector<Expectation> parse_expectations(const Field& field, const std::vector<OperationSpec>& ops) {
+const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
+                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
+                                                  "fits_hbm",      "total_time_s"};
+
+// A top-level summary field, "exposed_comm_by_axis_s.<axis>" or "per_layer.<...>"; returns the
+// name whose suffix gives the unit.
+std::string check_training_field(const Field& field) {
+  const std::string text = read_string(field);
+  if (std::find(kTrainingFields.begin(), kTrainingFields.end(), text) != kTrainingFields.end()) return text;
+  const std::string by_axis = "exposed_comm_by_axis_s.";
+  const std::string per_layer = "per_layer.";
+  if (text.starts_with(by_axis) && text.size() > by_axis.size()) return "exposed_comm_by_axis_s";
+  if (text.starts_with(per_layer) && text.size() > per_layer.size() && !text.ends_with("."))
+    return text.substr(text.rfind('.') + 1);
+  fail(field, "expected one of: " + join(kTrainingFields) +
+                  ", exposed_comm_by_axis_s.<axis> or per_layer.<...>");
+}
+
+std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
+  const bool training = scenario.workload_kind == WorkloadKind::Training;
   std::vector<Expectation> expectations;
   for (const Field& item : read_list(field)) {
     const MapReader reader(item, {"field", "value", "rel_tolerance", "source"});
@@ -692,7 +904,9 @@ std::vector<Expectation> parse_expectations(const Field& field, const std::vecto
     Expectation expectation;
     const Field name = reader.required("field");
     expectation.field = read_string(name);
-    expectation.value = read_expected_value(reader.required("value"), check_expectation_field(name, ops));
+    const std::string metric = training ? check_training_field(name) : check_collectives_field(name, scenario.operations);
+    expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
+                                             : read_expected_value(reader.required("value"), metric);
     if (auto tolerance = reader.optional("rel_tolerance")) {
       expectation.rel_tolerance = read_real(*tolerance);
       if (expectation.rel_tolerance <= 0.0 || expectation.rel_tolerance >= 1.0)
@@ -728,8 +942,8 @@ Scenario parse_document(const Field& root) {
   const ChipSpec chip = parse_hardware(top.required("hardware"));
   scenario.topology = parse_topology(top.required("topology"), chip);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
-  scenario.operations = parse_workload(top.required("workload"), scenario.topology);
-  if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario.operations);
+  parse_workload(top.required("workload"), scenario);
+  if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
   return scenario;
 }
 

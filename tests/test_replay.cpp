@@ -63,7 +63,7 @@ TEST_CASE("symmetry-reduced replay matches the full replay", "[replay]") {
                           collective(CollectiveKind::AllGather, {1}, V / 7),
                           collective(CollectiveKind::ReduceScatter, {0, 2}, 1e3)});
   auto reduced = run_scenario(s, {});
-  auto full = run_scenario(s, {Fidelity::Full, false});
+  auto full = run_scenario(s, {Fidelity::Full, false, {}});
   REQUIRE(reduced.fidelity == "reduced");
   REQUIRE(full.fidelity == "full");
   for (ChipId c = 0; c < full.topology.chip_count(); ++c) {
@@ -93,7 +93,7 @@ TEST_CASE("reduced replay equals the full replay on meshes up to 8x8x8", "[repla
     DYNAMIC_SECTION(c.label) {
       auto s = make_scenario(c.preset, c.sizes, c.ops);
       auto reduced = run_scenario(s, {});
-      auto full = run_scenario(s, {Fidelity::Full, false});
+      auto full = run_scenario(s, {Fidelity::Full, false, {}});
       REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
       for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
         for (int op = 0; op < static_cast<int>(c.ops.size()); ++op) {
@@ -110,7 +110,7 @@ TEST_CASE("reduced replay equals the full replay across slices over DCN", "[repl
   s.topology.slices = 2;
   s.operations[0].collective.over_dcn = true;
   auto reduced = run_scenario(s, {});
-  auto full = run_scenario(s, {Fidelity::Full, false});
+  auto full = run_scenario(s, {Fidelity::Full, false, {}});
   REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
   for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
     REQUIRE(reduced.span(0, 0, chip).end_s == Approx(full.span(0, 0, chip).end_s).epsilon(1e-9));
@@ -207,7 +207,7 @@ TEST_CASE("reduced AllToAll equals the full replay", "[replay][fidelity]") {
       auto s = make_scenario(c.preset, c.sizes, {collective(CollectiveKind::AllToAll, c.axes, 512e6),
                                                  collective(CollectiveKind::AllToAll, c.axes, 4e3)});
       auto reduced = run_scenario(s, {});
-      auto full = run_scenario(s, {Fidelity::Full, false});
+      auto full = run_scenario(s, {Fidelity::Full, false, {}});
       REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
       for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip) {
         for (int op = 0; op < 2; ++op) {

@@ -1,0 +1,93 @@
+#include "sim/training_report.hpp"
+
+#include <algorithm>
+
+namespace podsim {
+namespace {
+
+// Communication a compute op waited for: the dependency that finished last, if a collective.
+std::vector<std::string> blocking_axes(const Program& program, const RunResult& run, const ProgramOp& op,
+                                       ChipId chip) {
+  int latest = -1;
+  double latest_end = -1;
+  for (int dep : op.after) {
+    const double end = run.span(dep, program[dep].repeat - 1, chip).end_s;
+    if (end > latest_end) {
+      latest_end = end;
+      latest = dep;
+    }
+  }
+  std::vector<std::string> axes;
+  if (latest < 0 || program[latest].kind != ProgramOpKind::Collective) return axes;
+  for (const auto& a : run.operations[latest].axes) axes.push_back(a);
+  if (program[latest].collective.over_dcn) axes.push_back("DCN");
+  return axes;
+}
+
+}  // namespace
+
+TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
+                               const RunResult& run) {
+  TrainingReport report;
+  report.strategy = layout.strategy;
+  report.step_time_s = run.total_time_s;
+  report.memory = layout.memory;
+  report.fits_hbm = layout.fits_hbm;
+  report.total_flops = layout.total_flops;
+  const ChipSpec& chip = run.topology.spec().chip;
+  if (report.step_time_s > 0) {
+    report.mfu = layout.total_flops / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
+    report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / layout.chips;
+  }
+
+  // Walk chip 0's compute ops in time order; every gap before one is exposed communication,
+  // charged to the axes of the collective it waited for.
+  const ChipId chip0 = 0;
+  std::vector<int> computes;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (program[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
+  }
+  std::sort(computes.begin(), computes.end(), [&](int a, int b) {
+    return run.span(a, 0, chip0).start_s < run.span(b, 0, chip0).start_s;
+  });
+  double busy_until = 0;
+  for (int i : computes) {
+    const auto& span = run.span(i, 0, chip0);
+    report.compute_time_s += span.end_s - span.start_s;
+    const double gap = span.start_s - busy_until;
+    if (gap > 0) {
+      auto axes = blocking_axes(program, run, program[i], chip0);
+      if (axes.empty()) axes.push_back("other");
+      for (const auto& a : axes) report.exposed_comm_by_axis_s[a] += gap / axes.size();
+    }
+    busy_until = std::max(busy_until, span.end_s);
+  }
+  report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
+
+  // A layer in the middle of the model, block by block, beside the book's closed forms.
+  const int layer = workload.model.layers / 2;
+  const double peak = chip.bf16_flops_per_s * workload.plan.matmul_efficiency;
+  for (const char* block : {"attn", "mlp"}) {
+    LayerCost cost;
+    cost.block = block;
+    const std::string prefix = "L" + std::to_string(layer) + "." + block + ".";
+    for (size_t i = 0; i < program.size(); ++i) {
+      const auto& op = program[i];
+      const auto& name = op.name;
+      const bool match = name.rfind(prefix, 0) == 0 || name.find("." + prefix) != std::string::npos;
+      if (!match) continue;
+      const auto& result = run.operations[i];
+      if (op.kind == ProgramOpKind::Compute) {
+        cost.t_math_s += result.time_s;
+        cost.book_t_math_s += op.flops / peak;
+      } else {
+        cost.t_comms_s += result.time_s;
+        if (result.has_analytic) cost.book_t_comms_s += result.analytic.time_s;
+      }
+    }
+    report.per_layer.push_back(cost);
+  }
+  return report;
+}
+
+}  // namespace podsim

@@ -1,0 +1,38 @@
+#pragma once
+// What a training step's timeline says: step time, MFU, compute, and the communication the
+// compute could not hide, read off the simulated spans of one chip.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/run.hpp"
+#include "workloads/training.hpp"
+
+namespace podsim {
+
+struct LayerCost {          // one block of a representative layer, fwd + bwd
+  std::string block;        // "attn", "mlp"
+  double t_math_s = 0;      // simulated compute time
+  double t_comms_s = 0;     // simulated time of its collectives, summed
+  double book_t_math_s = 0; // FLOPs / (C * efficiency)
+  double book_t_comms_s = 0;// the book's closed forms for the same collectives, summed
+};
+
+struct TrainingReport {
+  std::string strategy;
+  double step_time_s = 0;
+  double compute_time_s = 0;            // busy time of the compute units on one chip
+  double exposed_comm_s = 0;            // step time the compute units wait on communication
+  std::map<std::string, double> exposed_comm_by_axis_s;   // by mesh axis ("X", ...), or "DCN"
+  double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
+  double tokens_per_s_per_chip = 0;
+  double total_flops = 0;
+  std::vector<LayerCost> per_layer;
+  MemoryBreakdown memory;
+  bool fits_hbm = true;
+};
+
+TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
+                               const RunResult& run);
+
+}  // namespace podsim

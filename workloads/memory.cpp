@@ -1,0 +1,110 @@
+#include "workloads/memory.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace podsim {
+
+namespace {
+
+void require_degree(const char* field, int value) {
+  if (value < 1) {
+    throw std::invalid_argument(std::string("ShardingDegrees: ") + field + " must be >= 1, got " +
+                                std::to_string(value));
+  }
+}
+
+}  // namespace
+
+double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpointing policy,
+                                            int tensor) {
+  require_degree("tensor", tensor);
+  const double d = spec.d_model;
+  const double f = spec.d_ff;
+  const double t = tensor;
+  // Megatron TP (training.md, tensor parallelism: In[B,D] . W_in[D,F_Y] -> Tmp[B,F_Y]) splits the
+  // F-sized and head-sized tensors Y ways; D-sized ones (layer input, residual stream, norms)
+  // stay replicated across the TP group (no sequence parallelism assumed).
+  double elements = 0;
+  switch (policy) {
+    case Checkpointing::Block:
+      // transformers.md "Block remat": only the input to each layer, one [B, D] per layer.
+      elements = d;
+      break;
+    case Checkpointing::Book:
+      // training.md:L678-L682: checkpoints after the three big MLP matmuls, shapes BF, BF, BD,
+      // i.e. 2 bytes * L * B * (D + 2F). Without the gating einsum only one F-sized output.
+      elements = d + (spec.gated_mlp ? 2.0 : 1.0) * f / t;
+      break;
+    case Checkpointing::None: {
+      // Every intermediate node of a pre-norm layer (transformers.md "Gradient checkpointing":
+      // "counting every intermediate node", roughly 20 D-sized per layer). Flash attention is
+      // assumed, so no T x T score matrix is kept.
+      //   D-sized (6): layer input, norm1 out, O-projection out, residual, norm2 out, MLP out
+      //   head-sized: Q [N*H], K and V [K*H each], attention output [N*H]
+      //   F-sized: gated: W_in1 out, W_in2 out, sigma(W_in1 out), product (4); plain: 2
+      // For F = 4D, N*H = D, K = N, plain MLP this is 6D + 4D + 8D = 18D, the book's "~20".
+      const double nh = static_cast<double>(spec.heads) * spec.head_dim;
+      const double kh = static_cast<double>(spec.kv_heads) * spec.head_dim;
+      elements = 6 * d + (2 * nh + 2 * kh) / t + (spec.gated_mlp ? 4.0 : 2.0) * f / t;
+      break;
+    }
+  }
+  return spec.activation_bytes * elements;
+}
+
+MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
+                                         const ShardingDegrees& degrees,
+                                         double tokens_per_chip_per_microbatch,
+                                         Checkpointing policy, int microbatches_in_flight) {
+  validate_transformer_spec(spec);
+  require_degree("data", degrees.data);
+  require_degree("fsdp", degrees.fsdp);
+  require_degree("tensor", degrees.tensor);
+  require_degree("pipeline", degrees.pipeline);
+  if (!(tokens_per_chip_per_microbatch >= 0)) {
+    throw std::invalid_argument("training_memory_per_chip: tokens_per_chip_per_microbatch must be "
+                                ">= 0, got " + std::to_string(tokens_per_chip_per_microbatch));
+  }
+  if (microbatches_in_flight < 1) {
+    throw std::invalid_argument("training_memory_per_chip: microbatches_in_flight must be >= 1, "
+                                "got " + std::to_string(microbatches_in_flight));
+  }
+
+  const double p = param_count(spec);
+  // Pure DP replicates everything (training.md:L198-L200); FSDP/ZeRO-3 shards params, grads and
+  // optimizer state over its shards; TP and PP each hold only their slice of the weights.
+  const double weight_shards =
+      static_cast<double>(degrees.fsdp) * degrees.tensor * degrees.pipeline;
+
+  MemoryBreakdown m;
+  m.params_bytes = p * spec.param_bytes / weight_shards;
+  m.grads_bytes = p * spec.param_bytes / weight_shards;  // gradients in the weights' dtype (bf16)
+  // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments.
+  m.optimizer_bytes =
+      p * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param) / weight_shards;
+
+  // Activations of the layers on the fullest pipeline stage (ceil(L / pipeline)), for every
+  // token on this chip and every microbatch in flight. training.md:L678-L682 keeps only the
+  // per-layer checkpoints ("all other activations more or less negligible"), so embeddings and
+  // logits are not counted.
+  const double layers_on_chip = std::ceil(static_cast<double>(spec.layers) / degrees.pipeline);
+  m.activations_bytes = activation_bytes_per_token_per_layer(spec, policy, degrees.tensor) *
+                        layers_on_chip * tokens_per_chip_per_microbatch * microbatches_in_flight;
+
+  m.total_bytes = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes;
+  return m;
+}
+
+double max_params_pure_dp(double hbm_bytes, double bytes_per_param) {
+  if (!(bytes_per_param > 0)) {
+    throw std::invalid_argument("max_params_pure_dp: bytes_per_param must be positive, got " +
+                                std::to_string(bytes_per_param));
+  }
+  // training.md:L198-L200: "the largest model ... has HBM per device / 10 params" (grads and
+  // activations ignored, as in the book).
+  return hbm_bytes / bytes_per_param;
+}
+
+}  // namespace podsim

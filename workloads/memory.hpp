@@ -1,0 +1,59 @@
+#pragma once
+// Per-chip HBM needed to train a dense Transformer under a sharding plan: weights, gradients,
+// optimizer state and saved activations (scaling book, training.md:L198-L200, L678-L702;
+// transformers.md "Gradient checkpointing").
+#include "workloads/model_spec.hpp"
+
+namespace podsim {
+
+// How many ways each kind of parallelism splits the work. Chips = product of all four.
+struct ShardingDegrees {
+  int data = 1;      // pure data-parallel replicas: everything replicated, batch split
+  int fsdp = 1;      // ZeRO-3: params, grads and optimizer state sharded, batch split
+  int tensor = 1;    // Megatron: weights split; F- and head-sized activations split
+  int pipeline = 1;  // layers split into stages
+};
+
+// Which activations the forward pass keeps for the backward pass.
+enum class Checkpointing {
+  None,   // keep every intermediate the backward needs (no rematerialisation)
+  Block,  // keep layer inputs only (transformers.md "Block remat": 1 checkpoint per layer)
+  Book,   // the book's 3 per layer after the big matmuls: BF, BF, BD (training.md:L678-L682)
+};
+
+struct MemoryBreakdown {
+  double params_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;    // optimizer moments plus any master weights
+  double activations_bytes = 0;
+  double total_bytes = 0;
+
+  // True when total_bytes <= hbm_bytes.
+  bool fits(double hbm_bytes) const { return total_bytes <= hbm_bytes; }
+};
+
+// Saved activation bytes per token per layer on one chip under the policy, with the head- and
+// F-sized tensors split tensor ways (see memory.cpp for the per-policy list).
+double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpointing policy,
+                                            int tensor = 1);
+
+// Training memory on one chip.
+//   tokens_per_chip_per_microbatch: tokens one chip processes in one microbatch (the global
+//     batch / (data * fsdp), divided by the microbatch count when pipelining); TP chips of one
+//     group see the same tokens, so tensor does not divide it.
+//   microbatches_in_flight: microbatches whose activations a stage holds at once (1 without
+//     pipelining; up to `pipeline` for 1F1B on the first stage, all of them for GPipe).
+// Throws std::invalid_argument on an invalid spec (validate_transformer_spec), a degree < 1,
+// negative tokens or microbatches_in_flight < 1.
+MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
+                                         const ShardingDegrees& degrees,
+                                         double tokens_per_chip_per_microbatch,
+                                         Checkpointing policy, int microbatches_in_flight = 1);
+
+// Largest parameter count whose weights and optimizer state fit in one chip's HBM with pure
+// data parallelism: hbm_bytes / bytes_per_param (training.md:L198-L200: bf16 params + fp32 Adam
+// = 10 B/param, "~9B params" on a 96 GB v5p). Like the book, it ignores gradients and
+// activations, so it is an upper bound. Throws std::invalid_argument if bytes_per_param <= 0.
+double max_params_pure_dp(double hbm_bytes, double bytes_per_param = 10);
+
+}  // namespace podsim

@@ -1,0 +1,245 @@
+#include "workloads/training.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace podsim {
+namespace {
+
+int product_of(const TopologySpec& topology, const std::vector<int>& axes) {
+  int n = 1;
+  for (int a : axes) n *= topology.axes.at(a).size;
+  return n;
+}
+
+void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  std::set<int> used;
+  for (const auto* axes : {&plan.data_axes, &plan.tensor_axes}) {
+    for (int a : *axes) {
+      if (a < 0 || a >= static_cast<int>(topology.axes.size())) {
+        throw std::invalid_argument("axis index " + std::to_string(a) + " is not in the mesh");
+      }
+      if (!used.insert(a).second) {
+        throw std::invalid_argument("axis " + topology.axes[a].name + " carries two kinds of parallelism");
+      }
+    }
+  }
+  if (plan.global_batch_tokens <= 0) throw std::invalid_argument("the global batch must be positive");
+  if (plan.sequence_length <= 0 || plan.sequence_length > model.max_sequence_length) {
+    throw std::invalid_argument("sequence length " + std::to_string(plan.sequence_length) + " is outside 1.." +
+                                std::to_string(model.max_sequence_length) + " for " + model.name);
+  }
+  if (plan.microbatches < 1) throw std::invalid_argument("microbatches must be at least 1");
+  const double sequences = plan.global_batch_tokens / plan.sequence_length;
+  const double shards = static_cast<double>(product_of(topology, plan.data_axes)) * plan.microbatches;
+  if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
+    throw std::invalid_argument("a batch of " + std::to_string(sequences) + " sequences does not divide into " +
+                                std::to_string(static_cast<long long>(shards)) +
+                                " data shards x microbatches");
+  }
+  if (plan.matmul_efficiency <= 0 || plan.matmul_efficiency > 1) {
+    throw std::invalid_argument("matmul efficiency must be in (0, 1]");
+  }
+  if (model.heads % product_of(topology, plan.tensor_axes) != 0 &&
+      model.d_ff % product_of(topology, plan.tensor_axes) != 0) {
+    throw std::invalid_argument("tensor parallelism does not divide the heads or d_ff");
+  }
+}
+
+// A roofline: the slower of the FLOPs and the HBM traffic, scaled by the efficiency achieved.
+double roofline_s(double flops, double bytes, const ChipSpec& chip, double efficiency) {
+  return std::max(flops / chip.bf16_flops_per_s, bytes / chip.hbm_bandwidth_Bps) / efficiency;
+}
+
+std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const TrainingPlan& plan,
+                                        const TrainingLayout& layout, const ChipSpec& chip) {
+  const double tokens = layout.tokens_per_microbatch;   // per chip group of one data shard
+  const double y = layout.tensor_degree;
+  const double act = model.activation_bytes;
+  auto make = [&](std::string name, int layer, double params, double extra_flops_per_token) {
+    TrainingBlock b;
+    b.name = std::move(name);
+    b.layer = layer;
+    b.params = params;
+    // A matmul with W[in, out] costs 2 x tokens x |W| FLOPs forward (the book's 2BDF);
+    // tensor parallelism splits W over Y chips.
+    b.forward_flops_per_chip = (2 * tokens * params + tokens * extra_flops_per_token) / y;
+    b.forward_bytes_per_chip = params * model.param_bytes / y + 2 * tokens * model.d_model * act;
+    b.forward_s = roofline_s(b.forward_flops_per_chip, b.forward_bytes_per_chip, chip, plan.matmul_efficiency);
+    // Backward: gradients with respect to inputs and to weights, twice the forward FLOPs.
+    b.backward_s = roofline_s(2 * b.forward_flops_per_chip, b.forward_bytes_per_chip + 2 * tokens * model.d_model * act,
+                              chip, plan.matmul_efficiency);
+    b.weight_bytes_per_group = params * model.param_bytes / y;
+    b.activation_bytes_per_group = tokens * model.d_model * act;
+    return b;
+  };
+  // QK^T and AV: 4 T N H FLOPs per token forward (transformers.md), no weights.
+  const double score_flops = plan.attention_flops ? 4.0 * plan.sequence_length * model.heads * model.head_dim : 0.0;
+  std::vector<TrainingBlock> blocks;
+  for (int l = 0; l < model.layers; ++l) {
+    blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
+    blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0));
+  }
+  blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0));
+  return blocks;
+}
+
+class ProgramBuilder {
+ public:
+  int add(ProgramOp op) {
+    program_.push_back(std::move(op));
+    return static_cast<int>(program_.size() - 1);
+  }
+  int compute(std::string name, double seconds, double flops, std::vector<int> after, int layer,
+              std::string category) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Compute;
+    op.compute_s = seconds;
+    op.flops = flops;
+    op.after = clean(std::move(after));
+    op.layer = layer;
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
+  int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes, double bytes,
+                 std::vector<int> after, int layer, std::string category) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Collective;
+    op.collective.kind = kind;
+    op.collective.axes = axes;
+    op.collective.bytes = bytes;
+    op.after = clean(std::move(after));
+    op.layer = layer;
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
+  Program take() { return std::move(program_); }
+
+ private:
+  static std::vector<int> clean(std::vector<int> after) {
+    after.erase(std::remove(after.begin(), after.end(), -1), after.end());
+    return after;
+  }
+  Program program_;
+};
+
+}  // namespace
+
+Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout) {
+  check_plan(model, plan, topology);
+  const ChipSpec& chip = topology.chip;
+  layout.data_degree = product_of(topology, plan.data_axes);
+  layout.tensor_degree = product_of(topology, plan.tensor_axes);
+  layout.chips = product_of(topology, [&] {
+    std::vector<int> all(topology.axes.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return all;
+  }()) * topology.slices;
+  layout.tokens_per_data_shard = plan.global_batch_tokens / layout.data_degree;
+  layout.tokens_per_microbatch = layout.tokens_per_data_shard / plan.microbatches;
+  const bool data = layout.data_degree > 1;
+  const bool tensor = layout.tensor_degree > 1;
+  const bool fsdp = plan.fsdp && data;
+  layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
+  layout.blocks = model_blocks(model, plan, layout, chip);
+
+  ShardingDegrees degrees;
+  degrees.data = fsdp ? 1 : layout.data_degree;
+  degrees.fsdp = fsdp ? layout.data_degree : 1;
+  degrees.tensor = layout.tensor_degree;
+  layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
+  layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
+
+  ProgramBuilder b;
+  const auto& blocks = layout.blocks;
+  const int n = static_cast<int>(blocks.size());
+  std::vector<int> grad_ops;
+  int previous_end = -1;   // the op whose end lets the next block start (data dependency)
+  int last_compute_all = -1;
+  for (int m = 0; m < plan.microbatches; ++m) {
+    const std::string mb = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
+    // Forward.
+    std::vector<int> fwd_compute(n, -1), fwd_gather(n, -1);
+    for (int i = 0; i < n; ++i) {
+      const auto& blk = blocks[i];
+      std::vector<int> inputs{previous_end};
+      if (fsdp) {
+        // Prefetch one block ahead: the gather for block i may start once block i-2 is done.
+        fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
+                                     plan.data_axes, blk.weight_bytes_per_group,
+                                     {i > 0 ? fwd_gather[i - 1] : -1, i > 1 ? fwd_compute[i - 2] : previous_end},
+                                     blk.layer, "fsdp_allgather");
+        inputs.push_back(fwd_gather[i]);
+      }
+      if (tensor) {
+        inputs = {b.collective(mb + blk.name + ".fwd.allgather_activations", CollectiveKind::AllGather,
+                               plan.tensor_axes, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
+        if (fsdp) inputs.push_back(fwd_gather[i]);
+      }
+      fwd_compute[i] = b.compute(mb + blk.name + ".fwd", blk.forward_s, blk.forward_flops_per_chip, inputs, blk.layer,
+                                 "forward");
+      previous_end = fwd_compute[i];
+      if (tensor) {
+        previous_end = b.collective(mb + blk.name + ".fwd.reducescatter_activations", CollectiveKind::ReduceScatter,
+                                    plan.tensor_axes, blk.activation_bytes_per_group, {fwd_compute[i]}, blk.layer,
+                                    "tp_reducescatter");
+      }
+    }
+    // Backward, last block first.
+    std::vector<int> bwd_compute(n, -1), bwd_gather(n, -1);
+    const bool last_microbatch = m + 1 == plan.microbatches;
+    for (int i = n - 1; i >= 0; --i) {
+      const auto& blk = blocks[i];
+      std::vector<int> inputs{previous_end};
+      if (fsdp) {
+        bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
+                                     plan.data_axes, blk.weight_bytes_per_group,
+                                     {i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1],
+                                      i + 2 < n ? bwd_compute[i + 2] : previous_end},
+                                     blk.layer, "fsdp_allgather");
+        inputs.push_back(bwd_gather[i]);
+      }
+      if (tensor) {
+        inputs = {b.collective(mb + blk.name + ".bwd.allgather_activations", CollectiveKind::AllGather,
+                               plan.tensor_axes, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
+        if (fsdp) inputs.push_back(bwd_gather[i]);
+      }
+      bwd_compute[i] = b.compute(mb + blk.name + ".bwd", blk.backward_s, 2 * blk.forward_flops_per_chip, inputs,
+                                 blk.layer, "backward");
+      previous_end = bwd_compute[i];
+      last_compute_all = bwd_compute[i];
+      if (tensor) {
+        previous_end = b.collective(mb + blk.name + ".bwd.reducescatter_activations", CollectiveKind::ReduceScatter,
+                                    plan.tensor_axes, blk.activation_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                    "tp_reducescatter");
+      }
+      if (data && last_microbatch) {
+        // Gradients leave as soon as the block's backward is done; nothing waits on them but
+        // the optimizer.
+        grad_ops.push_back(b.collective(blk.name + (fsdp ? ".reducescatter_grads" : ".allreduce_grads"),
+                                        fsdp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                        plan.data_axes, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                        fsdp ? "fsdp_reducescatter" : "dp_allreduce"));
+      }
+    }
+  }
+  // The optimizer reads gradients, parameters and moments and writes parameters and moments.
+  const double local_params = param_count(model) / (layout.tensor_degree * (fsdp ? layout.data_degree : 1));
+  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
+  layout.optimizer_s = bytes_touched / chip.hbm_bandwidth_Bps;
+  grad_ops.push_back(previous_end);
+  grad_ops.push_back(last_compute_all);
+  b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+
+  layout.total_flops = 0;
+  for (const auto& blk : blocks) layout.total_flops += 3 * blk.forward_flops_per_chip;
+  layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+  return b.take();
+}
+
+}  // namespace podsim

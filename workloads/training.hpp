@@ -1,0 +1,70 @@
+#pragma once
+// Training steps as per-chip programs: the book's per-layer algorithms for data parallelism,
+// FSDP (ZeRO-3), tensor (Megatron) parallelism and FSDP+TP, forward and backward
+// (training.md, "Data parallelism" .. "Combining FSDP and tensor parallelism").
+//
+// Where the book puts the collectives:
+//  - DP: gradients AllReduced over the data axes as each layer's backward finishes,
+//    asynchronously; the optimizer waits for all of them.
+//  - FSDP: each layer's weights AllGathered over the data axes before its forward and again
+//    before its backward, prefetched one layer ahead; gradients ReduceScattered
+//    asynchronously after each layer's backward.
+//  - TP: activations AllGathered over the tensor axes before a block's first matmul and its
+//    partial sums ReduceScattered after the second, forward and backward; blocking.
+// Overlap is not assumed anywhere: the program only states dependencies, and what overlaps
+// comes out of the simulated timeline.
+#include <string>
+#include <vector>
+
+#include "topology/topology.hpp"
+#include "workloads/memory.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/program.hpp"
+
+namespace podsim {
+
+struct TrainingPlan {
+  std::vector<int> data_axes;       // mesh axes the batch is split over
+  bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
+  std::vector<int> tensor_axes;     // Megatron axes
+  double global_batch_tokens = 0;   // tokens per step, whole pod
+  int sequence_length = 2048;
+  int microbatches = 1;             // gradient accumulation steps
+  Checkpointing checkpointing = Checkpointing::Book;
+  double matmul_efficiency = 1.0;   // fraction of the roofline a matmul achieves
+  bool attention_flops = true;      // count the QK^T and AV matmuls
+};
+
+// One weight block of the model: a layer's attention or MLP, or the output projection.
+struct TrainingBlock {
+  std::string name;                 // "L3.attn", "L3.mlp", "unembed"
+  int layer = -1;
+  double params = 0;                // weights of the whole block (unsharded)
+  double forward_flops_per_chip = 0;
+  double forward_bytes_per_chip = 0;   // HBM traffic: weights and activations
+  double forward_s = 0;
+  double backward_s = 0;
+  double weight_bytes_per_group = 0;   // V of the FSDP AllGather / gradient reduction
+  double activation_bytes_per_group = 0;  // V of the TP AllGather / ReduceScatter
+};
+
+struct TrainingLayout {
+  int data_degree = 1;
+  int tensor_degree = 1;
+  int chips = 1;
+  double tokens_per_data_shard = 0;    // per step
+  double tokens_per_microbatch = 0;    // per data shard
+  double total_flops = 0;              // useful FLOPs of one step, whole pod
+  double optimizer_s = 0;
+  std::vector<TrainingBlock> blocks;   // forward order
+  MemoryBreakdown memory;
+  bool fits_hbm = true;
+  std::string strategy;                // "DP", "FSDP", "TP", "FSDP+TP"
+};
+
+// Builds one training step's program. Throws std::invalid_argument naming the problem for
+// impossible plans (an axis used twice, a batch that does not divide over the data shards...).
+Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout);
+
+}  // namespace podsim
