@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -40,15 +41,32 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
       std::fprintf(stderr, "\33[2K\rsimulating %s: %.1f s", scenario.name.c_str(), wall_s);
     };
   }
-  const RunResult run = run_scenario(scenario, options);
+  Program program;
+  TrainingLayout layout;
+  if (scenario.workload_kind == WorkloadKind::Training) {
+    program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
+    if (scenario.training.strict_memory && !layout.fits_hbm) {
+      throw InputError({scenario.path, 0, 0}, "workload.strict_memory", "true",
+                       layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
+                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+    }
+  } else {
+    program = collectives_program(scenario);
+  }
+  const RunResult run = run_program(
+      scenario.topology, {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s}, program, options);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
+  std::optional<TrainingReport> training;
+  if (scenario.workload_kind == WorkloadKind::Training) {
+    training = training_report(scenario.training, layout, program, run);
+  }
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
-  files.add("summary.json", summary_json(scenario, run, {reproducible}));
+  files.add("summary.json", summary_json(scenario, run, {reproducible}, training ? &*training : nullptr));
   files.add("operations.csv", operations_csv(run));
   files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
   files.commit();
-  std::cout << summary_table(scenario, run);
+  std::cout << (training ? training_table(scenario, run, *training) : summary_table(scenario, run));
   std::cout << "wrote " << files.path("summary.json") << ", " << files.path("trace.json") << ", "
             << files.path("operations.csv") << "\n";
   return 0;

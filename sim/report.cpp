@@ -325,3 +325,45 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
 }
 
 }  // namespace podsim
+
+namespace podsim {
+
+std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& r) {
+  std::string out;
+  char line[512];
+  const auto& plan = scenario.training.plan;
+  std::snprintf(line, sizeof line, "%s: %s on %d chips (%s), %s, batch %.0f tokens x %d, simulated %d chips (%s)\n",
+                scenario.name.c_str(), scenario.training.model.name.c_str(), run.topology.chip_count(),
+                scenario.topology.chip.name.c_str(), r.strategy.c_str(), plan.global_batch_tokens, plan.sequence_length,
+                run.simulated.chip_count(), run.fidelity.c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "step time %s, MFU %.1f%%, %.0f tokens/s/chip\n", human_time(r.step_time_s).c_str(),
+                100 * r.mfu, r.tokens_per_s_per_chip);
+  out += line;
+  std::string by_axis;
+  for (const auto& [axis, seconds] : r.exposed_comm_by_axis_s) by_axis += " " + axis + " " + human_time(seconds);
+  std::snprintf(line, sizeof line, "compute %s, exposed communication %s", human_time(r.compute_time_s).c_str(),
+                human_time(r.exposed_comm_s).c_str());
+  out += line;
+  out += by_axis.empty() ? "\n" : " (by axis:" + by_axis + ")\n";
+  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s\n",
+                human_bytes(r.memory.total_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
+                r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),
+                human_bytes(r.memory.grads_bytes).c_str(), human_bytes(r.memory.optimizer_bytes).c_str(),
+                human_bytes(r.memory.activations_bytes).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training.model.layers / 2,
+                "T_math", "T_comms", "book T_math", "book T_comms");
+  out += line;
+  for (const auto& l : r.per_layer) {
+    std::snprintf(line, sizeof line, "  %-16s %10s %10s %12s %12s\n", l.block.c_str(), human_time(l.t_math_s).c_str(),
+                  human_time(l.t_comms_s).c_str(), human_time(l.book_t_math_s).c_str(),
+                  human_time(l.book_t_comms_s).c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "wall time %.3f s\n", run.wall_time_s);
+  out += line;
+  return out;
+}
+
+}  // namespace podsim

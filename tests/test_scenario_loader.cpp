@@ -417,9 +417,10 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
                   "hardware.overrides.chips_per_host", "4", "chips_per_host");
   }
   SECTION("an unknown workload kind") {
-    const std::string text = with("kind: collectives", "kind: training");
-    require_error(text, "workload.kind", "training", "kind: training");
+    const std::string text = with("kind: collectives", "kind: inference");
+    require_error(text, "workload.kind", "inference", "kind: inference");
     CHECK(contains(error_from(text).what(), "collectives"));
+    CHECK(contains(error_from(text).what(), "training"));
   }
   SECTION("an unknown operation kind") {
     require_error(with("kind: all_gather", "kind: all_gather_x"), "workload.operations[0].kind", "all_gather_x",
@@ -496,6 +497,306 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
     const std::string text = with("axes: [Y]", "axes: &a [*a]");
     const InputError error = error_from(text);
     CHECK(error.key() == "workload.operations[0].axes[0]");
+  }
+}
+
+namespace {
+
+// A valid training scenario the bad-input cases each break in one place.
+const std::string kTraining = R"(version: 1
+name: llama2-13b-fsdp-tp
+hardware:
+  preset: v5p
+topology:
+  mesh: {X: 4, Y: 4, Z: 4}
+workload:
+  kind: training
+  model: llama2-13b
+  batch_tokens: 3145728
+  sequence_length: 4096
+  parallelism:
+    data: [X, Y]
+    fsdp: true
+    tensor: [Z]
+expect:
+  - field: step_time_s
+    value: "1.5 s"
+)";
+
+std::string training_with(const std::string& from, const std::string& to) { return with(from, to, kTraining); }
+
+}  // namespace
+
+TEST_CASE("a training scenario round trips: preset, axes, defaults", "[scenario]") {
+  const Scenario s = load_scenario_text(kTraining, "scenarios/train.yaml");
+  CHECK(s.workload_kind == WorkloadKind::Training);
+  CHECK(s.operations.empty());
+  const TransformerSpec& model = s.training.model;
+  const TransformerSpec& preset = *find_model_preset("llama2-13b");
+  CHECK(model.name == "llama2-13b");
+  CHECK(model.layers == preset.layers);
+  CHECK(model.d_model == preset.d_model);
+  CHECK(model.d_ff == preset.d_ff);
+  CHECK(model.heads == preset.heads);
+  CHECK(model.kv_heads == preset.kv_heads);
+  CHECK(model.vocab == preset.vocab);
+  CHECK(model.max_sequence_length == 4096);
+  const TrainingPlan& plan = s.training.plan;
+  CHECK(plan.data_axes == std::vector<int>{0, 1});
+  CHECK(plan.tensor_axes == std::vector<int>{2});
+  CHECK(plan.fsdp);
+  CHECK(plan.global_batch_tokens == 3145728.0);
+  CHECK(plan.sequence_length == 4096);
+  // Defaults.
+  CHECK(plan.microbatches == 1);
+  CHECK(plan.checkpointing == Checkpointing::Book);
+  CHECK(plan.matmul_efficiency == 1.0);
+  CHECK(plan.attention_flops);
+  CHECK_FALSE(s.training.strict_memory);
+  REQUIRE(s.expectations.size() == 1);
+  CHECK(s.expectations[0].field == "step_time_s");
+  CHECK(s.expectations[0].value == Approx(1.5));
+
+  // No parallelism block at all: pure single-shard training, no axes.
+  const std::string bare = with("  parallelism:\n    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n", "", kTraining);
+  const Scenario b = load_scenario_text(bare, "x.yaml");
+  CHECK(b.training.plan.data_axes.empty());
+  CHECK(b.training.plan.tensor_axes.empty());
+  CHECK_FALSE(b.training.plan.fsdp);
+}
+
+TEST_CASE("a training scenario round trips: overrides, every key, summary expectations", "[scenario]") {
+  const std::string text = R"(version: 1
+hardware:
+  preset: v5p
+topology:
+  mesh: {X: 4, Y: 4, Z: 2}
+workload:
+  kind: training
+  model: {preset: llama2-13b, layers: 2, d_ff: 8192, gated_mlp: false, tied_embeddings: true,
+          max_sequence_length: 8192}
+  batch_tokens: 3.2768e5
+  sequence_length: 8192
+  microbatches: 2
+  parallelism:
+    data: Y
+    tensor: [Z, X]
+  checkpointing: block
+  matmul_efficiency: 0.4
+  attention_flops: false
+  strict_memory: true
+expect:
+  - field: mfu
+    value: 0.45
+  - field: memory_per_chip_bytes
+    value: "12 GiB"
+  - field: fits_hbm
+    value: false
+  - field: fits_hbm
+    value: true
+  - field: exposed_comm_by_axis_s.Z
+    value: "3 ms"
+  - field: per_layer.L0.attn.forward_s
+    value: "2 ms"
+  - field: tokens_per_s_per_chip
+    value: 1200
+  - field: total_time_s
+    value: "2 s"
+)";
+  const Scenario s = load_scenario_text(text, "x.yaml");
+  const TransformerSpec& model = s.training.model;
+  CHECK(model.name == "llama2-13b-modified");
+  CHECK(model.layers == 2);
+  CHECK(model.d_model == 5120);   // from the preset
+  CHECK(model.d_ff == 8192);
+  CHECK_FALSE(model.gated_mlp);
+  CHECK(model.tied_embeddings);
+  CHECK(model.max_sequence_length == 8192);
+  const TrainingPlan& plan = s.training.plan;
+  CHECK(plan.data_axes == std::vector<int>{1});
+  CHECK(plan.tensor_axes == std::vector<int>{2, 0});
+  CHECK_FALSE(plan.fsdp);
+  CHECK(plan.global_batch_tokens == 327680.0);
+  CHECK(plan.sequence_length == 8192);
+  CHECK(plan.microbatches == 2);
+  CHECK(plan.checkpointing == Checkpointing::Block);
+  CHECK(plan.matmul_efficiency == 0.4);
+  CHECK_FALSE(plan.attention_flops);
+  CHECK(s.training.strict_memory);
+  REQUIRE(s.expectations.size() == 8);
+  CHECK(s.expectations[0].value == 0.45);
+  CHECK(s.expectations[1].value == 12.0 * (1ULL << 30));
+  CHECK(s.expectations[2].value == 0.0);
+  CHECK(s.expectations[3].value == 1.0);
+  CHECK(s.expectations[4].field == "exposed_comm_by_axis_s.Z");
+  CHECK(s.expectations[4].value == Approx(3e-3));
+  CHECK(s.expectations[5].value == Approx(2e-3));
+  CHECK(s.expectations[6].value == 1200.0);
+  CHECK(s.expectations[7].value == Approx(2.0));
+
+  // A custom shape without a preset.
+  const std::string custom = with(
+      "model: {preset: llama2-13b, layers: 2, d_ff: 8192, gated_mlp: false, tied_embeddings: true,\n"
+      "          max_sequence_length: 8192}",
+      "model: {layers: 4, d_model: 1024, d_ff: 4096, heads: 16, kv_heads: 4, head_dim: 64, vocab: 0}", text);
+  const Scenario c = load_scenario_text(custom, "x.yaml");
+  CHECK(c.training.model.name == "custom");
+  CHECK(c.training.model.layers == 4);
+  CHECK(c.training.model.kv_heads == 4);
+  CHECK(c.training.model.head_dim == 64);
+  CHECK(c.training.model.vocab == 0);
+  CHECK(c.training.model.gated_mlp);             // TransformerSpec default
+  CHECK(c.training.model.max_sequence_length == 8192);   // no published limit: the sequence length
+  const Scenario named = load_scenario_text(with("vocab: 0}", "vocab: 0, name: tiny}", custom), "x.yaml");
+  CHECK(named.training.model.name == "tiny");
+}
+
+TEST_CASE("bad training scenarios name file, line, key and value", "[scenario]") {
+  SECTION("an unknown model preset lists the presets") {
+    const std::string text = training_with("model: llama2-13b", "model: llama9-1t");
+    require_error(text, "workload.model", "llama9-1t", "llama9-1t");
+    CHECK(contains(error_from(text).what(), "llama2-7b"));
+    CHECK(contains(error_from(text).what(), "llama3-405b"));
+  }
+  SECTION("an unknown preset inside a model mapping") {
+    require_error(training_with("model: llama2-13b", "model: {preset: gpt-5}"), "workload.model.preset", "gpt-5",
+                  "gpt-5");
+  }
+  SECTION("an unknown model key") {
+    require_error(training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    depth: 2"),
+                  "workload.model.depth", "2", "depth");
+  }
+  SECTION("a custom model missing a dimension") {
+    const std::string text = training_with(
+        "model: llama2-13b", "model: {layers: 4, d_model: 1024, d_ff: 4096, heads: 16, kv_heads: 4, vocab: 100}");
+    require_error(text, "workload.model", "{layers: 4, d_model: 1024, d_ff: 4096, heads: 16, kv_heads: 4, vocab: 100}",
+                  "model:");
+    CHECK(contains(error_from(text).what(), "head_dim"));
+  }
+  SECTION("a model override validate_transformer_spec rejects") {
+    const std::string text = training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    kv_heads: 3");
+    require_error(text, "workload.model.kv_heads", "3", "kv_heads");
+    CHECK(contains(error_from(text).what(), "multiple of kv_heads"));
+  }
+  SECTION("a non-positive model dimension") {
+    require_error(training_with("model: llama2-13b", "model: {preset: llama2-13b, layers: 0}"),
+                  "workload.model.layers", "0", "model:");
+  }
+  SECTION("a data axis not in the mesh") {
+    const std::string text = training_with("data: [X, Y]", "data: [X, W]");
+    require_error(text, "workload.parallelism.data[1]", "W", "data:");
+    CHECK(contains(error_from(text).what(), "X, Y, Z"));
+  }
+  SECTION("a tensor axis not in the mesh") {
+    require_error(training_with("tensor: [Z]", "tensor: [Q]"), "workload.parallelism.tensor[0]", "Q", "tensor:");
+  }
+  SECTION("an axis in both data and tensor") {
+    const std::string text = training_with("tensor: [Z]", "tensor: [Z, Y]");
+    require_error(text, "workload.parallelism.tensor[1]", "Y", "tensor:");
+    CHECK(contains(error_from(text).what(), "data"));
+  }
+  SECTION("an axis twice in one list") {
+    require_error(training_with("data: [X, Y]", "data: [X, X]"), "workload.parallelism.data[1]", "X", "data:");
+  }
+  SECTION("an unknown parallelism key") {
+    require_error(training_with("fsdp: true", "fsdp: true\n    pipeline: [X]"), "workload.parallelism.pipeline",
+                  "[X]", "pipeline");
+  }
+  SECTION("batch_tokens not a whole number of sequences") {
+    const std::string text = training_with("batch_tokens: 3145728", "batch_tokens: 3145729");
+    require_error(text, "workload.batch_tokens", "3145729", "batch_tokens");
+    CHECK(contains(error_from(text).what(), "4096"));
+  }
+  SECTION("batch_tokens not a whole number") {
+    require_error(training_with("batch_tokens: 3145728", "batch_tokens: 3145728.5"), "workload.batch_tokens",
+                  "3145728.5", "batch_tokens");
+  }
+  SECTION("batch_tokens with an SI suffix") {
+    require_error(training_with("batch_tokens: 3145728", "batch_tokens: 3M"), "workload.batch_tokens", "3M",
+                  "batch_tokens");
+  }
+  SECTION("batch_tokens of zero") {
+    require_error(training_with("batch_tokens: 3145728", "batch_tokens: 0"), "workload.batch_tokens", "0",
+                  "batch_tokens");
+  }
+  SECTION("sequences that do not divide over the data shards") {
+    // 4096 * 40 tokens = 40 sequences over X=4 x Y=4 = 16 shards.
+    const std::string text = training_with("batch_tokens: 3145728", "batch_tokens: 163840");
+    require_error(text, "workload.batch_tokens", "163840", "batch_tokens");
+    const std::string message = error_from(text).what();
+    CHECK(contains(message, "40 sequences"));
+    CHECK(contains(message, "16 data shards (X=4 x Y=4)"));
+    CHECK(contains(message, "x 1 microbatches = 16"));
+  }
+  SECTION("sequences that do not divide over data shards x microbatches") {
+    // 768 sequences divide over 16 shards (48 each) but not over 16 x 5 = 80.
+    const std::string text = training_with("sequence_length: 4096", "sequence_length: 4096\n  microbatches: 5");
+    require_error(text, "workload.microbatches", "5", "microbatches");
+    const std::string message = error_from(text).what();
+    CHECK(contains(message, "768 sequences"));
+    CHECK(contains(message, "5 microbatches = 80"));
+  }
+  SECTION("sequence_length above the model's maximum") {
+    const std::string text = training_with("sequence_length: 4096", "sequence_length: 32768");
+    require_error(text, "workload.sequence_length", "32768", "sequence_length");
+    CHECK(contains(error_from(text).what(), "max_sequence_length of 4096"));
+  }
+  SECTION("sequence_length of zero") {
+    require_error(training_with("sequence_length: 4096", "sequence_length: 0"), "workload.sequence_length", "0",
+                  "sequence_length");
+  }
+  SECTION("microbatches below 1") {
+    require_error(training_with("sequence_length: 4096", "sequence_length: 4096\n  microbatches: 0"),
+                  "workload.microbatches", "0", "microbatches");
+  }
+  SECTION("matmul_efficiency of zero") {
+    require_error(training_with("sequence_length: 4096", "sequence_length: 4096\n  matmul_efficiency: 0"),
+                  "workload.matmul_efficiency", "0", "matmul_efficiency");
+  }
+  SECTION("matmul_efficiency above one") {
+    require_error(training_with("sequence_length: 4096", "sequence_length: 4096\n  matmul_efficiency: 1.2"),
+                  "workload.matmul_efficiency", "1.2", "matmul_efficiency");
+  }
+  SECTION("an unknown checkpointing policy") {
+    const std::string text = training_with("sequence_length: 4096", "sequence_length: 4096\n  checkpointing: full");
+    require_error(text, "workload.checkpointing", "full", "checkpointing");
+    CHECK(contains(error_from(text).what(), "none, block, book"));
+  }
+  SECTION("strict_memory not a boolean") {
+    require_error(training_with("sequence_length: 4096", "sequence_length: 4096\n  strict_memory: yes"),
+                  "workload.strict_memory", "yes", "strict_memory");
+  }
+  SECTION("operations in a training workload") {
+    const std::string text = training_with("sequence_length: 4096", "sequence_length: 4096\n  operations: []");
+    require_error(text, "workload.operations", "[]", "operations");
+    CHECK(contains(error_from(text).what(), "collectives"));
+  }
+  SECTION("training keys in a collectives workload") {
+    const std::string text = with("kind: collectives", "kind: collectives\n  model: llama2-13b");
+    require_error(text, "workload.model", "llama2-13b", "model:");
+    CHECK(contains(error_from(text).what(), "training"));
+  }
+  SECTION("a missing batch") {
+    require_error(training_with("  batch_tokens: 3145728\n", ""), "workload.batch_tokens", "", "kind: training");
+  }
+  SECTION("an unknown training expectation field") {
+    const std::string text = training_with("field: step_time_s", "field: step_s");
+    require_error(text, "expect[0].field", "step_s", "step_s");
+    CHECK(contains(error_from(text).what(), "per_layer."));
+  }
+  SECTION("an operations expectation in a training scenario") {
+    require_error(training_with("field: step_time_s", "field: operations.ag.time_s"), "expect[0].field",
+                  "operations.ag.time_s", "operations.ag");
+  }
+  SECTION("a training expectation in a collectives scenario") {
+    require_error(with("operations.ag_y.time_s", "step_time_s"), "expect[0].field", "step_time_s", "step_time_s");
+  }
+  SECTION("fits_hbm that is not a boolean") {
+    require_error(training_with("field: step_time_s\n    value: \"1.5 s\"", "field: fits_hbm\n    value: 1"),
+                  "expect[0].value", "1", "value: 1");
+  }
+  SECTION("an expected step time without units") {
+    require_error(training_with("\"1.5 s\"", "1.5"), "expect[0].value", "1.5", "value: 1.5");
   }
 }
 

@@ -8,6 +8,9 @@
 namespace podsim {
 namespace {
 
+// Blocks per layer (attention, MLP): how far ahead FSDP gathers weights.
+constexpr int kPrefetchBlocks = 2;
+
 int product_of(const TopologySpec& topology, const std::vector<int>& axes) {
   int n = 1;
   for (int a : axes) n *= topology.axes.at(a).size;
@@ -165,14 +168,17 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     const std::string mb = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
     // Forward.
     std::vector<int> fwd_compute(n, -1), fwd_gather(n, -1);
+    const int forward_start = previous_end;
     for (int i = 0; i < n; ++i) {
       const auto& blk = blocks[i];
       std::vector<int> inputs{previous_end};
       if (fsdp) {
-        // Prefetch one block ahead: the gather for block i may start once block i-2 is done.
+        // Prefetch a layer ahead: block i's weights may arrive while the layer before it computes,
+        // so at most two layers' gathered weights are in HBM (the block a layer back is done).
         fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
                                      plan.data_axes, blk.weight_bytes_per_group,
-                                     {i > 0 ? fwd_gather[i - 1] : -1, i > 1 ? fwd_compute[i - 2] : previous_end},
+                                     {i > 0 ? fwd_gather[i - 1] : -1,
+                                      i > kPrefetchBlocks ? fwd_compute[i - kPrefetchBlocks - 1] : forward_start},
                                      blk.layer, "fsdp_allgather");
         inputs.push_back(fwd_gather[i]);
       }
@@ -193,6 +199,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     // Backward, last block first.
     std::vector<int> bwd_compute(n, -1), bwd_gather(n, -1);
     const bool last_microbatch = m + 1 == plan.microbatches;
+    const int backward_start = previous_end;
     for (int i = n - 1; i >= 0; --i) {
       const auto& blk = blocks[i];
       std::vector<int> inputs{previous_end};
@@ -200,7 +207,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
                                      plan.data_axes, blk.weight_bytes_per_group,
                                      {i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1],
-                                      i + 2 < n ? bwd_compute[i + 2] : previous_end},
+                                      i + kPrefetchBlocks + 1 < n ? bwd_compute[i + kPrefetchBlocks + 1] : backward_start},
                                      blk.layer, "fsdp_allgather");
         inputs.push_back(bwd_gather[i]);
       }

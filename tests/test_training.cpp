@@ -1,0 +1,84 @@
+// Training steps against the book's closed forms (training.md); every expectation is derived
+// from the formula, the simulation decides what overlaps.
+#include <catch2/catch.hpp>
+
+#include "sim/run.hpp"
+#include "sim/training_report.hpp"
+
+using namespace podsim;
+
+namespace {
+
+// v5p axes with wraparound (as in a full pod), of any count.
+TopologySpec v5p_mesh(std::vector<int> sizes) {
+  TopologySpec t;
+  t.chip = *find_chip_preset("v5p");
+  const char* names[] = {"X", "Y", "Z"};
+  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], true});
+  return t;
+}
+
+// A small dense model whose blocks all have F = 4D: few layers keep the tests fast.
+TransformerSpec small_model(int layers = 4) {
+  TransformerSpec m = *find_model_preset("llama2-7b");
+  m.name = "test-model";
+  m.layers = layers;
+  m.d_ff = 4 * m.d_model;
+  m.gated_mlp = false;
+  return m;
+}
+
+struct Step {
+  TrainingReport report;
+  TrainingLayout layout;
+};
+
+Step simulate(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  TrainingWorkload w{model, plan, false};
+  Step step;
+  const auto program = training_program(model, plan, topology, step.layout);
+  const auto run = run_program(topology, {}, program, {});
+  step.report = training_report(w, step.layout, program, run);
+  return step;
+}
+
+TrainingPlan fsdp_plan(std::vector<int> data_axes, double tokens_per_chip_group, int data_degree) {
+  TrainingPlan p;
+  p.data_axes = std::move(data_axes);
+  p.fsdp = true;
+  p.sequence_length = 1024;
+  p.global_batch_tokens = tokens_per_chip_group * data_degree;
+  p.attention_flops = false;   // the book's per-layer forms count the weight matmuls only
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("compute-bound FSDP hides its communication: step = FLOPs / (N C eff)", "[training]") {
+  const auto topo = v5p_mesh({16});
+  auto plan = fsdp_plan({0}, 64 * 2048, 16);    // 131k tokens a chip: far above 2550
+  plan.matmul_efficiency = 0.5;
+  const auto step = simulate(small_model(), plan, topo);
+  const double ideal = step.layout.total_flops / (16 * topo.chip.bf16_flops_per_s * 0.5);
+  CHECK(step.report.step_time_s == Approx(ideal).epsilon(0.01));
+  CHECK(step.report.mfu == Approx(0.5).epsilon(0.01));
+  CHECK(step.report.exposed_comm_s < 0.01 * step.report.step_time_s);
+}
+
+TEST_CASE("FSDP turns compute-bound at B/X = C / W_ici", "[training]") {
+  // training.md:L235: per layer, 6 B D F / (X C) of math against 3 collectives of the
+  // weights, 6 D F / W_ici: they balance at B/X = C / W_ici = 4.59e14 / 1.8e11 = 2550.
+  const auto topo = v5p_mesh({16});
+  const double critical = topo.chip.bf16_flops_per_s / (2 * topo.chip.ici_bandwidth_Bps);
+  // Enough layers that the step's edges (the first gather, the last reduction) are small.
+  const auto model = small_model(16);
+  // Comms-bound: the step barely depends on the batch. Compute-bound: it grows with it.
+  const auto low = simulate(model, fsdp_plan({0}, 1024, 16), topo);
+  const auto high = simulate(model, fsdp_plan({0}, 16 * 2048, 16), topo);
+  CHECK(low.report.exposed_comm_s > 0.3 * low.report.step_time_s);
+  CHECK(high.report.exposed_comm_s < 0.2 * high.report.step_time_s);
+  // Where the flat comms-bound step meets the compute line through the high point.
+  const double per_token = high.report.compute_time_s / (16 * 2048);
+  const double crossover = low.report.step_time_s / per_token;
+  CHECK(crossover == Approx(critical).epsilon(0.05));
+}
