@@ -130,6 +130,7 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
       o["kind"] = "compute";
       o["category"] = op.category;
       o["layer"] = op.layer;
+      o["repeat"] = op.repeat;
       o["time_s"] = op.time_s;
       o["start_s"] = op.start_s;
       o["end_s"] = op.end_s;
