@@ -269,6 +269,24 @@ int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::ve
   return it->second;
 }
 
+OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry) {
+  OpPlan plan;
+  plan.chips.resize(topo.chip_count());
+  const int n = topo.axis_size(axis);
+  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    const int position = topo.coords(chip)[axis];
+    const int next = position + direction;
+    if (next < 0 || next >= n) continue;   // the ends of the line send nothing
+    const ChipId to = *topo.neighbor(chip, axis, direction);
+    const int src = registry.get(chip, "send-out", {});
+    const int dst = ici_port(topo, registry, to, axis, direction);
+    plan.chips[chip].flows.push_back({src, dst, to, bytes, 1});
+    plan.chips[chip].done_when_delivered = true;
+    plan.messages += 1;
+  }
+  return plan;
+}
+
 std::vector<ChipId> snake_order(const Topology& topo, int slice) {
   const int axes = topo.axis_count();
   std::vector<ChipId> order;

@@ -47,7 +47,8 @@ struct ChipOpPlan {
   // representative's blocks stand for the ones it receives, so it is done when they land.
   ChipId mirror_of = -1;
   int mirrors = 0;              // chips mirroring this one
-  bool done_when_sent = false;
+  // Point-to-point sends: the op is done on this chip when its blocks have arrived.
+  bool done_when_delivered = false;
 };
 
 struct OpPlan {
@@ -74,6 +75,10 @@ class EndpointRegistry {
 // topology may be a symmetry-reduced copy whose axes are shorter); rings use the true length.
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes,
                        const CollectiveSpec& spec, EndpointRegistry& registry);
+
+// Point to point along a line: every chip with a neighbour one step along `axis` in
+// `direction` sends it `bytes`; the op ends on the sender when the data has arrived.
+OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry);
 
 // Boustrophedon order of a slice's chips: consecutive chips are ICI neighbours.
 std::vector<ChipId> snake_order(const Topology& topo, int slice);

@@ -14,7 +14,7 @@ int host_extent(const TopologySpec& spec, int axis) {
 }  // namespace
 
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
-                                     bool full_fidelity) {
+                                     bool full_fidelity, const std::vector<int>& full_axes) {
   SymmetryReduction out;
   out.reduced = real;
   for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
@@ -23,6 +23,7 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
   const int axes = static_cast<int>(real.axes.size());
   std::vector<bool> ring_axis(axes, false), keep_full(axes, false);
   bool any_dcn = false;
+  for (int a : full_axes) keep_full.at(a) = true;
   for (const auto& op : ops) {
     const bool crosses = op.over_dcn && real.slices > 1;
     any_dcn = any_dcn || crosses;

@@ -30,7 +30,9 @@ struct SymmetryReduction {
   ChipId representative(const Topology& real, const Topology& simulated, ChipId real_chip) const;
 };
 
+// `full_axes` are kept whole whatever the collectives do (chips along them run differently,
+// as pipeline stages do).
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
-                                     bool full_fidelity);
+                                     bool full_fidelity, const std::vector<int>& full_axes = {});
 
 }  // namespace podsim

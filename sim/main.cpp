@@ -44,7 +44,11 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   Program program;
   TrainingLayout layout;
   if (scenario.workload_kind == WorkloadKind::Training) {
-    program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
+    try {
+      program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
+    }
     if (scenario.training.strict_memory && !layout.fits_hbm) {
       throw InputError({scenario.path, 0, 0}, "workload.strict_memory", "true",
                        layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +

@@ -43,6 +43,7 @@ struct Runtime {
   std::map<std::tuple<int, int, ChipId>, int> pending_blocks;
   std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
   std::map<std::tuple<int, int, ChipId>, double> last_arrival_s;
+  std::map<std::tuple<int, int, ChipId>, double> last_delivery_s;   // of a chip's own sends
   std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> instance_done;
   ReplayResult result;
 
@@ -125,16 +126,19 @@ struct Runtime {
     while (!comms.empty()) {
       const auto index = static_cast<size_t>(sg4::Comm::wait_any(comms));
       const FlowPlan& flow = *pending[index];
-      double arrival_s = sg4::Engine::get_clock();
-      if (floor_model()) arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s);
-      if (options.record_hops) result.hops.push_back({op, rep, src, flow.dst_chip, sent_s, arrival_s, flow.bytes});
-      auto key = std::make_tuple(op, rep, flow.dst_chip);
-      last_arrival_s[key] = std::max(last_arrival_s[key], arrival_s);
-      if (--pending_blocks[key] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
       comms[index] = comms.back();
       comms.pop_back();
       pending[index] = pending.back();
       pending.pop_back();
+      double arrival_s = sg4::Engine::get_clock();
+      if (floor_model()) arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s);
+      if (options.record_hops) result.hops.push_back({op, rep, src, flow.dst_chip, sent_s, arrival_s, flow.bytes});
+      auto& sent = last_delivery_s[{op, rep, src}];
+      sent = std::max(sent, arrival_s);
+      if (ops[op].plan->chips[flow.dst_chip].incoming_flows == 0) continue;   // nobody waits to receive
+      auto key = std::make_tuple(op, rep, flow.dst_chip);
+      last_arrival_s[key] = std::max(last_arrival_s[key], arrival_s);
+      if (--pending_blocks[key] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
     }
   }
 
@@ -144,8 +148,23 @@ struct Runtime {
     return sem;
   }
 
+  void wait_for_dependencies(int op, ChipId chip) {
+    const ReplayOp& r = ops[op];
+    const auto* after = &r.after;
+    if (r.position_axis >= 0 && !r.after_at_position.empty()) {
+      after = &r.after_at_position.at(topo.coords(chip)[r.position_axis]);
+    }
+    for (int dep : *after) op_actors[dep][chip]->join();
+    for (const auto& n : r.after_neighbour) {
+      // The neighbour inside the line only: a pipeline never wraps round.
+      const int from = topo.coords(chip)[n.axis] - n.direction;
+      if (from < 0 || from >= topo.axis_size(n.axis)) continue;
+      op_actors[n.op][*topo.neighbor(chip, n.axis, -n.direction)]->join();
+    }
+  }
+
   void run_op(int op, ChipId chip) {
-    for (int dep : ops[op].after) op_actors[dep][chip]->join();
+    wait_for_dependencies(op, chip);
     if (ops[op].plan == nullptr) {
       for (int rep = 0; rep < ops[op].repeat; ++rep) {
         const double start_s = sg4::Engine::get_clock();
@@ -178,6 +197,7 @@ struct Runtime {
       }
       result.messages += plan.flows.size();
       for (auto& actor : children) actor->join();
+      if (plan.done_when_delivered) sg4::this_actor::sleep_until(last_delivery_s[{op, rep, chip}]);
       if (plan.incoming_flows > 0) {
         blocks_semaphore(op, rep, chip)->acquire();
         sg4::this_actor::sleep_until(last_arrival_s[{op, rep, chip}]);

@@ -8,6 +8,7 @@
 
 #include "collectives/hop_plan.hpp"
 #include "sim/platform.hpp"
+#include "workloads/program.hpp"
 
 namespace podsim {
 
@@ -16,6 +17,9 @@ struct ReplayOp {
   double compute_s = 0;           // compute: busy time on the chip
   int repeat = 1;
   std::vector<int> after;   // indices of ops that must finish on a chip before this starts there
+  int position_axis = -1;   // with after_at_position: `after` by the chip's position on it
+  std::vector<std::vector<int>> after_at_position;
+  std::vector<NeighbourDependency> after_neighbour;   // ops of a neighbouring chip
 };
 
 struct SpanRecord {         // one repetition of one op on one chip

@@ -108,6 +108,7 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     for (const auto& [axis, seconds] : training->exposed_comm_by_axis_s) by_axis[axis] = seconds;
     j["exposed_comm_by_axis_s"] = by_axis;
     j["total_flops"] = training->total_flops;
+    j["pipeline_bubble_fraction"] = training->pipeline_bubble_fraction;
     j["memory_per_chip_bytes"] = training->memory.total_bytes;
     j["memory_breakdown_bytes"] = {{"params", training->memory.params_bytes},
                                    {"grads", training->memory.grads_bytes},
@@ -341,6 +342,10 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
   std::snprintf(line, sizeof line, "step time %s, MFU %.1f%%, %.0f tokens/s/chip\n", human_time(r.step_time_s).c_str(),
                 100 * r.mfu, r.tokens_per_s_per_chip);
   out += line;
+  if (r.pipeline_bubble_fraction > 0) {
+    std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's time\n", 100 * r.pipeline_bubble_fraction);
+    out += line;
+  }
   std::string by_axis;
   for (const auto& [axis, seconds] : r.exposed_comm_by_axis_s) by_axis += " " + axis + " " + human_time(seconds);
   std::snprintf(line, sizeof line, "compute %s, exposed communication %s", human_time(r.compute_time_s).c_str(),
@@ -357,6 +362,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 "T_math", "T_comms", "book T_math", "book T_comms");
   out += line;
   for (const auto& l : r.per_layer) {
+    if (l.t_math_s == 0 && l.t_comms_s == 0) continue;   // pipelines run stages, not layers
     std::snprintf(line, sizeof line, "  %-16s %10s %10s %12s %12s\n", l.block.c_str(), human_time(l.t_math_s).c_str(),
                   human_time(l.t_comms_s).c_str(), human_time(l.book_t_math_s).c_str(),
                   human_time(l.book_t_comms_s).c_str());

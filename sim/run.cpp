@@ -104,10 +104,13 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
                       const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   std::vector<CollectiveSpec> specs;
+  std::vector<int> full_axes;   // axes whose chips differ by position (pipelines)
   for (const auto& op : program) {
     if (op.kind == ProgramOpKind::Collective) specs.push_back(op.collective);
+    if (op.kind == ProgramOpKind::Send) full_axes.push_back(op.send_axis);
+    if (op.position_axis >= 0) full_axes.push_back(op.position_axis);
   }
-  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full);
+  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, full_axes);
   RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced"};
   const Topology& sim = run.simulated;
@@ -121,12 +124,15 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   for (const auto& op : program) {
     if (op.kind == ProgramOpKind::Collective) {
       plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
+    } else if (op.kind == ProgramOpKind::Send) {
+      plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry));
     }
   }
   size_t next_plan = 0;
   for (const auto& op : program) {
-    const OpPlan* plan = op.kind == ProgramOpKind::Collective ? &plans[next_plan++] : nullptr;
-    ops.push_back({plan, op.compute_s, op.repeat, op.after});
+    const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
+    ops.push_back({plan, op.compute_s, op.repeat, op.after, op.position_axis, op.after_at_position,
+                   op.after_neighbour});
   }
   ReplayOptions replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
@@ -162,7 +168,11 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       result.end_s = std::max(result.end_s, last);
     }
     result.time_s = sum / op.repeat;
-    if (!result.compute) {
+    if (op.kind == ProgramOpKind::Send) {
+      result.axes.push_back(topology.axes[op.send_axis].name);
+      result.bytes = op.collective.bytes;
+      result.category = op.category;
+    } else if (!result.compute) {
       result.kind = op.collective.kind;
       for (int a : op.collective.axes) result.axes.push_back(topology.axes[a].name);
       result.over_dcn = op.collective.over_dcn;

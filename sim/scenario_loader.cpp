@@ -738,7 +738,7 @@ std::vector<int> parse_plan_axes(const Field& field, const std::vector<MeshAxis>
       if (axis == index)
         fail(item, owner == kind ? "axis listed twice"
                                  : "axis already carries " + owner +
-                                       " parallelism; expected each mesh axis in at most one of data and tensor");
+                                       " parallelism; expected each mesh axis in at most one of data, tensor and pipeline");
     used.emplace_back(index, kind);
     indices.push_back(index);
   }
@@ -746,12 +746,24 @@ std::vector<int> parse_plan_axes(const Field& field, const std::vector<MeshAxis>
 }
 
 void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, TrainingPlan& plan) {
-  const MapReader reader(field, {"data", "fsdp", "tensor"});
+  const MapReader reader(field, {"data", "fsdp", "tensor", "pipeline", "schedule"});
   reader.reject_unknown();
   std::vector<std::pair<int, std::string>> used;
   if (auto data = reader.optional("data")) plan.data_axes = parse_plan_axes(*data, mesh, used, "data");
   if (auto tensor = reader.optional("tensor")) plan.tensor_axes = parse_plan_axes(*tensor, mesh, used, "tensor");
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+  if (auto pipeline = reader.optional("pipeline")) {
+    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it)");
+    plan.pipeline_axis = parse_plan_axes(*pipeline, mesh, used, "pipeline").at(0);
+    if (plan.fsdp || !plan.tensor_axes.empty()) {
+      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
+    }
+  }
+  if (auto schedule = reader.optional("schedule")) {
+    if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
+    plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
+                                                             {"1f1b", PipelineSchedule::OneFOneB}});
+  }
 }
 
 double read_batch_tokens(const Field& field) {
@@ -879,7 +891,7 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
 
 const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
                                                   "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
-                                                  "fits_hbm",      "total_time_s"};
+                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction"};
 
 // A top-level summary field, "exposed_comm_by_axis_s.<axis>" or "per_layer.<...>"; returns the
 // name whose suffix gives the unit.

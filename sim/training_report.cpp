@@ -5,22 +5,31 @@
 namespace podsim {
 namespace {
 
-// Communication a compute op waited for: the dependency that finished last, if a collective.
+// Communication a compute op waited for: the dependency that finished last, if a collective
+// or a send (from a neighbouring pipeline stage).
 std::vector<std::string> blocking_axes(const Program& program, const RunResult& run, const ProgramOp& op,
                                        ChipId chip) {
   int latest = -1;
   double latest_end = -1;
-  for (int dep : op.after) {
-    const double end = run.span(dep, program[dep].repeat - 1, chip).end_s;
+  auto consider = [&](int dep, ChipId on) {
+    const double end = run.span(dep, program[dep].repeat - 1, on).end_s;
     if (end > latest_end) {
       latest_end = end;
       latest = dep;
     }
+  };
+  const auto* after = &op.after;
+  const auto coords = run.topology.coords(chip);
+  if (op.position_axis >= 0 && !op.after_at_position.empty()) after = &op.after_at_position.at(coords[op.position_axis]);
+  for (int dep : *after) consider(dep, chip);
+  for (const auto& n : op.after_neighbour) {
+    const int from = coords[n.axis] - n.direction;
+    if (from >= 0 && from < run.topology.axis_size(n.axis)) consider(n.op, *run.topology.neighbor(chip, n.axis, -n.direction));
   }
   std::vector<std::string> axes;
-  if (latest < 0 || program[latest].kind != ProgramOpKind::Collective) return axes;
+  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return axes;
   for (const auto& a : run.operations[latest].axes) axes.push_back(a);
-  if (program[latest].collective.over_dcn) axes.push_back("DCN");
+  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) axes.push_back("DCN");
   return axes;
 }
 
@@ -57,12 +66,24 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     const double gap = span.start_s - busy_until;
     if (gap > 0) {
       auto axes = blocking_axes(program, run, program[i], chip0);
-      if (axes.empty()) axes.push_back("other");
+      // Waiting on compute elsewhere (a pipeline stage still working) is the bubble.
+      if (axes.empty()) axes.push_back(layout.pipeline_stages > 1 ? "pipeline_bubble" : "other");
       for (const auto& a : axes) report.exposed_comm_by_axis_s[a] += gap / axes.size();
     }
     busy_until = std::max(busy_until, span.end_s);
   }
   report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
+  if (layout.pipeline_stages > 1) {
+    double busy = 0, first = 1e300, last = 0;
+    for (int i : computes) {
+      if (program[i].category != "forward" && program[i].category != "backward") continue;
+      const auto& span = run.span(i, 0, chip0);
+      busy += span.end_s - span.start_s;
+      first = std::min(first, span.start_s);
+      last = std::max(last, span.end_s);
+    }
+    if (last > first) report.pipeline_bubble_fraction = 1 - busy / (last - first);
+  }
 
   // A layer in the middle of the model, block by block, beside the book's closed forms.
   const int layer = workload.model.layers / 2;

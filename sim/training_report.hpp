@@ -27,6 +27,9 @@ struct TrainingReport {
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
   double tokens_per_s_per_chip = 0;
   double total_flops = 0;
+  // Pipelines: the idle share of the first stage between its first forward and its last
+  // backward ((P-1)/(M+P-1) when communication is negligible); 0 without a pipeline.
+  double pipeline_bubble_fraction = 0;
   std::vector<LayerCost> per_layer;
   MemoryBreakdown memory;
   bool fits_hbm = true;

@@ -82,3 +82,51 @@ TEST_CASE("FSDP turns compute-bound at B/X = C / W_ici", "[training]") {
   const double crossover = low.report.step_time_s / per_token;
   CHECK(crossover == Approx(critical).epsilon(0.05));
 }
+
+TEST_CASE("pipeline bubble is (P-1)/(M+P-1) under GPipe and 1F1B", "[training][pipeline]") {
+  // training.md, pipelining: with communication negligible, P stages idle for P-1 of the
+  // M+P-1 microbatch slots.
+  auto model = small_model(8);
+  model.vocab = 256;   // keep the output projection from unbalancing the stages
+  auto topo = v5p_mesh({4});
+  topo.chip.ici_bandwidth_Bps *= 1000;   // make the stage-to-stage sends negligible
+  topo.chip.hop_latency_s = 0;
+  for (auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+    for (int microbatches : {4, 8, 16}) {
+      TrainingPlan plan;
+      plan.pipeline_axis = 0;
+      plan.schedule = schedule;
+      plan.microbatches = microbatches;
+      plan.sequence_length = 1024;
+      plan.global_batch_tokens = 1024.0 * 4 * microbatches;
+      const auto step = simulate(model, plan, topo);
+      const double P = 4, M = microbatches;
+      INFO((schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B") << " M=" << microbatches);
+      CHECK(step.report.pipeline_bubble_fraction == Approx((P - 1) / (M + P - 1)).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("bad training plans are refused with the reason", "[training]") {
+  const auto topo = v5p_mesh({4, 4});
+  const auto model = small_model(2);
+  TrainingPlan plan;
+  plan.sequence_length = 1024;
+  plan.global_batch_tokens = 1024 * 16;
+  TrainingLayout layout;
+  SECTION("an axis used twice") {
+    plan.data_axes = {0};
+    plan.tensor_axes = {0};
+    CHECK_THROWS_WITH(training_program(model, plan, topo, layout), Catch::Contains("two kinds"));
+  }
+  SECTION("a batch that does not divide over the data axes") {
+    plan.data_axes = {0, 1};
+    plan.global_batch_tokens = 1024 * 6;
+    CHECK_THROWS_WITH(training_program(model, plan, topo, layout), Catch::Contains("does not divide"));
+  }
+  SECTION("more stages than layers") {
+    plan.pipeline_axis = 0;
+    plan.microbatches = 4;
+    CHECK_THROWS_WITH(training_program(small_model(2), plan, topo, layout), Catch::Contains("more stages than layers"));
+  }
+}

@@ -8,7 +8,20 @@
 
 namespace podsim {
 
-enum class ProgramOpKind { Collective, Compute };
+enum class ProgramOpKind {
+  Collective,
+  Compute,
+  Send,   // point to point: each chip sends `collective.bytes` to its neighbour one step along
+          // `send_axis` in `send_direction`, within the line (never round a wraparound)
+};
+
+// A dependency on an op of another chip: the neighbour one step against `direction` along
+// `axis` (the chip a Send arrives from). No dependency where that neighbour does not exist.
+struct NeighbourDependency {
+  int op = -1;
+  int axis = 0;
+  int direction = +1;
+};
 
 struct ProgramOp {
   std::string name;
@@ -20,6 +33,13 @@ struct ProgramOp {
   // Ops (indices into the program, all earlier) that must finish on a chip before this
   // starts there. Ops with no dependency start at time 0.
   std::vector<int> after;
+  // Where chips run their ops in an order that depends on their position along one axis
+  // (pipeline stages under 1F1B): after_at_position[p] replaces `after` on chips at position p.
+  int position_axis = -1;
+  std::vector<std::vector<int>> after_at_position;
+  std::vector<NeighbourDependency> after_neighbour;
+  int send_axis = -1;          // for Send
+  int send_direction = +1;     // for Send
   std::string category;        // groups ops in outputs, e.g. "fsdp_allgather", "matmul"
   int layer = -1;              // the model layer it belongs to, -1 for none
 };

@@ -19,7 +19,8 @@ int product_of(const TopologySpec& topology, const std::vector<int>& axes) {
 
 void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
   std::set<int> used;
-  for (const auto* axes : {&plan.data_axes, &plan.tensor_axes}) {
+  const std::vector<int> pipeline_axes = plan.pipeline_axis >= 0 ? std::vector<int>{plan.pipeline_axis} : std::vector<int>{};
+  for (const auto* axes : {&plan.data_axes, &plan.tensor_axes, &pipeline_axes}) {
     for (int a : *axes) {
       if (a < 0 || a >= static_cast<int>(topology.axes.size())) {
         throw std::invalid_argument("axis index " + std::to_string(a) + " is not in the mesh");
@@ -91,6 +92,19 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
 
 class ProgramBuilder {
  public:
+  ProgramBuilder() = default;
+  explicit ProgramBuilder(Program program) : program_(std::move(program)) {}
+  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Send;
+    op.send_axis = axis;
+    op.send_direction = direction;
+    op.collective.bytes = bytes;
+    op.after = clean(std::move(after));
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
   int add(ProgramOp op) {
     program_.push_back(std::move(op));
     return static_cast<int>(program_.size() - 1);
@@ -130,6 +144,100 @@ class ProgramBuilder {
   Program program_;
 };
 
+// The order a pipeline stage runs its microbatches' forward (F) and backward (B) passes.
+// GPipe: F0..F(M-1), then B0..B(M-1). 1F1B: P-1-s warm-up forwards, then one forward and one
+// backward at a time, then the remaining backwards (Narayanan et al., PipeDream-Flush).
+std::vector<std::pair<bool, int>> stage_order(PipelineSchedule schedule, int stage, int stages, int microbatches) {
+  std::vector<std::pair<bool, int>> order;   // (is_forward, microbatch)
+  if (schedule == PipelineSchedule::GPipe) {
+    for (int m = 0; m < microbatches; ++m) order.push_back({true, m});
+    for (int m = 0; m < microbatches; ++m) order.push_back({false, m});
+    return order;
+  }
+  const int warmup = std::min(stages - 1 - stage, microbatches);
+  int next_forward = 0, next_backward = 0;
+  for (; next_forward < warmup; ++next_forward) order.push_back({true, next_forward});
+  while (next_backward < microbatches) {
+    if (next_forward < microbatches) order.push_back({true, next_forward++});
+    order.push_back({false, next_backward++});
+  }
+  return order;
+}
+
+Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout) {
+  if (plan.fsdp || !plan.tensor_axes.empty()) {
+    throw std::invalid_argument("pipeline parallelism combines with data parallelism only (no FSDP or TP yet)");
+  }
+  const int stages = topology.axes.at(plan.pipeline_axis).size;
+  if (stages > model.layers) {
+    throw std::invalid_argument(std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) +
+                                " layers: more stages than layers");
+  }
+  if (model.layers % stages != 0) {
+    throw std::invalid_argument(std::to_string(model.layers) + " layers do not split evenly over " +
+                                std::to_string(stages) + " pipeline stages");
+  }
+  layout.pipeline_stages = stages;
+  const int M = plan.microbatches;
+  // One stage's share of the model: its layers (the output projection rides on the last
+  // stage in a real model; here it is spread with the layers so stages stay equal).
+  double stage_forward_s = 0, stage_backward_s = 0, stage_flops = 0, stage_params = 0;
+  for (const auto& blk : layout.blocks) {
+    stage_forward_s += blk.forward_s / stages;
+    stage_backward_s += blk.backward_s / stages;
+    stage_flops += blk.forward_flops_per_chip / stages;
+    stage_params += blk.params / stages;
+  }
+  const double activation_bytes = layout.tokens_per_microbatch * model.d_model * model.activation_bytes;
+  ProgramBuilder b;
+  std::vector<int> forward(M), backward(M), send_forward(M), send_backward(M);
+  // Ops first, same-chip order per stage afterwards (it depends on the stage).
+  for (int m = 0; m < M; ++m) {
+    forward[m] = b.compute("mb" + std::to_string(m) + ".fwd", stage_forward_s, stage_flops, {}, -1, "forward");
+    send_forward[m] = b.send("mb" + std::to_string(m) + ".send_activations", plan.pipeline_axis, +1,
+                             activation_bytes, {forward[m]}, "pp_send");
+  }
+  for (int m = 0; m < M; ++m) {
+    backward[m] = b.compute("mb" + std::to_string(m) + ".bwd", stage_backward_s, 2 * stage_flops, {}, -1, "backward");
+    send_backward[m] = b.send("mb" + std::to_string(m) + ".send_gradients", plan.pipeline_axis, -1,
+                              activation_bytes, {backward[m]}, "pp_send");
+  }
+  Program program = b.take();
+  for (int m = 0; m < M; ++m) {
+    program[forward[m]].after_neighbour.push_back({send_forward[m], plan.pipeline_axis, +1});
+    // The last stage starts a microbatch's backward from its own forward; the others from
+    // the gradient the next stage sends back.
+    program[backward[m]].after_neighbour.push_back({send_backward[m], plan.pipeline_axis, -1});
+  }
+  for (int op : forward) program[op].position_axis = plan.pipeline_axis;
+  for (int op : backward) program[op].position_axis = plan.pipeline_axis;
+  for (int stage = 0; stage < stages; ++stage) {
+    int previous = -1;
+    for (const auto& [is_forward, m] : stage_order(plan.schedule, stage, stages, M)) {
+      const int op = is_forward ? forward[m] : backward[m];
+      auto& after = program[op].after_at_position;
+      after.resize(stages);
+      if (previous >= 0) after[stage].push_back(previous);
+      if (!is_forward) after[stage].push_back(forward[m]);
+      previous = op;
+    }
+  }
+  ProgramBuilder tail(std::move(program));
+  std::vector<int> done(backward.begin(), backward.end());
+  if (layout.data_degree > 1) {
+    const int reduce = tail.collective("allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
+                                       stage_params * model.param_bytes, backward, -1, "dp_allreduce");
+    done.push_back(reduce);
+  }
+  const double local_params = param_count(model) / stages;
+  layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
+                       topology.chip.hbm_bandwidth_Bps;
+  tail.compute("optimizer", layout.optimizer_s, 0.0, done, -1, "optimizer");
+  layout.total_flops = 3 * stage_flops * M * layout.chips;
+  return tail.take();
+}
+
 }  // namespace
 
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
@@ -155,6 +263,17 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   degrees.data = fsdp ? 1 : layout.data_degree;
   degrees.fsdp = fsdp ? layout.data_degree : 1;
   degrees.tensor = layout.tensor_degree;
+  if (plan.pipeline_axis >= 0) {
+    degrees.pipeline = topology.axes.at(plan.pipeline_axis).size;
+    layout.strategy = std::string(plan.schedule == PipelineSchedule::GPipe ? "PP(GPipe)" : "PP(1F1B)") +
+                      (data ? "+DP" : "");
+    // Microbatches whose activations a stage holds at once: all under GPipe, at most P under 1F1B.
+    const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.microbatches
+                                                                   : std::min(plan.microbatches, degrees.pipeline);
+    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight);
+    layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
+    return pipeline_program(model, plan, topology, layout);
+  }
   layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
 

@@ -9,6 +9,9 @@
 //  - FSDP: each layer's weights AllGathered over the data axes before its forward and again
 //    before its backward, prefetched one layer ahead; gradients ReduceScattered
 //    asynchronously after each layer's backward.
+//  - Pipeline: stages along one axis, each holding L/P layers; microbatches' activations
+//    sent forward stage to stage and their gradients back (a point-to-point send to the
+//    neighbour), scheduled GPipe or 1F1B; data-parallel gradients AllReduced at the end.
 //  - TP: activations AllGathered over the tensor axes before a block's first matmul and its
 //    partial sums ReduceScattered after the second, forward and backward; blocking.
 // Overlap is not assumed anywhere: the program only states dependencies, and what overlaps
@@ -23,10 +26,17 @@
 
 namespace podsim {
 
+enum class PipelineSchedule {
+  GPipe,      // all microbatches forward, then all backward
+  OneFOneB,   // 1F1B: after a warm-up, each stage alternates one forward and one backward
+};
+
 struct TrainingPlan {
   std::vector<int> data_axes;       // mesh axes the batch is split over
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
   std::vector<int> tensor_axes;     // Megatron axes
+  int pipeline_axis = -1;           // stages along this axis (its size), -1 for none
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   double global_batch_tokens = 0;   // tokens per step, whole pod
   int sequence_length = 2048;
   int microbatches = 1;             // gradient accumulation steps
@@ -59,7 +69,8 @@ struct TrainingLayout {
   std::vector<TrainingBlock> blocks;   // forward order
   MemoryBreakdown memory;
   bool fits_hbm = true;
-  std::string strategy;                // "DP", "FSDP", "TP", "FSDP+TP"
+  std::string strategy;                // "DP", "FSDP", "TP", "FSDP+TP", "PP", ...
+  int pipeline_stages = 1;
 };
 
 // Builds one training step's program. Throws std::invalid_argument naming the problem for
