@@ -7,14 +7,19 @@ namespace {
 
 // Communication a compute op waited for: the dependency that finished last, if a collective
 // or a send (from a neighbouring pipeline stage).
-std::vector<std::string> blocking_axes(const Program& program, const RunResult& run, const ProgramOp& op,
-                                       ChipId chip) {
+struct Blocker {
+  std::vector<std::string> axes;   // empty: compute elsewhere (or nothing) held it up
+  double comm_s = 1e300;           // how much of the wait the communication itself took
+};
+
+Blocker blocking_dependency(const Program& program, const RunResult& run, const ProgramOp& op, ChipId chip) {
   int latest = -1;
-  double latest_end = -1;
+  double latest_end = -1, latest_duration = 0;
   auto consider = [&](int dep, ChipId on) {
-    const double end = run.span(dep, program[dep].repeat - 1, on).end_s;
-    if (end > latest_end) {
-      latest_end = end;
+    const auto& span = run.span(dep, program[dep].repeat - 1, on);
+    if (span.end_s > latest_end) {
+      latest_end = span.end_s;
+      latest_duration = span.end_s - span.start_s;
       latest = dep;
     }
   };
@@ -26,11 +31,15 @@ std::vector<std::string> blocking_axes(const Program& program, const RunResult& 
     const int from = coords[n.axis] - n.direction;
     if (from >= 0 && from < run.topology.axis_size(n.axis)) consider(n.op, *run.topology.neighbor(chip, n.axis, -n.direction));
   }
-  std::vector<std::string> axes;
-  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return axes;
-  for (const auto& a : run.operations[latest].axes) axes.push_back(a);
-  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) axes.push_back("DCN");
-  return axes;
+  Blocker blocker;
+  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;
+  for (const auto& a : run.operations[latest].axes) blocker.axes.push_back(a);
+  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) {
+    blocker.axes.push_back("DCN");
+  }
+  // A send starts when the neighbour's compute ends: only its own flight is communication.
+  if (program[latest].kind == ProgramOpKind::Send) blocker.comm_s = latest_duration;
+  return blocker;
 }
 
 }  // namespace
@@ -65,10 +74,11 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     report.compute_time_s += span.end_s - span.start_s;
     const double gap = span.start_s - busy_until;
     if (gap > 0) {
-      auto axes = blocking_axes(program, run, program[i], chip0);
+      const Blocker blocker = blocking_dependency(program, run, program[i], chip0);
+      const double comm = blocker.axes.empty() ? 0.0 : std::min(gap, blocker.comm_s);
+      for (const auto& a : blocker.axes) report.exposed_comm_by_axis_s[a] += comm / blocker.axes.size();
       // Waiting on compute elsewhere (a pipeline stage still working) is the bubble.
-      if (axes.empty()) axes.push_back(layout.pipeline_stages > 1 ? "pipeline_bubble" : "other");
-      for (const auto& a : axes) report.exposed_comm_by_axis_s[a] += gap / axes.size();
+      if (gap > comm) report.exposed_comm_by_axis_s[layout.pipeline_stages > 1 ? "pipeline_bubble" : "other"] += gap - comm;
     }
     busy_until = std::max(busy_until, span.end_s);
   }
