@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "sim/run.hpp"
+#include "workloads/training.hpp"
 
 namespace podsim {
 namespace {
@@ -37,6 +38,33 @@ BenchRow bench_case(const std::string& name, const std::string& preset, std::vec
   return row;
 }
 
+// One training step of LLaMA-3 70B, FSDP over X and Y, tensor parallelism over Z, on a
+// v5p 16x16x16 (the training issue's speed case).
+BenchRow bench_training_step() {
+  TopologySpec topology;
+  topology.chip = *find_chip_preset("v5p");
+  topology.axes = {{"X", 16, true}, {"Y", 16, true}, {"Z", 16, true}};
+  TrainingPlan plan;
+  plan.data_axes = {0, 1};
+  plan.fsdp = true;
+  plan.tensor_axes = {2};
+  plan.sequence_length = 8192;
+  plan.global_batch_tokens = 2048.0 * 8192;   // 16M tokens
+  plan.matmul_efficiency = 0.5;
+  const auto start = std::chrono::steady_clock::now();
+  TrainingLayout layout;
+  const auto program = training_program(*find_model_preset("llama3-70b"), plan, topology, layout);
+  const RunResult run = run_program(topology, {}, program, {});
+  BenchRow row;
+  row.name = "llama3-70b step FSDP+TP";
+  row.chips = run.topology.chip_count();
+  row.simulated_chips = run.simulated.chip_count();
+  row.messages = run.replay.messages;
+  row.simulated_time_s = run.total_time_s;
+  row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return row;
+}
+
 }  // namespace
 
 double peak_rss_bytes() {
@@ -52,6 +80,7 @@ std::vector<BenchRow> run_bench(bool include_full) {
   rows.push_back(bench_case("allreduce XYZ 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Auto));
   rows.push_back(bench_case("allgather X 16x16x16", "v4p", {16, 16, 16}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
   rows.push_back(bench_case("allgather X 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
+  rows.push_back(bench_training_step());
   if (include_full) {
     rows.push_back(bench_case("allreduce XYZ 8x8x8 full", "v4p", {8, 8, 8}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Full));
   }

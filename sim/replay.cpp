@@ -259,16 +259,19 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   char quiet[] = "--log=root.thres:critical";
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine engine(&argc, argv);
-  size_t max_actors = 0;
+  // Actors alive at once: one per (op, chip) from the start, plus the short-lived ones of
+  // the ops in flight (a few at a time: a program's ops mostly wait on each other).
+  size_t max_actors = 0, largest_op = 0;
   for (const auto& op : ops) {
-    if (!op.plan) {
-      max_actors += topo.chip_count();
-      continue;
-    }
+    max_actors += topo.chip_count();
+    if (!op.plan) continue;
+    size_t transient = 0;
     for (const auto& chip : op.plan->chips) {
-      max_actors += 1 + chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
+      transient += chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
     }
+    largest_op = std::max(largest_op, transient);
   }
+  max_actors += 16 * largest_op;
   configure_engine(engine, max_actors);
   std::vector<std::pair<int, int>> pairs;
   bool explicit_routes = false;

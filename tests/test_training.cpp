@@ -130,3 +130,34 @@ TEST_CASE("bad training plans are refused with the reason", "[training]") {
     CHECK_THROWS_WITH(training_program(small_model(2), plan, topo, layout), Catch::Contains("more stages than layers"));
   }
 }
+
+TEST_CASE("TP turns comms-bound at Y = M_Y F / 2550", "[training]") {
+  // training.md, tensor parallelism: per MLP forward, T_math = 4BDF/(YC) against an
+  // AllGather and a ReduceScatter of the [B, D] activations, 2 x 2BD / W_ici: they balance
+  // at Y = F W_ici / C = F / 2550 on v5p. With F = 8 x 2550 the balance is at Y = 8.
+  auto model = small_model(2);
+  model.d_ff = static_cast<int>(8 * 2550);
+  const double critical_y = model.d_ff / 2550.0;
+  for (int y : {4, 8, 16}) {
+    auto topo = v5p_mesh({y});
+    TrainingPlan plan;
+    plan.tensor_axes = {0};
+    plan.sequence_length = 2048;
+    plan.global_batch_tokens = 8 * 2048;   // 16k tokens: far above the latency floor
+    plan.attention_flops = false;
+    TrainingWorkload w{model, plan, false};
+    TrainingLayout layout;
+    const auto program = training_program(model, plan, topo, layout);
+    const auto run = run_program(topo, {}, program, {});
+    double math = 0, comms = 0;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const auto& name = program[i].name;
+      if (name == "L0.mlp.fwd") math += run.operations[i].time_s;
+      if (name == "L0.mlp.fwd.allgather_activations" || name == "L0.mlp.fwd.reducescatter_activations") {
+        comms += run.operations[i].time_s;
+      }
+    }
+    INFO("Y = " << y);
+    CHECK(comms / math == Approx(y / critical_y).epsilon(0.02));
+  }
+}
