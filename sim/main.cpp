@@ -11,6 +11,7 @@
 
 #include "sim/bench.hpp"
 #include "sim/output_files.hpp"
+#include "sim/planner.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "sim/validate.hpp"
@@ -120,6 +121,28 @@ int validate_command(const std::string& csv_path, bool quick) {
   return rows.size() == static_cast<size_t>(within + explained) ? 0 : 1;
 }
 
+int plan_command(const std::string& scenario_path, const std::string& out_dir) {
+  const Scenario scenario = load_scenario(scenario_path);
+  if (scenario.workload_kind != WorkloadKind::Training) {
+    throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
+                     "podsim plan needs a training workload (kind: training)");
+  }
+  std::function<void(const std::string&)> progress;
+  if (stderr_is_terminal()) progress = [](const std::string& what) { std::fprintf(stderr, "\33[2K\rsimulating %s", what.c_str()); };
+  else progress = [](const std::string& what) { spdlog::info("simulating {}", what); };
+  const PlannerResult result = plan_training(scenario, progress);
+  if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
+  std::cout << planner_table(scenario, result);
+  if (!out_dir.empty()) {
+    ensure_directory(out_dir);
+    OutputFiles files(out_dir);
+    files.add("plan.csv", planner_csv(result));
+    files.commit();
+    std::cout << "wrote " << files.path("plan.csv") << "\n";
+  }
+  return 0;
+}
+
 int presets_command() {
   std::printf("%-5s %14s %14s %9s %14s %14s %6s %9s %6s %14s %14s %s\n", "chip", "bf16", "int8", "HBM", "HBM bw",
               "ICI/link/dir", "links", "hop lat", "host", "DCN/host", "PCIe", "wraparound rule");
@@ -176,6 +199,11 @@ int main(int argc, char** argv) {
   validate->add_option("--csv", csv_path, "also write the rows as CSV");
   validate->add_flag("--quick", quick, "a smaller grid");
 
+  auto* plan = app.add_subcommand("plan", "rank parallelism plans for a training scenario by simulated step time");
+  std::string plan_scenario, plan_out;
+  plan->add_option("scenario", plan_scenario, "training scenario YAML (its parallelism block is ignored)")->required();
+  plan->add_option("-o,--output", plan_out, "also write plan.csv here");
+
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
   bool bench_full = false;
@@ -192,6 +220,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(scenario_path, out_dir, fidelity, detail, reproducible);
     if (validate->parsed()) return validate_command(csv_path, quick);
     if (presets->parsed()) return presets_command();
+    if (plan->parsed()) return plan_command(plan_scenario, plan_out);
     if (bench->parsed()) return bench_command(bench_full);
   } catch (const InputError& e) {
     std::fprintf(stderr, "podsim: error: %s\n", e.what());

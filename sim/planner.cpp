@@ -1,0 +1,149 @@
+#include "sim/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/report.hpp"
+
+namespace podsim {
+namespace {
+
+std::string axes_label(const TopologySpec& topology, const std::vector<int>& axes) {
+  std::string out;
+  for (int a : axes) out += (out.empty() ? "" : ",") + topology.axes[a].name;
+  return out;
+}
+
+std::vector<PlanCandidate> candidates(const Scenario& scenario) {
+  const auto& topology = scenario.topology;
+  const TrainingPlan& base = scenario.training.plan;
+  const int axes = static_cast<int>(topology.axes.size());
+  std::vector<PlanCandidate> out;
+  // Each axis carries data (bit clear) or tensor (bit set) parallelism: an idle axis would
+  // only hold replicas repeating the same work.
+  for (int code = 0; code < (1 << axes); ++code) {
+    std::vector<int> data, tensor;
+    for (int a = 0; a < axes; ++a) ((code >> a) & 1 ? tensor : data).push_back(a);
+    for (bool fsdp : {false, true}) {
+      if (fsdp && data.empty()) continue;
+      PlanCandidate c;
+      c.plan = base;
+      c.plan.data_axes = data;
+      c.plan.tensor_axes = tensor;
+      c.plan.fsdp = fsdp;
+      c.plan.pipeline_axis = -1;
+      std::string label;
+      if (!data.empty()) label += std::string(fsdp ? "FSDP(" : "DP(") + axes_label(topology, data) + ")";
+      if (!tensor.empty()) label += (label.empty() ? "" : " + ") + std::string("TP(") + axes_label(topology, tensor) + ")";
+      c.label = label;
+      out.push_back(std::move(c));
+    }
+  }
+  for (int p = 0; p < axes; ++p) {
+    PlanCandidate c;
+    c.plan = base;
+    c.plan.fsdp = false;
+    c.plan.tensor_axes = {};
+    c.plan.data_axes = {};
+    for (int a = 0; a < axes; ++a) {
+      if (a != p) c.plan.data_axes.push_back(a);
+    }
+    c.plan.pipeline_axis = p;
+    c.plan.microbatches = std::max(base.microbatches, 4 * topology.axes[p].size);
+    c.label = "PP(" + topology.axes[p].name + ")" +
+              (c.plan.data_axes.empty() ? "" : " + DP(" + axes_label(topology, c.plan.data_axes) + ")");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+PlannerResult plan_training(const Scenario& scenario, const std::function<void(const std::string&)>& progress) {
+  PlannerResult result;
+  for (auto& c : candidates(scenario)) {
+    if (progress) progress(c.label);
+    try {
+      TrainingLayout layout;
+      const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
+      const auto run = run_program(scenario.topology,
+                                   {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s}, program, {});
+      c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
+    } catch (const std::invalid_argument& e) {
+      c.feasible = false;
+      c.error = e.what();
+    }
+    result.candidates.push_back(std::move(c));
+  }
+  std::stable_sort(result.candidates.begin(), result.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    if (a.report.fits_hbm != b.report.fits_hbm) return a.report.fits_hbm;
+    return a.report.step_time_s < b.report.step_time_s;
+  });
+  // training.md, FSDP + TP: X_opt = sqrt(B/F * M_X/M_Y * N), with M_X = 2, M_Y = 1 on a 3D
+  // mesh (two axes of FSDP, one of TP), as the book takes them (book-cases.md row 46).
+  const auto& t = scenario.topology;
+  double chips = t.slices;
+  for (const auto& a : t.axes) chips *= a.size;
+  const double m_x = t.axes.size() >= 3 ? 2 : 1, m_y = 1;
+  result.x_opt = std::sqrt(scenario.training.plan.global_batch_tokens / scenario.training.model.d_ff * m_x / m_y * chips);
+  result.x_opt_note = "sqrt(B/F * M_X/M_Y * N) with B = " + std::to_string(static_cast<long long>(
+                          scenario.training.plan.global_batch_tokens)) +
+                      ", F = " + std::to_string(scenario.training.model.d_ff) + ", M_X/M_Y = " +
+                      std::to_string(static_cast<int>(m_x / m_y)) + ", N = " + std::to_string(static_cast<long long>(chips));
+  return result;
+}
+
+std::string planner_table(const Scenario& scenario, const PlannerResult& result) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s on %s: %zu plans simulated, fastest first (plans that fit in HBM first)\n",
+                scenario.training.model.name.c_str(), scenario.name.c_str(), result.candidates.size());
+  out += line;
+  std::snprintf(line, sizeof line, "%-4s %-34s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
+                "tokens/s/chip", "exposed", "memory", "fits");
+  out += line;
+  int rank = 0;
+  for (const auto& c : result.candidates) {
+    ++rank;
+    if (!c.feasible) {
+      std::snprintf(line, sizeof line, "%-4d %-34s impossible: %s\n", rank, c.label.c_str(), c.error.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "%-4d %-34s %11s %6.1f%% %12.0f %11s %11s %s\n", rank, c.label.c_str(),
+                    human_time(c.report.step_time_s).c_str(), 100 * c.report.mfu, c.report.tokens_per_s_per_chip,
+                    human_time(c.report.exposed_comm_s).c_str(), human_bytes(c.report.memory.total_bytes).c_str(),
+                    c.report.fits_hbm ? "yes" : "NO");
+    }
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "book's optimal FSDP degree X_opt = %.0f (%s)\n", result.x_opt, result.x_opt_note.c_str());
+  out += line;
+  if (!result.candidates.empty() && result.candidates[0].feasible) {
+    const auto& best = result.candidates[0];
+    int data = 1, tensor = 1;
+    for (int a : best.plan.data_axes) data *= scenario.topology.axes[a].size;
+    for (int a : best.plan.tensor_axes) tensor *= scenario.topology.axes[a].size;
+    std::snprintf(line, sizeof line, "simulated winner: %s (data degree %d, tensor degree %d)\n", best.label.c_str(), data,
+                  tensor);
+    out += line;
+  }
+  return out;
+}
+
+std::string planner_csv(const PlannerResult& result) {
+  std::string out = "rank,plan,feasible,step_time_s,mfu,tokens_per_s_per_chip,exposed_comm_s,memory_per_chip_bytes,fits_hbm,error\n";
+  int rank = 0;
+  char buf[256];
+  for (const auto& c : result.candidates) {
+    ++rank;
+    std::snprintf(buf, sizeof buf, "%d,\"%s\",%s,%.9g,%.6f,%.3f,%.9g,%.0f,%s,", rank, c.label.c_str(),
+                  c.feasible ? "true" : "false", c.report.step_time_s, c.report.mfu, c.report.tokens_per_s_per_chip,
+                  c.report.exposed_comm_s, c.report.memory.total_bytes, c.report.fits_hbm ? "true" : "false");
+    out += buf;
+    out += "\"" + c.error + "\"\n";
+  }
+  return out;
+}
+
+}  // namespace podsim

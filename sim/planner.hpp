@@ -1,0 +1,33 @@
+#pragma once
+// `podsim plan`: simulate the sensible parallelism plans for a training scenario's model,
+// batch and pod, and rank them by step time, marking which fit in HBM.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.hpp"
+#include "sim/training_report.hpp"
+
+namespace podsim {
+
+struct PlanCandidate {
+  std::string label;            // e.g. "FSDP(X,Y) + TP(Z)"
+  TrainingPlan plan;
+  bool feasible = true;         // false: the plan cannot be built (the reason in `error`)
+  std::string error;
+  TrainingReport report;
+};
+
+struct PlannerResult {
+  std::vector<PlanCandidate> candidates;   // feasible ones by step time (fitting ones first), then the rest
+  double x_opt = 0;             // the book's FSDP degree for FSDP+TP: sqrt(B/F * M_X/M_Y * N)
+  std::string x_opt_note;
+};
+
+// Candidates: every split of the mesh axes into data (DP or FSDP) and tensor axes,
+// and a pipeline over each axis with the others as data parallelism.
+PlannerResult plan_training(const Scenario& scenario, const std::function<void(const std::string&)>& progress);
+std::string planner_table(const Scenario& scenario, const PlannerResult& result);
+std::string planner_csv(const PlannerResult& result);
+
+}  // namespace podsim

@@ -1,0 +1,32 @@
+// The planner simulates every plan and ranks them: fitting plans first, fastest first.
+#include <catch2/catch.hpp>
+
+#include "sim/planner.hpp"
+
+using namespace podsim;
+
+TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") {
+  Scenario s;
+  s.path = "<test>";
+  s.name = "planner-test";
+  s.workload_kind = WorkloadKind::Training;
+  s.topology.chip = *find_chip_preset("v5p");
+  s.topology.axes = {{"X", 4, true}, {"Y", 4, true}};
+  s.training.model = *find_model_preset("llama2-7b");
+  s.training.model.layers = 2;
+  s.training.plan.sequence_length = 1024;
+  s.training.plan.global_batch_tokens = 1024.0 * 64;
+  s.training.plan.attention_flops = false;
+  const auto result = plan_training(s, nullptr);
+  // 2 axes: 4 data/tensor splits, DP or FSDP where there is a data axis (7), plus 2 pipelines.
+  REQUIRE(result.candidates.size() == 9);
+  for (size_t i = 1; i < result.candidates.size(); ++i) {
+    const auto& a = result.candidates[i - 1].report;
+    const auto& b = result.candidates[i].report;
+    if (a.fits_hbm == b.fits_hbm) CHECK(a.step_time_s <= b.step_time_s);
+    else CHECK(a.fits_hbm);
+  }
+  // X_opt = sqrt(B/F * M_X/M_Y * N) with M_X/M_Y = 1 on a 2D mesh.
+  CHECK(result.x_opt == Approx(std::sqrt(65536.0 / 11008 * 16)));
+  CHECK_FALSE(planner_csv(result).empty());
+}
