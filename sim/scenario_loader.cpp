@@ -745,13 +745,17 @@ std::vector<int> parse_plan_axes(const Field& field, const std::vector<MeshAxis>
   return indices;
 }
 
-void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, TrainingPlan& plan) {
-  const MapReader reader(field, {"data", "fsdp", "tensor", "pipeline", "schedule"});
+void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, int slices, TrainingPlan& plan) {
+  const MapReader reader(field, {"data", "fsdp", "tensor", "pipeline", "schedule", "dcn_data"});
   reader.reject_unknown();
   std::vector<std::pair<int, std::string>> used;
   if (auto data = reader.optional("data")) plan.data_axes = parse_plan_axes(*data, mesh, used, "data");
   if (auto tensor = reader.optional("tensor")) plan.tensor_axes = parse_plan_axes(*tensor, mesh, used, "tensor");
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+  if (auto dcn = reader.optional("dcn_data")) {
+    plan.dcn_data_parallel = read_bool(*dcn);
+    if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
+  }
   if (auto pipeline = reader.optional("pipeline")) {
     if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it)");
     plan.pipeline_axis = parse_plan_axes(*pipeline, mesh, used, "pipeline").at(0);
@@ -779,16 +783,18 @@ double read_batch_tokens(const Field& field) {
   return value;
 }
 
-std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree) {
-  if (plan.data_axes.empty()) return "1 data shard (no data axes)";
+std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree,
+                             int slices) {
+  if (plan.data_axes.empty() && !plan.dcn_data_parallel) return "1 data shard (no data axes)";
   std::vector<std::string> sizes;
+  if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
   for (int axis : plan.data_axes) sizes.push_back(mesh[axis].name + "=" + std::to_string(mesh[axis].size));
   return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
 }
 
 // The batch must be whole sequences, split evenly over the data shards and the microbatches.
 void check_batch(const Field& batch_field, const std::optional<Field>& microbatch_field,
-                 const TrainingPlan& plan, const std::vector<MeshAxis>& mesh) {
+                 const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int slices) {
   const double tokens = plan.global_batch_tokens;
   const double length = plan.sequence_length;
   const std::string tokens_text = std::to_string(static_cast<int64_t>(tokens));
@@ -796,14 +802,14 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
     fail(batch_field, tokens_text + " tokens is not a whole number of " + std::to_string(plan.sequence_length) +
                           "-token sequences; expected a multiple of sequence_length");
   const int64_t sequences = static_cast<int64_t>(tokens / length);
-  int64_t degree = 1;
+  int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
   for (int axis : plan.data_axes) degree *= mesh[axis].size;
   const int64_t ways = degree * plan.microbatches;
   if (sequences % ways == 0) return;
   const std::string message =
       tokens_text + " tokens = " + std::to_string(sequences) + " sequences of " +
       std::to_string(plan.sequence_length) + " tokens, which do not divide over " +
-      data_shards_text(plan, mesh, degree) + " x " + std::to_string(plan.microbatches) + " microbatches = " +
+      data_shards_text(plan, mesh, degree, slices) + " x " + std::to_string(plan.microbatches) + " microbatches = " +
       std::to_string(ways) + "; expected a multiple of " + std::to_string(ways) + " sequences (" +
       std::to_string(ways * plan.sequence_length) + " tokens)";
   // When the data shards alone divide the batch, the microbatch count is what breaks it.
@@ -819,12 +825,12 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
-  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology.axes, plan);
+  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology.axes, topology.slices, plan);
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
   const Field batch = reader.required("batch_tokens");
   plan.global_batch_tokens = read_batch_tokens(batch);
-  check_batch(batch, microbatches, plan, topology.axes);
+  check_batch(batch, microbatches, plan, topology.axes, topology.slices);
   if (auto checkpointing = reader.optional("checkpointing"))
     plan.checkpointing = read_choice<Checkpointing>(
         *checkpointing, {{"none", Checkpointing::None}, {"block", Checkpointing::Block}, {"book", Checkpointing::Book}});

@@ -37,7 +37,14 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   }
   if (plan.microbatches < 1) throw std::invalid_argument("microbatches must be at least 1");
   const double sequences = plan.global_batch_tokens / plan.sequence_length;
-  const double shards = static_cast<double>(product_of(topology, plan.data_axes)) * plan.microbatches;
+  if (plan.dcn_data_parallel && topology.slices < 2) {
+    throw std::invalid_argument("data parallelism over DCN needs at least two slices");
+  }
+  if (plan.dcn_data_parallel && plan.pipeline_axis >= 0) {
+    throw std::invalid_argument("pipelines with data parallelism over DCN are not supported yet");
+  }
+  const double shards = static_cast<double>(product_of(topology, plan.data_axes)) *
+                        (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
     throw std::invalid_argument("a batch of " + std::to_string(sequences) + " sequences does not divide into " +
                                 std::to_string(static_cast<long long>(shards)) +
@@ -244,7 +251,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                          TrainingLayout& layout) {
   check_plan(model, plan, topology);
   const ChipSpec& chip = topology.chip;
-  layout.data_degree = product_of(topology, plan.data_axes);
+  layout.ici_data_degree = product_of(topology, plan.data_axes);
+  layout.data_degree = layout.ici_data_degree * (plan.dcn_data_parallel ? topology.slices : 1);
   layout.tensor_degree = product_of(topology, plan.tensor_axes);
   layout.chips = product_of(topology, [&] {
     std::vector<int> all(topology.axes.size());
@@ -255,13 +263,14 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   layout.tokens_per_microbatch = layout.tokens_per_data_shard / plan.microbatches;
   const bool data = layout.data_degree > 1;
   const bool tensor = layout.tensor_degree > 1;
-  const bool fsdp = plan.fsdp && data;
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;   // FSDP shards within a slice
   layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
+  if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
   layout.blocks = model_blocks(model, plan, layout, chip);
 
   ShardingDegrees degrees;
-  degrees.data = fsdp ? 1 : layout.data_degree;
-  degrees.fsdp = fsdp ? layout.data_degree : 1;
+  degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
+  degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
   degrees.tensor = layout.tensor_degree;
   if (plan.pipeline_axis >= 0) {
     degrees.pipeline = topology.axes.at(plan.pipeline_axis).size;
@@ -346,16 +355,42 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
       if (data && last_microbatch) {
         // Gradients leave as soon as the block's backward is done; nothing waits on them but
-        // the optimizer.
-        grad_ops.push_back(b.collective(blk.name + (fsdp ? ".reducescatter_grads" : ".allreduce_grads"),
-                                        fsdp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                        plan.data_axes, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
-                                        fsdp ? "fsdp_reducescatter" : "dp_allreduce"));
+        // the optimizer. Across slices (training.md, "scaling beyond a pod"): FSDP reduces
+        // each chip's shard over DCN after the ICI ReduceScatter; plain data parallelism
+        // uses the hierarchical AllReduce (ICI ReduceScatter, DCN AllReduce, ICI AllGather).
+        if (fsdp) {
+          const int scatter = b.collective(blk.name + ".reducescatter_grads", CollectiveKind::ReduceScatter,
+                                           plan.data_axes, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                           "fsdp_reducescatter");
+          grad_ops.push_back(scatter);
+          if (plan.dcn_data_parallel) {
+            ProgramOp op;
+            op.name = blk.name + ".dcn_allreduce_grads";
+            op.collective.kind = CollectiveKind::AllReduce;
+            op.collective.over_dcn = true;
+            op.collective.bytes = blk.weight_bytes_per_group / layout.ici_data_degree;
+            op.after = {scatter};
+            op.layer = blk.layer;
+            op.category = "dcn_allreduce";
+            grad_ops.push_back(b.add(std::move(op)));
+          }
+        } else {
+          ProgramOp op;
+          op.name = blk.name + ".allreduce_grads";
+          op.collective.kind = CollectiveKind::AllReduce;
+          op.collective.axes = plan.data_axes;
+          op.collective.over_dcn = plan.dcn_data_parallel;
+          op.collective.bytes = blk.weight_bytes_per_group;
+          op.after = {bwd_compute[i]};
+          op.layer = blk.layer;
+          op.category = "dp_allreduce";
+          grad_ops.push_back(b.add(std::move(op)));
+        }
       }
     }
   }
   // The optimizer reads gradients, parameters and moments and writes parameters and moments.
-  const double local_params = param_count(model) / (layout.tensor_degree * (fsdp ? layout.data_degree : 1));
+  const double local_params = param_count(model) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   layout.optimizer_s = bytes_touched / chip.hbm_bandwidth_Bps;
   grad_ops.push_back(previous_end);

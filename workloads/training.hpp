@@ -35,6 +35,8 @@ struct TrainingPlan {
   std::vector<int> data_axes;       // mesh axes the batch is split over
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
   std::vector<int> tensor_axes;     // Megatron axes
+  bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
+                                    // gradients reduced across them over DCN (hierarchically)
   int pipeline_axis = -1;           // stages along this axis (its size), -1 for none
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   double global_batch_tokens = 0;   // tokens per step, whole pod
@@ -59,7 +61,8 @@ struct TrainingBlock {
 };
 
 struct TrainingLayout {
-  int data_degree = 1;
+  int data_degree = 1;                 // batch shards: ICI data axes x slices (with DCN data parallelism)
+  int ici_data_degree = 1;             // batch shards within a slice (FSDP shards over these)
   int tensor_degree = 1;
   int chips = 1;
   double tokens_per_data_shard = 0;    // per step
