@@ -19,9 +19,19 @@ enum class HopModel {
   Additive,  // latency plus transfer: T_hop = T_min + b / W
 };
 
+// Part of a mesh axis a collective can run over, as a device mesh reshape makes one: the
+// chips `stride` apart, `size` of them. {1, n} is the whole axis; on a 16-axis, {1, 4} are the
+// 4 neighbours of an inner block (a line: its ends are not neighbours), {4, 4} the 4 chips of
+// an outer ring, each hop 4 links long (and its rings share those links).
+struct AxisSlice {
+  int stride = 1;
+  int size = 0;   // 0: the whole axis
+};
+
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::AllGather;
   std::vector<int> axes;          // mesh axes the collective runs over (may be empty with over_dcn)
+  std::vector<AxisSlice> slices;  // empty, or one per entry of `axes`
   bool over_dcn = false;          // also across slices
   DcnAlgorithm dcn_algorithm = DcnAlgorithm::Hierarchical;
   double bytes = 0;               // V: the book's per-group array size (the gathered result for

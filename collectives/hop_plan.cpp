@@ -1,6 +1,7 @@
 #include "collectives/hop_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -10,9 +11,6 @@ namespace {
 // Pseudo-axis of the flat ring through every chip of every slice.
 constexpr int kFlatAxis = -2;
 
-std::string ici_channel(int axis, int direction) {
-  return "ici" + std::to_string(axis) + (direction > 0 ? "+" : "-");
-}
 
 // The DCN path a -> b split at the switch: the sender's half (its PCIe, its NIC up, the
 // oversubscribed core if any) and the receiver's half (its NIC down, its PCIe down).
@@ -24,32 +22,82 @@ std::pair<std::vector<DirectedLink>, std::vector<DirectedLink>> split_dcn_route(
   return {std::vector<DirectedLink>(route.begin(), split), std::vector<DirectedLink>(split, route.end())};
 }
 
-ChipId chip_at_position(const Topology& topo, ChipId member, int axis, int position) {
-  return topo.ring_order(member, axis).at(position);
-}
+// A ring along (a slice of) one mesh axis: the chips `stride` apart within a block of
+// `size` ring positions. The whole axis is stride 1, size n.
+struct SubRing {
+  int axis = 0;
+  int stride = 1;
+  int size = 1;
+  bool wraps = false;
 
-// Endpoint receiving messages that travel `direction` along `axis` into `chip`.
-int ici_port(const Topology& topo, EndpointRegistry& registry, ChipId chip, int axis, int direction) {
-  std::vector<DirectedLink> in_route;
-  if (auto prev = topo.neighbor(chip, axis, -direction)) {
-    in_route.push_back(*topo.link_toward(*prev, axis, direction));
-  } else {
-    // The end of a line: only a one-way ring's closing hop arrives here, from the far end,
-    // back along the reverse links.
-    const int n = topo.axis_size(axis);
-    ChipId at = chip_at_position(topo, chip, axis, direction > 0 ? n - 1 : 0);
-    while (at != chip) {
-      in_route.push_back(*topo.link_toward(at, axis, -direction));
-      at = *topo.neighbor(at, axis, -direction);
-    }
+  int position(const Topology& topo, ChipId chip) const { return (topo.coords(chip)[axis] / stride) % size; }
+
+  ChipId member(const Topology& topo, ChipId chip, int p) const {
+    auto coords = topo.coords(chip);
+    coords[axis] += (p - position(topo, chip)) * stride;
+    return topo.chip_at(topo.slice_of(chip), coords);
   }
-  return registry.get(chip, ici_channel(axis, direction), in_route);
+
+  // The links from `chip` `steps` physical hops along the axis in `direction` (wrapping only
+  // where the physical axis does).
+  std::vector<DirectedLink> walk(const Topology& topo, ChipId chip, int direction, int steps) const {
+    std::vector<DirectedLink> route;
+    for (int k = 0; k < steps; ++k) {
+      route.push_back(*topo.link_toward(chip, axis, direction));
+      chip = *topo.neighbor(chip, axis, direction);
+    }
+    return route;
+  }
+
+  bool sliced = false;
+
+  // Endpoint channel: the whole axis keeps the plain name shared with point-to-point sends.
+  std::string channel(int direction) const {
+    std::string c = "ici" + std::to_string(axis) + (direction > 0 ? "+" : "-");
+    if (sliced) c += "/" + std::to_string(stride) + "x" + std::to_string(size);
+    return c;
+  }
+
+  // The ring neighbour in `direction`, if the ring has one there (no wrap at a line's end).
+  std::optional<ChipId> neighbour(const Topology& topo, ChipId chip, int direction) const {
+    const int p = position(topo, chip) + direction;
+    if (p >= 0 && p < size) return member(topo, chip, p);
+    if (!wraps) return std::nullopt;
+    return member(topo, chip, (p + size) % size);
+  }
+
+  // Where messages travelling `direction` arrive at `chip`: from the ring predecessor, or at
+  // a line's end from the far end, back along the reverse links (a one-way ring's closing hop).
+  int port(const Topology& topo, EndpointRegistry& registry, ChipId chip, int direction) const {
+    std::vector<DirectedLink> in_route;
+    if (auto prev = neighbour(topo, chip, -direction)) {
+      in_route = walk(topo, *prev, direction, stride);
+    } else {
+      const ChipId far = member(topo, chip, direction > 0 ? size - 1 : 0);
+      in_route = walk(topo, far, -direction, (size - 1) * stride);
+    }
+    return registry.get(chip, channel(direction), in_route);
+  }
+
+  ChipId next(const Topology& topo, ChipId chip, int direction) const {
+    if (auto n = neighbour(topo, chip, direction)) return *n;
+    return member(topo, chip, direction > 0 ? 0 : size - 1);
+  }
+};
+
+SubRing whole_axis(const Topology& topo, int axis) {
+  return SubRing{axis, 1, topo.axis_size(axis), topo.wraps(axis)};
 }
 
-ChipId ici_next(const Topology& topo, ChipId chip, int axis, int direction) {
-  if (auto next = topo.neighbor(chip, axis, direction)) return *next;
-  const int n = topo.axis_size(axis);
-  return chip_at_position(topo, chip, axis, direction > 0 ? 0 : n - 1);
+// The ring a collective runs over a slice of `axis`: a ring only if it spans the whole axis
+// (an outer ring) of a wrapped axis; an inner block is a line.
+SubRing sliced_ring(const Topology& topo, int axis, const AxisSlice& slice) {
+  const bool spans = slice.stride * slice.size == topo.axis_size(axis);
+  return SubRing{axis, slice.stride, slice.size, topo.wraps(axis) && spans, true};
+}
+
+int ici_port(const Topology& topo, EndpointRegistry& registry, ChipId chip, int axis, int direction) {
+  return whole_axis(topo, axis).port(topo, registry, chip, direction);
 }
 
 ChipId same_place_in_slice(const Topology& topo, ChipId chip, int slice) {
@@ -96,14 +144,13 @@ struct RingPlanner {
       }
       return out;
     }
-    const int position = topo.coords(chip)[axis.axis];
-    for (const auto& shape : ring_chains(axis, position, spec.bidirectional)) {
-      const int self = ici_port(topo, registry, chip, axis.axis, shape.direction);
+    const SubRing ring = axis.sliced ? SubRing{axis.axis, axis.stride, axis.size, axis.wraparound, true}
+                                     : whole_axis(topo, axis.axis);
+    for (auto shape : ring_chains(axis, ring.position(topo, chip), spec.bidirectional)) {
+      const int self = ring.port(topo, registry, chip, shape.direction);
       int peer = -1;
-      if (shape.sends() > 0) {
-        peer = ici_port(topo, registry, ici_next(topo, chip, axis.axis, shape.direction), axis.axis,
-                        shape.direction);
-      }
+      if (shape.sends() > 0) peer = ring.port(topo, registry, ring.next(topo, chip, shape.direction), shape.direction);
+      shape.hops *= ring.stride;   // each ring hop crosses `stride` links
       out.push_back({self, peer, shape, phase.message_bytes});
     }
     return out;
@@ -142,8 +189,15 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
     RingAxis flat{kFlatAxis, static_cast<int>(planner.flat_order.size()), true};
     parts = ring_parts(spec.kind, {flat}, spec.bytes);
   } else {
-    for (int a : spec.axes) {
-      if (real_sizes.at(a) > 1) axes.push_back({a, real_sizes[a], topo.wraps(a)});
+    for (size_t i = 0; i < spec.axes.size(); ++i) {
+      const int a = spec.axes[i];
+      const AxisSlice* slice = spec.slices.empty() ? nullptr : &spec.slices[i];
+      if (slice != nullptr && slice->size != 0) {
+        const SubRing ring = sliced_ring(topo, a, *slice);
+        if (ring.size > 1) axes.push_back({a, ring.size, ring.wraps, ring.stride, true});
+      } else if (real_sizes.at(a) > 1) {
+        axes.push_back({a, real_sizes[a], topo.wraps(a)});
+      }
     }
     parts = ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
   }

@@ -27,6 +27,8 @@ struct RingAxis {
   int axis = 0;         // mesh axis index, or kDcnAxis
   int size = 1;         // the real ring length (also when the simulated mesh is reduced)
   bool wraparound = false;
+  int stride = 1;       // chips between ring neighbours along the axis (a slice of it)
+  bool sliced = false;  // a slice of the axis (AxisSlice), not the whole of it
 };
 
 // One ring phase of one part: every chip sends messages of message_bytes along `axis`.

@@ -31,6 +31,10 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
       keep_full.assign(axes, true);  // the flat ring snakes through every chip
     }
     for (int a : op.axes) ring_axis[a] = true;   // AllToAll included: see plan_all_to_all
+    // A slice's rings differ by position along the axis (blocks, shared links): keep it whole.
+    for (size_t i = 0; i < op.slices.size(); ++i) {
+      if (op.slices[i].size != 0) keep_full[op.axes[i]] = true;
+    }
   }
   for (int a = 0; a < axes; ++a) {
     const int n = real.axes[a].size;

@@ -14,7 +14,15 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
   inputs.bidirectional = spec.bidirectional;
   inputs.link_bandwidth_Bps = link_bandwidth_Bps;
   inputs.hop_latency_s = hop_latency_s;
-  for (int a : spec.axes) inputs.axes.push_back({topo.axis_size(a), topo.wraps(a)});
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    const int a = spec.axes[i];
+    if (!spec.slices.empty() && spec.slices[i].size != 0) {
+      const auto& slice = spec.slices[i];
+      inputs.axes.push_back({slice.size, topo.wraps(a) && slice.stride * slice.size == topo.axis_size(a)});
+    } else {
+      inputs.axes.push_back({topo.axis_size(a), topo.wraps(a)});
+    }
+  }
   if (spec.over_dcn && topo.slice_count() > 1) {
     if (spec.kind != CollectiveKind::AllReduce) return false;
     // Hierarchical: the ICI AllReduce's two halves around the DCN AllReduce of each chip's share.
@@ -24,7 +32,9 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
     const double oversubscription = topo.spec().dcn_oversubscription;
     const double dcn_per_chip = chip.dcn_bandwidth_per_host_Bps / chip.chips_per_host / oversubscription;
     int ici_chips = 1;
-    for (int a : spec.axes) ici_chips *= topo.axis_size(a);
+    for (size_t i = 0; i < spec.axes.size(); ++i) {
+      ici_chips *= !spec.slices.empty() && spec.slices[i].size != 0 ? spec.slices[i].size : topo.axis_size(spec.axes[i]);
+    }
     if (spec.dcn_algorithm == DcnAlgorithm::FlatRing) {
       out = FormulaResult{};
       // One chip's traffic crosses each slice boundary: its PCIe link or its host's NIC,
@@ -63,7 +73,9 @@ namespace {
 
 int group_size(const Topology& topo, const CollectiveSpec& spec) {
   int n = 1;
-  for (int a : spec.axes) n *= topo.axis_size(a);
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    n *= !spec.slices.empty() && spec.slices[i].size != 0 ? spec.slices[i].size : topo.axis_size(spec.axes[i]);
+  }
   if (spec.over_dcn) n *= topo.slice_count();
   return n;
 }

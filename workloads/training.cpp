@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -11,25 +12,62 @@ namespace {
 // Blocks per layer (attention, MLP): how far ahead FSDP gathers weights.
 constexpr int kPrefetchBlocks = 2;
 
-int product_of(const TopologySpec& topology, const std::vector<int>& axes) {
+int product_of(const TopologySpec& topology, const std::vector<int>& axes,
+               const std::vector<AxisSlice>& slices = {}) {
   int n = 1;
-  for (int a : axes) n *= topology.axes.at(a).size;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    n *= !slices.empty() && slices[i].size != 0 ? slices[i].size : topology.axes.at(axes[i]).size;
+  }
   return n;
 }
 
+// How one kind of parallelism uses an axis: whole, or one slice of it.
+struct AxisUse {
+  std::string kind;
+  AxisSlice slice;   // size 0: the whole axis
+};
+
+// An axis carries one kind of parallelism, or two over complementary slices of it: an inner
+// block of k neighbours and the outer ring of n/k blocks (stride k).
+void check_axis_uses(const TopologySpec& topology, int axis, const std::vector<AxisUse>& uses) {
+  const std::string& name = topology.axes[axis].name;
+  if (uses.size() == 1) {
+    const auto& s = uses[0].slice;
+    if (s.size != 0 && (s.stride < 1 || s.size < 1 || s.stride * s.size > topology.axes[axis].size ||
+                        topology.axes[axis].size % (s.stride * s.size) != 0)) {
+      throw std::invalid_argument("a slice of axis " + name + " that does not tile it");
+    }
+    return;
+  }
+  if (uses.size() == 2) {
+    const auto& a = uses[0].slice;
+    const auto& b = uses[1].slice;
+    const auto& inner = a.stride == 1 ? a : b;
+    const auto& outer = a.stride == 1 ? b : a;
+    if (inner.size != 0 && outer.size != 0 && inner.stride == 1 && outer.stride == inner.size &&
+        inner.size * outer.size == topology.axes[axis].size) {
+      return;
+    }
+  }
+  throw std::invalid_argument("axis " + name + " carries two kinds of parallelism");
+}
+
 void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
-  std::set<int> used;
-  const std::vector<int> pipeline_axes = plan.pipeline_axis >= 0 ? std::vector<int>{plan.pipeline_axis} : std::vector<int>{};
-  for (const auto* axes : {&plan.data_axes, &plan.tensor_axes, &pipeline_axes}) {
-    for (int a : *axes) {
+  std::map<int, std::vector<AxisUse>> uses;
+  auto note = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices, const std::string& kind) {
+    if (!slices.empty() && slices.size() != axes.size()) throw std::invalid_argument(kind + " slices do not match its axes");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int a = axes[i];
       if (a < 0 || a >= static_cast<int>(topology.axes.size())) {
         throw std::invalid_argument("axis index " + std::to_string(a) + " is not in the mesh");
       }
-      if (!used.insert(a).second) {
-        throw std::invalid_argument("axis " + topology.axes[a].name + " carries two kinds of parallelism");
-      }
+      uses[a].push_back({kind, slices.empty() ? AxisSlice{1, 0} : slices[i]});
     }
-  }
+  };
+  note(plan.data_axes, plan.data_slices, "data");
+  note(plan.tensor_axes, plan.tensor_slices, "tensor");
+  if (plan.pipeline_axis >= 0) note({plan.pipeline_axis}, {}, "pipeline");
+  for (const auto& [axis, list] : uses) check_axis_uses(topology, axis, list);
   if (plan.global_batch_tokens <= 0) throw std::invalid_argument("the global batch must be positive");
   if (plan.sequence_length <= 0 || plan.sequence_length > model.max_sequence_length) {
     throw std::invalid_argument("sequence length " + std::to_string(plan.sequence_length) + " is outside 1.." +
@@ -43,7 +81,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.dcn_data_parallel && plan.pipeline_axis >= 0) {
     throw std::invalid_argument("pipelines with data parallelism over DCN are not supported yet");
   }
-  const double shards = static_cast<double>(product_of(topology, plan.data_axes)) *
+  const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) *
                         (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
     throw std::invalid_argument("a batch of " + std::to_string(sequences) + " sequences does not divide into " +
@@ -53,8 +91,8 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.matmul_efficiency <= 0 || plan.matmul_efficiency > 1) {
     throw std::invalid_argument("matmul efficiency must be in (0, 1]");
   }
-  if (model.heads % product_of(topology, plan.tensor_axes) != 0 &&
-      model.d_ff % product_of(topology, plan.tensor_axes) != 0) {
+  if (model.heads % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0 &&
+      model.d_ff % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0) {
     throw std::invalid_argument("tensor parallelism does not divide the heads or d_ff");
   }
 }
@@ -128,13 +166,15 @@ class ProgramBuilder {
     op.category = std::move(category);
     return add(std::move(op));
   }
-  int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes, double bytes,
-                 std::vector<int> after, int layer, std::string category) {
+  int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes,
+                 const std::vector<AxisSlice>& slices, double bytes, std::vector<int> after, int layer,
+                 std::string category) {
     ProgramOp op;
     op.name = std::move(name);
     op.kind = ProgramOpKind::Collective;
     op.collective.kind = kind;
     op.collective.axes = axes;
+    op.collective.slices = slices;
     op.collective.bytes = bytes;
     op.after = clean(std::move(after));
     op.layer = layer;
@@ -233,7 +273,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   ProgramBuilder tail(std::move(program));
   std::vector<int> done(backward.begin(), backward.end());
   if (layout.data_degree > 1) {
-    const int reduce = tail.collective("allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
+    const int reduce = tail.collective("allreduce_grads", CollectiveKind::AllReduce, plan.data_axes, plan.data_slices,
                                        stage_params * model.param_bytes, backward, -1, "dp_allreduce");
     done.push_back(reduce);
   }
@@ -251,9 +291,9 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                          TrainingLayout& layout) {
   check_plan(model, plan, topology);
   const ChipSpec& chip = topology.chip;
-  layout.ici_data_degree = product_of(topology, plan.data_axes);
+  layout.ici_data_degree = product_of(topology, plan.data_axes, plan.data_slices);
   layout.data_degree = layout.ici_data_degree * (plan.dcn_data_parallel ? topology.slices : 1);
-  layout.tensor_degree = product_of(topology, plan.tensor_axes);
+  layout.tensor_degree = product_of(topology, plan.tensor_axes, plan.tensor_slices);
   layout.chips = product_of(topology, [&] {
     std::vector<int> all(topology.axes.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
@@ -304,7 +344,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         // Prefetch a layer ahead: block i's weights may arrive while the layer before it computes,
         // so at most two layers' gathered weights are in HBM (the block a layer back is done).
         fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, blk.weight_bytes_per_group,
+                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
                                      {i > 0 ? fwd_gather[i - 1] : -1,
                                       i > kPrefetchBlocks ? fwd_compute[i - kPrefetchBlocks - 1] : forward_start},
                                      blk.layer, "fsdp_allgather");
@@ -312,7 +352,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
       if (tensor) {
         inputs = {b.collective(mb + blk.name + ".fwd.allgather_activations", CollectiveKind::AllGather,
-                               plan.tensor_axes, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
+                               plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
         if (fsdp) inputs.push_back(fwd_gather[i]);
       }
       fwd_compute[i] = b.compute(mb + blk.name + ".fwd", blk.forward_s, blk.forward_flops_per_chip, inputs, blk.layer,
@@ -320,7 +360,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       previous_end = fwd_compute[i];
       if (tensor) {
         previous_end = b.collective(mb + blk.name + ".fwd.reducescatter_activations", CollectiveKind::ReduceScatter,
-                                    plan.tensor_axes, blk.activation_bytes_per_group, {fwd_compute[i]}, blk.layer,
+                                    plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, {fwd_compute[i]}, blk.layer,
                                     "tp_reducescatter");
       }
     }
@@ -333,7 +373,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       std::vector<int> inputs{previous_end};
       if (fsdp) {
         bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, blk.weight_bytes_per_group,
+                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
                                      {i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1],
                                       i + kPrefetchBlocks + 1 < n ? bwd_compute[i + kPrefetchBlocks + 1] : backward_start},
                                      blk.layer, "fsdp_allgather");
@@ -341,7 +381,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
       if (tensor) {
         inputs = {b.collective(mb + blk.name + ".bwd.allgather_activations", CollectiveKind::AllGather,
-                               plan.tensor_axes, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
+                               plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
         if (fsdp) inputs.push_back(bwd_gather[i]);
       }
       bwd_compute[i] = b.compute(mb + blk.name + ".bwd", blk.backward_s, 2 * blk.forward_flops_per_chip, inputs,
@@ -350,7 +390,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       last_compute_all = bwd_compute[i];
       if (tensor) {
         previous_end = b.collective(mb + blk.name + ".bwd.reducescatter_activations", CollectiveKind::ReduceScatter,
-                                    plan.tensor_axes, blk.activation_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                    plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, {bwd_compute[i]}, blk.layer,
                                     "tp_reducescatter");
       }
       if (data && last_microbatch) {
@@ -360,7 +400,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         // uses the hierarchical AllReduce (ICI ReduceScatter, DCN AllReduce, ICI AllGather).
         if (fsdp) {
           const int scatter = b.collective(blk.name + ".reducescatter_grads", CollectiveKind::ReduceScatter,
-                                           plan.data_axes, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                           plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
                                            "fsdp_reducescatter");
           grad_ops.push_back(scatter);
           if (plan.dcn_data_parallel) {
@@ -379,6 +419,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
           op.name = blk.name + ".allreduce_grads";
           op.collective.kind = CollectiveKind::AllReduce;
           op.collective.axes = plan.data_axes;
+          op.collective.slices = plan.data_slices;
           op.collective.over_dcn = plan.dcn_data_parallel;
           op.collective.bytes = blk.weight_bytes_per_group;
           op.after = {bwd_compute[i]};

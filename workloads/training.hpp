@@ -33,8 +33,11 @@ enum class PipelineSchedule {
 
 struct TrainingPlan {
   std::vector<int> data_axes;       // mesh axes the batch is split over
+  std::vector<AxisSlice> data_slices;   // empty, or per data axis: the part of it used
+                                        // (a device mesh reshape: inner block or outer ring)
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
   std::vector<int> tensor_axes;     // Megatron axes
+  std::vector<AxisSlice> tensor_slices; // as data_slices
   bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
                                     // gradients reduced across them over DCN (hierarchically)
   int pipeline_axis = -1;           // stages along this axis (its size), -1 for none
