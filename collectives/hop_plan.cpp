@@ -89,10 +89,10 @@ SubRing whole_axis(const Topology& topo, int axis) {
   return SubRing{axis, 1, topo.axis_size(axis), topo.wraps(axis)};
 }
 
-// The ring a collective runs over a slice of `axis`: a ring only if it spans the whole axis
-// (an outer ring) of a wrapped axis; an inner block is a line.
-SubRing sliced_ring(const Topology& topo, int axis, const AxisSlice& slice) {
-  const bool spans = slice.stride * slice.size == topo.axis_size(axis);
+// The ring a collective runs over a slice of `axis` (true length `real_size`): a ring only if
+// it spans the whole axis (an outer ring) of a wrapped axis; an inner block is a line.
+SubRing sliced_ring(const Topology& topo, int axis, const AxisSlice& slice, int real_size) {
+  const bool spans = slice.stride * slice.size == real_size;
   return SubRing{axis, slice.stride, slice.size, topo.wraps(axis) && spans, true};
 }
 
@@ -144,8 +144,11 @@ struct RingPlanner {
       }
       return out;
     }
-    const SubRing ring = axis.sliced ? SubRing{axis.axis, axis.stride, axis.size, axis.wraparound, true}
-                                     : whole_axis(topo, axis.axis);
+    // Neighbours are found on the simulated mesh, which may hold fewer blocks than the real
+    // ring has (symmetry reduction); the schedule keeps the real length.
+    const SubRing ring = !axis.sliced ? whole_axis(topo, axis.axis)
+                         : axis.wraparound ? SubRing{axis.axis, axis.stride, topo.axis_size(axis.axis) / axis.stride, true, true}
+                                           : SubRing{axis.axis, axis.stride, axis.size, false, true};
     for (auto shape : ring_chains(axis, ring.position(topo, chip), spec.bidirectional)) {
       const int self = ring.port(topo, registry, chip, shape.direction);
       int peer = -1;
@@ -193,7 +196,7 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
       const int a = spec.axes[i];
       const AxisSlice* slice = spec.slices.empty() ? nullptr : &spec.slices[i];
       if (slice != nullptr && slice->size != 0) {
-        const SubRing ring = sliced_ring(topo, a, *slice);
+        const SubRing ring = sliced_ring(topo, a, *slice, real_sizes.at(a));
         if (ring.size > 1) axes.push_back({a, ring.size, ring.wraps, ring.stride, true});
       } else if (real_sizes.at(a) > 1) {
         axes.push_back({a, real_sizes[a], topo.wraps(a)});

@@ -22,6 +22,7 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
 
   const int axes = static_cast<int>(real.axes.size());
   std::vector<bool> ring_axis(axes, false), keep_full(axes, false);
+  std::vector<int> period(axes, 0);   // block length of sliced axes
   bool any_dcn = false;
   for (int a : full_axes) keep_full.at(a) = true;
   for (const auto& op : ops) {
@@ -31,9 +32,20 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
       keep_full.assign(axes, true);  // the flat ring snakes through every chip
     }
     for (int a : op.axes) ring_axis[a] = true;   // AllToAll included: see plan_all_to_all
-    // A slice's rings differ by position along the axis (blocks, shared links): keep it whole.
+    // Slices of a wrapped axis into blocks of k repeat every k chips: two blocks stand for
+    // all (each link still carries one hop of every outer ring). Otherwise keep it whole.
     for (size_t i = 0; i < op.slices.size(); ++i) {
-      if (op.slices[i].size != 0) keep_full[op.axes[i]] = true;
+      const auto& slice = op.slices[i];
+      if (slice.size == 0) continue;
+      const int a = op.axes[i];
+      const int n = real.axes[a].size;
+      const int block = slice.stride == 1 ? slice.size : slice.stride;
+      const bool tiles = slice.stride == 1 ? n % slice.size == 0 : slice.stride * slice.size == n;
+      if (!real.axes[a].wraparound || !tiles || n % (2 * block) != 0 ||
+          (period[a] != 0 && period[a] != block)) {
+        keep_full[a] = true;
+      }
+      period[a] = block;
     }
   }
   for (int a = 0; a < axes; ++a) {
@@ -42,6 +54,7 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
     int size = n;
     if (!keep_full[a]) {
       if (!ring_axis[a]) size = 1;
+      else if (period[a] != 0) size = 2 * period[a];
       else if (wraps) size = std::min(n, 2);
       if (any_dcn && size < n) {
         // Keep whole hosts; the reduction needs the host blocks to tile the axis.

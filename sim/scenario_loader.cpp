@@ -388,8 +388,40 @@ void check_chip_count(const Field& field, const TopologySpec& topology) {
     fail(field, std::to_string(chips) + " chips in all; expected at most " + std::to_string(kMaxChips));
 }
 
+// topology.split: {Z: {inner: Zi, outer: Zo, inner_size: 4}}
+void parse_splits(const Field& field, TopologySpec& topology) {
+  const MapReader reader(field, {});
+  for (const auto& entry : reader.entries()) {
+    const int axis = axis_index(topology.axes, entry.name);
+    if (axis < 0) fail(entry.key, "not a mesh axis; the mesh has " + axis_names(topology.axes));
+    const MapReader split(entry.value, {"inner", "outer", "inner_size"});
+    split.reject_unknown();
+    AxisSplit s;
+    s.axis = axis;
+    s.inner = read_name(split.required("inner"), "a logical axis name");
+    s.outer = read_name(split.required("outer"), "a logical axis name");
+    const Field size = split.required("inner_size");
+    const int n = topology.axes[axis].size;
+    s.inner_size = read_int(size, 1, n);
+    if (s.inner_size < 2 || s.inner_size >= n || n % s.inner_size != 0) {
+      fail(size, "expected a divisor of " + entry.name + "'s size " + std::to_string(n) + " between 2 and " +
+                     std::to_string(n / 2));
+    }
+    if (s.inner == s.outer) fail(split.required("outer"), "the same name as inner; expected two different names");
+    for (const auto& name : {s.inner, s.outer}) {
+      if (axis_index(topology.axes, name) >= 0) {
+        fail(split.required(name == s.inner ? "inner" : "outer"), "a mesh axis has that name; expected a new axis name");
+      }
+      for (const auto& other : topology.splits) {
+        if (other.inner == name || other.outer == name) fail(entry.value, "logical axis " + name + " defined twice");
+      }
+    }
+    topology.splits.push_back(s);
+  }
+}
+
 TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
-  const MapReader reader(field, {"mesh", "wraparound", "slices", "dcn_oversubscription"});
+  const MapReader reader(field, {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"});
   reader.reject_unknown();
   TopologySpec topology;
   topology.chip = chip;
@@ -403,6 +435,7 @@ TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
     if (topology.dcn_oversubscription < 1.0)
       fail(*over, "expected a number >= 1 (1 = non-blocking DCN switch)");
   }
+  if (auto split = reader.optional("split")) parse_splits(*split, topology);
   return topology;
 }
 
@@ -724,33 +757,72 @@ TransformerSpec parse_model(const Field& field, int sequence_length) {
   return model;
 }
 
-// Axis names of one kind of parallelism; each axis carries at most one kind, once.
-std::vector<int> parse_plan_axes(const Field& field, const std::vector<MeshAxis>& mesh,
-                                 std::vector<std::pair<int, std::string>>& used, const std::string& kind) {
+// Axis names of one kind of parallelism: mesh axes, or logical axes from topology.split. Each
+// axis carries at most one kind, once; the inner and outer parts of a split axis may carry
+// one kind each.
+struct PlanAxes {
+  std::vector<int> axes;
+  std::vector<AxisSlice> slices;
+};
+
+PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
   std::vector<Field> items;
   if (field.node.IsScalar()) items.push_back(field);   // "data: X" for a single axis
   else items = read_list(field);
-  std::vector<int> indices;
+  PlanAxes out;
+  const auto& mesh = topology.axes;
   for (const Field& item : items) {
-    const int index = axis_index(mesh, read_string(item));
-    if (index < 0) fail(item, "not a mesh axis; the mesh has " + axis_names(mesh));
-    for (const auto& [axis, owner] : used)
-      if (axis == index)
+    const std::string name = read_string(item);
+    int index = axis_index(mesh, name);
+    AxisSlice slice{1, 0};
+    std::string key = name;   // what conflicts: "Z", or "Z:inner" / "Z:outer"
+    if (index < 0) {
+      for (const auto& split : topology.splits) {
+        if (name != split.inner && name != split.outer) continue;
+        index = split.axis;
+        const int n = mesh[split.axis].size;
+        slice = name == split.inner ? AxisSlice{1, split.inner_size} : AxisSlice{split.inner_size, n / split.inner_size};
+        key = mesh[split.axis].name + (name == split.inner ? ":inner" : ":outer");
+      }
+    }
+    if (index < 0) {
+      std::string known = axis_names(mesh);
+      for (const auto& split : topology.splits) known += ", " + split.inner + ", " + split.outer;
+      fail(item, "not a mesh axis; the mesh has " + known);
+    }
+    const std::string physical = mesh[index].name;
+    for (const auto& [other, owner] : used) {
+      const bool clash = other == key || other == physical || (key == physical && other.rfind(physical + ":", 0) == 0);
+      if (clash) {
         fail(item, owner == kind ? "axis listed twice"
                                  : "axis already carries " + owner +
-                                       " parallelism; expected each mesh axis in at most one of data, tensor and pipeline");
-    used.emplace_back(index, kind);
-    indices.push_back(index);
+                                       " parallelism; expected each mesh axis (or each part of a split axis) in at "
+                                       "most one of data, tensor and pipeline");
+      }
+    }
+    used.emplace_back(key, kind);
+    out.axes.push_back(index);
+    out.slices.push_back(slice);
   }
-  return indices;
+  return out;
 }
 
-void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, int slices, TrainingPlan& plan) {
+void parse_parallelism(const Field& field, const TopologySpec& topology, TrainingPlan& plan) {
+  const int slices = topology.slices;
   const MapReader reader(field, {"data", "fsdp", "tensor", "pipeline", "schedule", "dcn_data"});
   reader.reject_unknown();
-  std::vector<std::pair<int, std::string>> used;
-  if (auto data = reader.optional("data")) plan.data_axes = parse_plan_axes(*data, mesh, used, "data");
-  if (auto tensor = reader.optional("tensor")) plan.tensor_axes = parse_plan_axes(*tensor, mesh, used, "tensor");
+  std::vector<std::pair<std::string, std::string>> used;
+  if (auto data = reader.optional("data")) {
+    auto parsed = parse_plan_axes(*data, topology, used, "data");
+    plan.data_axes = parsed.axes;
+    plan.data_slices = parsed.slices;
+  }
+  if (auto tensor = reader.optional("tensor")) {
+    auto parsed = parse_plan_axes(*tensor, topology, used, "tensor");
+    plan.tensor_axes = parsed.axes;
+    plan.tensor_slices = parsed.slices;
+  }
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
@@ -758,7 +830,9 @@ void parse_parallelism(const Field& field, const std::vector<MeshAxis>& mesh, in
   }
   if (auto pipeline = reader.optional("pipeline")) {
     if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it)");
-    plan.pipeline_axis = parse_plan_axes(*pipeline, mesh, used, "pipeline").at(0);
+    const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
+    if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
+    plan.pipeline_axis = parsed.axes.at(0);
     if (plan.fsdp || !plan.tensor_axes.empty()) {
       fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
     }
@@ -788,7 +862,11 @@ std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxi
   if (plan.data_axes.empty() && !plan.dcn_data_parallel) return "1 data shard (no data axes)";
   std::vector<std::string> sizes;
   if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
-  for (int axis : plan.data_axes) sizes.push_back(mesh[axis].name + "=" + std::to_string(mesh[axis].size));
+  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    const int axis = plan.data_axes[i];
+    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
+    sizes.push_back(mesh[axis].name + (part != 0 ? "/" : "=") + std::to_string(part != 0 ? part : mesh[axis].size));
+  }
   return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
 }
 
@@ -803,7 +881,10 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
                           "-token sequences; expected a multiple of sequence_length");
   const int64_t sequences = static_cast<int64_t>(tokens / length);
   int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
-  for (int axis : plan.data_axes) degree *= mesh[axis].size;
+  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
+    degree *= part != 0 ? part : mesh[plan.data_axes[i]].size;
+  }
   const int64_t ways = degree * plan.microbatches;
   if (sequences % ways == 0) return;
   const std::string message =
@@ -825,7 +906,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
-  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology.axes, topology.slices, plan);
+  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, plan);
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
   const Field batch = reader.required("batch_tokens");

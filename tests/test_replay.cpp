@@ -238,3 +238,23 @@ TEST_CASE("slices of an axis: inner blocks are lines, outer rings share the link
     CHECK(reduced.span(0, 0, c).end_s == Approx(full.span(0, 0, c).end_s).epsilon(1e-12));
   }
 }
+
+TEST_CASE("split axis: blocks and outer rings reduced equal the full replay", "[replay][slices][fidelity]") {
+  const double V = 32e6;
+  auto s = make_scenario("v4p", {4, 16}, {collective(CollectiveKind::AllGather, {1}, V),
+                                          collective(CollectiveKind::AllReduce, {0, 1}, V),
+                                          collective(CollectiveKind::ReduceScatter, {1}, V / 3)});
+  s.operations[0].collective.slices = {{1, 4}};           // inner block
+  s.operations[1].collective.slices = {{1, 0}, {4, 4}};   // X whole, Y's outer ring
+  s.operations[2].after = {};                             // concurrent: shares links with both
+  s.operations[2].collective.slices = {{4, 4}};
+  s.topology.axes[0].wraparound = s.topology.axes[1].wraparound = true;
+  auto reduced = run_scenario(s, {});
+  auto full = run_scenario(s, {Fidelity::Full, false, {}});
+  REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
+  for (ChipId c = 0; c < full.topology.chip_count(); ++c) {
+    for (int op = 0; op < 3; ++op) {
+      REQUIRE(reduced.span(op, 0, c).end_s == Approx(full.span(op, 0, c).end_s).epsilon(1e-9));
+    }
+  }
+}

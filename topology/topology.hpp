@@ -19,9 +19,19 @@ struct MeshAxis {
   bool wraparound = false;
 };
 
+// A device-mesh reshape of one physical axis into two logical ones: `inner` is each block of
+// `inner_size` neighbouring chips, `outer` the ring of blocks (chips inner_size apart). The
+// physical links stay as they are; collectives over a logical axis use slices of the axis.
+struct AxisSplit {
+  int axis = 0;
+  std::string inner, outer;
+  int inner_size = 1;
+};
+
 struct TopologySpec {
   ChipSpec chip;
   std::vector<MeshAxis> axes;        // 1 to 3 axes
+  std::vector<AxisSplit> splits;     // logical names for parts of axes (parallelism plans use them)
   int slices = 1;                    // identical slices joined by DCN
   double dcn_oversubscription = 1.0; // 1 = non-blocking DCN switch; k = the core carries 1/k of all NIC bandwidth
 };
