@@ -859,3 +859,34 @@ TEST_CASE("files: missing, a directory, empty, unreadable", "[scenario]") {
     CHECK(load_scenario(path.string()).operations.size() == 2);
   }
 }
+
+TEST_CASE("mesh splits: logical axes in a training plan", "[scenario]") {
+  const std::string split = training_with("  mesh: {X: 4, Y: 4, Z: 4}\n",
+                                          "  mesh: {X: 4, Y: 4, Z: 16}\n  split:\n    Z: {inner: Zi, outer: Zo, inner_size: 4}\n");
+  SECTION("inner and outer parts carry one kind each") {
+    const auto s = load_scenario_text(with("    data: [X, Y]\n", "    data: [X, Y, Zo]\n",
+                                           with("    tensor: [Z]\n", "    tensor: [Zi]\n", split)),
+                                      kFile);
+    REQUIRE(s.training.plan.data_axes == std::vector<int>{0, 1, 2});
+    CHECK(s.training.plan.data_slices[2].stride == 4);
+    CHECK(s.training.plan.data_slices[2].size == 4);
+    CHECK(s.training.plan.tensor_slices[0].stride == 1);
+    CHECK(s.training.plan.tensor_slices[0].size == 4);
+  }
+  SECTION("a split of an axis the mesh lacks") {
+    const auto text = with("    Z: {inner", "    Q: {inner", split);
+    require_error(text, "topology.split.Q", "Q", "    Q: {inner");
+  }
+  SECTION("an inner size that does not divide the axis") {
+    const auto text = with("inner_size: 4}", "inner_size: 5}", split);
+    require_error(text, "topology.split.Z.inner_size", "5", "inner_size: 5");
+  }
+  SECTION("a logical name that is a mesh axis") {
+    const auto text = with("inner: Zi", "inner: X", split);
+    require_error(text, "topology.split.Z.inner", "X", "inner: X");
+  }
+  SECTION("the whole axis and a part of it both used") {
+    const auto text = with("    tensor: [Z]\n", "    tensor: [Zi]\n", with("    data: [X, Y]\n", "    data: [X, Y, Z]\n", split));
+    require_error(text, "workload.parallelism.tensor[0]", "Zi", "    tensor: [Zi]");
+  }
+}
