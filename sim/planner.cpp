@@ -31,6 +31,8 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       c.plan = base;
       c.plan.data_axes = data;
       c.plan.tensor_axes = tensor;
+      c.plan.data_slices.clear();
+      c.plan.tensor_slices.clear();
       c.plan.fsdp = fsdp;
       c.plan.pipeline_axis = -1;
       std::string label;
@@ -40,12 +42,44 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       out.push_back(std::move(c));
     }
   }
+  // Tensor parallelism over a block of k neighbours of one wrapped axis (a device mesh
+  // reshape), data parallelism over the other axes and that axis's ring of blocks: the book's
+  // "1024 FSDP x 4 TP" on a 16x16x16.
+  for (int a = 0; a < axes; ++a) {
+    const int n = topology.axes[a].size;
+    if (!topology.axes[a].wraparound) continue;
+    for (int k : {2, 4, 8}) {
+      if (n % (2 * k) != 0) continue;
+      for (bool fsdp : {false, true}) {
+        PlanCandidate c;
+        c.plan = base;
+        c.plan.fsdp = fsdp;
+        c.plan.pipeline_axis = -1;
+        c.plan.data_axes.clear();
+        c.plan.data_slices.clear();
+        for (int b = 0; b < axes; ++b) {
+          c.plan.data_axes.push_back(b);
+          c.plan.data_slices.push_back(b == a ? AxisSlice{k, n / k} : AxisSlice{1, 0});
+        }
+        c.plan.tensor_axes = {a};
+        c.plan.tensor_slices = {AxisSlice{1, k}};
+        std::string others;
+        for (int b = 0; b < axes; ++b) others += topology.axes[b].name + (b == a ? "/" + std::to_string(k) : "") + ",";
+        others.pop_back();
+        c.label = std::string(fsdp ? "FSDP(" : "DP(") + others + ") + TP(" + topology.axes[a].name + " block of " +
+                  std::to_string(k) + ")";
+        out.push_back(std::move(c));
+      }
+    }
+  }
   for (int p = 0; p < axes; ++p) {
     PlanCandidate c;
     c.plan = base;
     c.plan.fsdp = false;
     c.plan.tensor_axes = {};
     c.plan.data_axes = {};
+    c.plan.data_slices.clear();
+    c.plan.tensor_slices.clear();
     for (int a = 0; a < axes; ++a) {
       if (a != p) c.plan.data_axes.push_back(a);
     }
@@ -121,9 +155,15 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result)
   out += line;
   if (!result.candidates.empty() && result.candidates[0].feasible) {
     const auto& best = result.candidates[0];
-    int data = 1, tensor = 1;
-    for (int a : best.plan.data_axes) data *= scenario.topology.axes[a].size;
-    for (int a : best.plan.tensor_axes) tensor *= scenario.topology.axes[a].size;
+    auto degree = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices) {
+      int d = 1;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        d *= !slices.empty() && slices[i].size != 0 ? slices[i].size : scenario.topology.axes[axes[i]].size;
+      }
+      return d;
+    };
+    const int data = degree(best.plan.data_axes, best.plan.data_slices);
+    const int tensor = degree(best.plan.tensor_axes, best.plan.tensor_slices);
     std::snprintf(line, sizeof line, "simulated winner: %s (data degree %d, tensor degree %d)\n", best.label.c_str(), data,
                   tensor);
     out += line;

@@ -18,8 +18,9 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   s.training.plan.global_batch_tokens = 1024.0 * 64;
   s.training.plan.attention_flops = false;
   const auto result = plan_training(s, nullptr);
-  // 2 axes: 4 data/tensor splits, DP or FSDP where there is a data axis (7), plus 2 pipelines.
-  REQUIRE(result.candidates.size() == 9);
+  // 2 axes: 4 data/tensor splits, DP or FSDP where there is a data axis (7), 2 pipelines,
+  // and TP over a block of 2 on either axis with DP or FSDP over the rest (4).
+  REQUIRE(result.candidates.size() == 13);
   for (size_t i = 1; i < result.candidates.size(); ++i) {
     if (!result.candidates[i].feasible) {
       CHECK_FALSE(result.candidates[i].error.empty());   // e.g. 4 stages for 2 layers
