@@ -192,3 +192,39 @@ TEST_CASE("data parallelism across slices turns compute-bound at B_slice = (S-1)
   const double backward_per_token = high.report.compute_time_s * 2 / 3 / (256 * 1024);
   CHECK(dcn_stream / backward_per_token == Approx(critical).epsilon(0.05));
 }
+
+TEST_CASE("FSDP over two axes turns compute-bound at B/X = C / (2 W_ici)", "[training]") {
+  // training.md:L235: over M_X axes the gathers run M_X times faster, so the critical batch per
+  // chip is 2550 / M_X.
+  const auto topo = v5p_mesh({4, 4});
+  const double critical = topo.chip.bf16_flops_per_s / (2 * topo.chip.ici_bandwidth_Bps) / 2;
+  const auto model = small_model(16);
+  const auto low = simulate(model, fsdp_plan({0, 1}, 1024, 16), topo);
+  const auto high = simulate(model, fsdp_plan({0, 1}, 16 * 1024, 16), topo);
+  CHECK(low.report.exposed_comm_s > 0.3 * low.report.step_time_s);
+  const double per_token = high.report.compute_time_s / (16 * 1024);
+  // The two-axis schedule moves (1 + 1/4) of the book's bytes on a 4x4 (each part's first
+  // phase), which moves the crossover by the same factor.
+  CHECK(low.report.step_time_s / per_token == Approx(critical * 1.25).epsilon(0.05));
+}
+
+TEST_CASE("the book's LLaMA-2 13B on v5p 16x16x16: DP does not fit, FSDP is comms-bound", "[training]") {
+  // training.md:L686-L702, book-cases.md row 53: 3M tokens, 4096 chips.
+  const auto model = *find_model_preset("llama2-13b");
+  const auto topo = v5p_mesh({16, 16, 16});
+  TrainingPlan plan;
+  plan.data_axes = {0, 1, 2};
+  plan.sequence_length = 768;     // 768 tokens a chip: one sequence each
+  plan.global_batch_tokens = 3145728;
+  plan.matmul_efficiency = 0.4;
+  plan.attention_flops = false;
+  TrainingLayout layout;
+  training_program(model, plan, topo, layout);
+  CHECK_FALSE(layout.fits_hbm);   // 13e9 x (2 + 2 + 8) bytes of state per chip > 96 GB
+  plan.fsdp = true;
+  plan.matmul_efficiency = 1.0;   // the book's 850 compares with the peak FLOPs
+  const auto fsdp = simulate(model, plan, topo);
+  CHECK(fsdp.layout.fits_hbm);
+  // 768 tokens a chip, under 2550 / 3 = 850: the gathers cannot hide behind the math.
+  CHECK(fsdp.report.exposed_comm_s > 0.05 * fsdp.report.step_time_s);
+}
