@@ -11,6 +11,17 @@
 namespace podsim {
 namespace {
 
+BenchRow row_of(const std::string& name, const RunResult& run, std::chrono::steady_clock::time_point start) {
+  BenchRow row;
+  row.name = name;
+  row.chips = run.topology.chip_count();
+  row.simulated_chips = run.simulated.chip_count();
+  row.messages = run.replay.messages;
+  row.simulated_time_s = run.total_time_s;
+  row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return row;
+}
+
 BenchRow bench_case(const std::string& name, const std::string& preset, std::vector<int> sizes, CollectiveKind kind,
                     std::vector<int> axes, Fidelity fidelity) {
   Scenario scenario;
@@ -27,15 +38,7 @@ BenchRow bench_case(const std::string& name, const std::string& preset, std::vec
   op.collective.bytes = 1024.0 * 1024 * 1024;
   scenario.operations.push_back(op);
   const auto start = std::chrono::steady_clock::now();
-  const RunResult run = run_scenario(scenario, {fidelity, false, {}});
-  BenchRow row;
-  row.name = name;
-  row.chips = run.topology.chip_count();
-  row.simulated_chips = run.simulated.chip_count();
-  row.messages = run.replay.messages;
-  row.simulated_time_s = run.total_time_s;
-  row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return row;
+  return row_of(name, run_scenario(scenario, {fidelity, false, {}}), start);
 }
 
 // One training step of LLaMA-3 70B, FSDP over X and Y, tensor parallelism over Z, on a
@@ -54,15 +57,7 @@ BenchRow bench_training_step() {
   const auto start = std::chrono::steady_clock::now();
   TrainingLayout layout;
   const auto program = training_program(*find_model_preset("llama3-70b"), plan, topology, layout);
-  const RunResult run = run_program(topology, {}, program, {});
-  BenchRow row;
-  row.name = "llama3-70b step FSDP+TP";
-  row.chips = run.topology.chip_count();
-  row.simulated_chips = run.simulated.chip_count();
-  row.messages = run.replay.messages;
-  row.simulated_time_s = run.total_time_s;
-  row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return row;
+  return row_of("llama3-70b step FSDP+TP", run_program(topology, {}, program, {}), start);
 }
 
 }  // namespace

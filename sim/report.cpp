@@ -127,27 +127,21 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
   for (const auto& op : run.operations) {
     Json o;
     o["name"] = op.name;
-    if (op.compute) {
-      o["kind"] = "compute";
-      o["category"] = op.category;
-      o["layer"] = op.layer;
-      o["repeat"] = op.repeat;
-      o["time_s"] = op.time_s;
-      o["start_s"] = op.start_s;
-      o["end_s"] = op.end_s;
-      ops.push_back(o);
-      continue;
-    }
-    o["kind"] = std::string(to_string(op.kind));
+    o["kind"] = op.compute ? std::string("compute") : std::string(to_string(op.kind));
     if (!op.category.empty()) o["category"] = op.category;
-    o["axes"] = op.axes;
-    o["dcn"] = op.over_dcn;
-    o["bytes"] = op.bytes;
+    if (op.layer >= 0) o["layer"] = op.layer;
     o["repeat"] = op.repeat;
-    o["group_size"] = op.group_size;
     o["time_s"] = op.time_s;
     o["start_s"] = op.start_s;
     o["end_s"] = op.end_s;
+    if (op.compute) {
+      ops.push_back(o);
+      continue;
+    }
+    o["axes"] = op.axes;
+    o["dcn"] = op.over_dcn;
+    o["bytes"] = op.bytes;
+    o["group_size"] = op.group_size;
     o["algbw_Bps"] = op.algbw_Bps;
     o["busbw_Bps"] = op.busbw_Bps;
     if (op.has_analytic) {
