@@ -261,17 +261,18 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   sg4::Engine engine(&argc, argv);
   // Actors alive at once: one per (op, chip) from the start, plus the short-lived ones of
   // the ops in flight (a few at a time: a program's ops mostly wait on each other).
-  size_t max_actors = 0, largest_op = 0;
+  size_t max_actors = 0, largest_op = 0, collectives = 0;
   for (const auto& op : ops) {
     max_actors += topo.chip_count();
     if (!op.plan) continue;
+    ++collectives;
     size_t transient = 0;
     for (const auto& chip : op.plan->chips) {
       transient += chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
     }
     largest_op = std::max(largest_op, transient);
   }
-  max_actors += 16 * largest_op;
+  max_actors += std::min<size_t>(16, collectives) * largest_op;
   configure_engine(engine, max_actors);
   std::vector<std::pair<int, int>> pairs;
   bool explicit_routes = false;
