@@ -84,9 +84,9 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) *
                         (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
-    throw std::invalid_argument("a batch of " + std::to_string(sequences) + " sequences does not divide into " +
-                                std::to_string(static_cast<long long>(shards)) +
-                                " data shards x microbatches");
+    throw std::invalid_argument("a batch of " + std::to_string(static_cast<long long>(sequences)) +
+                                " sequences does not divide into " + std::to_string(static_cast<long long>(shards)) +
+                                " (data shards x microbatches)");
   }
   if (plan.matmul_efficiency <= 0 || plan.matmul_efficiency > 1) {
     throw std::invalid_argument("matmul efficiency must be in (0, 1]");
