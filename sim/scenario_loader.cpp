@@ -810,7 +810,7 @@ PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
 
 void parse_parallelism(const Field& field, const TopologySpec& topology, TrainingPlan& plan) {
   const int slices = topology.slices;
-  const MapReader reader(field, {"data", "fsdp", "tensor", "pipeline", "schedule", "dcn_data"});
+  const MapReader reader(field, {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"});
   reader.reject_unknown();
   std::vector<std::pair<std::string, std::string>> used;
   if (auto data = reader.optional("data")) {
@@ -824,6 +824,7 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, Trainin
     plan.tensor_slices = parsed.slices;
   }
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+  if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");

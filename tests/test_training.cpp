@@ -228,3 +228,41 @@ TEST_CASE("the book's LLaMA-2 13B on v5p 16x16x16: DP does not fit, FSDP is comm
   // 768 tokens a chip, under 2550 / 3 = 850: the gathers cannot hide behind the math.
   CHECK(fsdp.report.exposed_comm_s > 0.05 * fsdp.report.step_time_s);
 }
+
+TEST_CASE("FSDP+TP with collective matmuls is compute-bound above B/N = 2550^2 / (M_X M_Y F)", "[training]") {
+  // training.md:L484-L486: FSDP over X (weights, 4DF/(Y W M_X) a layer) and TP over Y
+  // (activations, 4BD/(X W M_Y)) against 4BDF/(NC) of math. At the best split both equal the
+  // math exactly when B/N = alpha^2/(M_X M_Y F); here X = Y = 16 is that split for
+  // F = N alpha / 16 (one axis each: M_X = M_Y = 1).
+  const auto square = v5p_mesh({16, 16});
+  const double alpha = square.chip.bf16_flops_per_s / (2 * square.chip.ici_bandwidth_Bps);
+  auto model = small_model(16);   // enough layers that the step's edges stay small
+  model.d_ff = static_cast<int>(256 * alpha / 16);
+  model.max_sequence_length = 1 << 20;
+  const double threshold = alpha * alpha / model.d_ff;   // tokens per chip
+  // X_opt = sqrt(B/F * N) doubles at 4x the batch: 32 x 8 is the best split there.
+  auto run_at = [&](double tokens_per_chip, const TopologySpec& topo) {
+    TrainingPlan p;
+    p.data_axes = {0};
+    p.fsdp = true;
+    p.tensor_axes = {1};
+    p.tensor_overlap = true;
+    p.attention_flops = false;
+    p.sequence_length = 16;
+    p.global_batch_tokens = std::round(tokens_per_chip * 256 / (16 * 32)) * 16 * 32;
+    return simulate(model, p, topo).report;
+  };
+  const auto below = run_at(threshold / 4, square);
+  const auto above = run_at(threshold * 4, v5p_mesh({32, 8}));
+  INFO("threshold " << threshold << " tokens a chip");
+  std::string by_axis;
+  for (const auto& [axis, t] : above.exposed_comm_by_axis_s) by_axis += axis + " " + std::to_string(t) + " ";
+  INFO("exposed above: " << by_axis << " compute " << above.compute_time_s);
+  CHECK(below.exposed_comm_s > 0.3 * below.step_time_s);
+  // Above it the weight gathers hide completely; what remains exposed is tensor-parallel
+  // traffic of the attention blocks, which move the same activations as the MLP for a
+  // fraction of its math (the book's threshold counts the MLP's F).
+  CHECK(above.exposed_comm_by_axis_s.count("X") == 1);
+  CHECK(above.exposed_comm_by_axis_s.at("X") < 0.01 * above.step_time_s);
+  CHECK(above.exposed_comm_s / above.step_time_s < below.exposed_comm_s / below.step_time_s / 3);
+}

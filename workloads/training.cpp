@@ -330,69 +330,90 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
   std::vector<int> grad_ops;
-  int previous_end = -1;   // the op whose end lets the next block start (data dependency)
+  std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
+
+  // One block's pass: its matmuls, and under tensor parallelism the activations gathered
+  // before and the partial sums scattered after. Blocking by default; with tensor_overlap a
+  // collective matmul (sharding.md, "collective matmuls"): the gather streams in while the
+  // first matmul runs, the scatter streams out while the second runs.
+  struct BlockOps {
+    int last_compute = -1;
+    std::vector<int> end;
+  };
+  auto emit_block = [&](const std::string& name, const TrainingBlock& blk, double seconds, double flops,
+                        std::vector<int> inputs, const char* category) {
+    BlockOps ops;
+    if (!tensor) {
+      ops.last_compute = b.compute(name, seconds, flops, inputs, blk.layer, category);
+      ops.end = {ops.last_compute};
+      return ops;
+    }
+    const double bytes = blk.activation_bytes_per_group;
+    if (!plan.tensor_overlap) {
+      const int gather = b.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan.tensor_axes,
+                                      plan.tensor_slices, bytes, inputs, blk.layer, "tp_allgather");
+      inputs.push_back(gather);
+      ops.last_compute = b.compute(name, seconds, flops, inputs, blk.layer, category);
+      ops.end = {b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan.tensor_axes,
+                              plan.tensor_slices, bytes, {ops.last_compute}, blk.layer, "tp_reducescatter")};
+      return ops;
+    }
+    const int gather = b.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan.tensor_axes,
+                                    plan.tensor_slices, bytes, inputs, blk.layer, "tp_allgather");
+    const int first = b.compute(name + ".matmul1", seconds / 2, flops / 2, inputs, blk.layer, category);
+    const int second = b.compute(name + ".matmul2", seconds / 2, flops / 2, {first, gather}, blk.layer, category);
+    const int scatter = b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter,
+                                     plan.tensor_axes, plan.tensor_slices, bytes, {first, gather}, blk.layer,
+                                     "tp_reducescatter");
+    ops.last_compute = second;
+    ops.end = {second, scatter};
+    return ops;
+  };
+
   for (int m = 0; m < plan.microbatches; ++m) {
     const std::string mb = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
     // Forward.
     std::vector<int> fwd_compute(n, -1), fwd_gather(n, -1);
-    const int forward_start = previous_end;
+    const std::vector<int> forward_start = previous_end;
     for (int i = 0; i < n; ++i) {
       const auto& blk = blocks[i];
-      std::vector<int> inputs{previous_end};
+      std::vector<int> inputs = previous_end;
       if (fsdp) {
         // Prefetch a layer ahead: block i's weights may arrive while the layer before it computes,
         // so at most two layers' gathered weights are in HBM (the block a layer back is done).
+        std::vector<int> after = i > kPrefetchBlocks ? std::vector<int>{fwd_compute[i - kPrefetchBlocks - 1]} : forward_start;
+        if (i > 0) after.push_back(fwd_gather[i - 1]);
         fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
-                                     {i > 0 ? fwd_gather[i - 1] : -1,
-                                      i > kPrefetchBlocks ? fwd_compute[i - kPrefetchBlocks - 1] : forward_start},
-                                     blk.layer, "fsdp_allgather");
+                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
+                                     "fsdp_allgather");
         inputs.push_back(fwd_gather[i]);
       }
-      if (tensor) {
-        inputs = {b.collective(mb + blk.name + ".fwd.allgather_activations", CollectiveKind::AllGather,
-                               plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
-        if (fsdp) inputs.push_back(fwd_gather[i]);
-      }
-      fwd_compute[i] = b.compute(mb + blk.name + ".fwd", blk.forward_s, blk.forward_flops_per_chip, inputs, blk.layer,
-                                 "forward");
-      previous_end = fwd_compute[i];
-      if (tensor) {
-        previous_end = b.collective(mb + blk.name + ".fwd.reducescatter_activations", CollectiveKind::ReduceScatter,
-                                    plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, {fwd_compute[i]}, blk.layer,
-                                    "tp_reducescatter");
-      }
+      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward");
+      fwd_compute[i] = ops.last_compute;
+      previous_end = ops.end;
     }
     // Backward, last block first.
     std::vector<int> bwd_compute(n, -1), bwd_gather(n, -1);
     const bool last_microbatch = m + 1 == plan.microbatches;
-    const int backward_start = previous_end;
+    const std::vector<int> backward_start = previous_end;
     for (int i = n - 1; i >= 0; --i) {
       const auto& blk = blocks[i];
-      std::vector<int> inputs{previous_end};
+      std::vector<int> inputs = previous_end;
       if (fsdp) {
+        std::vector<int> after =
+            i + kPrefetchBlocks + 1 < n ? std::vector<int>{bwd_compute[i + kPrefetchBlocks + 1]} : backward_start;
+        after.push_back(i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1]);
         bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
-                                     {i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1],
-                                      i + kPrefetchBlocks + 1 < n ? bwd_compute[i + kPrefetchBlocks + 1] : backward_start},
-                                     blk.layer, "fsdp_allgather");
+                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
+                                     "fsdp_allgather");
         inputs.push_back(bwd_gather[i]);
       }
-      if (tensor) {
-        inputs = {b.collective(mb + blk.name + ".bwd.allgather_activations", CollectiveKind::AllGather,
-                               plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, inputs, blk.layer, "tp_allgather")};
-        if (fsdp) inputs.push_back(bwd_gather[i]);
-      }
-      bwd_compute[i] = b.compute(mb + blk.name + ".bwd", blk.backward_s, 2 * blk.forward_flops_per_chip, inputs,
-                                 blk.layer, "backward");
-      previous_end = bwd_compute[i];
-      last_compute_all = bwd_compute[i];
-      if (tensor) {
-        previous_end = b.collective(mb + blk.name + ".bwd.reducescatter_activations", CollectiveKind::ReduceScatter,
-                                    plan.tensor_axes, plan.tensor_slices, blk.activation_bytes_per_group, {bwd_compute[i]}, blk.layer,
-                                    "tp_reducescatter");
-      }
+      const auto ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs,
+                                  "backward");
+      bwd_compute[i] = ops.last_compute;
+      last_compute_all = ops.last_compute;
+      previous_end = ops.end;
       if (data && last_microbatch) {
         // Gradients leave as soon as the block's backward is done; nothing waits on them but
         // the optimizer. Across slices (training.md, "scaling beyond a pod"): FSDP reduces
@@ -434,7 +455,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   const double local_params = param_count(model) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   layout.optimizer_s = bytes_touched / chip.hbm_bandwidth_Bps;
-  grad_ops.push_back(previous_end);
+  grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
   b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
 

@@ -38,6 +38,7 @@ struct TrainingPlan {
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
   std::vector<int> tensor_axes;     // Megatron axes
   std::vector<AxisSlice> tensor_slices; // as data_slices
+  bool tensor_overlap = false;      // collective matmuls: TP gathers/scatters overlap the matmuls
   bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
                                     // gradients reduced across them over DCN (hierarchically)
   int pipeline_axis = -1;           // stages along this axis (its size), -1 for none
