@@ -32,8 +32,9 @@ void set_verbosity(int verbose) {
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) != 0; }
 
 int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& fidelity,
-                const std::string& detail, bool reproducible) {
-  const Scenario scenario = load_scenario(scenario_path);
+                const std::string& detail, bool reproducible, bool strict) {
+  Scenario scenario = load_scenario(scenario_path);
+  if (strict) scenario.training.strict_memory = true;
   RunOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
@@ -192,6 +193,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"collectives", "hops"}))
       ->capture_default_str();
   run->add_flag("--reproducible", reproducible, "write wall_time_s as 0 so outputs are byte-identical");
+  bool strict = false;
+  run->add_flag("--strict", strict, "training: a plan that does not fit in HBM is an error (exit 2), not a report");
 
   auto* validate = app.add_subcommand("validate", "simulated collectives vs the book's formulas over a grid");
   std::string csv_path;
@@ -217,7 +220,7 @@ int main(int argc, char** argv) {
   }
   set_verbosity(verbose);
   try {
-    if (run->parsed()) return run_command(scenario_path, out_dir, fidelity, detail, reproducible);
+    if (run->parsed()) return run_command(scenario_path, out_dir, fidelity, detail, reproducible, strict);
     if (validate->parsed()) return validate_command(csv_path, quick);
     if (presets->parsed()) return presets_command();
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);

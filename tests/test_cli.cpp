@@ -110,3 +110,27 @@ TEST_CASE("validate --quick: every row within 1% or its effect named", "[cli]") 
   CHECK(text.find("unexplained") == std::string::npos);
   CHECK(result.out.find("0 unexplained") != std::string::npos);
 }
+
+TEST_CASE("a training plan that does not fit: reported, or an error with --strict", "[cli]") {
+  const auto input = write_scenario("nofit.yaml", R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2}, wraparound: {X: true}}
+workload:
+  kind: training
+  model: llama2-13b
+  batch_tokens: 8192
+  sequence_length: 4096
+  parallelism: {data: [X]}
+)");
+  // 13e9 parameters replicated with Adam: 12 bytes each, far over 96 GB.
+  const auto out = fresh_dir("nofit-out");
+  auto reported = run_podsim("run " + input.string() + " -o " + out.string());
+  INFO(reported.err);
+  REQUIRE(reported.exit_code == 0);
+  CHECK(reported.out.find("DOES NOT FIT") != std::string::npos);
+  const auto strict_out = fresh_dir("nofit-strict");
+  auto strict = run_podsim("run " + input.string() + " -o " + strict_out.string() + " --strict");
+  CHECK(strict.exit_code == 2);
+  CHECK(strict.err.find("nofit.yaml") != std::string::npos);
+  CHECK_FALSE(fs::exists(strict_out / "summary.json"));
+}
