@@ -116,12 +116,14 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                                    {"activations", training->memory.activations_bytes}};
     j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
     j["fits_hbm"] = training->fits_hbm;
-    Json layers = Json::array();
+    // Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
+    Json layers = Json::object();
     for (const auto& l : training->per_layer) {
-      layers.push_back({{"block", l.block}, {"t_math_s", l.t_math_s}, {"t_comms_s", l.t_comms_s},
-                        {"book_t_math_s", l.book_t_math_s}, {"book_t_comms_s", l.book_t_comms_s}});
+      layers[l.block] = {{"t_math_s", l.t_math_s}, {"t_comms_s", l.t_comms_s}, {"book_t_math_s", l.book_t_math_s},
+                         {"book_t_comms_s", l.book_t_comms_s}};
     }
     j["per_layer"] = layers;
+    j["per_layer_index"] = scenario.training.model.layers / 2;
   }
   Json ops = Json::array();
   for (const auto& op : run.operations) {
