@@ -119,7 +119,11 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     // Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
     Json layers = Json::object();
     for (const auto& l : training->per_layer) {
-      layers[l.block] = {{"t_math_s", l.t_math_s}, {"t_comms_s", l.t_comms_s}, {"book_t_math_s", l.book_t_math_s},
+      layers[l.block] = {{"t_math_s", l.t_math_s},
+                         {"t_comms_s", l.t_comms_s},
+                         {"t_math_forward_s", l.t_math_forward_s},
+                         {"t_comms_forward_s", l.t_comms_forward_s},
+                         {"book_t_math_s", l.book_t_math_s},
                          {"book_t_comms_s", l.book_t_comms_s}};
     }
     j["per_layer"] = layers;

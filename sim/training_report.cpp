@@ -108,12 +108,15 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
       const bool match = name.rfind(prefix, 0) == 0 || name.find("." + prefix) != std::string::npos;
       if (!match) continue;
       const auto& result = run.operations[i];
+      const bool forward = name.find(".fwd") != std::string::npos;
       if (op.kind == ProgramOpKind::Compute) {
         cost.t_math_s += result.time_s;
         cost.book_t_math_s += op.flops / peak;
+        if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;
         if (result.has_analytic) cost.book_t_comms_s += result.analytic.time_s;
+        if (forward) cost.t_comms_forward_s += result.time_s;
       }
     }
     report.per_layer.push_back(cost);

@@ -16,6 +16,8 @@ struct LayerCost {          // one block of a representative layer, fwd + bwd
   double t_comms_s = 0;     // simulated time of its collectives, summed
   double book_t_math_s = 0; // FLOPs / (C * efficiency)
   double book_t_comms_s = 0;// the book's closed forms for the same collectives, summed
+  double t_math_forward_s = 0;   // the forward pass alone (the book's per-layer forms are forward)
+  double t_comms_forward_s = 0;
 };
 
 struct TrainingReport {
