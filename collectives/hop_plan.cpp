@@ -329,15 +329,15 @@ int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::ve
 OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry) {
   OpPlan plan;
   plan.chips.resize(topo.chip_count());
-  const int n = topo.axis_size(axis);
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-    const int position = topo.coords(chip)[axis];
-    const int next = position + direction;
-    if (next < 0 || next >= n) continue;   // the ends of the line send nothing
-    const ChipId to = *topo.neighbor(chip, axis, direction);
-    const int src = registry.get(chip, "send-out", {});
-    const int dst = ici_port(topo, registry, to, axis, direction);
-    plan.chips[chip].flows.push_back({src, dst, to, bytes, 1});
+    const auto to = topo.step_along(chip, axis, direction);
+    if (!to) continue;   // the ends of the line send nothing
+    // Between slices the data goes out through the host's PCIe and NIC and in through the
+    // receiver's (the DCN ports); along a mesh axis over the ICI link.
+    const bool dcn = axis == Topology::kSliceAxis;
+    const int src = dcn ? dcn_port(topo, registry, chip) : registry.get(chip, "send-out", {});
+    const int dst = dcn ? dcn_port(topo, registry, *to) : ici_port(topo, registry, *to, axis, direction);
+    plan.chips[chip].flows.push_back({src, dst, *to, bytes, 1});
     plan.chips[chip].done_when_delivered = true;
     plan.messages += 1;
   }

@@ -152,14 +152,12 @@ struct Runtime {
     const ReplayOp& r = ops[op];
     const auto* after = &r.after;
     if (r.position_axis >= 0 && !r.after_at_position.empty()) {
-      after = &r.after_at_position.at(topo.coords(chip)[r.position_axis]);
+      after = &r.after_at_position.at(topo.position_along(chip, r.position_axis));
     }
     for (int dep : *after) op_actors[dep][chip]->join();
     for (const auto& n : r.after_neighbour) {
       // The neighbour inside the line only: a pipeline never wraps round.
-      const int from = topo.coords(chip)[n.axis] - n.direction;
-      if (from < 0 || from >= topo.axis_size(n.axis)) continue;
-      op_actors[n.op][*topo.neighbor(chip, n.axis, -n.direction)]->join();
+      if (auto from = topo.step_along(chip, n.axis, -n.direction)) op_actors[n.op][*from]->join();
     }
   }
 

@@ -119,8 +119,9 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   std::vector<int> full_axes;   // axes whose chips differ by position (pipelines)
   for (const auto& op : program) {
     if (op.kind == ProgramOpKind::Collective) specs.push_back(op.collective);
-    if (op.kind == ProgramOpKind::Send) full_axes.push_back(op.send_axis);
-    if (op.position_axis >= 0) full_axes.push_back(op.position_axis);
+    // Slices are never reduced; mesh axes along which chips differ stay whole.
+    if (op.kind == ProgramOpKind::Send && op.send_axis != Topology::kSliceAxis) full_axes.push_back(op.send_axis);
+    if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) full_axes.push_back(op.position_axis);
   }
   auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, full_axes);
   RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
@@ -181,7 +182,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
     }
     result.time_s = sum / op.repeat;
     if (op.kind == ProgramOpKind::Send) {
-      result.axes.push_back(topology.axes[op.send_axis].name);
+      result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
       result.bytes = op.collective.bytes;
       result.category = op.category;
     } else if (!result.compute) {

@@ -829,8 +829,15 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, Trainin
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
   }
-  if (auto pipeline = reader.optional("pipeline")) {
-    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it)");
+  if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
+                                                   pipeline->node.Scalar() == "slices") {
+    if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
+    if (plan.fsdp || !plan.tensor_axes.empty()) {
+      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
+    }
+    plan.pipeline_axis = Topology::kSliceAxis;
+  } else if (pipeline) {
+    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
     const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
     if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
     plan.pipeline_axis = parsed.axes.at(0);

@@ -24,12 +24,13 @@ Blocker blocking_dependency(const Program& program, const RunResult& run, const 
     }
   };
   const auto* after = &op.after;
-  const auto coords = run.topology.coords(chip);
-  if (op.position_axis >= 0 && !op.after_at_position.empty()) after = &op.after_at_position.at(coords[op.position_axis]);
+  const Topology& topo = run.topology;
+  if (op.position_axis >= 0 && !op.after_at_position.empty()) {
+    after = &op.after_at_position.at(topo.position_along(chip, op.position_axis));
+  }
   for (int dep : *after) consider(dep, chip);
   for (const auto& n : op.after_neighbour) {
-    const int from = coords[n.axis] - n.direction;
-    if (from >= 0 && from < run.topology.axis_size(n.axis)) consider(n.op, *run.topology.neighbor(chip, n.axis, -n.direction));
+    if (auto from = topo.step_along(chip, n.axis, -n.direction)) consider(n.op, *from);
   }
   Blocker blocker;
   if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;

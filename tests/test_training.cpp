@@ -266,3 +266,28 @@ TEST_CASE("FSDP+TP with collective matmuls is compute-bound above B/N = 2550^2 /
   CHECK(above.exposed_comm_by_axis_s.at("X") < 0.01 * above.step_time_s);
   CHECK(above.exposed_comm_s / above.step_time_s < below.exposed_comm_s / below.step_time_s / 3);
 }
+
+TEST_CASE("pipeline stages over slices: sends cross the DCN, the bubble stays (P-1)/(M+P-1)", "[training][pipeline][dcn]") {
+  auto model = small_model(8);
+  model.vocab = 256;
+  auto topo = v5p_mesh({2});
+  topo.slices = 4;
+  TrainingPlan plan;
+  plan.pipeline_axis = Topology::kSliceAxis;
+  plan.data_axes = {0};
+  plan.microbatches = 8;
+  plan.sequence_length = 1024;
+  plan.global_batch_tokens = 1024.0 * 2 * 8;
+  SECTION("with DCN made negligible, the bubble is the schedule's") {
+    topo.chip.dcn_bandwidth_per_host_Bps *= 1e4;
+    topo.chip.pcie_bandwidth_Bps *= 1e4;
+    topo.chip.hop_latency_s = 0;
+    const auto step = simulate(model, plan, topo);
+    CHECK(step.report.pipeline_bubble_fraction == Approx(3.0 / 11).epsilon(0.01));
+  }
+  SECTION("with real DCN, the stage-to-stage sends show on DCN") {
+    const auto step = simulate(model, plan, topo);
+    CHECK(step.report.pipeline_bubble_fraction > 3.0 / 11);
+    CHECK(step.report.exposed_comm_by_axis_s.count("DCN") == 1);
+  }
+}

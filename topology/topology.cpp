@@ -405,4 +405,17 @@ std::string Topology::chip_name(ChipId chip) const {
   return name + ")";
 }
 
+int Topology::position_along(ChipId chip, int axis) const {
+  return axis == kSliceAxis ? slice_of(chip) : coords(chip).at(axis);
+}
+
+int Topology::extent_along(int axis) const { return axis == kSliceAxis ? slice_count() : axis_size(axis); }
+
+std::optional<ChipId> Topology::step_along(ChipId chip, int axis, int direction) const {
+  const int next = position_along(chip, axis) + direction;
+  if (next < 0 || next >= extent_along(axis)) return std::nullopt;
+  if (axis == kSliceAxis) return chip_at(next, coords(chip));
+  return neighbor(chip, axis, direction);
+}
+
 }  // namespace podsim

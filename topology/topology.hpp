@@ -96,6 +96,13 @@ class Topology {
   int diameter() const;                         // max hop distance within a slice
   int bisection_links() const;                  // fewest ICI links cut to halve one slice
 
+  // Positions along a mesh axis or, for kSliceAxis, along the slices (a line: a pipeline of
+  // slices has no wraparound). step_along never wraps.
+  static constexpr int kSliceAxis = 100;
+  int position_along(ChipId chip, int axis) const;
+  int extent_along(int axis) const;
+  std::optional<ChipId> step_along(ChipId chip, int axis, int direction) const;
+
   // DCN path chip -> its host (PCIe) -> NIC -> switch core (if oversubscribed) -> NIC -> host -> chip.
   std::vector<DirectedLink> dcn_route(ChipId a, ChipId b) const;
 

@@ -66,7 +66,10 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   };
   note(plan.data_axes, plan.data_slices, "data");
   note(plan.tensor_axes, plan.tensor_slices, "tensor");
-  if (plan.pipeline_axis >= 0) note({plan.pipeline_axis}, {}, "pipeline");
+  if (plan.pipeline_axis >= 0 && plan.pipeline_axis != Topology::kSliceAxis) note({plan.pipeline_axis}, {}, "pipeline");
+  if (plan.pipeline_axis == Topology::kSliceAxis && topology.slices < 2) {
+    throw std::invalid_argument("a pipeline over slices needs at least two slices");
+  }
   for (const auto& [axis, list] : uses) check_axis_uses(topology, axis, list);
   if (plan.global_batch_tokens <= 0) throw std::invalid_argument("the global batch must be positive");
   if (plan.sequence_length <= 0 || plan.sequence_length > model.max_sequence_length) {
@@ -191,6 +194,11 @@ class ProgramBuilder {
   Program program_;
 };
 
+// Pipeline stages: along a mesh axis, or one per slice (sends then cross the DCN).
+int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
+  return plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes.at(plan.pipeline_axis).size;
+}
+
 // The order a pipeline stage runs its microbatches' forward (F) and backward (B) passes.
 // GPipe: F0..F(M-1), then B0..B(M-1). 1F1B: P-1-s warm-up forwards, then one forward and one
 // backward at a time, then the remaining backwards (Narayanan et al., PipeDream-Flush).
@@ -216,7 +224,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   if (plan.fsdp || !plan.tensor_axes.empty()) {
     throw std::invalid_argument("pipeline parallelism combines with data parallelism only (no FSDP or TP yet)");
   }
-  const int stages = topology.axes.at(plan.pipeline_axis).size;
+  const int stages = stage_count(plan, topology);
   if (stages > model.layers) {
     throw std::invalid_argument(std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) +
                                 " layers: more stages than layers");
@@ -313,7 +321,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
   degrees.tensor = layout.tensor_degree;
   if (plan.pipeline_axis >= 0) {
-    degrees.pipeline = topology.axes.at(plan.pipeline_axis).size;
+    degrees.pipeline = stage_count(plan, topology);
     layout.strategy = std::string(plan.schedule == PipelineSchedule::GPipe ? "PP(GPipe)" : "PP(1F1B)") +
                       (data ? "+DP" : "");
     // Microbatches whose activations a stage holds at once: all under GPipe, at most P under 1F1B.

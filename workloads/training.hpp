@@ -41,7 +41,8 @@ struct TrainingPlan {
   bool tensor_overlap = false;      // collective matmuls: TP gathers/scatters overlap the matmuls
   bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
                                     // gradients reduced across them over DCN (hierarchically)
-  int pipeline_axis = -1;           // stages along this axis (its size), -1 for none
+  int pipeline_axis = -1;           // stages along this axis (its size), Topology::kSliceAxis
+                                    // for one stage per slice, -1 for none
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   double global_batch_tokens = 0;   // tokens per step, whole pod
   int sequence_length = 2048;
