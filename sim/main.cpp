@@ -134,6 +134,19 @@ int plan_command(const std::string& scenario_path, const std::string& out_dir) {
   const PlannerResult result = plan_training(scenario, progress);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   std::cout << planner_table(scenario, result);
+  // A model that fits nowhere on this pod is bad input, not a ranking.
+  double smallest = 1e300;
+  bool any_fits = false;
+  for (const auto& c : result.candidates) {
+    if (!c.feasible) continue;
+    any_fits = any_fits || c.report.fits_hbm;
+    smallest = std::min(smallest, c.report.memory.total_bytes);
+  }
+  if (!any_fits) {
+    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training.model.name,
+                     "fits nowhere on this pod: the leanest plan needs " + human_bytes(smallest) +
+                         " per chip, more than " + human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+  }
   if (!out_dir.empty()) {
     ensure_directory(out_dir);
     OutputFiles files(out_dir);

@@ -808,7 +808,20 @@ PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
   return out;
 }
 
-void parse_parallelism(const Field& field, const TopologySpec& topology, TrainingPlan& plan) {
+// Pipeline stages must each get a whole, equal share of the layers.
+void check_stages(const Field& field, int stages, const TransformerSpec& model) {
+  if (stages > model.layers) {
+    fail(field, std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) + " layers of " +
+                    model.name + "; expected at most one stage per layer");
+  }
+  if (model.layers % stages != 0) {
+    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + std::to_string(stages) +
+                    " stages; expected a stage count dividing the layers");
+  }
+}
+
+void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
+                       TrainingPlan& plan) {
   const int slices = topology.slices;
   const MapReader reader(field, {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"});
   reader.reject_unknown();
@@ -836,11 +849,13 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, Trainin
       fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
     }
     plan.pipeline_axis = Topology::kSliceAxis;
+    check_stages(*pipeline, slices, model);
   } else if (pipeline) {
     if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
     const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
     if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
     plan.pipeline_axis = parsed.axes.at(0);
+    check_stages(*pipeline, topology.axes[plan.pipeline_axis].size, model);
     if (plan.fsdp || !plan.tensor_axes.empty()) {
       fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
     }
@@ -914,7 +929,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
-  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, plan);
+  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, workload.model, plan);
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
   const Field batch = reader.required("batch_tokens");

@@ -134,3 +134,19 @@ workload:
   CHECK(strict.err.find("nofit.yaml") != std::string::npos);
   CHECK_FALSE(fs::exists(strict_out / "summary.json"));
 }
+
+TEST_CASE("plan: a model that fits nowhere is an error", "[cli]") {
+  const auto input = write_scenario("nowhere.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 2}}
+workload:
+  kind: training
+  model: {preset: llama3-405b, layers: 4}
+  batch_tokens: 8192
+  sequence_length: 4096
+)");
+  auto result = run_podsim("plan " + input.string());
+  CHECK(result.exit_code == 2);
+  CHECK(result.err.find("nowhere.yaml") != std::string::npos);
+  CHECK(result.err.find("fits nowhere") != std::string::npos);
+}

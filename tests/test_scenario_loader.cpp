@@ -890,3 +890,16 @@ TEST_CASE("mesh splits: logical axes in a training plan", "[scenario]") {
     require_error(text, "workload.parallelism.tensor[0]", "Zi", "    tensor: [Zi]");
   }
 }
+
+TEST_CASE("pipelines: more stages than layers, or stages that do not divide them", "[scenario]") {
+  const std::string base = with("    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n", "    data: [X, Y]\n    pipeline: Z\n",
+                                with("  model: llama2-13b\n", "  model: {preset: llama2-13b, layers: 2}\n", kTraining));
+  SECTION("more stages than layers") {
+    require_error(base, "workload.parallelism.pipeline", "Z", "    pipeline: Z");
+    CHECK(contains(error_from(base).what(), "4 pipeline stages for 2 layers"));
+  }
+  SECTION("stages that do not divide the layers") {
+    const auto text = with("layers: 2}", "layers: 6}", base);
+    require_error(text, "workload.parallelism.pipeline", "Z", "    pipeline: Z");
+  }
+}
