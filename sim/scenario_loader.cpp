@@ -1,6 +1,7 @@
 // Reads a scenario YAML file into a validated Scenario.
 // The schema (every key, its type, unit, default and meaning) is documented in one place,
-// docs/scenario-schema.md; change it together with this file.
+// docs/scenario-schema.md; change it together with this file, training_loader.cpp (the
+// `workload.kind: training` part) and yaml_fields.cpp (YAML values with locations, and readers).
 //
 // Every problem becomes an InputError naming the file, the 1-based line of the offending node,
 // the dotted key ("workload.operations[1].axes"), the value as written and what was expected.
@@ -11,8 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,214 +22,33 @@
 #include <system_error>
 
 #include "sim/scenario.hpp"
+#include "sim/training_loader.hpp"
 #include "sim/units.hpp"
+#include "sim/yaml_fields.hpp"
 
 namespace podsim {
 namespace {
 
+using yaml_fields::Field;
+using yaml_fields::MapReader;
+using yaml_fields::axis_index;
+using yaml_fields::axis_names;
+using yaml_fields::fail;
+using yaml_fields::join;
+using yaml_fields::kMaxAxisSize;
+using yaml_fields::kMaxChips;
+using yaml_fields::locate;
+using yaml_fields::read_bool;
+using yaml_fields::read_choice;
+using yaml_fields::read_int;
+using yaml_fields::read_list;
+using yaml_fields::read_name;
+using yaml_fields::read_quantity;
+using yaml_fields::read_real;
+using yaml_fields::read_string;
+
 constexpr int kSchemaVersion = 1;
-constexpr int64_t kMaxAxisSize = 4096;
-constexpr int64_t kMaxChips = 1'000'000;     // beyond this a run would not finish anyway
 constexpr uintmax_t kMaxFileBytes = 16u << 20;
-
-// ---- locations and errors ----
-
-// A YAML value with where it came from, so any error about it can name file, line and key.
-struct Field {
-  YAML::Node node;
-  std::string key;         // dotted path, e.g. "workload.operations[1].axes"
-  SourceLocation where;
-};
-
-SourceLocation locate(const std::string& file, const YAML::Mark& mark) {
-  if (mark.is_null() || mark.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, mark.line + 1, mark.column + 1};
-}
-
-// A short, bounded rendering: aliases can make a node contain itself.
-std::string render(const YAML::Node& node, int depth) {
-  if (!node.IsDefined() || node.IsNull()) return "";
-  if (node.IsScalar()) return node.Scalar();
-  if (depth > 2) return "...";
-  const bool is_map = node.IsMap();
-  std::string text = is_map ? "{" : "[";
-  int count = 0;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (count++ > 0) text += ", ";
-    if (count > 6 || text.size() > 80) {
-      text += "...";
-      break;
-    }
-    text += is_map ? render(it->first, depth + 1) + ": " + render(it->second, depth + 1)
-                   : render(*it, depth + 1);
-  }
-  return text + (is_map ? "}" : "]");
-}
-
-[[noreturn]] void fail(const Field& field, const std::string& expected) {
-  throw InputError(field.where, field.key, render(field.node, 0), expected);
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : std::string(separator)) + item;
-  return text;
-}
-
-std::string child_key(const std::string& parent, std::string_view name) {
-  return parent.empty() ? std::string(name) : parent + "." + std::string(name);
-}
-
-// ---- mappings and sequences ----
-
-// A YAML mapping whose keys are checked against the ones the schema allows.
-class MapReader {
- public:
-  struct Entry {
-    std::string name;
-    Field key;     // the key node itself, for errors about the key
-    Field value;
-  };
-
-  MapReader(const Field& self, std::vector<std::string> allowed)
-      : self_(self), allowed_(std::move(allowed)) {
-    if (!self.node.IsMap()) fail(self, "expected a mapping (key: value lines)");
-    for (auto it = self.node.begin(); it != self.node.end(); ++it) add_entry(it->first, it->second);
-  }
-
-  // Unknown keys are errors (design.md, habit 3); a typo must not be silently ignored.
-  void reject_unknown() const {
-    for (const Entry& entry : entries_)
-      if (std::find(allowed_.begin(), allowed_.end(), entry.name) == allowed_.end())
-        fail_key(entry, "unknown key; expected one of: " + join(allowed_));
-  }
-
-  std::optional<Field> optional(std::string_view name) const {
-    for (const Entry& entry : entries_)
-      if (entry.name == name) return entry.value;
-    return std::nullopt;
-  }
-
-  Field required(std::string_view name) const {
-    if (auto field = optional(name)) return *field;
-    throw InputError(self_.where, child_key(self_.key, name), "", "missing required key");
-  }
-
-  // For errors about a key itself (unknown, repeated): locate the key, show its value.
-  [[noreturn]] static void fail_key(const Entry& entry, const std::string& expected) {
-    throw InputError(entry.key.where, entry.key.key, render(entry.value.node, 0), expected);
-  }
-
-  const std::vector<Entry>& entries() const { return entries_; }
-  const Field& self() const { return self_; }
-
- private:
-  void add_entry(const YAML::Node& key, const YAML::Node& value) {
-    Field key_field{key, self_.key, locate(self_.where.file, key.Mark())};
-    if (!key.IsScalar()) fail(key_field, "expected a plain key name");
-    const std::string name = key.Scalar();
-    key_field.key = child_key(self_.key, name);
-    // A null value ("key:" and nothing else) carries the mark of the next line; use the key's.
-    const SourceLocation where = (value.IsNull() || value.Mark().is_null())
-                                     ? key_field.where
-                                     : locate(self_.where.file, value.Mark());
-    const Entry added{name, key_field, Field{value, key_field.key, where}};
-    for (const Entry& entry : entries_)
-      if (entry.name == name)
-        fail_key(added, "key given twice (first at line " + std::to_string(entry.key.where.line) + ")");
-    entries_.push_back(added);
-  }
-
-  Field self_;
-  std::vector<std::string> allowed_;
-  std::vector<Entry> entries_;
-};
-
-std::vector<Field> read_list(const Field& field) {
-  if (!field.node.IsSequence()) fail(field, "expected a list, e.g. [a, b]");
-  std::vector<Field> items;
-  int index = 0;
-  for (const YAML::Node& item : field.node) {
-    SourceLocation where = locate(field.where.file, item.Mark());
-    if (where.line == 0 || item.IsNull()) where = field.where;
-    items.push_back(Field{item, field.key + "[" + std::to_string(index++) + "]", where});
-  }
-  return items;
-}
-
-// ---- scalars ----
-
-std::string read_string(const Field& field) {
-  if (!field.node.IsScalar() || field.node.Scalar().empty()) fail(field, "expected a non-empty string");
-  return field.node.Scalar();
-}
-
-std::string read_name(const Field& field, std::string_view what) {
-  const std::string name = read_string(field);
-  const bool ok = std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-  });
-  if (!ok) fail(field, "expected " + std::string(what) + " made of letters, digits, '_' and '-'");
-  return name;
-}
-
-int64_t read_integer(const Field& field, int64_t min, int64_t max) {
-  const std::string range = "expected a whole number from " + std::to_string(min) + " to " +
-                            std::to_string(max);
-  if (!field.node.IsScalar()) fail(field, range);
-  const std::string& text = field.node.Scalar();
-  int64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || value < min || value > max)
-    fail(field, range);
-  return value;
-}
-
-int read_int(const Field& field, int64_t min, int64_t max) {
-  return static_cast<int>(read_integer(field, min, std::min<int64_t>(max, std::numeric_limits<int>::max())));
-}
-
-// Only true/false: YAML 1.1's yes/no/on/off surprise people (the "Norway problem").
-bool read_bool(const Field& field) {
-  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
-  if (text == "true" || text == "True" || text == "TRUE") return true;
-  if (text == "false" || text == "False" || text == "FALSE") return false;
-  fail(field, "expected true or false");
-}
-
-double read_real(const Field& field) {
-  if (!field.node.IsScalar()) fail(field, "expected a number");
-  const std::string& text = field.node.Scalar();
-  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
-  double value = 0;
-  const auto [ptr, ec] = std::from_chars(begin, text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value))
-    fail(field, "expected a finite number");
-  return value;
-}
-
-// A quantity with units through one of the sim/units.hpp parsers, whose message says what
-// was expected.
-template <typename Parse>
-auto read_quantity(const Field& field, Parse parse) -> decltype(parse(std::string_view{})) {
-  if (!field.node.IsScalar()) fail(field, "expected a quantity with units, as a string");
-  try {
-    return parse(field.node.Scalar());
-  } catch (const std::invalid_argument& error) {
-    fail(field, error.what());
-  }
-}
-
-template <typename Enum>
-Enum read_choice(const Field& field, const std::vector<std::pair<std::string, Enum>>& choices) {
-  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
-  std::vector<std::string> names;
-  for (const auto& [name, value] : choices) {
-    if (name == text) return value;
-    names.push_back(name);
-  }
-  fail(field, "expected one of: " + join(names));
-}
 
 // ---- hardware ----
 
@@ -339,18 +158,6 @@ std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
     fail(field, "expected 1 to " + std::to_string(max_axes) + " axes (" + chip.name + " has a " +
                     std::to_string(chip.max_torus_dims) + "D torus), e.g. {X: 8, Y: 4}");
   return axes;
-}
-
-int axis_index(const std::vector<MeshAxis>& axes, const std::string& name) {
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-std::string axis_names(const std::vector<MeshAxis>& axes) {
-  std::vector<std::string> names;
-  for (const MeshAxis& axis : axes) names.push_back(axis.name);
-  return join(names);
 }
 
 // true, false, or "auto" for the chip's own rule.
@@ -686,268 +493,6 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
   return specs;
 }
 
-// ---- training ----
-
-constexpr int kMaxModelDim = 1 << 30;
-constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
-
-const std::vector<std::string> kModelDims = {"layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"};
-
-const TransformerSpec& read_model_preset(const Field& field) {
-  const std::string name = read_string(field);
-  if (const TransformerSpec* model = find_model_preset(name)) return *model;
-  std::vector<std::string> names;
-  for (const TransformerSpec& model : model_presets()) names.push_back(model.name);
-  fail(field, "unknown model preset; expected one of: " + join(names) + ", or a mapping of the model's shape");
-}
-
-// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ..."); blame
-// that key where the scenario gave it, else the whole model.
-[[noreturn]] void fail_model(const MapReader& reader, const std::string& message) {
-  const size_t start = message.find("': ");
-  std::string key;
-  if (start != std::string::npos) {
-    const size_t end = message.find_first_of(" (", start + 3);
-    key = message.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
-  }
-  // "heads (N) must be a multiple of kv_heads (K)": the override is likelier the kv_heads.
-  if (key == "heads" && message.find("kv_heads") != std::string::npos && reader.optional("kv_heads"))
-    key = "kv_heads";
-  fail(reader.optional(key).value_or(reader.self()), message);
-}
-
-// A preset name, or a mapping: a preset with overrides, or a whole custom shape.
-TransformerSpec parse_model(const Field& field, int sequence_length) {
-  if (field.node.IsScalar()) return read_model_preset(field);
-  const MapReader reader(field, {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim",
-                                 "vocab", "gated_mlp", "tied_embeddings", "max_sequence_length"});
-  reader.reject_unknown();
-  TransformerSpec model;
-  const auto preset = reader.optional("preset");
-  if (preset) {
-    model = read_model_preset(*preset);
-  } else {
-    for (const std::string& dim : kModelDims)
-      if (!reader.optional(dim))
-        fail(field, "missing " + dim + "; without a preset the model needs all of " + join(kModelDims) +
-                        " (or give preset: to start from a published shape)");
-    model.name = "custom";
-    model.max_sequence_length = sequence_length;   // no published limit: whatever is asked
-  }
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
-  set("layers", model.layers, 1);
-  set("d_model", model.d_model, 1);
-  set("d_ff", model.d_ff, 1);
-  set("heads", model.heads, 1);
-  set("kv_heads", model.kv_heads, 1);
-  set("head_dim", model.head_dim, 1);
-  set("vocab", model.vocab, 0);
-  set("max_sequence_length", model.max_sequence_length, 1);
-  if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
-  if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
-  if (auto name = reader.optional("name")) model.name = read_string(*name);
-  else if (preset && reader.entries().size() > 1) model.name += "-modified";
-  try {
-    validate_transformer_spec(model);
-  } catch (const std::invalid_argument& error) {
-    fail_model(reader, error.what());
-  }
-  return model;
-}
-
-// Axis names of one kind of parallelism: mesh axes, or logical axes from topology.split. Each
-// axis carries at most one kind, once; the inner and outer parts of a split axis may carry
-// one kind each.
-struct PlanAxes {
-  std::vector<int> axes;
-  std::vector<AxisSlice> slices;
-};
-
-PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
-                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
-  std::vector<Field> items;
-  if (field.node.IsScalar()) items.push_back(field);   // "data: X" for a single axis
-  else items = read_list(field);
-  PlanAxes out;
-  const auto& mesh = topology.axes;
-  for (const Field& item : items) {
-    const std::string name = read_string(item);
-    int index = axis_index(mesh, name);
-    AxisSlice slice{1, 0};
-    std::string key = name;   // what conflicts: "Z", or "Z:inner" / "Z:outer"
-    if (index < 0) {
-      for (const auto& split : topology.splits) {
-        if (name != split.inner && name != split.outer) continue;
-        index = split.axis;
-        const int n = mesh[split.axis].size;
-        slice = name == split.inner ? AxisSlice{1, split.inner_size} : AxisSlice{split.inner_size, n / split.inner_size};
-        key = mesh[split.axis].name + (name == split.inner ? ":inner" : ":outer");
-      }
-    }
-    if (index < 0) {
-      std::string known = axis_names(mesh);
-      for (const auto& split : topology.splits) known += ", " + split.inner + ", " + split.outer;
-      fail(item, "not a mesh axis; the mesh has " + known);
-    }
-    const std::string physical = mesh[index].name;
-    for (const auto& [other, owner] : used) {
-      const bool clash = other == key || other == physical || (key == physical && other.rfind(physical + ":", 0) == 0);
-      if (clash) {
-        fail(item, owner == kind ? "axis listed twice"
-                                 : "axis already carries " + owner +
-                                       " parallelism; expected each mesh axis (or each part of a split axis) in at "
-                                       "most one of data, tensor and pipeline");
-      }
-    }
-    used.emplace_back(key, kind);
-    out.axes.push_back(index);
-    out.slices.push_back(slice);
-  }
-  return out;
-}
-
-// Pipeline stages must each get a whole, equal share of the layers.
-void check_stages(const Field& field, int stages, const TransformerSpec& model) {
-  if (stages > model.layers) {
-    fail(field, std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) + " layers of " +
-                    model.name + "; expected at most one stage per layer");
-  }
-  if (model.layers % stages != 0) {
-    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + std::to_string(stages) +
-                    " stages; expected a stage count dividing the layers");
-  }
-}
-
-void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
-                       TrainingPlan& plan) {
-  const int slices = topology.slices;
-  const MapReader reader(field, {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"});
-  reader.reject_unknown();
-  std::vector<std::pair<std::string, std::string>> used;
-  if (auto data = reader.optional("data")) {
-    auto parsed = parse_plan_axes(*data, topology, used, "data");
-    plan.data_axes = parsed.axes;
-    plan.data_slices = parsed.slices;
-  }
-  if (auto tensor = reader.optional("tensor")) {
-    auto parsed = parse_plan_axes(*tensor, topology, used, "tensor");
-    plan.tensor_axes = parsed.axes;
-    plan.tensor_slices = parsed.slices;
-  }
-  if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
-  if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
-  if (auto dcn = reader.optional("dcn_data")) {
-    plan.dcn_data_parallel = read_bool(*dcn);
-    if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
-  }
-  if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
-                                                   pipeline->node.Scalar() == "slices") {
-    if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
-    if (plan.fsdp || !plan.tensor_axes.empty()) {
-      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
-    }
-    plan.pipeline_axis = Topology::kSliceAxis;
-    check_stages(*pipeline, slices, model);
-  } else if (pipeline) {
-    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
-    const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
-    if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
-    plan.pipeline_axis = parsed.axes.at(0);
-    check_stages(*pipeline, topology.axes[plan.pipeline_axis].size, model);
-    if (plan.fsdp || !plan.tensor_axes.empty()) {
-      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
-    }
-  }
-  if (auto schedule = reader.optional("schedule")) {
-    if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
-    plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
-                                                             {"1f1b", PipelineSchedule::OneFOneB}});
-  }
-}
-
-double read_batch_tokens(const Field& field) {
-  const std::string expected = "expected a whole number of tokens > 0, e.g. 3145728 or 3.0e6";
-  if (!field.node.IsScalar()) fail(field, expected);
-  const std::string& text = field.node.Scalar();
-  double value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) || value <= 0 ||
-      value != std::floor(value))
-    fail(field, expected);
-  if (value > kMaxBatchTokens) fail(field, "expected at most 2^53 tokens");
-  return value;
-}
-
-std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree,
-                             int slices) {
-  if (plan.data_axes.empty() && !plan.dcn_data_parallel) return "1 data shard (no data axes)";
-  std::vector<std::string> sizes;
-  if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
-  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
-    const int axis = plan.data_axes[i];
-    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
-    sizes.push_back(mesh[axis].name + (part != 0 ? "/" : "=") + std::to_string(part != 0 ? part : mesh[axis].size));
-  }
-  return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
-}
-
-// The batch must be whole sequences, split evenly over the data shards and the microbatches.
-void check_batch(const Field& batch_field, const std::optional<Field>& microbatch_field,
-                 const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int slices) {
-  const double tokens = plan.global_batch_tokens;
-  const double length = plan.sequence_length;
-  const std::string tokens_text = std::to_string(static_cast<int64_t>(tokens));
-  if (std::fmod(tokens, length) != 0.0)
-    fail(batch_field, tokens_text + " tokens is not a whole number of " + std::to_string(plan.sequence_length) +
-                          "-token sequences; expected a multiple of sequence_length");
-  const int64_t sequences = static_cast<int64_t>(tokens / length);
-  int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
-  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
-    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
-    degree *= part != 0 ? part : mesh[plan.data_axes[i]].size;
-  }
-  const int64_t ways = degree * plan.microbatches;
-  if (sequences % ways == 0) return;
-  const std::string message =
-      tokens_text + " tokens = " + std::to_string(sequences) + " sequences of " +
-      std::to_string(plan.sequence_length) + " tokens, which do not divide over " +
-      data_shards_text(plan, mesh, degree, slices) + " x " + std::to_string(plan.microbatches) + " microbatches = " +
-      std::to_string(ways) + "; expected a multiple of " + std::to_string(ways) + " sequences (" +
-      std::to_string(ways * plan.sequence_length) + " tokens)";
-  // When the data shards alone divide the batch, the microbatch count is what breaks it.
-  fail(microbatch_field && sequences % degree == 0 ? *microbatch_field : batch_field, message);
-}
-
-TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
-  TrainingWorkload workload;
-  TrainingPlan& plan = workload.plan;
-  const Field length = reader.required("sequence_length");
-  plan.sequence_length = read_int(length, 1, kMaxModelDim);
-  workload.model = parse_model(reader.required("model"), plan.sequence_length);
-  if (plan.sequence_length > workload.model.max_sequence_length)
-    fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
-                     std::to_string(workload.model.max_sequence_length) + "; expected at most that");
-  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, workload.model, plan);
-  const auto microbatches = reader.optional("microbatches");
-  if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
-  const Field batch = reader.required("batch_tokens");
-  plan.global_batch_tokens = read_batch_tokens(batch);
-  check_batch(batch, microbatches, plan, topology.axes, topology.slices);
-  if (auto checkpointing = reader.optional("checkpointing"))
-    plan.checkpointing = read_choice<Checkpointing>(
-        *checkpointing, {{"none", Checkpointing::None}, {"block", Checkpointing::Block}, {"book", Checkpointing::Book}});
-  if (auto efficiency = reader.optional("matmul_efficiency")) {
-    plan.matmul_efficiency = read_real(*efficiency);
-    if (plan.matmul_efficiency <= 0.0 || plan.matmul_efficiency > 1.0)
-      fail(*efficiency, "expected a fraction in (0, 1]");
-  }
-  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
-  if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
-  return workload;
-}
-
 // ---- workload ----
 
 const std::vector<std::string> kCollectivesKeys = {"kind", "operations"};
@@ -968,7 +513,7 @@ void parse_workload(const Field& field, Scenario& scenario) {
       MapReader::fail_key(entry, std::string("applies only to kind: ") + (training ? "collectives" : "training") +
                                      "; expected one of: " + join(training ? kTrainingKeys : kCollectivesKeys));
   reader.reject_unknown();
-  if (training) scenario.training = parse_training(reader, scenario.topology);
+  if (training) scenario.training = detail::parse_training(reader, scenario.topology);
   else scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
 }
 
@@ -999,24 +544,6 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
   return text.substr(dot + 1);
 }
 
-const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
-                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
-                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction"};
-
-// A top-level summary field, "exposed_comm_by_axis_s.<axis>" or "per_layer.<...>"; returns the
-// name whose suffix gives the unit.
-std::string check_training_field(const Field& field) {
-  const std::string text = read_string(field);
-  if (std::find(kTrainingFields.begin(), kTrainingFields.end(), text) != kTrainingFields.end()) return text;
-  const std::string by_axis = "exposed_comm_by_axis_s.";
-  const std::string per_layer = "per_layer.";
-  if (text.starts_with(by_axis) && text.size() > by_axis.size()) return "exposed_comm_by_axis_s";
-  if (text.starts_with(per_layer) && text.size() > per_layer.size() && !text.ends_with("."))
-    return text.substr(text.rfind('.') + 1);
-  fail(field, "expected one of: " + join(kTrainingFields) +
-                  ", exposed_comm_by_axis_s.<axis> or per_layer.<...>");
-}
-
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   const bool training = scenario.workload_kind == WorkloadKind::Training;
   std::vector<Expectation> expectations;
@@ -1026,7 +553,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     Expectation expectation;
     const Field name = reader.required("field");
     expectation.field = read_string(name);
-    const std::string metric = training ? check_training_field(name) : check_collectives_field(name, scenario.operations);
+    const std::string metric = training ? detail::check_training_field(name) : check_collectives_field(name, scenario.operations);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);
     if (auto tolerance = reader.optional("rel_tolerance")) {

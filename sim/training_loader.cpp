@@ -1,0 +1,318 @@
+// Parses `workload.kind: training` for the scenario loader: the model (a preset or a shape),
+// the parallelism plan (data / fsdp / tensor / pipeline over mesh axes and topology.split parts),
+// batch and microbatch checks, and the fields a training expectation may name.
+// The schema is documented in docs/scenario-schema.md.
+#include "sim/training_loader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace podsim {
+namespace {
+
+using yaml_fields::Field;
+using yaml_fields::MapReader;
+using yaml_fields::axis_index;
+using yaml_fields::axis_names;
+using yaml_fields::fail;
+using yaml_fields::join;
+using yaml_fields::kMaxChips;
+using yaml_fields::read_bool;
+using yaml_fields::read_choice;
+using yaml_fields::read_int;
+using yaml_fields::read_list;
+using yaml_fields::read_real;
+using yaml_fields::read_string;
+
+constexpr int kMaxModelDim = 1 << 30;
+constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
+
+const std::vector<std::string> kModelDims = {"layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"};
+
+const TransformerSpec& read_model_preset(const Field& field) {
+  const std::string name = read_string(field);
+  if (const TransformerSpec* model = find_model_preset(name)) return *model;
+  std::vector<std::string> names;
+  for (const TransformerSpec& model : model_presets()) names.push_back(model.name);
+  fail(field, "unknown model preset; expected one of: " + join(names) + ", or a mapping of the model's shape");
+}
+
+// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ..."); blame
+// that key where the scenario gave it, else the whole model.
+[[noreturn]] void fail_model(const MapReader& reader, const std::string& message) {
+  const size_t start = message.find("': ");
+  std::string key;
+  if (start != std::string::npos) {
+    const size_t end = message.find_first_of(" (", start + 3);
+    key = message.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  }
+  // "heads (N) must be a multiple of kv_heads (K)": the override is likelier the kv_heads.
+  if (key == "heads" && message.find("kv_heads") != std::string::npos && reader.optional("kv_heads"))
+    key = "kv_heads";
+  fail(reader.optional(key).value_or(reader.self()), message);
+}
+
+// A preset name, or a mapping: a preset with overrides, or a whole custom shape.
+TransformerSpec parse_model(const Field& field, int sequence_length) {
+  if (field.node.IsScalar()) return read_model_preset(field);
+  const MapReader reader(field, {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim",
+                                 "vocab", "gated_mlp", "tied_embeddings", "max_sequence_length"});
+  reader.reject_unknown();
+  TransformerSpec model;
+  const auto preset = reader.optional("preset");
+  if (preset) {
+    model = read_model_preset(*preset);
+  } else {
+    for (const std::string& dim : kModelDims)
+      if (!reader.optional(dim))
+        fail(field, "missing " + dim + "; without a preset the model needs all of " + join(kModelDims) +
+                        " (or give preset: to start from a published shape)");
+    model.name = "custom";
+    model.max_sequence_length = sequence_length;   // no published limit: whatever is asked
+  }
+  auto set = [&](std::string_view key, int& target, int64_t min) {
+    if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
+  };
+  set("layers", model.layers, 1);
+  set("d_model", model.d_model, 1);
+  set("d_ff", model.d_ff, 1);
+  set("heads", model.heads, 1);
+  set("kv_heads", model.kv_heads, 1);
+  set("head_dim", model.head_dim, 1);
+  set("vocab", model.vocab, 0);
+  set("max_sequence_length", model.max_sequence_length, 1);
+  if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
+  if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
+  if (auto name = reader.optional("name")) model.name = read_string(*name);
+  else if (preset && reader.entries().size() > 1) model.name += "-modified";
+  try {
+    validate_transformer_spec(model);
+  } catch (const std::invalid_argument& error) {
+    fail_model(reader, error.what());
+  }
+  return model;
+}
+
+// Axis names of one kind of parallelism: mesh axes, or logical axes from topology.split. Each
+// axis carries at most one kind, once; the inner and outer parts of a split axis may carry
+// one kind each.
+struct PlanAxes {
+  std::vector<int> axes;
+  std::vector<AxisSlice> slices;
+};
+
+PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
+  std::vector<Field> items;
+  if (field.node.IsScalar()) items.push_back(field);   // "data: X" for a single axis
+  else items = read_list(field);
+  PlanAxes out;
+  const auto& mesh = topology.axes;
+  for (const Field& item : items) {
+    const std::string name = read_string(item);
+    int index = axis_index(mesh, name);
+    AxisSlice slice{1, 0};
+    std::string key = name;   // what conflicts: "Z", or "Z:inner" / "Z:outer"
+    if (index < 0) {
+      for (const auto& split : topology.splits) {
+        if (name != split.inner && name != split.outer) continue;
+        index = split.axis;
+        const int n = mesh[split.axis].size;
+        slice = name == split.inner ? AxisSlice{1, split.inner_size} : AxisSlice{split.inner_size, n / split.inner_size};
+        key = mesh[split.axis].name + (name == split.inner ? ":inner" : ":outer");
+      }
+    }
+    if (index < 0) {
+      std::string known = axis_names(mesh);
+      for (const auto& split : topology.splits) known += ", " + split.inner + ", " + split.outer;
+      fail(item, "not a mesh axis; the mesh has " + known);
+    }
+    const std::string physical = mesh[index].name;
+    for (const auto& [other, owner] : used) {
+      const bool clash = other == key || other == physical || (key == physical && other.rfind(physical + ":", 0) == 0);
+      if (clash) {
+        fail(item, owner == kind ? "axis listed twice"
+                                 : "axis already carries " + owner +
+                                       " parallelism; expected each mesh axis (or each part of a split axis) in at "
+                                       "most one of data, tensor and pipeline");
+      }
+    }
+    used.emplace_back(key, kind);
+    out.axes.push_back(index);
+    out.slices.push_back(slice);
+  }
+  return out;
+}
+
+// Pipeline stages must each get a whole, equal share of the layers.
+void check_stages(const Field& field, int stages, const TransformerSpec& model) {
+  if (stages > model.layers) {
+    fail(field, std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) + " layers of " +
+                    model.name + "; expected at most one stage per layer");
+  }
+  if (model.layers % stages != 0) {
+    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + std::to_string(stages) +
+                    " stages; expected a stage count dividing the layers");
+  }
+}
+
+void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
+                       TrainingPlan& plan) {
+  const int slices = topology.slices;
+  const MapReader reader(field, {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"});
+  reader.reject_unknown();
+  std::vector<std::pair<std::string, std::string>> used;
+  if (auto data = reader.optional("data")) {
+    auto parsed = parse_plan_axes(*data, topology, used, "data");
+    plan.data_axes = parsed.axes;
+    plan.data_slices = parsed.slices;
+  }
+  if (auto tensor = reader.optional("tensor")) {
+    auto parsed = parse_plan_axes(*tensor, topology, used, "tensor");
+    plan.tensor_axes = parsed.axes;
+    plan.tensor_slices = parsed.slices;
+  }
+  if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+  if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
+  if (auto dcn = reader.optional("dcn_data")) {
+    plan.dcn_data_parallel = read_bool(*dcn);
+    if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
+  }
+  if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
+                                                   pipeline->node.Scalar() == "slices") {
+    if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
+    if (plan.fsdp || !plan.tensor_axes.empty()) {
+      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
+    }
+    plan.pipeline_axis = Topology::kSliceAxis;
+    check_stages(*pipeline, slices, model);
+  } else if (pipeline) {
+    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
+    const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
+    if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
+    plan.pipeline_axis = parsed.axes.at(0);
+    check_stages(*pipeline, topology.axes[plan.pipeline_axis].size, model);
+    if (plan.fsdp || !plan.tensor_axes.empty()) {
+      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
+    }
+  }
+  if (auto schedule = reader.optional("schedule")) {
+    if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
+    plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
+                                                             {"1f1b", PipelineSchedule::OneFOneB}});
+  }
+}
+
+double read_batch_tokens(const Field& field) {
+  const std::string expected = "expected a whole number of tokens > 0, e.g. 3145728 or 3.0e6";
+  if (!field.node.IsScalar()) fail(field, expected);
+  const std::string& text = field.node.Scalar();
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) || value <= 0 ||
+      value != std::floor(value))
+    fail(field, expected);
+  if (value > kMaxBatchTokens) fail(field, "expected at most 2^53 tokens");
+  return value;
+}
+
+std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree,
+                             int slices) {
+  if (plan.data_axes.empty() && !plan.dcn_data_parallel) return "1 data shard (no data axes)";
+  std::vector<std::string> sizes;
+  if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
+  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    const int axis = plan.data_axes[i];
+    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
+    sizes.push_back(mesh[axis].name + (part != 0 ? "/" : "=") + std::to_string(part != 0 ? part : mesh[axis].size));
+  }
+  return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
+}
+
+// The batch must be whole sequences, split evenly over the data shards and the microbatches.
+void check_batch(const Field& batch_field, const std::optional<Field>& microbatch_field,
+                 const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int slices) {
+  const double tokens = plan.global_batch_tokens;
+  const double length = plan.sequence_length;
+  const std::string tokens_text = std::to_string(static_cast<int64_t>(tokens));
+  if (std::fmod(tokens, length) != 0.0)
+    fail(batch_field, tokens_text + " tokens is not a whole number of " + std::to_string(plan.sequence_length) +
+                          "-token sequences; expected a multiple of sequence_length");
+  const int64_t sequences = static_cast<int64_t>(tokens / length);
+  int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
+  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
+    degree *= part != 0 ? part : mesh[plan.data_axes[i]].size;
+  }
+  const int64_t ways = degree * plan.microbatches;
+  if (sequences % ways == 0) return;
+  const std::string message =
+      tokens_text + " tokens = " + std::to_string(sequences) + " sequences of " +
+      std::to_string(plan.sequence_length) + " tokens, which do not divide over " +
+      data_shards_text(plan, mesh, degree, slices) + " x " + std::to_string(plan.microbatches) + " microbatches = " +
+      std::to_string(ways) + "; expected a multiple of " + std::to_string(ways) + " sequences (" +
+      std::to_string(ways * plan.sequence_length) + " tokens)";
+  // When the data shards alone divide the batch, the microbatch count is what breaks it.
+  fail(microbatch_field && sequences % degree == 0 ? *microbatch_field : batch_field, message);
+}
+
+const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
+                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
+                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction"};
+
+}  // namespace
+
+namespace detail {
+
+TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
+  TrainingWorkload workload;
+  TrainingPlan& plan = workload.plan;
+  const Field length = reader.required("sequence_length");
+  plan.sequence_length = read_int(length, 1, kMaxModelDim);
+  workload.model = parse_model(reader.required("model"), plan.sequence_length);
+  if (plan.sequence_length > workload.model.max_sequence_length)
+    fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
+                     std::to_string(workload.model.max_sequence_length) + "; expected at most that");
+  if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, workload.model, plan);
+  const auto microbatches = reader.optional("microbatches");
+  if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
+  const Field batch = reader.required("batch_tokens");
+  plan.global_batch_tokens = read_batch_tokens(batch);
+  check_batch(batch, microbatches, plan, topology.axes, topology.slices);
+  if (auto checkpointing = reader.optional("checkpointing"))
+    plan.checkpointing = read_choice<Checkpointing>(
+        *checkpointing, {{"none", Checkpointing::None}, {"block", Checkpointing::Block}, {"book", Checkpointing::Book}});
+  if (auto efficiency = reader.optional("matmul_efficiency")) {
+    plan.matmul_efficiency = read_real(*efficiency);
+    if (plan.matmul_efficiency <= 0.0 || plan.matmul_efficiency > 1.0)
+      fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
+  if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
+  return workload;
+}
+
+std::string check_training_field(const Field& field) {
+  const std::string text = read_string(field);
+  if (std::find(kTrainingFields.begin(), kTrainingFields.end(), text) != kTrainingFields.end()) return text;
+  const std::string by_axis = "exposed_comm_by_axis_s.";
+  const std::string per_layer = "per_layer.";
+  if (text.starts_with(by_axis) && text.size() > by_axis.size()) return "exposed_comm_by_axis_s";
+  if (text.starts_with(per_layer) && text.size() > per_layer.size() && !text.ends_with("."))
+    return text.substr(text.rfind('.') + 1);
+  fail(field, "expected one of: " + join(kTrainingFields) +
+                  ", exposed_comm_by_axis_s.<axis> or per_layer.<...>");
+}
+
+}  // namespace detail
+}  // namespace podsim
