@@ -101,12 +101,12 @@ int validate_command(const std::string& csv_path, bool quick) {
       worst_bw_wrap = std::max(worst_bw_wrap, std::fabs(r.rel_error));
     }
   }
-  std::printf("%-15s %-4s %-13s %-11s %12s %12s %12s %9s  %s\n", "collective", "axes", "mesh", "wraparound", "bytes",
+  std::printf("%-15s %-4s %-13s %-17s %12s %12s %12s %9s  %s\n", "collective", "axes", "mesh", "wraparound", "bytes",
               "book", "simulated", "error", "note");
   for (const auto& r : rows) {
-    std::printf("%-15s %-4s %-13s %-11s %12s %12s %12s %+8.2f%%  %s\n", r.collective.c_str(), r.axes.c_str(),
+    std::printf("%-15s %-4s %-13s %-17s %12s %12s %12s %+8.2f%%  %s\n", r.collective.c_str(), r.axes.c_str(),
                 r.mesh.c_str(), r.wraparound.c_str(), human_bytes(r.bytes).c_str(), human_time(r.analytic_s).c_str(),
-                human_time(r.simulated_s).c_str(), 100 * r.rel_error, r.note.c_str());
+                human_time(r.simulated_s).c_str(), std::fabs(r.rel_error) < 5e-7 ? 0.0 : 100 * r.rel_error, r.note.c_str());
   }
   std::printf("%zu rows: %d within 1%%, %d outside with the effect named, %zu unexplained; "
               "worst single-axis bandwidth-bound error on wraparound rings %.4f%%\n",
