@@ -313,7 +313,8 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
     for (const auto& a : op.axes) axes += a;
     if (op.over_dcn) axes += axes.empty() ? "DCN" : "+DCN";
     const std::string book = op.has_analytic ? human_time(op.analytic.time_s) : "-";
-    const std::string err = op.has_analytic ? format("%+.2f%%", 100 * relative_error(op.time_s, op.analytic.time_s)) : "-";
+    const double rel = op.has_analytic ? relative_error(op.time_s, op.analytic.time_s) : 0.0;
+    const std::string err = op.has_analytic ? format("%+.2f%%", std::fabs(rel) < 5e-7 ? 0.0 : 100 * rel) : "-";
     std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", op.name.c_str(),
                   std::string(to_string(op.kind)).c_str(), axes.c_str(), human_bytes(op.bytes).c_str(),
                   human_time(op.time_s).c_str(), human_bandwidth(op.algbw_Bps).c_str(),
