@@ -1,0 +1,120 @@
+#include "workloads/inference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace podsim {
+
+double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes) {
+  // A K and a V vector of K heads x H per layer (inference.md, "KV cache").
+  return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_bytes;
+}
+
+namespace {
+
+void check_plan(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
+  std::set<int> seen;
+  for (int a : plan.model_axes) {
+    if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("model axis not in the mesh");
+    if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " listed twice");
+  }
+  if (plan.batch < 1) throw std::invalid_argument("the batch must be at least 1");
+  const int length = plan.phase == InferencePhase::Decode ? plan.context_length : plan.prompt_length;
+  if (length < 1 || length > model.max_sequence_length) {
+    throw std::invalid_argument("a context of " + std::to_string(length) + " tokens is outside 1.." +
+                                std::to_string(model.max_sequence_length) + " for " + model.name);
+  }
+  if (plan.efficiency <= 0 || plan.efficiency > 1) throw std::invalid_argument("efficiency must be in (0, 1]");
+}
+
+}  // namespace
+
+Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                          InferenceLayout& layout) {
+  check_plan(model, plan, topology);
+  const ChipSpec& chip = topology.chip;
+  layout.model_degree = 1;
+  for (int a : plan.model_axes) layout.model_degree *= topology.axes[a].size;
+  layout.chips = topology.slices;
+  for (const auto& a : topology.axes) layout.chips *= a.size;
+  const double y = layout.model_degree;
+  const bool decode = plan.phase == InferencePhase::Decode;
+  const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
+  const double W = chip.hbm_bandwidth_Bps;
+  const double B = plan.batch;
+  // Tokens through the weights this step: one per sequence when decoding, the prompts when
+  // prefilling; the context each attends over.
+  const double tokens = decode ? B : B * plan.prompt_length;
+  const double context = decode ? plan.context_length : plan.prompt_length;
+  layout.tokens = tokens;
+  layout.kv_cache_bytes_per_token = kv_cache_bytes_per_token(model, plan.kv_bytes);
+  layout.param_bytes = param_count(model) * plan.weight_bytes;
+  const double kv_batch_bytes = B * context * layout.kv_cache_bytes_per_token;
+  layout.memory_per_chip_bytes = (layout.param_bytes + kv_batch_bytes) / y;
+  layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
+  layout.max_batch = static_cast<int>(std::max(0.0, std::floor((y * chip.hbm_bytes - layout.param_bytes) /
+                                                              (context * layout.kv_cache_bytes_per_token))));
+  const double p_matmul = matmul_flops_per_token_forward(model) / 2;   // weights a token passes through
+  layout.rule_of_thumb_s = (decode ? kv_batch_bytes / (y * W) : 0.0) +
+                           std::max(2 * tokens * p_matmul / (y * C), p_matmul * plan.weight_bytes / (y * W));
+
+  const double activation = 2.0;   // bf16 activations
+  const double layer_kv = kv_batch_bytes / model.layers;
+  // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
+  const double score_flops = plan.attention_flops ? 4.0 * tokens * context * model.heads * model.head_dim : 0.0;
+  auto roofline = [&](double flops, double bytes) { return std::max(flops / C, bytes / W) / plan.efficiency; };
+
+  Program program;
+  std::vector<int> previous;
+  auto add = [&](ProgramOp op) {
+    op.after = previous;
+    program.push_back(std::move(op));
+    previous = {static_cast<int>(program.size() - 1)};
+  };
+  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category) {
+    if (layout.model_degree <= 1) return;
+    ProgramOp op;
+    op.name = name;
+    op.kind = ProgramOpKind::Collective;
+    op.collective.kind = kind;
+    op.collective.axes = plan.model_axes;
+    op.collective.bytes = tokens * model.d_model * activation;   // the [B, D] activations
+    op.layer = layer;
+    op.category = category;
+    add(std::move(op));
+  };
+  auto compute = [&](const std::string& name, double flops, double bytes, int layer, const char* category) {
+    ProgramOp op;
+    op.name = name;
+    op.kind = ProgramOpKind::Compute;
+    op.compute_s = roofline(flops, bytes);
+    op.flops = flops;
+    op.layer = layer;
+    op.category = category;
+    layout.flops += flops * layout.chips;
+    add(std::move(op));
+  };
+  const double p_attn = attention_params_per_layer(model);
+  const double p_mlp = mlp_params_per_layer(model);
+  for (int l = 0; l < model.layers; ++l) {
+    const std::string name = "L" + std::to_string(l);
+    // Attention: gather the activations, project, attend over the cache (read when decoding,
+    // written when prefilling), project back, scatter the partial sums (Megatron).
+    collective(name + ".attn.allgather", CollectiveKind::AllGather, l, "mp_allgather");
+    compute(name + ".attn", (2 * tokens * p_attn + score_flops) / y,
+            (p_attn * plan.weight_bytes + layer_kv + 2 * tokens * model.d_model * activation) / y, l, "attention");
+    collective(name + ".attn.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
+    collective(name + ".mlp.allgather", CollectiveKind::AllGather, l, "mp_allgather");
+    compute(name + ".mlp", 2 * tokens * p_mlp / y, (p_mlp * plan.weight_bytes + 2 * tokens * model.d_model * activation) / y,
+            l, "mlp");
+    collective(name + ".mlp.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
+  }
+  const double p_out = static_cast<double>(model.vocab) * model.d_model;
+  compute("unembed", 2 * tokens * p_out / y, p_out * plan.weight_bytes / y, model.layers, "unembed");
+  return program;
+}
+
+}  // namespace podsim

@@ -1,0 +1,53 @@
+#pragma once
+// Inference steps as per-chip programs (inference.md, applied-inference.md): a prefill of a
+// batch of prompts, or one decode (generate) step of a batch of sequences, layer by layer on a
+// slice with model (Megatron) parallelism. Each block is a roofline
+//   max(FLOPs / C, bytes / W_hbm) / efficiency
+// with bytes = its weights at their dtype + the KV cache it reads or writes + activations; the
+// model-parallel collectives move the small [B, D] activations (latency-bound at decode sizes).
+// Serving (arrivals, batching policies, disaggregation) builds on these steps; not yet here.
+#include <vector>
+
+#include "topology/topology.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/program.hpp"
+
+namespace podsim {
+
+enum class InferencePhase { Decode, Prefill };
+
+struct InferencePlan {
+  InferencePhase phase = InferencePhase::Decode;
+  std::vector<int> model_axes;       // mesh axes the weights are split over (Megatron)
+  int batch = 1;                     // sequences decoded together, or prompts prefilled together
+  int context_length = 2048;         // decode: tokens already in each sequence's KV cache
+  int prompt_length = 2048;          // prefill: tokens per prompt
+  double weight_bytes = 2;           // per parameter: 2 bf16, 1 int8, 0.5 int4
+  double kv_bytes = 2;               // per cached K or V element: 2 bf16, 1 int8
+  bool int8_compute = false;         // int8 x int8 matmuls (else bf16 FLOPs)
+  bool attention_flops = true;       // count QK^T and AV
+  double efficiency = 1.0;           // fraction of the roofline achieved
+};
+
+struct InferenceLayout {
+  int model_degree = 1;
+  int chips = 1;
+  double kv_cache_bytes_per_token = 0;   // whole model: 2 L K H x kv_bytes (inference.md)
+  double param_bytes = 0;                // whole model at its weight dtype
+  double memory_per_chip_bytes = 0;      // weights + the batch's KV caches, per chip
+  bool fits_hbm = true;
+  int max_batch = 0;                     // sequences whose KV caches fit beside the weights
+  double flops = 0;                      // useful FLOPs of the step, whole slice
+  double tokens = 0;                     // tokens the step produces (decode) or reads (prefill)
+  // inference.md: step = B x KV / W + max(2 B P / C, P_bytes / W), over the model's chips.
+  double rule_of_thumb_s = 0;
+};
+
+// Builds one decode step or one prefill. Throws std::invalid_argument for impossible plans.
+Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                          InferenceLayout& layout);
+
+// KV cache bytes per token of context for the whole model (2 x L x K x H x kv_bytes).
+double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes);
+
+}  // namespace podsim
