@@ -45,7 +45,20 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   }
   Program program;
   TrainingLayout layout;
-  if (scenario.workload_kind == WorkloadKind::Training) {
+  InferenceLayout inference_layout;
+  if (scenario.workload_kind == WorkloadKind::Inference) {
+    try {
+      program = inference_program(scenario.inference.model, scenario.inference.plan, scenario.topology, inference_layout);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
+    }
+    if (strict && !inference_layout.fits_hbm) {
+      throw InputError({scenario.path, 0, 0}, "workload.batch", std::to_string(scenario.inference.plan.batch),
+                       "needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
+                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
+                           std::to_string(inference_layout.max_batch) + ")");
+    }
+  } else if (scenario.workload_kind == WorkloadKind::Training) {
     try {
       program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
     } catch (const std::invalid_argument& e) {
@@ -63,16 +76,22 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
       scenario.topology, {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s}, program, options);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   std::optional<TrainingReport> training;
+  std::optional<InferenceReport> inference;
   if (scenario.workload_kind == WorkloadKind::Training) {
     training = training_report(scenario.training, layout, program, run);
+  } else if (scenario.workload_kind == WorkloadKind::Inference) {
+    inference = inference_report(scenario.inference.plan, inference_layout, program, run);
   }
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
-  files.add("summary.json", summary_json(scenario, run, {reproducible}, training ? &*training : nullptr));
+  files.add("summary.json", summary_json(scenario, run, {reproducible}, training ? &*training : nullptr,
+                                         inference ? &*inference : nullptr));
   files.add("operations.csv", operations_csv(run));
   files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
   files.commit();
-  std::cout << (training ? training_table(scenario, run, *training) : summary_table(scenario, run));
+  std::cout << (training    ? training_table(scenario, run, *training)
+                : inference ? inference_table(scenario, run, *inference)
+                            : summary_table(scenario, run));
   std::cout << "wrote " << files.path("summary.json") << ", " << files.path("trace.json") << ", "
             << files.path("operations.csv") << "\n";
   return 0;

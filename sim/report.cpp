@@ -83,7 +83,7 @@ std::string human_bandwidth(double bytes_per_s) {
 }
 
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
-                         const TrainingReport* training) {
+                         const TrainingReport* training, const InferenceReport* inference) {
   Json j;
   j["podsim_version"] = PODSIM_VERSION;
   j["scenario"] = scenario.name;
@@ -128,6 +128,27 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     }
     j["per_layer"] = layers;
     j["per_layer_index"] = scenario.training.model.layers / 2;
+  }
+  if (inference != nullptr) {
+    const auto& plan = scenario.inference.plan;
+    j["workload"] = {{"model", scenario.inference.model.name},
+                     {"phase", inference->decode ? "decode" : "prefill"},
+                     {"batch", plan.batch},
+                     {"context_length", inference->decode ? plan.context_length : plan.prompt_length},
+                     {"weight_bytes", plan.weight_bytes},
+                     {"kv_bytes", plan.kv_bytes},
+                     {"model_parallelism", inference->layout.model_degree}};
+    j[inference->decode ? "decode_step_time_s" : "prefill_time_s"] = inference->step_time_s;
+    j["compute_time_s"] = inference->compute_time_s;
+    j["exposed_comm_s"] = inference->exposed_comm_s;
+    j["rule_of_thumb_s"] = inference->layout.rule_of_thumb_s;
+    j["tokens_per_s"] = inference->tokens_per_s;
+    j["tokens_per_s_per_chip"] = inference->tokens_per_s_per_chip;
+    j["kv_cache_bytes_per_token"] = inference->layout.kv_cache_bytes_per_token;
+    j["max_batch"] = inference->layout.max_batch;
+    j["memory_per_chip_bytes"] = inference->layout.memory_per_chip_bytes;
+    j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
+    j["fits_hbm"] = inference->layout.fits_hbm;
   }
   Json ops = Json::array();
   for (const auto& op : run.operations) {
@@ -370,6 +391,35 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
     out += line;
   }
   std::snprintf(line, sizeof line, "wall time %.3f s\n", run.wall_time_s);
+  out += line;
+  return out;
+}
+
+}  // namespace podsim
+
+namespace podsim {
+
+std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& r) {
+  std::string out;
+  char line[512];
+  const auto& plan = scenario.inference.plan;
+  std::snprintf(line, sizeof line, "%s: %s %s on %d chips (%s), batch %d, %d-token %s, %d-way model parallel\n",
+                scenario.name.c_str(), scenario.inference.model.name.c_str(), r.decode ? "decode step" : "prefill",
+                run.topology.chip_count(), scenario.topology.chip.name.c_str(), plan.batch,
+                r.decode ? plan.context_length : plan.prompt_length, r.decode ? "context" : "prompts",
+                r.layout.model_degree);
+  out += line;
+  std::snprintf(line, sizeof line, "%s %s (rule of thumb %s): rooflines %s, collectives on the critical path %s\n",
+                r.decode ? "step" : "prefill", human_time(r.step_time_s).c_str(),
+                human_time(r.layout.rule_of_thumb_s).c_str(), human_time(r.compute_time_s).c_str(),
+                human_time(r.exposed_comm_s).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "%.0f tokens/s, %.1f tokens/s/chip; KV cache %s per token; max batch %d\n",
+                r.tokens_per_s, r.tokens_per_s_per_chip, human_bytes(r.layout.kv_cache_bytes_per_token).c_str(),
+                r.layout.max_batch);
+  out += line;
+  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s)\n", human_bytes(r.layout.memory_per_chip_bytes).c_str(),
+                human_bytes(scenario.topology.chip.hbm_bytes).c_str(), r.layout.fits_hbm ? "fits" : "DOES NOT FIT");
   out += line;
   return out;
 }

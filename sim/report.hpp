@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/run.hpp"
+#include "sim/inference_report.hpp"
 #include "sim/training_report.hpp"
 
 namespace podsim {
@@ -16,7 +17,7 @@ struct ReportOptions {
 
 // `training` adds the training step's figures (null for a collectives workload).
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
-                         const TrainingReport* training = nullptr);
+                         const TrainingReport* training = nullptr, const InferenceReport* inference = nullptr);
 std::string operations_csv(const RunResult& run);
 // One process per slice, one track per chip for compute and one or more for communication
 // (Perfetto nests X events on a track, so overlapping spans take further tracks), a span per
@@ -26,6 +27,7 @@ constexpr int kMaxTracedChips = 256;
 std::string trace_json(const RunResult& run, TraceDetail detail);
 std::string summary_table(const Scenario& scenario, const RunResult& run);
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& report);
+std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& report);
 
 // "8.39 MB", "372.8 us", "45.0 GB/s": human figures for tables.
 std::string human_bytes(double bytes);

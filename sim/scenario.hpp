@@ -9,6 +9,7 @@
 #include "collectives/collective.hpp"
 #include "sim/input_error.hpp"
 #include "topology/topology.hpp"
+#include "workloads/inference.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {
@@ -39,7 +40,13 @@ enum class Fidelity {
   Full,   // every chip, every hop
 };
 
-enum class WorkloadKind { Collectives, Training };
+enum class WorkloadKind { Collectives, Training, Inference };
+
+// An `inference` workload: one decode step or one prefill of a model on a slice.
+struct InferenceWorkload {
+  TransformerSpec model;
+  InferencePlan plan;
+};
 
 // A `training` workload: one training step of a model under a parallelism plan.
 struct TrainingWorkload {
@@ -60,6 +67,7 @@ struct Scenario {
   WorkloadKind workload_kind = WorkloadKind::Collectives;
   std::vector<OperationSpec> operations;   // Collectives
   TrainingWorkload training;               // Training
+  InferenceWorkload inference;             // Inference
   std::vector<Expectation> expectations;
 };
 

@@ -499,22 +499,36 @@ const std::vector<std::string> kCollectivesKeys = {"kind", "operations"};
 const std::vector<std::string> kTrainingKeys = {"kind", "model", "batch_tokens", "sequence_length", "microbatches",
                                                 "parallelism", "checkpointing", "matmul_efficiency",
                                                 "attention_flops", "strict_memory"};
+const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase",   "batch",      "context_length",
+                                                 "prompt_length", "weights", "kv_cache", "compute", "efficiency",
+                                                 "attention_flops", "parallelism"};
 
 void parse_workload(const Field& field, Scenario& scenario) {
   const Field kind = MapReader(field, {}).required("kind");
-  scenario.workload_kind = read_choice<WorkloadKind>(
-      kind, {{"collectives", WorkloadKind::Collectives}, {"training", WorkloadKind::Training}});
-  const bool training = scenario.workload_kind == WorkloadKind::Training;
-  const MapReader reader(field, training ? kTrainingKeys : kCollectivesKeys);
-  // A key of the other kind gets a clearer message than "unknown key".
-  const std::vector<std::string>& other = training ? kCollectivesKeys : kTrainingKeys;
-  for (const auto& entry : reader.entries())
-    if (entry.name != "kind" && std::find(other.begin(), other.end(), entry.name) != other.end())
-      MapReader::fail_key(entry, std::string("applies only to kind: ") + (training ? "collectives" : "training") +
-                                     "; expected one of: " + join(training ? kTrainingKeys : kCollectivesKeys));
+  scenario.workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
+                                                           {"training", WorkloadKind::Training},
+                                                           {"inference", WorkloadKind::Inference}});
+  const std::vector<std::pair<std::string, const std::vector<std::string>*>> kinds = {
+      {"collectives", &kCollectivesKeys}, {"training", &kTrainingKeys}, {"inference", &kInferenceKeys}};
+  const auto& own = *kinds[static_cast<size_t>(scenario.workload_kind)].second;
+  const MapReader reader(field, own);
+  // A key of another kind gets a clearer message than "unknown key".
+  for (const auto& entry : reader.entries()) {
+    if (std::find(own.begin(), own.end(), entry.name) != own.end()) continue;
+    for (const auto& [name, keys] : kinds) {
+      if (std::find(keys->begin(), keys->end(), entry.name) != keys->end()) {
+        MapReader::fail_key(entry, "applies only to kind: " + name + "; expected one of: " + join(own));
+      }
+    }
+  }
   reader.reject_unknown();
-  if (training) scenario.training = detail::parse_training(reader, scenario.topology);
-  else scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
+  switch (scenario.workload_kind) {
+    case WorkloadKind::Training: scenario.training = detail::parse_training(reader, scenario.topology); break;
+    case WorkloadKind::Inference: scenario.inference = detail::parse_inference(reader, scenario.topology); break;
+    case WorkloadKind::Collectives:
+      scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
+      break;
+  }
 }
 
 // ---- expectations ----
@@ -545,7 +559,6 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
 }
 
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
-  const bool training = scenario.workload_kind == WorkloadKind::Training;
   std::vector<Expectation> expectations;
   for (const Field& item : read_list(field)) {
     const MapReader reader(item, {"field", "value", "rel_tolerance", "source"});
@@ -553,7 +566,9 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     Expectation expectation;
     const Field name = reader.required("field");
     expectation.field = read_string(name);
-    const std::string metric = training ? detail::check_training_field(name) : check_collectives_field(name, scenario.operations);
+    const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
+                               : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
+                                                                                   : check_collectives_field(name, scenario.operations);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);
     if (auto tolerance = reader.optional("rel_tolerance")) {

@@ -314,5 +314,68 @@ std::string check_training_field(const Field& field) {
                   ", exposed_comm_by_axis_s.<axis> or per_layer.<...>");
 }
 
+namespace {
+
+const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefill_time_s", "tokens_per_s",
+                                                   "tokens_per_s_per_chip", "kv_cache_bytes_per_token", "max_batch",
+                                                   "memory_per_chip_bytes", "fits_hbm", "total_time_s",
+                                                   "rule_of_thumb_s", "exposed_comm_s", "compute_time_s"};
+
+}  // namespace
+
+InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& topology) {
+  InferenceWorkload workload;
+  InferencePlan& plan = workload.plan;
+  if (auto phase = reader.optional("phase")) {
+    plan.phase = read_choice<InferencePhase>(*phase, {{"decode", InferencePhase::Decode}, {"prefill", InferencePhase::Prefill}});
+  }
+  const bool decode = plan.phase == InferencePhase::Decode;
+  const Field length = reader.required(decode ? "context_length" : "prompt_length");
+  const int tokens = read_int(length, 1, kMaxModelDim);
+  (decode ? plan.context_length : plan.prompt_length) = tokens;
+  if (auto wrong = reader.optional(decode ? "prompt_length" : "context_length")) {
+    fail(*wrong, decode ? "applies to phase: prefill; expected context_length for a decode step"
+                        : "applies to phase: decode; expected prompt_length for a prefill");
+  }
+  workload.model = parse_model(reader.required("model"), tokens);
+  if (tokens > workload.model.max_sequence_length) {
+    fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
+                     std::to_string(workload.model.max_sequence_length) + "; expected at most that");
+  }
+  plan.batch = read_int(reader.required("batch"), 1, kMaxChips);
+  if (auto weights = reader.optional("weights")) {
+    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"int4", 0.5}});
+  }
+  if (auto kv = reader.optional("kv_cache")) plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}});
+  if (auto compute = reader.optional("compute")) {
+    plan.int8_compute = read_choice<bool>(*compute, {{"bf16", false}, {"int8", true}});
+  }
+  if (auto efficiency = reader.optional("efficiency")) {
+    plan.efficiency = read_real(*efficiency);
+    if (plan.efficiency <= 0 || plan.efficiency > 1) fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
+  if (auto parallelism = reader.optional("parallelism")) {
+    const MapReader axes_reader(*parallelism, {"model"});
+    axes_reader.reject_unknown();
+    if (auto model_axes = axes_reader.optional("model")) {
+      std::vector<std::pair<std::string, std::string>> used;
+      const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
+      for (const auto& slice : parsed.slices) {
+        if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
+      }
+      plan.model_axes = parsed.axes;
+    }
+  }
+  return workload;
+}
+
+std::string check_inference_field(const Field& field) {
+  const std::string text = read_string(field);
+  if (std::find(kInferenceFields.begin(), kInferenceFields.end(), text) != kInferenceFields.end()) return text;
+  fail(field, "expected one of: " + join(kInferenceFields));
+  return text;
+}
+
 }  // namespace detail
 }  // namespace podsim

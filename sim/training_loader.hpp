@@ -16,4 +16,11 @@ TrainingWorkload parse_training(const yaml_fields::MapReader& reader, const Topo
 // "exposed_comm_by_axis_s.<axis>" or "per_layer.<...>"; returns the name whose suffix gives the unit.
 std::string check_training_field(const yaml_fields::Field& field);
 
+// The inference workload (kind: inference): model, phase, batch, context or prompt length,
+// dtypes, model-parallel axes.
+InferenceWorkload parse_inference(const yaml_fields::MapReader& reader, const TopologySpec& topology);
+
+// An expectation's `field` for an inference workload: a top-level summary field.
+std::string check_inference_field(const yaml_fields::Field& field);
+
 }  // namespace podsim::detail
