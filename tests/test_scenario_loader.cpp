@@ -417,10 +417,11 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
                   "hardware.overrides.chips_per_host", "4", "chips_per_host");
   }
   SECTION("an unknown workload kind") {
-    const std::string text = with("kind: collectives", "kind: inference");
-    require_error(text, "workload.kind", "inference", "kind: inference");
+    const std::string text = with("kind: collectives", "kind: serving");
+    require_error(text, "workload.kind", "serving", "kind: serving");
     CHECK(contains(error_from(text).what(), "collectives"));
     CHECK(contains(error_from(text).what(), "training"));
+    CHECK(contains(error_from(text).what(), "inference"));
   }
   SECTION("an unknown operation kind") {
     require_error(with("kind: all_gather", "kind: all_gather_x"), "workload.operations[0].kind", "all_gather_x",

@@ -58,8 +58,9 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   layout.max_batch = static_cast<int>(std::max(0.0, std::floor((y * chip.hbm_bytes - layout.param_bytes) /
                                                               (context * layout.kv_cache_bytes_per_token))));
   const double p_matmul = matmul_flops_per_token_forward(model) / 2;   // weights a token passes through
-  layout.rule_of_thumb_s = (decode ? kv_batch_bytes / (y * W) : 0.0) +
-                           std::max(2 * tokens * p_matmul / (y * C), p_matmul * plan.weight_bytes / (y * W));
+  layout.rule_of_thumb_s =
+      (decode ? kv_batch_bytes / (y * W) : 0.0) +
+      std::max(2 * tokens * p_matmul / (y * C * plan.efficiency), p_matmul * plan.weight_bytes / (y * W));
 
   const double activation = 2.0;   // bf16 activations
   const double layer_kv = kv_batch_bytes / model.layers;

@@ -39,7 +39,8 @@ struct InferenceLayout {
   int max_batch = 0;                     // sequences whose KV caches fit beside the weights
   double flops = 0;                      // useful FLOPs of the step, whole slice
   double tokens = 0;                     // tokens the step produces (decode) or reads (prefill)
-  // inference.md: step = B x KV / W + max(2 B P / C, P_bytes / W), over the model's chips.
+  // inference.md: step = B x KV / W + max(2 B P / C, P_bytes / W), over the model's chips
+  // (C scaled by the efficiency; a prefill reads no cache).
   double rule_of_thumb_s = 0;
 };
 
