@@ -904,3 +904,60 @@ TEST_CASE("pipelines: more stages than layers, or stages that do not divide them
     require_error(text, "workload.parallelism.pipeline", "Z", "    pipeline: Z");
   }
 }
+
+namespace {
+
+const std::string kInference = R"(version: 1
+name: decode
+hardware:
+  preset: v5e
+topology:
+  mesh: {X: 4, Y: 2}
+workload:
+  kind: inference
+  model: llama3-70b
+  phase: decode
+  batch: 32
+  context_length: 8192
+  weights: int8
+  kv_cache: int8
+  parallelism:
+    model: [X, Y]
+)";
+
+}  // namespace
+
+TEST_CASE("an inference scenario loads, and its bad inputs are named", "[scenario]") {
+  SECTION("round trip") {
+    const auto s = load_scenario_text(kInference, kFile);
+    REQUIRE(s.workload_kind == WorkloadKind::Inference);
+    CHECK(s.inference.plan.batch == 32);
+    CHECK(s.inference.plan.context_length == 8192);
+    CHECK(s.inference.plan.weight_bytes == 1);
+    CHECK(s.inference.plan.kv_bytes == 1);
+    CHECK(s.inference.plan.model_axes == std::vector<int>{0, 1});
+    CHECK(s.inference.model.name == "llama3-70b");
+  }
+  SECTION("a zero batch") {
+    require_error(with("batch: 32", "batch: 0", kInference), "workload.batch", "0", "batch: 0");
+  }
+  SECTION("an unknown weight type") {
+    require_error(with("weights: int8", "weights: int3", kInference), "workload.weights", "int3", "weights: int3");
+  }
+  SECTION("a prompt length on a decode step") {
+    require_error(with("context_length: 8192", "context_length: 8192\n  prompt_length: 64", kInference),
+                  "workload.prompt_length", "64", "prompt_length: 64");
+  }
+  SECTION("a context longer than the model allows") {
+    require_error(with("context_length: 8192", "context_length: 100000", kInference), "workload.context_length",
+                  "100000", "context_length: 100000");
+  }
+  SECTION("a model axis the mesh lacks") {
+    require_error(with("model: [X, Y]", "model: [X, Q]", kInference), "workload.parallelism.model[1]", "Q",
+                  "model: [X, Q]");
+  }
+  SECTION("a training key in an inference workload") {
+    require_error(with("batch: 32", "batch: 32\n  batch_tokens: 8", kInference), "workload.batch_tokens", "8",
+                  "batch_tokens: 8");
+  }
+}
