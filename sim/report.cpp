@@ -146,6 +146,8 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["tokens_per_s_per_chip"] = inference->tokens_per_s_per_chip;
     j["kv_cache_bytes_per_token"] = inference->layout.kv_cache_bytes_per_token;
     j["max_batch"] = inference->layout.max_batch;
+    j["smallest_slice_chips"] = inference->layout.smallest_slice_chips;
+    j["smallest_slice_kv_caches"] = inference->layout.smallest_slice_kv_caches;
     j["memory_per_chip_bytes"] = inference->layout.memory_per_chip_bytes;
     j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
     j["fits_hbm"] = inference->layout.fits_hbm;
@@ -418,8 +420,10 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                 r.tokens_per_s, r.tokens_per_s_per_chip, human_bytes(r.layout.kv_cache_bytes_per_token).c_str(),
                 r.layout.max_batch);
   out += line;
-  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s)\n", human_bytes(r.layout.memory_per_chip_bytes).c_str(),
-                human_bytes(scenario.topology.chip.hbm_bytes).c_str(), r.layout.fits_hbm ? "fits" : "DOES NOT FIT");
+  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s); smallest slice %d chips with room for %d caches\n",
+                human_bytes(r.layout.memory_per_chip_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
+                r.layout.fits_hbm ? "fits" : "DOES NOT FIT", r.layout.smallest_slice_chips,
+                r.layout.smallest_slice_kv_caches);
   out += line;
   return out;
 }

@@ -116,3 +116,23 @@ TEST_CASE("prefill of 8192 tokens of LLaMA-3 70B on 16 v5e at 40% takes 2 P T / 
   const double real = simulate_step(model, plan, topo, layout);
   CHECK(real > 1.3 * ideal);
 }
+
+TEST_CASE("the smallest v5e slice for LLaMA-3 70B by weight type", "[inference]") {
+  // applied-inference.md:L165-L175: bf16 needs a 4x4, int8 a 4x2, int4 a 2x2, each leaving
+  // room for about 43 caches of 8192 tokens (the book rounds the weights to 70 GB).
+  const auto& model = *find_model_preset("llama3-70b");
+  const std::vector<int> v5e_slices = {1, 4, 8, 16, 32, 64, 128, 256};   // 1x1, 2x2, 4x2, 4x4, 4x8, ...
+  struct Row {
+    double weight_bytes, kv_bytes;
+    int chips;
+  };
+  for (const Row& row : {Row{2, 2, 16}, Row{1, 1, 8}, Row{0.5, 0.5, 4}}) {
+    const auto slice = smallest_slice(model, row.weight_bytes, row.kv_bytes, 8192, 16e9, v5e_slices);
+    INFO(row.weight_bytes << " bytes per weight");
+    CHECK(slice.chips == row.chips);
+    const double expected = std::floor((row.chips * 16e9 - param_count(model) * row.weight_bytes) /
+                                       (8192 * kv_cache_bytes_per_token(model, row.kv_bytes)));
+    CHECK(slice.kv_caches == expected);
+    CHECK(std::abs(slice.kv_caches - 43) <= 1);
+  }
+}

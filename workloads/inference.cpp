@@ -13,6 +13,21 @@ double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes) {
   return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_bytes;
 }
 
+SmallestSlice smallest_slice(const TransformerSpec& model, double weight_bytes, double kv_bytes, int context,
+                             double hbm_bytes_per_chip, const std::vector<int>& shapes) {
+  SmallestSlice out;
+  const double params = param_count(model) * weight_bytes;
+  for (int chips : shapes) {
+    const double free = chips * hbm_bytes_per_chip - params;
+    if (free <= 0) continue;
+    out.chips = chips;
+    out.free_bytes = free;
+    out.kv_caches = static_cast<int>(std::floor(free / (context * kv_cache_bytes_per_token(model, kv_bytes))));
+    return out;
+  }
+  return out;
+}
+
 namespace {
 
 void check_plan(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
@@ -57,6 +72,12 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
   layout.max_batch = static_cast<int>(std::max(0.0, std::floor((y * chip.hbm_bytes - layout.param_bytes) /
                                                               (context * layout.kv_cache_bytes_per_token))));
+  std::vector<int> powers_of_two;
+  for (int chips = 1; chips <= 8192; chips *= 2) powers_of_two.push_back(chips);
+  const auto smallest = smallest_slice(model, plan.weight_bytes, plan.kv_bytes, static_cast<int>(context),
+                                       chip.hbm_bytes, powers_of_two);
+  layout.smallest_slice_chips = smallest.chips;
+  layout.smallest_slice_kv_caches = smallest.kv_caches;
   const double p_matmul = matmul_flops_per_token_forward(model) / 2;   // weights a token passes through
   layout.rule_of_thumb_s =
       (decode ? kv_batch_bytes / (y * W) : 0.0) +

@@ -39,6 +39,8 @@ struct InferenceLayout {
   int max_batch = 0;                     // sequences whose KV caches fit beside the weights
   double flops = 0;                      // useful FLOPs of the step, whole slice
   double tokens = 0;                     // tokens the step produces (decode) or reads (prefill)
+  int smallest_slice_chips = 0;          // fewest chips (a power of two) holding the weights
+  int smallest_slice_kv_caches = 0;      // sequences of this context that fit beside them
   // inference.md: step = B x KV / W + max(2 B P / C, P_bytes / W), over the model's chips
   // (C scaled by the efficiency; a prefill reads no cache).
   double rule_of_thumb_s = 0;
@@ -50,5 +52,15 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
 
 // KV cache bytes per token of context for the whole model (2 x L x K x H x kv_bytes).
 double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes);
+
+// The smallest slice of `shapes` (chip counts, ascending) whose HBM holds the weights, and how
+// many sequences' KV caches of `context` tokens fit beside them (applied-inference.md:L165-L175).
+struct SmallestSlice {
+  int chips = 0;              // 0: none of the shapes holds the weights
+  int kv_caches = 0;
+  double free_bytes = 0;      // HBM left after the weights, whole slice
+};
+SmallestSlice smallest_slice(const TransformerSpec& model, double weight_bytes, double kv_bytes, int context,
+                             double hbm_bytes_per_chip, const std::vector<int>& shapes);
 
 }  // namespace podsim
