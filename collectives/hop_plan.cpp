@@ -117,7 +117,6 @@ int dcn_port(const Topology& topo, EndpointRegistry& registry, ChipId chip) {
 
 struct RingPlanner {
   const Topology& topo;
-  const std::vector<int>& real_sizes;
   const CollectiveSpec& spec;
   EndpointRegistry& registry;
   std::vector<ChipId> flat_order;     // flat ring only
@@ -178,7 +177,7 @@ struct RingPlanner {
 
 OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
                  EndpointRegistry& registry) {
-  RingPlanner planner{topo, real_sizes, spec, registry, {}, {}};
+  RingPlanner planner{topo, spec, registry, {}, {}};
   std::vector<RingAxis> axes;
   RingAxis dcn{kDcnAxis, topo.slice_count(), true};
   const bool use_dcn = spec.over_dcn && topo.slice_count() > 1;

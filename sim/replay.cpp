@@ -206,17 +206,13 @@ struct Runtime {
   }
 
   void start() {
+    // Blocks each chip waits to receive, per repetition (only AllToAll ops have any).
     for (size_t op = 0; op < ops.size(); ++op) {
+      if (!ops[op].plan) continue;
       for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-        pending_blocks[{static_cast<int>(op), 0, chip}] = 0;
-      }
-    }
-    for (size_t op = 0; op < ops.size(); ++op) {
-      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-        for (int rep = 0; rep < ops[op].repeat; ++rep) {
-          pending_blocks[{static_cast<int>(op), rep, chip}] =
-              ops[op].plan ? ops[op].plan->chips[chip].incoming_flows : 0;
-        }
+        const int incoming = ops[op].plan->chips[chip].incoming_flows;
+        if (incoming == 0) continue;
+        for (int rep = 0; rep < ops[op].repeat; ++rep) pending_blocks[{static_cast<int>(op), rep, chip}] = incoming;
       }
     }
     op_actors.assign(ops.size(), {});

@@ -6,6 +6,22 @@
 
 namespace podsim {
 
+// The rings a collective runs over, as the formulas see them: a whole axis, or a slice of it
+// (a ring only where it spans a wrapped axis).
+std::vector<AxisInfo> collective_axes(const Topology& topo, const CollectiveSpec& spec) {
+  std::vector<AxisInfo> axes;
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    const int a = spec.axes[i];
+    if (!spec.slices.empty() && spec.slices[i].size != 0) {
+      const auto& slice = spec.slices[i];
+      axes.push_back({slice.size, topo.wraps(a) && slice.stride * slice.size == topo.axis_size(a)});
+    } else {
+      axes.push_back({topo.axis_size(a), topo.wraps(a)});
+    }
+  }
+  return axes;
+}
+
 bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link_bandwidth_Bps,
                    double hop_latency_s, FormulaResult& out) {
   FormulaInputs inputs;
@@ -14,15 +30,7 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
   inputs.bidirectional = spec.bidirectional;
   inputs.link_bandwidth_Bps = link_bandwidth_Bps;
   inputs.hop_latency_s = hop_latency_s;
-  for (size_t i = 0; i < spec.axes.size(); ++i) {
-    const int a = spec.axes[i];
-    if (!spec.slices.empty() && spec.slices[i].size != 0) {
-      const auto& slice = spec.slices[i];
-      inputs.axes.push_back({slice.size, topo.wraps(a) && slice.stride * slice.size == topo.axis_size(a)});
-    } else {
-      inputs.axes.push_back({topo.axis_size(a), topo.wraps(a)});
-    }
-  }
+  inputs.axes = collective_axes(topo, spec);
   if (spec.over_dcn && topo.slice_count() > 1) {
     if (spec.kind != CollectiveKind::AllReduce) return false;
     // Hierarchical: the ICI AllReduce's two halves around the DCN AllReduce of each chip's share.
@@ -32,9 +40,7 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
     const double oversubscription = topo.spec().dcn_oversubscription;
     const double dcn_per_chip = chip.dcn_bandwidth_per_host_Bps / chip.chips_per_host / oversubscription;
     int ici_chips = 1;
-    for (size_t i = 0; i < spec.axes.size(); ++i) {
-      ici_chips *= !spec.slices.empty() && spec.slices[i].size != 0 ? spec.slices[i].size : topo.axis_size(spec.axes[i]);
-    }
+    for (const auto& axis : inputs.axes) ici_chips *= axis.size;
     if (spec.dcn_algorithm == DcnAlgorithm::FlatRing) {
       out = FormulaResult{};
       // One chip's traffic crosses each slice boundary: its PCIe link or its host's NIC,
@@ -63,19 +69,14 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
 const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) const {
   const ChipId sim_chip = reduction.representative(topology, simulated, real_chip);
   // spans are sorted by (op, repetition, chip) and hold every simulated chip.
-  size_t index = 0;
-  for (int o = 0; o < op; ++o) index += static_cast<size_t>(operations[o].repeat) * simulated.chip_count();
-  index += static_cast<size_t>(repetition) * simulated.chip_count() + sim_chip;
-  return replay.spans.at(index);
+  return replay.spans.at(first_span.at(op) + static_cast<size_t>(repetition) * simulated.chip_count() + sim_chip);
 }
 
 namespace {
 
 int group_size(const Topology& topo, const CollectiveSpec& spec) {
   int n = 1;
-  for (size_t i = 0; i < spec.axes.size(); ++i) {
-    n *= !spec.slices.empty() && spec.slices[i].size != 0 ? spec.slices[i].size : topo.axis_size(spec.axes[i]);
-  }
+  for (const auto& axis : collective_axes(topo, spec)) n *= axis.size;
   if (spec.over_dcn) n *= topo.slice_count();
   return n;
 }
@@ -125,7 +126,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   }
   auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, full_axes);
   RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
-                reduction.identity ? "full" : "reduced"};
+                reduction.identity ? "full" : "reduced", {}};
   const Topology& sim = run.simulated;
   spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
 
@@ -155,6 +156,11 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
                registry.endpoints().size(), message_count(plans), sim.chip_count());
   run.replay = replay(sim, registry.endpoints(), ops, replay_options);
+  size_t offset = 0;
+  for (const auto& op : program) {
+    run.first_span.push_back(offset);
+    offset += static_cast<size_t>(op.repeat) * sim.chip_count();
+  }
 
   const double w_uni = topology.chip.neighbor_bandwidth_Bps() * settings.link_efficiency;
   // Each op's first start and last end per repetition, in one pass over the spans.

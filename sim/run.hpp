@@ -49,6 +49,8 @@ struct RunResult {
   double wall_time_s = 0;
   std::string fidelity;                // "full" or "reduced", as used
 
+  std::vector<size_t> first_span;      // index in replay.spans of each op's first span
+
   // Span of (op, repetition) on a real chip.
   const SpanRecord& span(int op, int repetition, ChipId real_chip) const;
 };
@@ -66,6 +68,9 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
 // A `collectives` scenario: its operations as a program.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 Program collectives_program(const Scenario& scenario);
+
+// The axes of a collective as the formulas see them (size and wraparound of each ring).
+std::vector<AxisInfo> collective_axes(const Topology& topo, const CollectiveSpec& spec);
 
 // The book's formula for one operation on a pod (has_analytic false where none applies).
 bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link_bandwidth_Bps,

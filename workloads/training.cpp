@@ -171,13 +171,14 @@ class ProgramBuilder {
   }
   int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes,
                  const std::vector<AxisSlice>& slices, double bytes, std::vector<int> after, int layer,
-                 std::string category) {
+                 std::string category, bool over_dcn = false) {
     ProgramOp op;
     op.name = std::move(name);
     op.kind = ProgramOpKind::Collective;
     op.collective.kind = kind;
     op.collective.axes = axes;
     op.collective.slices = slices;
+    op.collective.over_dcn = over_dcn;
     op.collective.bytes = bytes;
     op.after = clean(std::move(after));
     op.layer = layer;
@@ -433,28 +434,14 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                                            "fsdp_reducescatter");
           grad_ops.push_back(scatter);
           if (plan.dcn_data_parallel) {
-            ProgramOp op;
-            op.name = blk.name + ".dcn_allreduce_grads";
-            op.collective.kind = CollectiveKind::AllReduce;
-            op.collective.over_dcn = true;
-            op.collective.bytes = blk.weight_bytes_per_group / layout.ici_data_degree;
-            op.after = {scatter};
-            op.layer = blk.layer;
-            op.category = "dcn_allreduce";
-            grad_ops.push_back(b.add(std::move(op)));
+            grad_ops.push_back(b.collective(blk.name + ".dcn_allreduce_grads", CollectiveKind::AllReduce, {}, {},
+                                            blk.weight_bytes_per_group / layout.ici_data_degree, {scatter},
+                                            blk.layer, "dcn_allreduce", true));
           }
         } else {
-          ProgramOp op;
-          op.name = blk.name + ".allreduce_grads";
-          op.collective.kind = CollectiveKind::AllReduce;
-          op.collective.axes = plan.data_axes;
-          op.collective.slices = plan.data_slices;
-          op.collective.over_dcn = plan.dcn_data_parallel;
-          op.collective.bytes = blk.weight_bytes_per_group;
-          op.after = {bwd_compute[i]};
-          op.layer = blk.layer;
-          op.category = "dp_allreduce";
-          grad_ops.push_back(b.add(std::move(op)));
+          grad_ops.push_back(b.collective(blk.name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
+                                          plan.data_slices, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
+                                          "dp_allreduce", plan.dcn_data_parallel));
         }
       }
     }
