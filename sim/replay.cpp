@@ -159,6 +159,7 @@ struct Runtime {
       // The neighbour inside the line only: a pipeline never wraps round.
       if (auto from = topo.step_along(chip, n.axis, -n.direction)) op_actors[n.op][*from]->join();
     }
+    if (r.release_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(r.release_s);
   }
 
   void run_op(int op, ChipId chip) {

@@ -20,6 +20,7 @@ struct ReplayOp {
   int position_axis = -1;   // with after_at_position: `after` by the chip's position on it
   std::vector<std::vector<int>> after_at_position;
   std::vector<NeighbourDependency> after_neighbour;   // ops of a neighbouring chip
+  double release_s = 0;     // earliest start (ProgramOp::release_s)
 };
 
 struct SpanRecord {         // one repetition of one op on one chip

@@ -146,7 +146,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   for (const auto& op : program) {
     const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
     ops.push_back({plan, op.compute_s, op.repeat, op.after, op.position_axis, op.after_at_position,
-                   op.after_neighbour});
+                   op.after_neighbour, op.release_s});
   }
   ReplayOptions replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};

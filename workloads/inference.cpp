@@ -47,6 +47,91 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
 
 }  // namespace
 
+StepShape decode_shape(int batch, double context) {
+  return {static_cast<double>(batch), batch * context, batch * context};
+}
+
+StepShape prefill_shape(int batch, int chunk, int offset) {
+  // A chunk attends over the cached prefix and itself (the full square, as the FLOP count
+  // of transformers.md does), reads the prefix's cache and writes its own.
+  return {static_cast<double>(batch) * chunk, static_cast<double>(batch) * chunk * (offset + chunk),
+          static_cast<double>(batch) * (offset + chunk)};
+}
+
+StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
+                         int model_degree, const StepShape& shape) {
+  const double y = model_degree;
+  const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
+  const double W = chip.hbm_bandwidth_Bps;
+  const double activation = 2.0;   // bf16 activations
+  const double layer_kv = shape.kv_tokens * kv_cache_bytes_per_token(model, plan.kv_bytes) / model.layers;
+  // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
+  const double score_flops = plan.attention_flops ? 4.0 * shape.attended_tokens * model.heads * model.head_dim : 0.0;
+  auto roofline = [&](double flops, double bytes) { return std::max(flops / C, bytes / W) / plan.efficiency; };
+  const double p_attn = attention_params_per_layer(model);
+  const double p_mlp = mlp_params_per_layer(model);
+  const double p_out = static_cast<double>(model.vocab) * model.d_model;
+  const double io = 2 * shape.tokens * model.d_model * activation;
+  StepCompute out;
+  out.attention_flops = (2 * shape.tokens * p_attn + score_flops) / y;
+  out.attention_s = roofline(out.attention_flops, (p_attn * plan.weight_bytes + layer_kv + io) / y);
+  out.mlp_flops = 2 * shape.tokens * p_mlp / y;
+  out.mlp_s = roofline(out.mlp_flops, (p_mlp * plan.weight_bytes + io) / y);
+  out.unembed_flops = 2 * shape.tokens * p_out / y;
+  out.unembed_s = roofline(out.unembed_flops, p_out * plan.weight_bytes / y);
+  out.activation_bytes = shape.tokens * model.d_model * activation;
+  return out;
+}
+
+Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                               const StepShape& shape) {
+  int model_degree = 1;
+  for (int a : plan.model_axes) model_degree *= topology.axes[a].size;
+  const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, shape);
+  Program program;
+  std::vector<int> previous;
+  auto add = [&](ProgramOp op) {
+    op.after = previous;
+    program.push_back(std::move(op));
+    previous = {static_cast<int>(program.size() - 1)};
+  };
+  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category) {
+    if (model_degree <= 1) return;
+    ProgramOp op;
+    op.name = name;
+    op.kind = ProgramOpKind::Collective;
+    op.collective.kind = kind;
+    op.collective.axes = plan.model_axes;
+    op.collective.bytes = cost.activation_bytes;   // the [tokens, D] activations
+    op.layer = layer;
+    op.category = category;
+    add(std::move(op));
+  };
+  auto compute = [&](const std::string& name, double seconds, double flops, int layer, const char* category) {
+    ProgramOp op;
+    op.name = name;
+    op.kind = ProgramOpKind::Compute;
+    op.compute_s = seconds;
+    op.flops = flops;
+    op.layer = layer;
+    op.category = category;
+    add(std::move(op));
+  };
+  for (int l = 0; l < model.layers; ++l) {
+    const std::string name = "L" + std::to_string(l);
+    // Attention: gather the activations, project, attend over the cache (read when decoding,
+    // written when prefilling), project back, scatter the partial sums (Megatron).
+    collective(name + ".attn.allgather", CollectiveKind::AllGather, l, "mp_allgather");
+    compute(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention");
+    collective(name + ".attn.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
+    collective(name + ".mlp.allgather", CollectiveKind::AllGather, l, "mp_allgather");
+    compute(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp");
+    collective(name + ".mlp.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
+  }
+  compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed");
+  return program;
+}
+
 Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                           InferenceLayout& layout) {
   check_plan(model, plan, topology);
@@ -83,59 +168,10 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
       (decode ? kv_batch_bytes / (y * W) : 0.0) +
       std::max(2 * tokens * p_matmul / (y * C * plan.efficiency), p_matmul * plan.weight_bytes / (y * W));
 
-  const double activation = 2.0;   // bf16 activations
-  const double layer_kv = kv_batch_bytes / model.layers;
-  // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
-  const double score_flops = plan.attention_flops ? 4.0 * tokens * context * model.heads * model.head_dim : 0.0;
-  auto roofline = [&](double flops, double bytes) { return std::max(flops / C, bytes / W) / plan.efficiency; };
-
-  Program program;
-  std::vector<int> previous;
-  auto add = [&](ProgramOp op) {
-    op.after = previous;
-    program.push_back(std::move(op));
-    previous = {static_cast<int>(program.size() - 1)};
-  };
-  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category) {
-    if (layout.model_degree <= 1) return;
-    ProgramOp op;
-    op.name = name;
-    op.kind = ProgramOpKind::Collective;
-    op.collective.kind = kind;
-    op.collective.axes = plan.model_axes;
-    op.collective.bytes = tokens * model.d_model * activation;   // the [B, D] activations
-    op.layer = layer;
-    op.category = category;
-    add(std::move(op));
-  };
-  auto compute = [&](const std::string& name, double flops, double bytes, int layer, const char* category) {
-    ProgramOp op;
-    op.name = name;
-    op.kind = ProgramOpKind::Compute;
-    op.compute_s = roofline(flops, bytes);
-    op.flops = flops;
-    op.layer = layer;
-    op.category = category;
-    layout.flops += flops * layout.chips;
-    add(std::move(op));
-  };
-  const double p_attn = attention_params_per_layer(model);
-  const double p_mlp = mlp_params_per_layer(model);
-  for (int l = 0; l < model.layers; ++l) {
-    const std::string name = "L" + std::to_string(l);
-    // Attention: gather the activations, project, attend over the cache (read when decoding,
-    // written when prefilling), project back, scatter the partial sums (Megatron).
-    collective(name + ".attn.allgather", CollectiveKind::AllGather, l, "mp_allgather");
-    compute(name + ".attn", (2 * tokens * p_attn + score_flops) / y,
-            (p_attn * plan.weight_bytes + layer_kv + 2 * tokens * model.d_model * activation) / y, l, "attention");
-    collective(name + ".attn.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
-    collective(name + ".mlp.allgather", CollectiveKind::AllGather, l, "mp_allgather");
-    compute(name + ".mlp", 2 * tokens * p_mlp / y, (p_mlp * plan.weight_bytes + 2 * tokens * model.d_model * activation) / y,
-            l, "mlp");
-    collective(name + ".mlp.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
-  }
-  const double p_out = static_cast<double>(model.vocab) * model.d_model;
-  compute("unembed", 2 * tokens * p_out / y, p_out * plan.weight_bytes / y, model.layers, "unembed");
+  const StepShape shape = decode ? decode_shape(plan.batch, plan.context_length)
+                                  : prefill_shape(plan.batch, plan.prompt_length, 0);
+  Program program = inference_step_program(model, plan, topology, shape);
+  for (const auto& op : program) layout.flops += op.flops * layout.chips;
   return program;
 }
 

@@ -46,6 +46,32 @@ struct InferenceLayout {
   double rule_of_thumb_s = 0;
 };
 
+// What one step pushes through the model: the rows through the weights and the context they
+// attend over. Decode of B sequences: B rows; a prefill chunk: B x chunk rows.
+struct StepShape {
+  double tokens = 0;            // rows through the weights
+  double attended_tokens = 0;   // sum over those rows of the context each attends to
+  double kv_tokens = 0;         // cached tokens the step reads or writes, all sequences
+};
+StepShape decode_shape(int batch, double context);
+// A chunk of `chunk` tokens of each of `batch` prompts whose first `offset` tokens are cached.
+StepShape prefill_shape(int batch, int chunk, int offset);
+
+// One layer's blocks and the unembedding of a step on one chip of a model-parallel group of
+// `model_degree`: rooflines in seconds, FLOPs per chip, and the [tokens, D] bf16 activations
+// the Megatron collectives move around each block.
+struct StepCompute {
+  double attention_s = 0, mlp_s = 0, unembed_s = 0;
+  double attention_flops = 0, mlp_flops = 0, unembed_flops = 0;
+  double activation_bytes = 0;
+};
+StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
+                         int model_degree, const StepShape& shape);
+
+// The per-chip program of one step of any shape (a chain: every op waits for the previous).
+Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                               const StepShape& shape);
+
 // Builds one decode step or one prefill. Throws std::invalid_argument for impossible plans.
 Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                           InferenceLayout& layout);

@@ -33,6 +33,9 @@ struct ProgramOp {
   // Ops (indices into the program, all earlier) that must finish on a chip before this
   // starts there. Ops with no dependency start at time 0.
   std::vector<int> after;
+  // Earliest start on every chip, in simulated seconds (0: as soon as `after` allows). Lets
+  // independent measurements share one simulation without overlapping.
+  double release_s = 0;
   // Where chips run their ops in an order that depends on their position along one axis
   // (pipeline stages under 1F1B): after_at_position[p] replaces `after` on chips at position p.
   int position_axis = -1;

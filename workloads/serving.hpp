@@ -1,0 +1,94 @@
+#pragma once
+// Serving: requests queue, are prefilled and decoded in batches on one or more model servers,
+// and the per-request latencies come out of the event timeline (applied-inference.md,
+// "Serving"; inference.md, "Disaggregated serving"). A discrete-event simulation of its own:
+// each step's duration comes from a StepCosts model (sim/serving_costs.cpp builds it from
+// SimGrid replays of the step programs); queueing, batching and slot limits happen here.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "workloads/requests.hpp"
+
+namespace podsim {
+
+enum class BatchingPolicy {
+  Static,          // take up to `slots` waiting prompts, prefill them together, decode until all are done
+  Interleaved,     // prefill one prompt (batch 1) between decode steps while a slot is free
+  Continuous,      // prefill every waiting prompt a free slot allows (up to prefill_batch) between decode steps
+  Disaggregated,   // prefill servers hand KV caches over DCN to generate servers
+};
+const char* to_string(BatchingPolicy policy);
+
+struct ServingConfig {
+  BatchingPolicy policy = BatchingPolicy::Continuous;
+  int servers = 1;             // model servers (colocated), or generate servers (disaggregated)
+  int prefill_servers = 0;     // disaggregated only
+  int slots = 1;               // sequences one (generate) server decodes at once: its HBM's KV limit
+  int prefill_batch = 1;       // prompts one prefill step takes (static: all of its batch)
+  // Prompts are padded up to the smallest bucket that holds them; longer prompts are prefilled
+  // in chunks of the largest bucket, the last one padded up to a bucket.
+  std::vector<int> buckets;    // ascending
+};
+
+// A prompt's chunks as prefilled: each padded length, in order.
+std::vector<int> prefill_chunks(int prompt_tokens, const std::vector<int>& buckets);
+
+// Durations of the steps a server runs, in seconds.
+struct StepCosts {
+  // `batch` prompts' chunks of `chunk` tokens after `offset` cached ones, on a prefill server
+  // (disaggregated) or on the one kind of server (colocated).
+  std::function<double(int batch, int chunk, int offset)> prefill_s;
+  // One decode step of `batch` sequences whose contexts sum to `context_tokens`.
+  std::function<double(int batch, double context_tokens)> decode_s;
+  // Moving the KV cache of `tokens` cached tokens from a prefill to a generate server.
+  std::function<double(int tokens)> kv_transfer_s;
+};
+
+struct RequestRecord {
+  Request request;
+  int padded_prompt_tokens = 0;
+  int server = -1;                // the server that prefilled it
+  int generate_server = -1;       // the server that decoded it
+  double prefill_start_s = -1;    // its first prefill step starts
+  double first_token_s = -1;      // its prefill ends: the first token exists
+  double decode_start_s = -1;     // it joins a decode batch (after the KV transfer when disaggregated)
+  double end_s = -1;              // its last token exists
+  // Derived, as reported (definitions in docs/scenario-schema.md).
+  double queueing_s() const { return prefill_start_s - request.arrival_s; }
+  double ttft_s() const { return first_token_s - request.arrival_s; }
+  double latency_s() const { return end_s - request.arrival_s; }
+  // Time per output token after the first; 0 for one-token responses.
+  double tpot_s() const {
+    return request.output_tokens > 1 ? (end_s - first_token_s) / (request.output_tokens - 1) : 0.0;
+  }
+};
+
+enum class StepKind { Prefill, Decode, KvTransfer };
+
+struct StepRecord {
+  StepKind kind = StepKind::Decode;
+  bool on_prefill_server = false;   // disaggregated: which pool `server` indexes
+  int server = 0;
+  double start_s = 0;
+  double end_s = 0;
+  int batch = 0;                    // sequences (decode), prompts (prefill), 1 (transfer)
+  double tokens = 0;                // tokens produced (decode), prefilled incl. padding, or moved
+};
+
+struct ServingResult {
+  std::vector<RequestRecord> requests;   // in request order
+  std::vector<StepRecord> steps;         // in start order per server
+  double end_s = 0;                      // the last request's last token
+  long long decode_steps = 0;
+  long long prefill_steps = 0;
+  double decode_busy_s = 0;              // sum of decode step durations, all servers
+  double prefill_busy_s = 0;
+};
+
+// Runs the requests (sorted by arrival) through the servers. Throws std::invalid_argument for a
+// configuration that cannot serve (no slots, no servers, no buckets).
+ServingResult simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
+                               const StepCosts& costs);
+
+}  // namespace podsim
