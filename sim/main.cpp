@@ -14,6 +14,7 @@
 #include "sim/planner.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
+#include "sim/serving_report.hpp"
 #include "sim/validate.hpp"
 
 using namespace podsim;
@@ -31,6 +32,26 @@ void set_verbosity(int verbose) {
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) != 0; }
 
+int serve_command(const Scenario& scenario, const std::string& out_dir, bool reproducible) {
+  ServingRun run;
+  try {
+    run = run_serving(scenario);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
+  }
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  files.add("summary.json", serving_summary_json(scenario, run, {reproducible}));
+  files.add("requests.csv", serving_requests_csv(run));
+  files.add("steps.csv", serving_steps_csv(run));
+  files.add("trace.json", serving_trace_json(scenario, run));
+  files.commit();
+  std::cout << serving_table(scenario, run);
+  std::cout << "wrote " << files.path("summary.json") << ", " << files.path("requests.csv") << ", "
+            << files.path("steps.csv") << ", " << files.path("trace.json") << "\n";
+  return 0;
+}
+
 int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& fidelity,
                 const std::string& detail, bool reproducible, bool strict) {
   Scenario scenario = load_scenario(scenario_path);
@@ -43,6 +64,7 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
       std::fprintf(stderr, "\33[2K\rsimulating %s: %.1f s", scenario.name.c_str(), wall_s);
     };
   }
+  if (scenario.workload_kind == WorkloadKind::Serving) return serve_command(scenario, out_dir, reproducible);
   Program program;
   TrainingLayout layout;
   InferenceLayout inference_layout;

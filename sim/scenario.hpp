@@ -10,6 +10,7 @@
 #include "sim/input_error.hpp"
 #include "topology/topology.hpp"
 #include "workloads/inference.hpp"
+#include "workloads/serving.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {
@@ -40,12 +41,25 @@ enum class Fidelity {
   Full,   // every chip, every hop
 };
 
-enum class WorkloadKind { Collectives, Training, Inference };
+enum class WorkloadKind { Collectives, Training, Inference, Serving };
 
 // An `inference` workload: one decode step or one prefill of a model on a slice.
 struct InferenceWorkload {
   TransformerSpec model;
   InferencePlan plan;
+};
+
+// A `serving` workload: requests through batching policies on model servers (slices).
+struct ServingWorkload {
+  TransformerSpec model;
+  InferencePlan generate;            // the decode (or only) server: dtypes, model axes, efficiency
+  InferencePlan prefill;             // prefill steps: same, with its own efficiency and axes
+  TopologySpec prefill_topology;     // disaggregated: the prefill servers' slice
+  ServingConfig config;              // slots filled in by the loader (HBM limit or max_batch)
+  std::vector<Request> requests;
+  std::string requests_source;       // "poisson" or the trace's path
+  int max_context = 0;               // longest padded prompt + output: what a slot must hold
+  int hbm_slots = 0;                 // sequences of max_context that fit beside the weights
 };
 
 // A `training` workload: one training step of a model under a parallelism plan.
@@ -68,6 +82,7 @@ struct Scenario {
   std::vector<OperationSpec> operations;   // Collectives
   TrainingWorkload training;               // Training
   InferenceWorkload inference;             // Inference
+  ServingWorkload serving;                 // Serving
   std::vector<Expectation> expectations;
 };
 

@@ -22,6 +22,7 @@
 #include <system_error>
 
 #include "sim/scenario.hpp"
+#include "sim/serving_loader.hpp"
 #include "sim/training_loader.hpp"
 #include "sim/units.hpp"
 #include "sim/yaml_fields.hpp"
@@ -501,15 +502,22 @@ const std::vector<std::string> kTrainingKeys = {"kind", "model", "batch_tokens",
                                                 "attention_flops", "strict_memory"};
 const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase",   "batch",      "context_length",
                                                  "prompt_length", "weights", "kv_cache", "compute", "efficiency",
-                                                 "attention_flops", "parallelism"};
+                                                 "attention_flops", "parallelism", "collective_matmul"};
+
+const std::vector<std::string> kServingKeys = {
+    "kind",       "model",      "weights",       "kv_cache",       "compute",        "efficiency",
+    "prefill_efficiency", "attention_flops", "parallelism", "policy", "servers", "max_batch",
+    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul"};
 
 void parse_workload(const Field& field, Scenario& scenario) {
   const Field kind = MapReader(field, {}).required("kind");
   scenario.workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
                                                            {"training", WorkloadKind::Training},
-                                                           {"inference", WorkloadKind::Inference}});
+                                                           {"inference", WorkloadKind::Inference},
+                                                           {"serving", WorkloadKind::Serving}});
   const std::vector<std::pair<std::string, const std::vector<std::string>*>> kinds = {
-      {"collectives", &kCollectivesKeys}, {"training", &kTrainingKeys}, {"inference", &kInferenceKeys}};
+      {"collectives", &kCollectivesKeys}, {"training", &kTrainingKeys}, {"inference", &kInferenceKeys},
+      {"serving", &kServingKeys}};
   const auto& own = *kinds[static_cast<size_t>(scenario.workload_kind)].second;
   const MapReader reader(field, own);
   // A key of another kind gets a clearer message than "unknown key".
@@ -525,6 +533,11 @@ void parse_workload(const Field& field, Scenario& scenario) {
   switch (scenario.workload_kind) {
     case WorkloadKind::Training: scenario.training = detail::parse_training(reader, scenario.topology); break;
     case WorkloadKind::Inference: scenario.inference = detail::parse_inference(reader, scenario.topology); break;
+    case WorkloadKind::Serving:
+      scenario.serving = detail::parse_serving(reader, scenario.topology, [&](const Field& topology) {
+        return parse_topology(topology, scenario.topology.chip);
+      });
+      break;
     case WorkloadKind::Collectives:
       scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
       break;
@@ -568,6 +581,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     expectation.field = read_string(name);
     const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
                                : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
+                               : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name)
                                                                                    : check_collectives_field(name, scenario.operations);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);

@@ -1,6 +1,7 @@
 #include "sim/serving_costs.hpp"
 
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <spdlog/spdlog.h>
 #include <set>
@@ -12,104 +13,144 @@ namespace {
 
 double step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, const StepShape& shape) {
   const StepCompute c = step_compute(model, role.plan, role.topology.chip, role.model_degree, shape);
-  double comm_s = 0;
-  if (role.model_degree > 1) {
-    const auto it = comm.find(c.activation_bytes);
-    if (it == comm.end()) throw std::logic_error("no replayed collectives for this step shape");
-    comm_s = it->second.layers_s(model.layers);
+  if (role.model_degree <= 1) return model.layers * (c.attention_s + c.mlp_s) + c.unembed_s;
+  const auto it = comm.find(c.activation_bytes);
+  if (it == comm.end()) throw std::logic_error("no replayed collectives for this step shape");
+  const LayerComm& lc = it->second;
+  if (role.plan.collective_matmul) {
+    // Each block: the gather beside its first half, the scatter beside its second.
+    auto block = [&](double seconds) {
+      return std::max(seconds / 2, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
+    };
+    return model.layers * (block(c.attention_s) + block(c.mlp_s)) + c.unembed_s;
   }
-  return model.layers * (c.attention_s + c.mlp_s) + c.unembed_s + comm_s;
+  return model.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model.layers);
 }
 
 double activation_bytes(const TransformerSpec& model, double tokens) {
   return tokens * model.d_model * 2.0;   // bf16, as step_compute
 }
 
-constexpr int kLayersReplayed = 8;
+// A sequence of collectives on one activation size; `gap` entries stand for compute.
+struct Window {
+  double bytes = 0;
+  std::vector<std::optional<CollectiveKind>> ops;
+};
 
-// The collectives of `layers` layers for each size, with the compute between them stood in by
-// a gap longer than any collective: a step's own compute is longer than the stagger, so no
-// collective's traffic meets the next one's and the gap's length does not matter; the gaps
-// are subtracted. Each size gets its own window (release time) so every chip starts it
-// together, as at the start of a step; a window found too short is widened and replayed.
-std::map<double, std::vector<double>> replay_layers(const ServerRole& role, const std::vector<double>& sizes,
-                                                    int layers, const SimulationSettings& settings,
-                                                    long long& count) {
+// Each window replayed from a common start on every chip, as at the start of a step, in one
+// simulation: a window gets its own time (release time) and a window found too short is
+// widened and replayed. The compute between collectives is stood in by a gap longer than any
+// collective: a step's own compute is longer than the stagger between chips, so no
+// collective's traffic meets the next one's and the gap's length does not matter. Returns,
+// per window, each op's last end from the window's start with the gaps before it removed.
+std::vector<std::vector<double>> replay_windows(const ServerRole& role, const std::vector<Window>& windows,
+                                                const SimulationSettings& settings, long long& count) {
   const ChipSpec& chip = role.topology.chip;
   int ring_hops = 0;
   for (int a : role.plan.model_axes) ring_hops += role.topology.axes[a].size;
-  const int ops_per_size = 6 * layers;
   for (double widen = 2;; widen *= 4) {
     Program program;
     std::vector<double> release, gap;
     double t = 0;
-    for (double bytes : sizes) {
+    for (const Window& w : windows) {
       release.push_back(t);
       // A bound on one collective: the whole array over one link, plus every hop's latency.
-      const double bound = bytes / (chip.ici_bandwidth_Bps * settings.link_efficiency) +
+      const double bound = w.bytes / (chip.ici_bandwidth_Bps * settings.link_efficiency) +
                            (ring_hops + 2) * chip.hop_latency_s + settings.launch_overhead_s;
       gap.push_back(widen * bound);
-      for (int k = 0; k < ops_per_size; ++k) {
+      for (size_t k = 0; k < w.ops.size(); ++k) {
         ProgramOp op;
-        // Per layer and block (attention, MLP): AllGather, compute, ReduceScatter.
-        if (k % 3 == 1) {
+        if (!w.ops[k]) {
           op.name = "gap";
           op.kind = ProgramOpKind::Compute;
           op.compute_s = gap.back();
         } else {
           op.name = "comm";
           op.kind = ProgramOpKind::Collective;
-          op.collective.kind = k % 3 == 0 ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter;
+          op.collective.kind = *w.ops[k];
           op.collective.axes = role.plan.model_axes;
-          op.collective.bytes = bytes;
+          op.collective.bytes = w.bytes;
         }
         if (k == 0) op.release_s = t;
         else op.after = {static_cast<int>(program.size() - 1)};
         program.push_back(std::move(op));
       }
-      t += widen * 6 * layers * bound;
+      t += widen * static_cast<double>(w.ops.size()) * bound;
     }
     release.push_back(t);
     const RunResult run = run_program(role.topology, settings, program, {});
     count += static_cast<long long>(program.size());
-    std::map<double, std::vector<double>> out;
+    std::vector<std::vector<double>> out;
     bool overlapped = false;
-    for (size_t w = 0; w < sizes.size(); ++w) {
-      const size_t first = w * ops_per_size;
-      auto& ends = out[sizes[w]];
-      for (int n = 1; n <= layers; ++n)
-        ends.push_back(run.operations[first + 6 * n - 1].end_s - release[w] - 2 * n * gap[w]);
-      overlapped = overlapped || run.operations[first + ops_per_size - 1].end_s > release[w + 1];
+    size_t first = 0;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      auto& ends = out.emplace_back();
+      int gaps = 0;
+      for (size_t k = 0; k < windows[w].ops.size(); ++k) {
+        if (!windows[w].ops[k]) ++gaps;
+        ends.push_back(run.operations[first + k].end_s - release[w] - gaps * gap[w]);
+      }
+      first += windows[w].ops.size();
+      overlapped = overlapped || run.operations[first - 1].end_s > release[w + 1];
     }
     if (!overlapped) return out;
   }
 }
 
-// Settled: the last three layers each added the same time.
+// Settled: the last two layers each added the same time.
 bool settled(const std::vector<double>& ends) {
   const size_t n = ends.size();
   if (n < 4) return false;
   const double d = ends[n - 1] - ends[n - 2];
-  auto same = [&](double x) { return std::fabs(x - d) <= 1e-12 + 1e-9 * std::fabs(d); };
-  return same(ends[n - 2] - ends[n - 3]) && same(ends[n - 3] - ends[n - 4]);
+  return std::fabs(ends[n - 2] - ends[n - 3] - d) <= 1e-12 + 1e-9 * std::fabs(d);
 }
 
 CommTable replay_layer_comm(const TransformerSpec& model, const ServerRole& role, const std::set<double>& sizes,
                             const SimulationSettings& settings, long long& count) {
   CommTable out;
   if (role.model_degree <= 1 || sizes.empty()) return out;
-  const int first_layers = std::min(kLayersReplayed, model.layers);
-  std::vector<double> unsettled;
-  for (auto& [bytes, ends] :
-       replay_layers(role, std::vector<double>(sizes.begin(), sizes.end()), first_layers, settings, count)) {
-    if (first_layers < model.layers && !settled(ends)) unsettled.push_back(bytes);
-    else out[bytes] = {ends, ends.size() > 1 ? ends.back() - ends[ends.size() - 2] : ends.back()};
+  const auto AG = CollectiveKind::AllGather, RS = CollectiveKind::ReduceScatter;
+  if (role.plan.collective_matmul) {
+    // Each collective alone: the block's compute half hides what it can.
+    std::vector<Window> windows;
+    for (double bytes : sizes) {
+      windows.push_back({bytes, {AG}});
+      windows.push_back({bytes, {RS}});
+    }
+    const auto ends = replay_windows(role, windows, settings, count);
+    size_t i = 0;
+    for (double bytes : sizes) {
+      out[bytes].allgather_s = ends[i++].back();
+      out[bytes].reducescatter_s = ends[i++].back();
+    }
+    return out;
   }
-  if (!unsettled.empty()) {
-    spdlog::info("{} step shapes had not settled after {} layers; replaying all {}", unsettled.size(), first_layers,
-                 model.layers);
-    for (auto& [bytes, ends] : replay_layers(role, unsettled, model.layers, settings, count))
-      out[bytes] = {ends, 0.0};
+  // Most meshes settle by the third layer; the rest get more layers, then all of them.
+  std::vector<double> pending(sizes.begin(), sizes.end());
+  for (int layers : {4, 12, model.layers}) {
+    layers = std::min(layers, model.layers);
+    std::vector<Window> windows;
+    for (double bytes : pending) {
+      Window w{bytes, {}};
+      for (int l = 0; l < layers; ++l) w.ops.insert(w.ops.end(), {AG, std::nullopt, RS, AG, std::nullopt, RS});
+      windows.push_back(std::move(w));
+    }
+    const auto ends = replay_windows(role, windows, settings, count);
+    std::vector<double> unsettled;
+    for (size_t w = 0; w < pending.size(); ++w) {
+      std::vector<double> layer_ends;
+      for (int n = 1; n <= layers; ++n) layer_ends.push_back(ends[w][6 * n - 1]);
+      if (layers < model.layers && !settled(layer_ends)) {
+        unsettled.push_back(pending[w]);
+        continue;
+      }
+      LayerComm& lc = out[pending[w]];
+      lc.per_layer_s = layer_ends.size() > 1 ? layer_ends.back() - layer_ends[layer_ends.size() - 2] : 0.0;
+      lc.ends_s = std::move(layer_ends);
+    }
+    if (unsettled.empty()) break;
+    spdlog::info("{} step shapes had not settled after {} layers", unsettled.size(), layers);
+    pending = unsettled;
   }
   return out;
 }

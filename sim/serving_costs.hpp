@@ -9,7 +9,9 @@
 // to the same time per layer. So every distinct token count the run can produce has the
 // collectives of its first layers replayed once, up front (all in one simulation, each in its
 // own time window), until the time per layer repeats; sizes that have not settled are
-// replayed for all L layers. test_serving.cpp checks steps against whole step replays.
+// replayed for all L layers. With collective matmuls each block takes
+// max(compute / 2, AllGather) + max(compute / 2, ReduceScatter), each collective replayed from
+// a common start. test_serving.cpp checks steps against whole step replays.
 #include <map>
 #include <vector>
 
@@ -30,6 +32,8 @@ struct ServerRole {
 struct LayerComm {
   std::vector<double> ends_s;   // after 1, 2, ... layers
   double per_layer_s = 0;       // what each further layer adds, once settled
+  // Collective matmuls: one AllGather and one ReduceScatter, each from a common start.
+  double allgather_s = 0, reducescatter_s = 0;
   double layers_s(int layers) const;   // the collectives of `layers` layers
 };
 using CommTable = std::map<double, LayerComm>;   // activation bytes -> replayed layers

@@ -324,6 +324,40 @@ const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefil
 
 }  // namespace
 
+TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
+
+void parse_inference_numerics(const MapReader& reader, InferencePlan& plan) {
+  if (auto weights = reader.optional("weights")) {
+    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"int4", 0.5}});
+  }
+  if (auto kv = reader.optional("kv_cache")) plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}});
+  if (auto compute = reader.optional("compute")) {
+    plan.int8_compute = read_choice<bool>(*compute, {{"bf16", false}, {"int8", true}});
+  }
+  if (auto efficiency = reader.optional("efficiency")) plan.efficiency = read_fraction(*efficiency);
+  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
+  if (auto overlap = reader.optional("collective_matmul")) plan.collective_matmul = read_bool(*overlap);
+}
+
+double read_fraction(const Field& field) {
+  const double value = read_real(field);
+  if (value <= 0 || value > 1) fail(field, "expected a fraction in (0, 1]");
+  return value;
+}
+
+std::vector<int> parse_model_axes(const Field& parallelism, const TopologySpec& topology) {
+  const MapReader axes_reader(parallelism, {"model"});
+  axes_reader.reject_unknown();
+  auto model_axes = axes_reader.optional("model");
+  if (!model_axes) return {};
+  std::vector<std::pair<std::string, std::string>> used;
+  const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
+  for (const auto& slice : parsed.slices) {
+    if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
+  }
+  return parsed.axes;
+}
+
 InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& topology) {
   InferenceWorkload workload;
   InferencePlan& plan = workload.plan;
@@ -344,30 +378,8 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
   }
   plan.batch = read_int(reader.required("batch"), 1, kMaxChips);
-  if (auto weights = reader.optional("weights")) {
-    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"int4", 0.5}});
-  }
-  if (auto kv = reader.optional("kv_cache")) plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}});
-  if (auto compute = reader.optional("compute")) {
-    plan.int8_compute = read_choice<bool>(*compute, {{"bf16", false}, {"int8", true}});
-  }
-  if (auto efficiency = reader.optional("efficiency")) {
-    plan.efficiency = read_real(*efficiency);
-    if (plan.efficiency <= 0 || plan.efficiency > 1) fail(*efficiency, "expected a fraction in (0, 1]");
-  }
-  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
-  if (auto parallelism = reader.optional("parallelism")) {
-    const MapReader axes_reader(*parallelism, {"model"});
-    axes_reader.reject_unknown();
-    if (auto model_axes = axes_reader.optional("model")) {
-      std::vector<std::pair<std::string, std::string>> used;
-      const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
-      for (const auto& slice : parsed.slices) {
-        if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
-      }
-      plan.model_axes = parsed.axes;
-    }
-  }
+  parse_inference_numerics(reader, plan);
+  if (auto parallelism = reader.optional("parallelism")) plan.model_axes = parse_model_axes(*parallelism, topology);
   return workload;
 }
 

@@ -20,6 +20,15 @@ std::string check_training_field(const yaml_fields::Field& field);
 // dtypes, model-parallel axes.
 InferenceWorkload parse_inference(const yaml_fields::MapReader& reader, const TopologySpec& topology);
 
+// Shared by inference and serving: weights, kv_cache, compute, efficiency, attention_flops.
+void parse_inference_numerics(const yaml_fields::MapReader& reader, InferencePlan& plan);
+// `parallelism: {model: [axes]}`: whole mesh axes, each once.
+std::vector<int> parse_model_axes(const yaml_fields::Field& parallelism, const TopologySpec& topology);
+// A preset name or a model mapping (see parse_training's `model`).
+TransformerSpec parse_model_field(const yaml_fields::Field& field, int sequence_length);
+// A number in (0, 1].
+double read_fraction(const yaml_fields::Field& field);
+
 // An expectation's `field` for an inference workload: a top-level summary field.
 std::string check_inference_field(const yaml_fields::Field& field);
 

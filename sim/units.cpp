@@ -20,6 +20,8 @@ constexpr std::string_view kBandwidthHint =
 constexpr std::string_view kTimeHint =
     "expected a non-negative time with a unit, e.g. \"1 us\", \"1 µs\", \"2.5 ms\", \"10 ns\" or "
     "\"1 s\" (a bare number is not accepted, so that units stay explicit)";
+constexpr std::string_view kRateHint =
+    "expected a positive rate with a unit, e.g. \"3 /s\", \"180 /min\" or \"0.5 /s\"";
 constexpr std::string_view kBytesHint =
     "expected a positive whole number of bytes below 2^64, e.g. \"16 GiB\", \"34 MB\", \"512 B\" "
     "or a bare integer";
@@ -357,6 +359,21 @@ double parse_bandwidth_Bps(std::string_view text) {
 
 double parse_time_s(std::string_view text) {
   return parse_real(text, kTimeUnits, kTimePrefixes, true, kTimeHint);
+}
+
+double parse_rate_per_s(std::string_view text) {
+  const Quantity q = split_quantity(text, kRateHint);
+  if (q.number.negative || is_zero(q.number)) fail("must be positive", kRateHint);
+  std::string unit(q.unit);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  double per = 0;
+  if (unit == "/s") per = 1;
+  else if (unit == "/min") per = 60;
+  else if (unit == "/h") per = 3600;
+  else fail(unit.empty() ? "missing unit" : "unknown unit '" + unit + "'", kRateHint);
+  const double value = parse_real(std::string(q.number.literal) + " s", kTimeUnits, kTimePrefixes, false, kRateHint) / per;
+  if (!std::isfinite(value) || value <= 0) fail("must be positive and finite", kRateHint);
+  return value;
 }
 
 double parse_flops_per_s(std::string_view text) {

@@ -17,6 +17,9 @@ double parse_bandwidth_Bps(std::string_view text);
 // Zero is accepted (a zero overhead or latency is meaningful); negative is not.
 double parse_time_s(std::string_view text);
 
+// Events per second from "3 /s", "180 /min", "10 /h". Must be positive and finite.
+double parse_rate_per_s(std::string_view text);
+
 // Whole bytes from "16 GiB", "16 GB", "1 KiB", "512 B", "8.4e6 B" or a bare integer.
 // Computed exactly; must be positive, whole and fit in 64 bits.
 uint64_t parse_bytes(std::string_view text);

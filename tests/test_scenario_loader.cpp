@@ -417,11 +417,12 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
                   "hardware.overrides.chips_per_host", "4", "chips_per_host");
   }
   SECTION("an unknown workload kind") {
-    const std::string text = with("kind: collectives", "kind: serving");
-    require_error(text, "workload.kind", "serving", "kind: serving");
+    const std::string text = with("kind: collectives", "kind: servng");
+    require_error(text, "workload.kind", "servng", "kind: servng");
     CHECK(contains(error_from(text).what(), "collectives"));
     CHECK(contains(error_from(text).what(), "training"));
     CHECK(contains(error_from(text).what(), "inference"));
+    CHECK(contains(error_from(text).what(), "serving"));
   }
   SECTION("an unknown operation kind") {
     require_error(with("kind: all_gather", "kind: all_gather_x"), "workload.operations[0].kind", "all_gather_x",

@@ -60,16 +60,25 @@ TEST_CASE("step costs from replayed collectives equal replaying whole steps", "[
   // from the first layer (wrapped rings, lines, 4x4). On 4x2 the stagger goes through a few
   // layers of transients whose pattern depends on the order SimGrid breaks ties between
   // simultaneous messages, which a different compute length changes: there the shortcut is
-  // within 2% (1.7% measured).
-  for (const auto& [sizes, axes, tolerance] : std::vector<std::tuple<std::vector<int>, std::vector<int>, double>>{
-           {{16}, {0}, 1e-9}, {{4, 4}, {0, 1}, 1e-9}, {{8}, {0}, 1e-9}, {{4, 2}, {0, 1}, 0.02}}) {
-    const ServerRole r = role(sizes, axes);
+  // within 2% (1.7% measured). With collective matmuls each collective is timed from a common
+  // start; on 4x4, where chips start it staggered, the real step pipelines a little better
+  // (the shortcut is 2.8% high at prefill sizes, exact at decode sizes).
+  struct Case {
+    std::vector<int> sizes, axes;
+    double chain_tolerance, overlap_tolerance;
+  };
+  for (const auto& [sizes, axes, chain_tolerance, overlap_tolerance] : std::vector<Case>{
+           {{16}, {0}, 1e-9, 1e-9}, {{4, 4}, {0, 1}, 1e-9, 0.03}, {{8}, {0}, 1e-9, 1e-9}, {{4, 2}, {0, 1}, 0.02, 0.02}})
+  for (bool overlap : {false, true}) {
+    ServerRole r = role(sizes, axes);
+    r.plan.collective_matmul = overlap;
+    const double tolerance = overlap ? overlap_tolerance : chain_tolerance;
     ServingConfig c = config(BatchingPolicy::Continuous, 40);
     c.prefill_batch = 2;
     c.buckets = {256, 1024};
     const std::vector<Request> requests = {{0, 0, 200, 4}, {1, 0, 3000, 4}};
     const auto m = build_serving_costs(model, r, r, true, c, requests, {});
-    INFO("mesh of " << sizes.size() << " axes, " << r.model_degree << " chips");
+    INFO("mesh of " << sizes.size() << " axes, " << r.model_degree << " chips, collective matmuls " << overlap);
     for (auto [batch, context] : std::vector<std::pair<int, double>>{{1, 300}, {7, 7 * 2048}, {40, 40 * 4000}}) {
       StepShape shape = decode_shape(batch, 0);
       shape.attended_tokens = shape.kv_tokens = context;

@@ -90,13 +90,13 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, shape);
   Program program;
   std::vector<int> previous;
-  auto add = [&](ProgramOp op) {
-    op.after = previous;
+  auto add = [&](ProgramOp op, std::vector<int> after) {
+    op.after = std::move(after);
     program.push_back(std::move(op));
-    previous = {static_cast<int>(program.size() - 1)};
+    return static_cast<int>(program.size() - 1);
   };
-  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category) {
-    if (model_degree <= 1) return;
+  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category,
+                        std::vector<int> after) {
     ProgramOp op;
     op.name = name;
     op.kind = ProgramOpKind::Collective;
@@ -105,9 +105,10 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     op.collective.bytes = cost.activation_bytes;   // the [tokens, D] activations
     op.layer = layer;
     op.category = category;
-    add(std::move(op));
+    return add(std::move(op), std::move(after));
   };
-  auto compute = [&](const std::string& name, double seconds, double flops, int layer, const char* category) {
+  auto compute = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                     std::vector<int> after) {
     ProgramOp op;
     op.name = name;
     op.kind = ProgramOpKind::Compute;
@@ -115,20 +116,36 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     op.flops = flops;
     op.layer = layer;
     op.category = category;
-    add(std::move(op));
+    return add(std::move(op), std::move(after));
+  };
+  // One block: gather the activations, its matmuls, scatter the partial sums (Megatron). With
+  // collective matmuls (sharding.md, "collective matmuls") the gather streams in while the
+  // first half of the block computes and the scatter streams out while the second half does.
+  auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category) {
+    if (model_degree <= 1) {
+      previous = {compute(name, seconds, flops, layer, category, previous)};
+      return;
+    }
+    const int gather = collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous);
+    if (!plan.collective_matmul) {
+      const int c = compute(name, seconds, flops, layer, category, {gather});
+      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
+      return;
+    }
+    const int first = compute(name + ".matmul1", seconds / 2, flops / 2, layer, category, previous);
+    const int second = compute(name + ".matmul2", seconds / 2, flops / 2, layer, category, {first, gather});
+    const int scatter =
+        collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {first, gather});
+    previous = {second, scatter};
   };
   for (int l = 0; l < model.layers; ++l) {
     const std::string name = "L" + std::to_string(l);
-    // Attention: gather the activations, project, attend over the cache (read when decoding,
-    // written when prefilling), project back, scatter the partial sums (Megatron).
-    collective(name + ".attn.allgather", CollectiveKind::AllGather, l, "mp_allgather");
-    compute(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention");
-    collective(name + ".attn.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
-    collective(name + ".mlp.allgather", CollectiveKind::AllGather, l, "mp_allgather");
-    compute(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp");
-    collective(name + ".mlp.reducescatter", CollectiveKind::ReduceScatter, l, "mp_reducescatter");
+    // Attention projects, attends over the cache (read when decoding, written when
+    // prefilling) and projects back; then the MLP.
+    block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention");
+    block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp");
   }
-  compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed");
+  compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed", previous);
   return program;
 }
 

@@ -27,6 +27,9 @@ struct InferencePlan {
   bool int8_compute = false;         // int8 x int8 matmuls (else bf16 FLOPs)
   bool attention_flops = true;       // count QK^T and AV
   double efficiency = 1.0;           // fraction of the roofline achieved
+  // Overlap each block's activation gather and scatter with its matmuls (collective matmuls);
+  // false: each collective runs before or after its block.
+  bool collective_matmul = false;
 };
 
 struct InferenceLayout {

@@ -1,0 +1,103 @@
+#include "sim/request_trace.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim/input_error.hpp"
+
+namespace podsim {
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) {
+    const size_t a = cell.find_first_not_of(" \t\r");
+    const size_t b = cell.find_last_not_of(" \t\r");
+    cells.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+  }
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+}  // namespace
+
+std::vector<Request> parse_request_trace(const std::string& text, const std::string& path) {
+  const std::array<std::string, 3> names = {"arrival_s", "prompt_tokens", "output_tokens"};
+  std::array<int, 3> column = {-1, -1, -1};
+  std::vector<Request> requests;
+  std::istringstream in(text);
+  std::string line;
+  int line_number = 0;
+  bool header = false;
+  size_t columns = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    const auto cells = split_csv_line(line);
+    if (!header) {
+      for (size_t c = 0; c < cells.size(); ++c) {
+        for (size_t k = 0; k < names.size(); ++k) {
+          if (cells[c] == names[k]) column[k] = static_cast<int>(c);
+        }
+      }
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (column[k] < 0)
+          throw InputError({path, line_number, 1}, "header", line,
+                           "no column " + names[k] + "; expected a header naming arrival_s, prompt_tokens and "
+                           "output_tokens");
+      }
+      header = true;
+      columns = cells.size();
+      continue;
+    }
+    if (cells.size() != columns)
+      throw InputError({path, line_number, 1}, "row", line,
+                       std::to_string(cells.size()) + " columns; expected " + std::to_string(columns) +
+                           ", as in the header");
+    Request r;
+    r.id = static_cast<int>(requests.size());
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string& cell = cells[column[k]];
+      const SourceLocation where{path, line_number, column[k] + 1};
+      if (k == 0) {
+        double value = 0;
+        const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+        if (cell.empty() || error != std::errc() || end != cell.data() + cell.size() || !std::isfinite(value) ||
+            value < 0)
+          throw InputError(where, names[k], cell, "expected seconds from the start of the trace, >= 0");
+        if (!requests.empty() && value < requests.back().arrival_s)
+          throw InputError(where, names[k], cell,
+                           "earlier than the line before; expected arrivals in non-decreasing order");
+        r.arrival_s = value;
+      } else {
+        long long value = 0;
+        const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+        if (cell.empty() || error != std::errc() || end != cell.data() + cell.size() || value < 1 ||
+            value > (1 << 30))
+          throw InputError(where, names[k], cell, "expected a whole number of tokens, at least 1");
+        (k == 1 ? r.prompt_tokens : r.output_tokens) = static_cast<int>(value);
+      }
+    }
+    requests.push_back(r);
+  }
+  if (!header) throw InputError({path, 0, 0}, "", "", "empty trace; expected a header and one request per line");
+  if (requests.empty()) throw InputError({path, line_number, 0}, "", "", "no requests after the header");
+  return requests;
+}
+
+std::vector<Request> read_request_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "", path, "cannot open the request trace");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_request_trace(text.str(), path);
+}
+
+}  // namespace podsim

@@ -1,0 +1,232 @@
+#include "sim/serving_loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/report.hpp"
+#include "sim/request_trace.hpp"
+#include "sim/training_loader.hpp"
+#include "sim/units.hpp"
+#include "sim/yaml_fields.hpp"
+
+namespace podsim::detail {
+
+using namespace yaml_fields;
+
+namespace {
+
+constexpr int kMaxRequests = 10'000'000;
+constexpr int kMaxTokens = 1 << 30;
+
+const std::vector<std::string> kServingFields = {
+    "prefill_time_s",  "decode_step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "requests_per_s",
+    "kv_cache_bytes_per_token", "max_batch", "total_time_s", "requests", "prefill_servers", "servers"};
+const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "latency_s", "queueing_s",
+                                                 "per_token_latency_s"};
+const std::vector<std::string> kStatistics = {"mean", "p50", "p90", "p99", "max"};
+
+int chips_of(const TopologySpec& t) {
+  int n = 1;
+  for (const auto& a : t.axes) n *= a.size;
+  return n;
+}
+
+LengthRange read_length(const Field& field) {
+  if (field.node.IsScalar()) {
+    const int n = read_int(field, 1, kMaxTokens);
+    return {n, n};
+  }
+  const auto items = read_list(field);
+  if (items.size() != 2) fail(field, "expected a number of tokens or [min, max]");
+  const LengthRange range{read_int(items[0], 1, kMaxTokens), read_int(items[1], 1, kMaxTokens)};
+  if (range.max < range.min) fail(items[1], "below the minimum; expected [min, max] with min <= max");
+  return range;
+}
+
+// Every axis of the slice: one model replica per server.
+std::vector<int> server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology) {
+  std::vector<int> all;
+  for (size_t a = 0; a < topology.axes.size(); ++a) all.push_back(static_cast<int>(a));
+  if (!parallelism) return all;
+  auto axes = parse_model_axes(*parallelism, topology);
+  if (axes.size() != all.size())
+    fail(*parallelism, "a server is one model replica on its whole slice; expected parallelism.model to list "
+                       "every mesh axis (" + axis_names(topology.axes) + "), or servers: for more replicas");
+  return axes;
+}
+
+struct RequestsFields {
+  std::optional<Field> prompt_field;   // the Poisson prompt length, for errors about it
+  std::optional<Field> output_field;
+};
+
+RequestsFields parse_requests(const Field& field, ServingWorkload& w) {
+  const MapReader reader(field, {"poisson", "trace"});
+  reader.reject_unknown();
+  const auto poisson = reader.optional("poisson");
+  const auto trace = reader.optional("trace");
+  if (poisson.has_value() == trace.has_value()) fail(field, "expected exactly one of poisson: or trace:");
+  RequestsFields out;
+  if (trace) {
+    namespace fs = std::filesystem;
+    fs::path path = read_string(*trace);
+    if (path.is_relative()) path = fs::path(field.where.file).parent_path() / path;
+    w.requests = read_request_trace(path.string());
+    w.requests_source = read_string(*trace);
+    for (const auto& r : w.requests) {
+      if (r.prompt_tokens + static_cast<int64_t>(r.output_tokens) > w.model.max_sequence_length)
+        throw InputError({path.string(), 0, 0}, "prompt_tokens + output_tokens",
+                         std::to_string(r.prompt_tokens) + " + " + std::to_string(r.output_tokens) + " (request " +
+                             std::to_string(r.id + 1) + ")",
+                         "longer than " + w.model.name + "'s max_sequence_length of " +
+                             std::to_string(w.model.max_sequence_length));
+    }
+    return out;
+  }
+  const MapReader p(*poisson, {"rate", "count", "prompt_tokens", "output_tokens", "seed"});
+  p.reject_unknown();
+  PoissonArrivals arrivals;
+  arrivals.rate_per_s = read_quantity(p.required("rate"), parse_rate_per_s);
+  arrivals.count = read_int(p.required("count"), 1, kMaxRequests);
+  out.prompt_field = p.required("prompt_tokens");
+  out.output_field = p.required("output_tokens");
+  arrivals.prompt_tokens = read_length(*out.prompt_field);
+  arrivals.output_tokens = read_length(*out.output_field);
+  if (auto seed = p.optional("seed")) arrivals.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  if (arrivals.prompt_tokens.max + static_cast<int64_t>(arrivals.output_tokens.max) > w.model.max_sequence_length)
+    fail(*out.output_field, "prompt_tokens + output_tokens can reach " +
+                                std::to_string(arrivals.prompt_tokens.max + arrivals.output_tokens.max) +
+                                ", longer than " + w.model.name + "'s max_sequence_length of " +
+                                std::to_string(w.model.max_sequence_length));
+  w.requests = poisson_requests(arrivals);
+  w.requests_source = "poisson";
+  return out;
+}
+
+std::vector<int> parse_buckets(const std::optional<Field>& field, const TransformerSpec& model) {
+  std::vector<int> buckets;
+  if (!field) {
+    // Powers of two from 128, as TPU serving stacks pad prompts, up to the model's context.
+    for (int b = 128; b <= std::min(8192, model.max_sequence_length); b *= 2) buckets.push_back(b);
+    if (buckets.empty()) buckets.push_back(model.max_sequence_length);
+    return buckets;
+  }
+  for (const Field& item : read_list(*field)) {
+    const int b = read_int(item, 1, model.max_sequence_length);
+    if (!buckets.empty() && b <= buckets.back()) fail(item, "expected bucket lengths in ascending order");
+    buckets.push_back(b);
+  }
+  if (buckets.empty()) fail(*field, "expected at least one prompt length bucket");
+  return buckets;
+}
+
+}  // namespace
+
+ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topology,
+                              const TopologyParser& parse_topology) {
+  ServingWorkload w;
+  if (topology.slices != 1)
+    fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
+                            std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
+  w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
+  parse_inference_numerics(reader, w.generate);
+  w.generate.model_axes = server_axes(reader.optional("parallelism"), topology);
+  w.prefill = w.generate;
+  if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
+  ServingConfig& c = w.config;
+  if (auto policy = reader.optional("policy")) {
+    c.policy = read_choice<BatchingPolicy>(*policy, {{"static", BatchingPolicy::Static},
+                                                    {"interleaved", BatchingPolicy::Interleaved},
+                                                    {"continuous", BatchingPolicy::Continuous},
+                                                    {"disaggregated", BatchingPolicy::Disaggregated}});
+  }
+  const bool split = c.policy == BatchingPolicy::Disaggregated;
+  if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
+  c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
+  const auto requests = parse_requests(reader.required("requests"), w);
+
+  // What a slot must hold: the longest request, its prompt padded as prefilled.
+  for (const auto& r : w.requests) {
+    int padded = 0;
+    for (int chunk : prefill_chunks(r.prompt_tokens, c.buckets)) padded += chunk;
+    w.max_context = std::max(w.max_context, padded + r.output_tokens);
+  }
+  const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
+  const double weights = param_count(w.model) * w.generate.weight_bytes;
+  const double hbm = chips_of(topology) * topology.chip.hbm_bytes;
+  w.hbm_slots = static_cast<int>(std::max(0.0, std::floor((hbm - weights) / (w.max_context * kv_per_token))));
+  if (w.hbm_slots < 1) {
+    const Field& where = requests.output_field ? *requests.output_field : reader.required("requests");
+    fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens does not fit beside " +
+                    human_bytes(weights) + " of weights in " + human_bytes(hbm) +
+                    " of HBM; expected shorter requests, smaller dtypes or a larger slice");
+  }
+  c.slots = w.hbm_slots;
+  if (auto max_batch = reader.optional("max_batch")) {
+    c.slots = read_int(*max_batch, 1, kMaxRequests);
+    if (c.slots > w.hbm_slots)
+      fail(*max_batch, "needs " + human_bytes(weights + c.slots * w.max_context * kv_per_token) +
+                           " of HBM for sequences of up to " + std::to_string(w.max_context) + " tokens, more than " +
+                           human_bytes(hbm) + "; expected at most " + std::to_string(w.hbm_slots));
+  }
+  c.prefill_batch = c.policy == BatchingPolicy::Continuous ? c.slots : 1;
+  if (auto prefill_batch = reader.optional("prefill_batch")) {
+    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved)
+      fail(*prefill_batch, std::string("applies to policies continuous and disaggregated; ") + to_string(c.policy) +
+                               " prefills " + (c.policy == BatchingPolicy::Static ? "its whole batch" : "one prompt") +
+                               " at a time");
+    c.prefill_batch = read_int(*prefill_batch, 1, kMaxRequests);
+    if (!split && c.prefill_batch > c.slots)
+      fail(*prefill_batch, "more than the " + std::to_string(c.slots) + " decode slots; expected at most that");
+  }
+
+  w.prefill_topology = topology;
+  const auto prefill = reader.optional("prefill");
+  if (prefill && !split) fail(*prefill, "applies to policy: disaggregated only");
+  if (split) {
+    c.prefill_servers = 1;
+    if (prefill) {
+      const MapReader p(*prefill, {"servers", "topology", "parallelism", "efficiency"});
+      p.reject_unknown();
+      if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, 100000);
+      if (auto t = p.optional("topology")) {
+        w.prefill_topology = parse_topology(*t);
+        if (w.prefill_topology.slices != 1) fail(*t, "expected one slice per prefill server");
+      }
+      w.prefill.model_axes = server_axes(p.optional("parallelism"), w.prefill_topology);
+      if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
+    }
+    // A prefill server holds the weights and the caches of the prompts it is prefilling.
+    int longest = 0;
+    for (const auto& r : w.requests) {
+      int padded = 0;
+      for (int chunk : prefill_chunks(r.prompt_tokens, c.buckets)) padded += chunk;
+      longest = std::max(longest, padded);
+    }
+    const double prefill_hbm = chips_of(w.prefill_topology) * w.prefill_topology.chip.hbm_bytes;
+    const double need = param_count(w.model) * w.prefill.weight_bytes + c.prefill_batch * longest * kv_per_token;
+    if (need > prefill_hbm)
+      fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
+           "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +
+               " prompts of " + std::to_string(longest) + " tokens, more than its " + human_bytes(prefill_hbm) +
+               " of HBM");
+  }
+  return w;
+}
+
+std::string check_serving_field(const Field& field) {
+  const std::string text = read_string(field);
+  if (std::find(kServingFields.begin(), kServingFields.end(), text) != kServingFields.end()) return text;
+  const size_t dot = text.find('.');
+  if (dot != std::string::npos) {
+    const std::string metric = text.substr(0, dot), statistic = text.substr(dot + 1);
+    if (std::find(kDistributions.begin(), kDistributions.end(), metric) != kDistributions.end() &&
+        std::find(kStatistics.begin(), kStatistics.end(), statistic) != kStatistics.end())
+      return metric;
+  }
+  fail(field, "expected one of: " + join(kServingFields) + ", or <" + join(kDistributions, "|") + ">.<" +
+                  join(kStatistics, "|") + ">");
+}
+
+}  // namespace podsim::detail

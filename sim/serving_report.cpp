@@ -1,0 +1,263 @@
+#include "sim/serving_report.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace podsim {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int chips_of(const TopologySpec& t) {
+  int n = 1;
+  for (const auto& a : t.axes) n *= a.size;
+  return n;
+}
+
+ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
+  ServerRole r;
+  r.topology = topology;
+  r.plan = plan;
+  r.model_degree = 1;
+  for (int a : plan.model_axes) r.model_degree *= topology.axes[a].size;
+  return r;
+}
+
+Json distribution_json(const Distribution& d) {
+  return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+}
+
+Json topology_json(const TopologySpec& t) {
+  Json axes = Json::array();
+  const auto wraps = t.axes;
+  for (const auto& a : t.axes) axes.push_back({{"name", a.name}, {"size", a.size}, {"wraparound", a.wraparound}});
+  return {{"chip", t.chip.name}, {"axes", axes}, {"chips", chips_of(t)}};
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+bool disaggregated(const Scenario& s) { return s.serving.config.policy == BatchingPolicy::Disaggregated; }
+
+}  // namespace
+
+Distribution distribution(std::vector<double> values) {
+  Distribution d;
+  d.count = values.size();
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  d.mean = sum / values.size();
+  auto at = [&](double q) {
+    const double pos = q * (values.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(values.size() - 1, lo + 1);
+    return values[lo] + (pos - lo) * (values[hi] - values[lo]);
+  };
+  d.p50 = at(0.5);
+  d.p90 = at(0.9);
+  d.p99 = at(0.99);
+  d.max = values.back();
+  return d;
+}
+
+ServingRun run_serving(const Scenario& scenario) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const ServingWorkload& w = scenario.serving;
+  const bool split = w.config.policy == BatchingPolicy::Disaggregated;
+  const ServerRole generate = role(scenario.topology, w.generate);
+  const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
+  ServingRun run;
+  run.costs = build_serving_costs(w.model, prefill, generate, !split, w.config, w.requests,
+                                  {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s});
+  run.result = simulate_serving(w.requests, w.config, run.costs.costs(w.model));
+  run.generate_chips = chips_of(scenario.topology);
+  run.prefill_chips = split ? chips_of(w.prefill_topology) : 0;
+  run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
+  run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return run;
+}
+
+std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options) {
+  const ServingWorkload& w = scenario.serving;
+  const ServingResult& r = run.result;
+  std::vector<double> ttft, tpot, latency, queueing, per_token, prefill_steps, decode_steps;
+  double tokens = 0;
+  for (const auto& q : r.requests) {
+    ttft.push_back(q.ttft_s());
+    latency.push_back(q.latency_s());
+    queueing.push_back(q.queueing_s());
+    per_token.push_back(q.latency_s() / q.request.output_tokens);
+    if (q.request.output_tokens > 1) tpot.push_back(q.tpot_s());
+    tokens += q.request.output_tokens;
+  }
+  for (const auto& s : r.steps) {
+    if (s.kind == StepKind::Prefill) prefill_steps.push_back(s.end_s - s.start_s);
+    if (s.kind == StepKind::Decode) decode_steps.push_back(s.end_s - s.start_s);
+  }
+  const double first_arrival = r.requests.empty() ? 0.0 : r.requests.front().request.arrival_s;
+  const double span = r.end_s - first_arrival;
+  Json j;
+  j["podsim_version"] = PODSIM_VERSION;
+  j["scenario"] = scenario.name;
+  j["scenario_file"] = scenario.path;
+  j["hop_model"] = std::string(to_string(scenario.hop_model));
+  j["link_efficiency"] = scenario.link_efficiency;
+  j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
+  j["topology"] = topology_json(scenario.topology);
+  Json workload = {{"model", w.model.name},
+                   {"policy", to_string(w.config.policy)},
+                   {"weights_bytes_per_param", w.generate.weight_bytes},
+                   {"kv_bytes_per_element", w.generate.kv_bytes},
+                   {"efficiency", w.generate.efficiency},
+                   {"prefill_efficiency", w.prefill.efficiency},
+                   {"prompt_buckets", w.config.buckets},
+                   {"prefill_batch", w.config.prefill_batch},
+                   {"requests_source", w.requests_source},
+                   {"max_context_tokens", w.max_context},
+                   {"hbm_slots", w.hbm_slots}};
+  if (disaggregated(scenario)) workload["prefill_topology"] = topology_json(w.prefill_topology);
+  j["workload"] = workload;
+  j["servers"] = w.config.servers;
+  j["prefill_servers"] = w.config.prefill_servers;
+  j["chips"] = run.total_chips;
+  j["requests"] = r.requests.size();
+  j["total_time_s"] = r.end_s;
+  j["max_batch"] = w.config.slots;
+  j["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
+  // Step durations as simulated, averaged over the steps the servers ran.
+  j["prefill_time_s"] = distribution(prefill_steps).mean;
+  j["decode_step_time_s"] = distribution(decode_steps).mean;
+  j["prefill_steps"] = r.prefill_steps;
+  j["decode_steps"] = r.decode_steps;
+  // Throughput (tokens generated per second of the run) and latency are kept apart.
+  j["requests_per_s"] = span > 0 ? r.requests.size() / span : 0.0;
+  j["tokens_per_s"] = span > 0 ? tokens / span : 0.0;
+  j["tokens_per_s_per_chip"] = span > 0 ? tokens / span / run.total_chips : 0.0;
+  j["ttft_s"] = distribution_json(distribution(ttft));
+  j["tpot_s"] = distribution_json(distribution(tpot));
+  j["latency_s"] = distribution_json(distribution(latency));
+  j["per_token_latency_s"] = distribution_json(distribution(per_token));
+  j["queueing_s"] = distribution_json(distribution(queueing));
+  const double decode_capacity = span * w.config.servers;
+  const double prefill_capacity = span * (disaggregated(scenario) ? w.config.prefill_servers : w.config.servers);
+  j["decode_busy_fraction"] = decode_capacity > 0 ? r.decode_busy_s / decode_capacity : 0.0;
+  j["prefill_busy_fraction"] = prefill_capacity > 0 ? r.prefill_busy_s / prefill_capacity : 0.0;
+  j["step_costs"] = {{"collectives_replayed", run.costs.collectives_replayed},
+                     {"prefill_shapes", run.costs.prefill_comm.size()},
+                     {"decode_shapes", run.costs.generate_comm.size()},
+                     {"kv_transfer_shapes", run.costs.kv_transfer_s.size()}};
+  return j.dump(2) + "\n";
+}
+
+std::string serving_requests_csv(const ServingRun& run) {
+  std::string out =
+      "id,arrival_s,prompt_tokens,padded_prompt_tokens,output_tokens,server,generate_server,queueing_s,ttft_s,"
+      "tpot_s,latency_s,per_token_latency_s,first_token_s,end_s\n";
+  for (const auto& q : run.result.requests) {
+    out += std::to_string(q.request.id) + "," + number(q.request.arrival_s) + "," +
+           std::to_string(q.request.prompt_tokens) + "," + std::to_string(q.padded_prompt_tokens) + "," +
+           std::to_string(q.request.output_tokens) + "," + std::to_string(q.server) + "," +
+           std::to_string(q.generate_server) + "," + number(q.queueing_s()) + "," + number(q.ttft_s()) + "," +
+           number(q.tpot_s()) + "," + number(q.latency_s()) + "," +
+           number(q.latency_s() / q.request.output_tokens) + "," + number(q.first_token_s) + "," +
+           number(q.end_s) + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+const char* kind_name(StepKind k) {
+  return k == StepKind::Prefill ? "prefill" : k == StepKind::Decode ? "decode" : "kv_transfer";
+}
+
+std::string pool_name(const StepRecord& s, bool split) {
+  if (!split) return "server";
+  return s.on_prefill_server ? "prefill_server" : "generate_server";
+}
+
+}  // namespace
+
+std::string serving_steps_csv(const ServingRun& run) {
+  std::string out = "pool,server,kind,start_s,end_s,batch,tokens\n";
+  const bool split = run.prefill_chips > 0;
+  for (const auto& s : run.result.steps) {
+    out += pool_name(s, split) + "," + std::to_string(s.server) + "," + kind_name(s.kind) + "," + number(s.start_s) +
+           "," + number(s.end_s) + "," + std::to_string(s.batch) + "," + number(s.tokens) + "\n";
+  }
+  return out;
+}
+
+std::string serving_trace_json(const Scenario& scenario, const ServingRun& run) {
+  // One process per server pool, a thread per server (and one for each generate server's
+  // incoming KV transfers); a counter of the decode batch per server.
+  Json events = Json::array();
+  const bool split = disaggregated(scenario);
+  auto pid = [&](const StepRecord& s) { return s.on_prefill_server ? 2 : 1; };
+  auto tid = [&](const StepRecord& s) { return s.kind == StepKind::KvTransfer ? 2 * s.server + 1 : 2 * s.server; };
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 1},
+                    {"args", {{"name", split ? "generate servers" : "servers"}}}});
+  if (split) events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", "prefill servers"}}}});
+  for (int s = 0; s < scenario.serving.config.servers; ++s) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 2 * s},
+                      {"args", {{"name", "server " + std::to_string(s)}}}});
+    if (split)
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 2 * s + 1},
+                        {"args", {{"name", "server " + std::to_string(s) + " KV in"}}}});
+  }
+  for (int s = 0; s < scenario.serving.config.prefill_servers; ++s)
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 2}, {"tid", 2 * s},
+                      {"args", {{"name", "prefill " + std::to_string(s)}}}});
+  for (const auto& s : run.result.steps) {
+    events.push_back({{"ph", "X"}, {"name", kind_name(s.kind)}, {"cat", kind_name(s.kind)}, {"pid", pid(s)},
+                      {"tid", tid(s)}, {"ts", s.start_s * 1e6}, {"dur", (s.end_s - s.start_s) * 1e6},
+                      {"args", {{"batch", s.batch}, {"tokens", s.tokens}}}});
+    if (s.kind == StepKind::Decode)
+      events.push_back({{"ph", "C"}, {"name", "decode batch " + std::to_string(s.server)}, {"pid", pid(s)},
+                        {"ts", s.start_s * 1e6}, {"args", {{"sequences", s.batch}}}});
+  }
+  Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  return trace.dump() + "\n";
+}
+
+std::string serving_table(const Scenario& scenario, const ServingRun& run) {
+  const ServingWorkload& w = scenario.serving;
+  const auto summary = Json::parse(serving_summary_json(scenario, run, {}));
+  char buf[2048];
+  auto d = [&](const char* key) {
+    const auto& x = summary.at(key);
+    return human_time(x.at("mean").get<double>()) + " mean, " + human_time(x.at("p50").get<double>()) + " p50, " +
+           human_time(x.at("p99").get<double>()) + " p99";
+  };
+  std::string servers = std::to_string(w.config.servers) + " server(s) of " + std::to_string(run.generate_chips) +
+                        " " + scenario.topology.chip.name;
+  if (w.config.policy == BatchingPolicy::Disaggregated)
+    servers = std::to_string(w.config.prefill_servers) + " prefill server(s) of " + std::to_string(run.prefill_chips) +
+              " + " + std::to_string(w.config.servers) + " generate server(s) of " + std::to_string(run.generate_chips);
+  std::snprintf(buf, sizeof buf,
+                "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
+                "  TTFT       %s\n  TPOT       %s\n  latency    %s\n  queueing   %s\n"
+                "  steps      prefill %s mean (%lld), decode %s mean (%lld)\n"
+                "  throughput %.4g requests/s, %.4g tokens/s, %.4g tokens/s/chip over %s\n"
+                "  step costs %lld collectives replayed in %s\n",
+                scenario.name.c_str(), w.model.name.c_str(), run.result.requests.size(), w.requests_source.c_str(),
+                to_string(w.config.policy), servers.c_str(), w.config.slots, d("ttft_s").c_str(), d("tpot_s").c_str(),
+                d("latency_s").c_str(), d("queueing_s").c_str(),
+                human_time(summary.at("prefill_time_s").get<double>()).c_str(), run.result.prefill_steps,
+                human_time(summary.at("decode_step_time_s").get<double>()).c_str(), run.result.decode_steps,
+                summary.at("requests_per_s").get<double>(), summary.at("tokens_per_s").get<double>(),
+                summary.at("tokens_per_s_per_chip").get<double>(), human_time(run.result.end_s).c_str(),
+                run.costs.collectives_replayed, human_time(run.costs.wall_s).c_str());
+  return buf;
+}
+
+}  // namespace podsim
