@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <filesystem>
+#include <thread>
 #include <optional>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "sim/serving_report.hpp"
+#include "sim/sweep.hpp"
 #include "sim/validate.hpp"
 
 using namespace podsim;
@@ -52,9 +55,62 @@ int serve_command(const Scenario& scenario, const std::string& out_dir, bool rep
   return 0;
 }
 
-int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& fidelity,
-                const std::string& detail, bool reproducible, bool strict) {
-  Scenario scenario = load_scenario(scenario_path);
+std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
+  std::vector<ScenarioOverride> overrides;
+  for (const auto& s : sets) {
+    const SweepAxis axis = parse_set_option(s);
+    if (axis.values.size() != 1)
+      throw InputError({"--set", 0, 0}, axis.key, s.substr(s.find('=') + 1),
+                       "one value for podsim run; expected podsim sweep for several");
+    overrides.push_back({axis.key, axis.values[0]});
+  }
+  return overrides;
+}
+
+std::string self_binary() {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string("podsim") : path.string();
+}
+
+int sweep_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                  int jobs, const std::string& emit, bool collect, int point) {
+  SweepOptions options;
+  options.scenario_path = scenario_path;
+  options.out_dir = out_dir;
+  for (const auto& s : sets) options.axes.push_back(parse_set_option(s));
+  options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  options.podsim_binary = self_binary();
+  load_scenario(scenario_path);   // the base scenario must load; points may still fail
+  const size_t points = sweep_grid(options.axes).size();
+  if (!emit.empty()) {
+    const auto script = emit_slurm(options);
+    std::cout << "wrote " << script << " (" << points << " array tasks); submit it with sbatch, then run:\n  podsim sweep "
+              << scenario_path;
+    for (const auto& s : sets) std::cout << " --set '" << s << "'";
+    std::cout << " -o " << out_dir << " --collect\n";
+    return 0;
+  }
+  if (point >= 0) {
+    run_sweep_point(options, point);
+    return 0;
+  }
+  if (collect) {
+    const int missing = collect_sweep(options);
+    std::cout << "wrote " << out_dir << "/sweep.csv: " << points - missing << " of " << points << " points";
+    if (missing > 0) std::cout << " (" << missing << " not run yet)";
+    std::cout << "\n";
+    return missing > 0 ? 1 : 0;
+  }
+  const auto progress = run_sweep(options);
+  std::cout << progress.points << " points: " << progress.already_done << " already done, " << progress.ran
+            << " run (" << progress.failed << " failed, recorded in sweep.csv)\nwrote " << out_dir << "/sweep.csv\n";
+  return 0;
+}
+
+int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                const std::string& fidelity, const std::string& detail, bool reproducible, bool strict) {
+  Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   if (strict) scenario.training.strict_memory = true;
   RunOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
@@ -249,6 +305,21 @@ int main(int argc, char** argv) {
   run->add_flag("--reproducible", reproducible, "write wall_time_s as 0 so outputs are byte-identical");
   bool strict = false;
   run->add_flag("--strict", strict, "training: a plan that does not fit in HBM is an error (exit 2), not a report");
+  std::vector<std::string> run_sets;
+  run->add_option("--set", run_sets, "override a scenario value: key=value (dotted key, YAML value)");
+
+  auto* sweep = app.add_subcommand("sweep", "run a scenario over the grid of --set values; write sweep.csv");
+  std::string sweep_scenario, sweep_out = "out/sweep", emit;
+  std::vector<std::string> sweep_sets;
+  int jobs = 0, point = -1;
+  bool collect = false;
+  sweep->add_option("scenario", sweep_scenario, "scenario YAML file")->required();
+  sweep->add_option("--set", sweep_sets, "key=v1,v2,...: one axis of the grid (repeatable)");
+  sweep->add_option("-o,--output", sweep_out, "output directory")->capture_default_str();
+  sweep->add_option("-j,--jobs", jobs, "points run at once (default: all cores)");
+  sweep->add_option("--emit", emit, "write a job script instead of running: slurm")->check(CLI::IsMember({"slurm"}));
+  sweep->add_flag("--collect", collect, "merge the points' outputs into sweep.csv (after a Slurm array)");
+  sweep->add_option("--point", point, "run one point (a Slurm array task)");
 
   auto* validate = app.add_subcommand("validate", "simulated collectives vs the book's formulas over a grid");
   std::string csv_path;
@@ -274,7 +345,8 @@ int main(int argc, char** argv) {
   }
   set_verbosity(verbose);
   try {
-    if (run->parsed()) return run_command(scenario_path, out_dir, fidelity, detail, reproducible, strict);
+    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict);
+    if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
     if (validate->parsed()) return validate_command(csv_path, quick);
     if (presets->parsed()) return presets_command();
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);

@@ -86,9 +86,18 @@ struct Scenario {
   std::vector<Expectation> expectations;
 };
 
-// Parses and validates a scenario file. Throws InputError naming file, line, key and value.
-Scenario load_scenario(const std::string& path);
-// Same, from text (used by tests); `path` only labels messages.
-Scenario load_scenario_text(const std::string& text, const std::string& path);
+// A value set from the command line (`--set workload.batch=16`): a dotted key through the
+// scenario's mappings and a YAML value.
+struct ScenarioOverride {
+  std::string key;
+  std::string value;
+};
+
+// Parses and validates a scenario file, with overrides applied first. Throws InputError naming
+// file, line, key and value (an overridden value: the --set that gave it).
+Scenario load_scenario(const std::string& path, const std::vector<ScenarioOverride>& overrides = {});
+// Same, from text (used by tests); `path` only labels messages and resolves relative paths.
+Scenario load_scenario_text(const std::string& text, const std::string& path,
+                            const std::vector<ScenarioOverride>& overrides = {});
 
 }  // namespace podsim

@@ -692,18 +692,69 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-Scenario load_scenario_text(const std::string& text, const std::string& path) {
-  const YAML::Node document = parse_yaml(text, path);
+namespace {
+
+// Sets `key` (dotted, through mappings; missing mappings are made) to `value` parsed as YAML.
+void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::string& path) {
+  const SourceLocation where{path, 0, 0};
+  YAML::Node value;
+  try {
+    value = YAML::Load(o.value);
+  } catch (const YAML::Exception& error) {
+    throw InputError(where, o.key, o.value, "--set: malformed YAML value: " + error.msg);
+  }
+  std::vector<std::string> parts;
+  for (size_t begin = 0;;) {
+    const size_t dot = o.key.find('.', begin);
+    parts.push_back(o.key.substr(begin, dot - begin));
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+    throw InputError(where, o.key, o.value, "--set: expected a dotted key such as workload.batch");
+  // yaml-cpp's operator[] on a temporary yields views into the same document.
+  std::vector<YAML::Node> chain = {document};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (next.IsDefined() && !next.IsNull() && !next.IsMap())
+      throw InputError(where, o.key, o.value, "--set: '" + parts[i] + "' is not a mapping in the scenario");
+    if (!next.IsDefined() || next.IsNull()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+}  // namespace
+
+Scenario load_scenario_text(const std::string& text, const std::string& path,
+                            const std::vector<ScenarioOverride>& overrides) {
+  YAML::Node document = parse_yaml(text, path);
+  for (const auto& o : overrides) {
+    if (document.IsMap()) apply_override(document, o, path);
+  }
   if (document.IsNull())
     throw InputError(SourceLocation{path, 0, 0}, "", "",
                      "empty scenario file; expected a mapping starting with version: 1");
   try {
     return parse_document(Field{document, "", locate(path, document.Mark())});
+  } catch (const InputError& error) {
+    // An overridden value's marks point into the --set text, not the file: name the --set.
+    for (const auto& o : overrides) {
+      if (error.key() == o.key || error.key().starts_with(o.key + ".") || error.key().starts_with(o.key + "["))
+        throw InputError({path + " (--set " + o.key + "=" + o.value + ")", 0, 0}, error.key(), error.value(),
+                         error.expected());
+    }
+    throw;
   } catch (const YAML::Exception& error) {   // not expected; keep the promise never to leak one
     throw InputError(locate(path, error.mark), "", "", std::string("invalid YAML: ") + error.what());
   }
 }
 
-Scenario load_scenario(const std::string& path) { return load_scenario_text(read_file(path), path); }
+Scenario load_scenario(const std::string& path, const std::vector<ScenarioOverride>& overrides) {
+  return load_scenario_text(read_file(path), path, overrides);
+}
 
 }  // namespace podsim

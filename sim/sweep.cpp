@@ -1,0 +1,296 @@
+#include "sim/sweep.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "sim/input_error.hpp"
+#include "sim/output_files.hpp"
+
+extern char** environ;
+
+namespace podsim {
+
+namespace fs = std::filesystem;
+
+SweepAxis parse_set_option(const std::string& option) {
+  const size_t eq = option.find('=');
+  const SourceLocation where{"--set", 0, 0};
+  if (eq == std::string::npos || eq == 0 || eq + 1 == option.size())
+    throw InputError(where, option, "", "expected key=value[,value...], e.g. --set workload.batch=8,16,32");
+  SweepAxis axis;
+  axis.key = option.substr(0, eq);
+  int depth = 0;
+  std::string value;
+  for (char c : option.substr(eq + 1)) {
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      axis.values.push_back(value);
+      value.clear();
+      continue;
+    }
+    value += c;
+  }
+  axis.values.push_back(value);
+  for (const auto& v : axis.values) {
+    if (v.find_first_not_of(' ') == std::string::npos)
+      throw InputError(where, axis.key, option.substr(eq + 1), "an empty value; expected values separated by commas");
+  }
+  if (depth != 0) throw InputError(where, axis.key, option.substr(eq + 1), "unbalanced brackets");
+  return axis;
+}
+
+std::vector<SweepPoint> sweep_grid(const std::vector<SweepAxis>& axes) {
+  std::vector<SweepPoint> points(1);
+  for (const auto& axis : axes) {
+    std::vector<SweepPoint> next;
+    for (const auto& p : points) {
+      for (const auto& v : axis.values) {
+        SweepPoint q = p;
+        q.overrides.push_back({axis.key, v});
+        next.push_back(std::move(q));
+      }
+    }
+    points = std::move(next);
+  }
+  for (size_t i = 0; i < points.size(); ++i) points[i].index = static_cast<int>(i);
+  return points;
+}
+
+std::string point_dir(const std::string& out_dir, int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%05d", index);
+  return (fs::path(out_dir) / "points" / name).string();
+}
+
+bool point_done(const std::string& out_dir, int index) {
+  const fs::path dir = point_dir(out_dir, index);
+  return fs::exists(dir / "summary.json") || fs::exists(dir / "error.txt");
+}
+
+namespace {
+
+std::vector<std::string> point_args(const SweepOptions& o, const SweepPoint& p) {
+  std::vector<std::string> args = {o.podsim_binary, "run", o.scenario_path, "-o", point_dir(o.out_dir, p.index),
+                                   "--reproducible"};
+  for (const auto& s : p.overrides) {
+    args.push_back("--set");
+    args.push_back(s.key + "=" + s.value);
+  }
+  return args;
+}
+
+// Starts `podsim run` for a point, its stdout and stderr to files in the point's directory.
+pid_t start_point(const SweepOptions& o, const SweepPoint& p) {
+  const std::string dir = point_dir(o.out_dir, p.index);
+  fs::create_directories(dir);
+  auto args = point_args(o, p);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (dir + "/stdout.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir + "/stderr.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + o.podsim_binary + ": " + std::strerror(rc));
+  return pid;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A failed point keeps its message; the sweep goes on.
+void record_exit(const SweepOptions& o, int index, int status) {
+  const fs::path dir = point_dir(o.out_dir, index);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(dir / "summary.json")) return;
+  std::string message = read_text(dir / "stderr.txt");
+  while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.pop_back();
+  const size_t last = message.rfind('\n');
+  if (last != std::string::npos) message = message.substr(last + 1);   // the error line, after any progress
+  if (message.empty()) {
+    message = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                  : "exit status " + std::to_string(WEXITSTATUS(status));
+  }
+  OutputFiles files(dir.string());
+  files.add("error.txt", message + "\n");
+  files.commit();
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return out + "\"";
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// Numbers at the top of summary.json and one level down ("ttft_s.p50", "topology.chips").
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix, int depth,
+             std::vector<std::pair<std::string, std::string>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_number()) out.emplace_back(key, number(it->get<double>()));
+    else if (it->is_boolean()) out.emplace_back(key, it->get<bool>() ? "1" : "0");
+    else if (it->is_string() && depth == 0) out.emplace_back(key, it->get<std::string>());
+    else if (it->is_object() && depth == 0) flatten(*it, key, depth + 1, out);
+  }
+}
+
+}  // namespace
+
+void run_sweep_point(const SweepOptions& options, int index) {
+  const auto points = sweep_grid(options.axes);
+  if (index < 0 || index >= static_cast<int>(points.size()))
+    throw InputError({"--point", 0, 0}, "point", std::to_string(index),
+                     "expected 0.." + std::to_string(points.size() - 1));
+  if (point_done(options.out_dir, index)) return;
+  const pid_t pid = start_point(options, points[index]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  record_exit(options, index, status);
+}
+
+SweepProgress run_sweep(const SweepOptions& options) {
+  const auto points = sweep_grid(options.axes);
+  SweepProgress progress;
+  progress.points = static_cast<int>(points.size());
+  std::vector<int> pending;
+  for (const auto& p : points) {
+    if (point_done(options.out_dir, p.index)) ++progress.already_done;
+    else pending.push_back(p.index);
+  }
+  std::map<pid_t, int> running;
+  size_t next = 0;
+  while (next < pending.size() || !running.empty()) {
+    while (next < pending.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
+      const int index = pending[next++];
+      running[start_point(options, points[index])] = index;
+    }
+    int status = 0;
+    const pid_t done = waitpid(-1, &status, 0);
+    if (done < 0) break;
+    const auto it = running.find(done);
+    if (it == running.end()) continue;
+    record_exit(options, it->second, status);
+    if (fs::exists(fs::path(point_dir(options.out_dir, it->second)) / "error.txt")) ++progress.failed;
+    ++progress.ran;
+    running.erase(it);
+  }
+  collect_sweep(options);
+  return progress;
+}
+
+int collect_sweep(const SweepOptions& options) {
+  const auto points = sweep_grid(options.axes);
+  std::vector<std::vector<std::pair<std::string, std::string>>> metrics(points.size());
+  std::vector<std::string> status(points.size()), error(points.size());
+  std::vector<std::string> columns;
+  std::set<std::string> seen;
+  int missing = 0;
+  for (const auto& p : points) {
+    const fs::path dir = point_dir(options.out_dir, p.index);
+    if (fs::exists(dir / "summary.json")) {
+      status[p.index] = "ok";
+      flatten(nlohmann::ordered_json::parse(read_text(dir / "summary.json")), "", 0, metrics[p.index]);
+      for (const auto& [key, value] : metrics[p.index]) {
+        if (seen.insert(key).second) columns.push_back(key);
+      }
+    } else if (fs::exists(dir / "error.txt")) {
+      status[p.index] = "error";
+      error[p.index] = read_text(dir / "error.txt");
+      while (!error[p.index].empty() && error[p.index].back() == '\n') error[p.index].pop_back();
+    } else {
+      status[p.index] = "missing";
+      ++missing;
+    }
+  }
+  std::string csv = "point";
+  for (const auto& axis : options.axes) csv += "," + csv_field(axis.key);
+  csv += ",status,error";
+  for (const auto& c : columns) csv += "," + csv_field(c);
+  csv += "\n";
+  for (const auto& p : points) {
+    csv += std::to_string(p.index);
+    for (const auto& o : p.overrides) csv += "," + csv_field(o.value);
+    csv += "," + status[p.index] + "," + csv_field(error[p.index]);
+    std::map<std::string, std::string> row(metrics[p.index].begin(), metrics[p.index].end());
+    for (const auto& c : columns) {
+      const auto it = row.find(c);
+      csv += "," + (it == row.end() ? std::string() : csv_field(it->second));
+    }
+    csv += "\n";
+  }
+  ensure_directory(options.out_dir);
+  OutputFiles files(options.out_dir);
+  files.add("sweep.csv", csv);
+  files.commit();
+  return missing;
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string emit_slurm(const SweepOptions& options) {
+  const auto points = sweep_grid(options.axes);
+  const std::string binary = fs::absolute(options.podsim_binary).string();
+  const std::string scenario = fs::absolute(options.scenario_path).string();
+  const std::string out = fs::absolute(options.out_dir).string();
+  std::string sets;
+  for (const auto& axis : options.axes) {
+    std::string values;
+    for (const auto& v : axis.values) values += (values.empty() ? "" : ",") + v;
+    sets += " --set " + shell_quote(axis.key + "=" + values);
+  }
+  const std::string base = shell_quote(binary) + " sweep " + shell_quote(scenario) + sets + " -o " + shell_quote(out);
+  std::string script = "#!/bin/bash\n";
+  script += "# podsim sweep of " + std::to_string(points.size()) + " points as a Slurm job array.\n";
+  script += "# Submit:  sbatch " + shell_quote(out + "/sweep.sbatch") + "\n";
+  script += "# Then, when the array is done, merge the rows into sweep.csv:\n";
+  script += "#   " + base + " --collect\n";
+  script += "#SBATCH --job-name=podsim-sweep\n";
+  script += "#SBATCH --array=0-" + std::to_string(points.size() - 1) + "\n";
+  script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
+  script += "#SBATCH --output=" + out + "/slurm-%A_%a.out\n";
+  script += "set -eu\n";
+  script += "exec " + base + " --point \"$SLURM_ARRAY_TASK_ID\"\n";
+  ensure_directory(options.out_dir);
+  OutputFiles files(options.out_dir);
+  files.add("sweep.sbatch", script);
+  files.commit();
+  fs::permissions(fs::path(options.out_dir) / "sweep.sbatch", fs::perms::owner_exec | fs::perms::group_exec,
+                  fs::perm_options::add);
+  return (fs::path(options.out_dir) / "sweep.sbatch").string();
+}
+
+}  // namespace podsim
