@@ -1,48 +1,83 @@
 #include "sim/serving_costs.hpp"
 
 #include <chrono>
-#include <optional>
 #include <cmath>
-#include <spdlog/spdlog.h>
+#include <optional>
 #include <set>
+#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 namespace podsim {
 
 namespace {
 
-double step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, const StepShape& shape) {
-  const StepCompute c = step_compute(model, role.plan, role.topology.chip, role.model_degree, shape);
-  if (role.model_degree <= 1) return model.layers * (c.attention_s + c.mlp_s) + c.unembed_s;
-  const auto it = comm.find(c.activation_bytes);
-  if (it == comm.end()) throw std::logic_error("no replayed collectives for this step shape");
-  const LayerComm& lc = it->second;
-  if (role.plan.collective_matmul) {
-    // Each block: the gather beside its first half, the scatter beside its second.
-    auto block = [&](double seconds) {
-      return std::max(seconds / 2, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
-    };
-    return model.layers * (block(c.attention_s) + block(c.mlp_s)) + c.unembed_s;
-  }
-  return model.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model.layers);
-}
-
-double activation_bytes(const TransformerSpec& model, double tokens) {
-  return tokens * model.d_model * 2.0;   // bf16, as step_compute
-}
-
-// A sequence of collectives on one activation size; `gap` entries stand for compute.
-struct Window {
-  double bytes = 0;
-  std::vector<std::optional<CollectiveKind>> ops;
+// One op of a replay window: a collective on the window's activations, a compute of known
+// length, or a gap standing in for compute (its length chosen by the replay).
+struct WindowOp {
+  enum Kind { Collective, Compute, Gap } kind = Gap;
+  CollectiveKind collective = CollectiveKind::AllGather;
+  double compute_s = 0;
+  std::vector<int> after;   // indices in the window; the first op waits for the window's start
 };
 
+struct Window {
+  double bytes = 0;
+  std::vector<WindowOp> ops;
+  std::vector<std::vector<int>> layer_ends;   // per layer, the ops whose last end ends it
+  std::vector<int> gaps_before;               // per layer, gaps on the path to its end
+};
+
+WindowOp collective_op(CollectiveKind kind, std::vector<int> after) {
+  return {WindowOp::Collective, kind, 0, std::move(after)};
+}
+WindowOp compute_op(double seconds, std::vector<int> after) {
+  return {WindowOp::Compute, CollectiveKind::AllGather, seconds, std::move(after)};
+}
+WindowOp gap_op(std::vector<int> after) { return {WindowOp::Gap, CollectiveKind::AllGather, 0, std::move(after)}; }
+
+// `layers` layers of a step: per block (attention, MLP) its AllGather, compute and
+// ReduceScatter as inference_step_program chains them (or overlaps them, with collective
+// matmuls). `compute_s` per block, or gaps when empty.
+Window layer_window(double bytes, int layers, const std::vector<double>& compute_s, bool collective_matmul) {
+  Window w;
+  w.bytes = bytes;
+  std::vector<int> previous;
+  int gaps = 0;
+  auto add = [&](WindowOp op) {
+    w.ops.push_back(std::move(op));
+    return static_cast<int>(w.ops.size() - 1);
+  };
+  for (int l = 0; l < layers; ++l) {
+    for (int block = 0; block < 2; ++block) {
+      const auto AG = CollectiveKind::AllGather, RS = CollectiveKind::ReduceScatter;
+      auto work = [&](double fraction, std::vector<int> after) {
+        if (compute_s.empty()) {
+          ++gaps;
+          return add(gap_op(std::move(after)));
+        }
+        return add(compute_op(compute_s[block] * fraction, std::move(after)));
+      };
+      const int gather = add(collective_op(AG, previous));
+      if (!collective_matmul) {
+        const int c = work(1.0, {gather});
+        previous = {add(collective_op(RS, {c}))};
+        continue;
+      }
+      const int first = work(0.5, previous);
+      const int second = work(0.5, {first, gather});
+      const int scatter = add(collective_op(RS, {first, gather}));
+      previous = {second, scatter};
+    }
+    w.layer_ends.push_back(previous);
+    w.gaps_before.push_back(collective_matmul ? 0 : gaps);
+  }
+  return w;
+}
+
 // Each window replayed from a common start on every chip, as at the start of a step, in one
-// simulation: a window gets its own time (release time) and a window found too short is
-// widened and replayed. The compute between collectives is stood in by a gap longer than any
-// collective: a step's own compute is longer than the stagger between chips, so no
-// collective's traffic meets the next one's and the gap's length does not matter. Returns,
-// per window, each op's last end from the window's start with the gaps before it removed.
+// simulation: a window gets its own time (release time); a window found too short is widened
+// and the replay redone. Returns, per window and layer, when the layer ends from the window's
+// start with the gaps before it removed.
 std::vector<std::vector<double>> replay_windows(const ServerRole& role, const std::vector<Window>& windows,
                                                 const SimulationSettings& settings, long long& count) {
   const ChipSpec& chip = role.topology.chip;
@@ -51,47 +86,52 @@ std::vector<std::vector<double>> replay_windows(const ServerRole& role, const st
   for (double widen = 2;; widen *= 4) {
     Program program;
     std::vector<double> release, gap;
+    std::vector<size_t> first_op;
     double t = 0;
     for (const Window& w : windows) {
       release.push_back(t);
+      first_op.push_back(program.size());
       // A bound on one collective: the whole array over one link, plus every hop's latency.
       const double bound = w.bytes / (chip.ici_bandwidth_Bps * settings.link_efficiency) +
                            (ring_hops + 2) * chip.hop_latency_s + settings.launch_overhead_s;
       gap.push_back(widen * bound);
+      double length = 0;
       for (size_t k = 0; k < w.ops.size(); ++k) {
+        const WindowOp& o = w.ops[k];
         ProgramOp op;
-        if (!w.ops[k]) {
-          op.name = "gap";
-          op.kind = ProgramOpKind::Compute;
-          op.compute_s = gap.back();
-        } else {
-          op.name = "comm";
+        op.name = "window";
+        if (o.kind == WindowOp::Collective) {
           op.kind = ProgramOpKind::Collective;
-          op.collective.kind = *w.ops[k];
+          op.collective.kind = o.collective;
           op.collective.axes = role.plan.model_axes;
           op.collective.bytes = w.bytes;
+          length += gap.back();
+        } else {
+          op.kind = ProgramOpKind::Compute;
+          op.compute_s = o.kind == WindowOp::Gap ? gap.back() : o.compute_s;
+          length += op.compute_s;
         }
         if (k == 0) op.release_s = t;
-        else op.after = {static_cast<int>(program.size() - 1)};
+        for (int dep : o.after) op.after.push_back(static_cast<int>(first_op.back()) + dep);
         program.push_back(std::move(op));
       }
-      t += widen * static_cast<double>(w.ops.size()) * bound;
+      t += length + gap.back();
     }
     release.push_back(t);
     const RunResult run = run_program(role.topology, settings, program, {});
     count += static_cast<long long>(program.size());
     std::vector<std::vector<double>> out;
     bool overlapped = false;
-    size_t first = 0;
     for (size_t w = 0; w < windows.size(); ++w) {
       auto& ends = out.emplace_back();
-      int gaps = 0;
-      for (size_t k = 0; k < windows[w].ops.size(); ++k) {
-        if (!windows[w].ops[k]) ++gaps;
-        ends.push_back(run.operations[first + k].end_s - release[w] - gaps * gap[w]);
+      double last = 0;
+      for (size_t l = 0; l < windows[w].layer_ends.size(); ++l) {
+        double end = 0;
+        for (int op : windows[w].layer_ends[l]) end = std::max(end, run.operations[first_op[w] + op].end_s);
+        last = std::max(last, end);
+        ends.push_back(end - release[w] - windows[w].gaps_before[l] * gap[w]);
       }
-      first += windows[w].ops.size();
-      overlapped = overlapped || run.operations[first - 1].end_s > release[w + 1];
+      overlapped = overlapped || last > release[w + 1];
     }
     if (!overlapped) return out;
   }
@@ -105,54 +145,39 @@ bool settled(const std::vector<double>& ends) {
   return std::fabs(ends[n - 2] - ends[n - 3] - d) <= 1e-12 + 1e-9 * std::fabs(d);
 }
 
-CommTable replay_layer_comm(const TransformerSpec& model, const ServerRole& role, const std::set<double>& sizes,
-                            const SimulationSettings& settings, long long& count) {
-  CommTable out;
-  if (role.model_degree <= 1 || sizes.empty()) return out;
-  const auto AG = CollectiveKind::AllGather, RS = CollectiveKind::ReduceScatter;
-  if (role.plan.collective_matmul) {
-    // Each collective alone: the block's compute half hides what it can.
-    std::vector<Window> windows;
-    for (double bytes : sizes) {
-      windows.push_back({bytes, {AG}});
-      windows.push_back({bytes, {RS}});
-    }
-    const auto ends = replay_windows(role, windows, settings, count);
-    size_t i = 0;
-    for (double bytes : sizes) {
-      out[bytes].allgather_s = ends[i++].back();
-      out[bytes].reducescatter_s = ends[i++].back();
-    }
-    return out;
-  }
-  // Most meshes settle by the third layer; the rest get more layers, then all of them.
-  std::vector<double> pending(sizes.begin(), sizes.end());
+
+// Replays `windows_for(layers)` for 4, then 12, then all layers until each has settled; returns
+// per window its layer ends and the time per further layer.
+std::vector<LayerComm> replay_until_settled(const TransformerSpec& model, const ServerRole& role, size_t count,
+                                            const std::function<Window(size_t, int)>& window_for,
+                                            const SimulationSettings& settings, long long& replayed) {
+  std::vector<LayerComm> out(count);
+  std::vector<size_t> pending(count);
+  for (size_t i = 0; i < count; ++i) pending[i] = i;
   for (int layers : {4, 12, model.layers}) {
     layers = std::min(layers, model.layers);
     std::vector<Window> windows;
-    for (double bytes : pending) {
-      Window w{bytes, {}};
-      for (int l = 0; l < layers; ++l) w.ops.insert(w.ops.end(), {AG, std::nullopt, RS, AG, std::nullopt, RS});
-      windows.push_back(std::move(w));
-    }
-    const auto ends = replay_windows(role, windows, settings, count);
-    std::vector<double> unsettled;
-    for (size_t w = 0; w < pending.size(); ++w) {
-      std::vector<double> layer_ends;
-      for (int n = 1; n <= layers; ++n) layer_ends.push_back(ends[w][6 * n - 1]);
-      if (layers < model.layers && !settled(layer_ends)) {
-        unsettled.push_back(pending[w]);
+    for (size_t i : pending) windows.push_back(window_for(i, layers));
+    const auto ends = replay_windows(role, windows, settings, replayed);
+    std::vector<size_t> unsettled;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (layers < model.layers && !settled(ends[k])) {
+        unsettled.push_back(pending[k]);
         continue;
       }
-      LayerComm& lc = out[pending[w]];
-      lc.per_layer_s = layer_ends.size() > 1 ? layer_ends.back() - layer_ends[layer_ends.size() - 2] : 0.0;
-      lc.ends_s = std::move(layer_ends);
+      LayerComm& lc = out[pending[k]];
+      lc.ends_s = ends[k];
+      lc.per_layer_s = ends[k].size() > 1 ? ends[k].back() - ends[k][ends[k].size() - 2] : 0.0;
     }
     if (unsettled.empty()) break;
     spdlog::info("{} step shapes had not settled after {} layers", unsettled.size(), layers);
     pending = unsettled;
   }
   return out;
+}
+
+double activation_bytes(const TransformerSpec& model, double tokens) {
+  return tokens * model.d_model * 2.0;   // bf16, as step_compute
 }
 
 // Each chip of the prefill slice sends its shard of the cache to its peer on a generate slice
@@ -197,61 +222,92 @@ double LayerComm::layers_s(int layers) const {
   return ends_s.back() + (layers - known) * per_layer_s;
 }
 
-double prefill_step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, int batch,
-                      int chunk, int offset) {
-  return step_s(model, role, comm, prefill_shape(batch, chunk, offset));
+ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole prefill, ServerRole generate,
+                                   SimulationSettings settings)
+    : model_(model), prefill_role_(std::move(prefill)), generate_role_(std::move(generate)), settings_(settings) {}
+
+double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
+  const PrefillShape key{batch, chunk, offset};
+  if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
+  const auto wall_start = std::chrono::steady_clock::now();
+  const ServerRole& role = prefill_role_;
+  const StepCompute c = step_compute(model_, role.plan, role.topology.chip, role.model_degree,
+                                     prefill_shape(batch, chunk, offset));
+  double layers_s = model_.layers * (c.attention_s + c.mlp_s);
+  if (role.model_degree > 1) {
+    const auto replayed = replay_until_settled(
+        model_, role, 1,
+        [&](size_t, int layers) {
+          return layer_window(c.activation_bytes, layers, {c.attention_s, c.mlp_s}, role.plan.collective_matmul);
+        },
+        settings_, collectives_replayed_);
+    layers_s = replayed[0].layers_s(model_.layers);
+  }
+  wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return prefill_[key] = layers_s + c.unembed_s;
 }
 
-double decode_step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, int batch,
-                     double context_tokens) {
+double ServingCostModel::decode_s(int batch, double context_tokens) const {
+  const ServerRole& role = generate_role_;
   StepShape shape = decode_shape(batch, 0);
   shape.attended_tokens = shape.kv_tokens = context_tokens;
-  return step_s(model, role, comm, shape);
+  const StepCompute c = step_compute(model_, role.plan, role.topology.chip, role.model_degree, shape);
+  if (role.model_degree <= 1) return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s;
+  const auto it = decode_comm_.find(c.activation_bytes);
+  if (it == decode_comm_.end()) throw std::logic_error("no replayed collectives for this decode batch");
+  const LayerComm& lc = it->second;
+  if (role.plan.collective_matmul) {
+    auto block = [&](double seconds) {
+      return std::max(seconds / 2, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
+    };
+    return model_.layers * (block(c.attention_s) + block(c.mlp_s)) + c.unembed_s;
+  }
+  return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model_.layers);
 }
 
-StepCosts ServingCostModel::costs(const TransformerSpec& model) const {
+StepCosts ServingCostModel::costs() {
   StepCosts c;
-  c.prefill_s = [this, &model](int batch, int chunk, int offset) {
-    return prefill_step_s(model, prefill, prefill_comm, batch, chunk, offset);
-  };
-  c.decode_s = [this, &model](int batch, double context) {
-    return decode_step_s(model, generate, generate_comm, batch, context);
-  };
-  c.kv_transfer_s = [this](int tokens) { return kv_transfer_s.at(tokens); };
+  c.prefill_s = [this](int batch, int chunk, int offset) { return prefill_s(batch, chunk, offset); };
+  c.decode_s = [this](int batch, double context) { return decode_s(batch, context); };
+  c.kv_transfer_s = [this](int tokens) { return kv_transfer_s(tokens); };
   return c;
 }
 
-ServingCostModel build_serving_costs(const TransformerSpec& model, const ServerRole& prefill,
-                                     const ServerRole& generate, bool colocated, const ServingConfig& config,
-                                     const std::vector<Request>& requests, const SimulationSettings& settings) {
+void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated) {
   const auto wall_start = std::chrono::steady_clock::now();
-  ServingCostModel m{prefill, generate, {}, {}, {}, 0, 0};
-  // Every chunk length a prompt can be cut into, and every batch a step can take.
-  std::set<int> chunks, padded;
-  for (const auto& r : requests) {
-    int total = 0;
-    for (int c : prefill_chunks(r.prompt_tokens, config.buckets)) chunks.insert(c), total += c;
-    padded.insert(total);
+  const ServerRole& role = generate_role_;
+  if (role.model_degree > 1) {
+    std::vector<double> sizes;
+    for (int b = 1; b <= config.slots; ++b) sizes.push_back(activation_bytes(model_, b));
+    if (role.plan.collective_matmul) {
+      // Each collective alone from a common start: the block's compute half hides what it can.
+      std::vector<Window> windows;
+      for (double bytes : sizes) {
+        windows.push_back({bytes, {collective_op(CollectiveKind::AllGather, {})}, {{0}}, {0}});
+        windows.push_back({bytes, {collective_op(CollectiveKind::ReduceScatter, {})}, {{0}}, {0}});
+      }
+      const auto ends = replay_windows(role, windows, settings_, collectives_replayed_);
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        decode_comm_[sizes[i]].allgather_s = ends[2 * i][0];
+        decode_comm_[sizes[i]].reducescatter_s = ends[2 * i + 1][0];
+      }
+    } else {
+      const auto replayed = replay_until_settled(
+          model_, role, sizes.size(), [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false); },
+          settings_, collectives_replayed_);
+      for (size_t i = 0; i < sizes.size(); ++i) decode_comm_[sizes[i]] = replayed[i];
+    }
   }
-  const int prefill_batch = config.policy == BatchingPolicy::Static      ? config.slots
-                            : config.policy == BatchingPolicy::Interleaved ? 1
-                                                                           : config.prefill_batch;
-  std::set<double> prefill_sizes, generate_sizes;
-  for (int b = 1; b <= prefill_batch; ++b) {
-    for (int c : chunks) prefill_sizes.insert(activation_bytes(model, static_cast<double>(b) * c));
+  if (!colocated) {
+    std::set<int> padded;
+    for (const auto& r : requests) {
+      int total = 0;
+      for (int chunk : prefill_chunks(r.prompt_tokens, config.buckets)) total += chunk;
+      padded.insert(total);
+    }
+    kv_transfer_ = replay_kv_transfers(model_, prefill_role_, generate_role_, padded, settings_, collectives_replayed_);
   }
-  for (int b = 1; b <= config.slots; ++b) generate_sizes.insert(activation_bytes(model, b));
-  if (colocated) {
-    prefill_sizes.insert(generate_sizes.begin(), generate_sizes.end());
-    m.prefill_comm = m.generate_comm =
-        replay_layer_comm(model, prefill, prefill_sizes, settings, m.collectives_replayed);
-  } else {
-    m.prefill_comm = replay_layer_comm(model, prefill, prefill_sizes, settings, m.collectives_replayed);
-    m.generate_comm = replay_layer_comm(model, generate, generate_sizes, settings, m.collectives_replayed);
-    m.kv_transfer_s = replay_kv_transfers(model, prefill, generate, padded, settings, m.collectives_replayed);
-  }
-  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return m;
+  wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 }
 
 }  // namespace podsim

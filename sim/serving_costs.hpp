@@ -1,18 +1,26 @@
 #pragma once
 // Step durations for the serving simulation (workloads/serving.hpp), from SimGrid replays.
+//
 // A step is a chain of identical layers: per layer, attention and MLP rooflines (exact
 // arithmetic, workloads/inference.cpp) and four model-parallel collectives on the [tokens, D]
-// activations, whose time depends only on the token count. Compute of equal length on every
-// chip shifts all later events equally, so a step lasts  L x (attention + MLP) + unembedding +
-// the collectives of L layers. On meshes without wraparound chips finish a collective at
-// different times and the stagger carries into the next layer, settling after a few layers
-// to the same time per layer. So every distinct token count the run can produce has the
-// collectives of its first layers replayed once, up front (all in one simulation, each in its
-// own time window), until the time per layer repeats; sizes that have not settled are
-// replayed for all L layers. With collective matmuls each block takes
-// max(compute / 2, AllGather) + max(compute / 2, ReduceScatter), each collective replayed from
-// a common start. test_serving.cpp checks steps against whole step replays.
+// activations. On meshes without wraparound chips finish a collective at different times and
+// the stagger carries into the next layer, settling after a few layers to the same time per
+// layer. So a step's first layers are replayed, in a window of a shared simulation where every
+// chip starts together as at the start of a step, until the time per layer repeats (then the
+// rest is extrapolated; shapes that do not settle are replayed for all L layers).
+//
+// Prefill steps come in few shapes (batch, chunk, offset): each is replayed as it is, with its
+// own compute, the first time the serving simulation asks for it. Decode steps depend on the
+// summed context of their batch, a continuous quantity, but their collectives only on the
+// batch: those are replayed up front for every batch size with gaps standing in for the
+// compute (longer than any collective, as a decode step's compute is, so the gap's length does
+// not matter and is subtracted), and a decode step lasts
+//   L x (attention + MLP) + unembedding + the collectives of L layers,
+// or, with collective matmuls, L x sum over blocks of max(compute / 2, AllGather) +
+// max(compute / 2, ReduceScatter). test_serving.cpp checks both against whole step replays.
 #include <map>
+#include <memory>
+#include <tuple>
 #include <vector>
 
 #include "sim/run.hpp"
@@ -28,36 +36,43 @@ struct ServerRole {
   int model_degree = 1;      // chips the weights are split over
 };
 
-// The collectives of a step's first layers, replayed: when the last of them ends.
+// A decode batch's collectives, replayed.
 struct LayerComm {
-  std::vector<double> ends_s;   // after 1, 2, ... layers
+  std::vector<double> ends_s;   // the collectives of the first 1, 2, ... layers end
   double per_layer_s = 0;       // what each further layer adds, once settled
-  // Collective matmuls: one AllGather and one ReduceScatter, each from a common start.
-  double allgather_s = 0, reducescatter_s = 0;
-  double layers_s(int layers) const;   // the collectives of `layers` layers
+  double allgather_s = 0, reducescatter_s = 0;   // each alone from a common start
+  double layers_s(int layers) const;
 };
-using CommTable = std::map<double, LayerComm>;   // activation bytes -> replayed layers
+using CommTable = std::map<double, LayerComm>;   // activation bytes -> replayed collectives
 
-struct ServingCostModel {
-  ServerRole prefill;                        // == generate when colocated
-  ServerRole generate;
-  CommTable prefill_comm;
-  CommTable generate_comm;
-  std::map<int, double> kv_transfer_s;             // padded prompt tokens -> DCN transfer
-  long long collectives_replayed = 0;
-  double wall_s = 0;                               // spent replaying
-  StepCosts costs(const TransformerSpec& model) const;
+using PrefillShape = std::tuple<int, int, int>;   // batch, chunk, offset
+
+class ServingCostModel {
+ public:
+  ServingCostModel(const TransformerSpec& model, ServerRole prefill, ServerRole generate, SimulationSettings settings);
+  // Replays every decode batch's collectives and, when disaggregated, every KV transfer size.
+  void prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated);
+
+  double prefill_s(int batch, int chunk, int offset);   // replayed on first use
+  double decode_s(int batch, double context_tokens) const;
+  double kv_transfer_s(int tokens) const { return kv_transfer_.at(tokens); }
+  StepCosts costs();
+
+  const CommTable& decode_comm() const { return decode_comm_; }
+  long long collectives_replayed() const { return collectives_replayed_; }
+  size_t prefill_shapes() const { return prefill_.size(); }
+  size_t kv_transfer_shapes() const { return kv_transfer_.size(); }
+  double wall_s() const { return wall_s_; }
+
+ private:
+  const TransformerSpec& model_;
+  ServerRole prefill_role_, generate_role_;
+  SimulationSettings settings_;
+  std::map<PrefillShape, double> prefill_;
+  CommTable decode_comm_;
+  std::map<int, double> kv_transfer_;
+  long long collectives_replayed_ = 0;
+  double wall_s_ = 0;
 };
-
-// Replays the collectives of every step shape `requests` can produce under `config`.
-ServingCostModel build_serving_costs(const TransformerSpec& model, const ServerRole& prefill,
-                                     const ServerRole& generate, bool colocated, const ServingConfig& config,
-                                     const std::vector<Request>& requests, const SimulationSettings& settings);
-
-// One step's duration from the model, for tests and reports.
-double prefill_step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, int batch,
-                      int chunk, int offset);
-double decode_step_s(const TransformerSpec& model, const ServerRole& role, const CommTable& comm, int batch,
-                     double context_tokens);
 
 }  // namespace podsim

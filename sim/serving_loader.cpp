@@ -187,7 +187,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (split) {
     c.prefill_servers = 1;
     if (prefill) {
-      const MapReader p(*prefill, {"servers", "topology", "parallelism", "efficiency"});
+      const MapReader p(*prefill, {"servers", "topology", "parallelism", "efficiency", "collective_matmul"});
       p.reject_unknown();
       if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, 100000);
       if (auto t = p.optional("topology")) {
@@ -196,6 +196,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
       }
       w.prefill.model_axes = server_axes(p.optional("parallelism"), w.prefill_topology);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
+      if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
     }
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;

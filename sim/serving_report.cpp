@@ -76,9 +76,11 @@ ServingRun run_serving(const Scenario& scenario) {
   const ServerRole generate = role(scenario.topology, w.generate);
   const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
   ServingRun run;
-  run.costs = build_serving_costs(w.model, prefill, generate, !split, w.config, w.requests,
-                                  {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s});
-  run.result = simulate_serving(w.requests, w.config, run.costs.costs(w.model));
+  run.costs = std::make_unique<ServingCostModel>(
+      w.model, prefill, generate,
+      SimulationSettings{scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s});
+  run.costs->prepare(w.config, w.requests, !split);
+  run.result = simulate_serving(w.requests, w.config, run.costs->costs());
   run.generate_chips = chips_of(scenario.topology);
   run.prefill_chips = split ? chips_of(w.prefill_topology) : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
@@ -151,10 +153,10 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   const double prefill_capacity = span * (disaggregated(scenario) ? w.config.prefill_servers : w.config.servers);
   j["decode_busy_fraction"] = decode_capacity > 0 ? r.decode_busy_s / decode_capacity : 0.0;
   j["prefill_busy_fraction"] = prefill_capacity > 0 ? r.prefill_busy_s / prefill_capacity : 0.0;
-  j["step_costs"] = {{"collectives_replayed", run.costs.collectives_replayed},
-                     {"prefill_shapes", run.costs.prefill_comm.size()},
-                     {"decode_shapes", run.costs.generate_comm.size()},
-                     {"kv_transfer_shapes", run.costs.kv_transfer_s.size()}};
+  j["step_costs"] = {{"collectives_replayed", run.costs->collectives_replayed()},
+                     {"prefill_shapes", run.costs->prefill_shapes()},
+                     {"decode_shapes", run.costs->decode_comm().size()},
+                     {"kv_transfer_shapes", run.costs->kv_transfer_shapes()}};
   return j.dump(2) + "\n";
 }
 
@@ -256,7 +258,7 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                 human_time(summary.at("decode_step_time_s").get<double>()).c_str(), run.result.decode_steps,
                 summary.at("requests_per_s").get<double>(), summary.at("tokens_per_s").get<double>(),
                 summary.at("tokens_per_s_per_chip").get<double>(), human_time(run.result.end_s).c_str(),
-                run.costs.collectives_replayed, human_time(run.costs.wall_s).c_str());
+                run.costs->collectives_replayed(), human_time(run.costs->wall_s()).c_str());
   return buf;
 }
 

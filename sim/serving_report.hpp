@@ -2,6 +2,7 @@
 // Runs a serving scenario (the step costs replayed on SimGrid, then the serving simulation)
 // and writes what it found: summary.json, requests.csv (one row per request), steps.csv (one
 // row per step of every server) and trace.json (a track per server for Perfetto).
+#include <memory>
 #include <string>
 
 #include "sim/report.hpp"
@@ -10,7 +11,7 @@
 namespace podsim {
 
 struct ServingRun {
-  ServingCostModel costs;
+  std::unique_ptr<ServingCostModel> costs;
   ServingResult result;
   int generate_chips = 0;     // per server
   int prefill_chips = 0;      // per prefill server (disaggregated)

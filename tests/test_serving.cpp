@@ -57,18 +57,18 @@ ServingConfig config(BatchingPolicy policy, int slots) {
 TEST_CASE("step costs from replayed collectives equal replaying whole steps", "[serving]") {
   const auto& model = *find_model_preset("llama3-70b");
   // Exact where each collective leaves every chip finishing together or the stagger repeats
-  // from the first layer (wrapped rings, lines, 4x4). On 4x2 the stagger goes through a few
-  // layers of transients whose pattern depends on the order SimGrid breaks ties between
-  // simultaneous messages, which a different compute length changes: there the shortcut is
-  // within 2% (1.7% measured). With collective matmuls each collective is timed from a common
-  // start; on 4x4, where chips start it staggered, the real step pipelines a little better
-  // (the shortcut is 2.8% high at prefill sizes, exact at decode sizes).
+  // from the first layers (wrapped rings, lines, 4x4). On 4x2 the stagger keeps changing from
+  // layer to layer (dips of one or two hop times, now and then, from the order SimGrid breaks
+  // ties between simultaneous messages, which a window's start time and the compute length
+  // change): there the shortcut, extrapolating from 12 layers, is within 2% (0.5% measured for
+  // prefill, 1.7% for decode). Decode with collective matmuls times each collective from a
+  // common start: exact where its compute halves hide it (decode sizes).
   struct Case {
     std::vector<int> sizes, axes;
     double chain_tolerance, overlap_tolerance;
   };
   for (const auto& [sizes, axes, chain_tolerance, overlap_tolerance] : std::vector<Case>{
-           {{16}, {0}, 1e-9, 1e-9}, {{4, 4}, {0, 1}, 1e-9, 0.03}, {{8}, {0}, 1e-9, 1e-9}, {{4, 2}, {0, 1}, 0.02, 0.02}})
+           {{16}, {0}, 1e-9, 1e-9}, {{4, 4}, {0, 1}, 1e-9, 1e-9}, {{8}, {0}, 1e-9, 1e-9}, {{4, 2}, {0, 1}, 0.02, 0.02}})
   for (bool overlap : {false, true}) {
     ServerRole r = role(sizes, axes);
     r.plan.collective_matmul = overlap;
@@ -77,18 +77,19 @@ TEST_CASE("step costs from replayed collectives equal replaying whole steps", "[
     c.prefill_batch = 2;
     c.buckets = {256, 1024};
     const std::vector<Request> requests = {{0, 0, 200, 4}, {1, 0, 3000, 4}};
-    const auto m = build_serving_costs(model, r, r, true, c, requests, {});
+    ServingCostModel m(model, r, r, {});
+    m.prepare(c, requests, true);
     INFO("mesh of " << sizes.size() << " axes, " << r.model_degree << " chips, collective matmuls " << overlap);
     for (auto [batch, context] : std::vector<std::pair<int, double>>{{1, 300}, {7, 7 * 2048}, {40, 40 * 4000}}) {
       StepShape shape = decode_shape(batch, 0);
       shape.attended_tokens = shape.kv_tokens = context;
-      CHECK(decode_step_s(model, r, m.generate_comm, batch, context) ==
+      CHECK(m.decode_s(batch, context) ==
             Approx(replayed(model, r, shape)).epsilon(tolerance));
     }
-    CHECK(prefill_step_s(model, r, m.prefill_comm, 1, 256, 0) ==
-          Approx(replayed(model, r, prefill_shape(1, 256, 0))).epsilon(tolerance));
-    CHECK(prefill_step_s(model, r, m.prefill_comm, 2, 1024, 2048) ==
-          Approx(replayed(model, r, prefill_shape(2, 1024, 2048))).epsilon(tolerance));
+    CHECK(m.prefill_s(1, 256, 0) ==
+          Approx(replayed(model, r, prefill_shape(1, 256, 0))).epsilon(chain_tolerance));
+    CHECK(m.prefill_s(2, 1024, 2048) ==
+          Approx(replayed(model, r, prefill_shape(2, 1024, 2048))).epsilon(chain_tolerance));
   }
 }
 

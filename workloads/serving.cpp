@@ -227,13 +227,12 @@ class Simulation {
       }
       server.prefilling = still;
     } else {
-      std::vector<int> still;
       for (int r : server.members) {
         auto& record = result_.requests[r];
         if (++state_[r].generated >= record.request.output_tokens) record.end_s = now_;
-        else still.push_back(r);
       }
-      server.active = still;
+      // Sequences that joined during the step (KV transfers) stay; finished ones leave.
+      std::erase_if(server.active, [&](int r) { return result_.requests[r].end_s >= 0; });
     }
     if (server.active.empty() && server.prefilling.empty()) server.static_batch.clear();
     if (disaggregated()) start_transfers();
