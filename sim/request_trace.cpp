@@ -27,7 +27,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 }  // namespace
 
-std::vector<Request> parse_request_trace(const std::string& text, const std::string& path) {
+std::vector<Request> parse_request_trace(const std::string& text, const std::string& path, int max_tokens,
+                                         const std::string& model_name) {
   const std::array<std::string, 3> names = {"arrival_s", "prompt_tokens", "output_tokens"};
   std::array<int, 3> column = {-1, -1, -1};
   std::vector<Request> requests;
@@ -85,6 +86,10 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
         (k == 1 ? r.prompt_tokens : r.output_tokens) = static_cast<int>(value);
       }
     }
+    if (static_cast<int64_t>(r.prompt_tokens) + r.output_tokens > max_tokens)
+      throw InputError({path, line_number, column[1] + 1}, "prompt_tokens + output_tokens",
+                       std::to_string(r.prompt_tokens) + " + " + std::to_string(r.output_tokens),
+                       "longer than " + model_name + "'s max_sequence_length of " + std::to_string(max_tokens));
     requests.push_back(r);
   }
   if (!header) throw InputError({path, 0, 0}, "", "", "empty trace; expected a header and one request per line");
@@ -92,12 +97,12 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
   return requests;
 }
 
-std::vector<Request> read_request_trace(const std::string& path) {
+std::vector<Request> read_request_trace(const std::string& path, int max_tokens, const std::string& model_name) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0}, "", path, "cannot open the request trace");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_request_trace(text.str(), path);
+  return parse_request_trace(text.str(), path, max_tokens, model_name);
 }
 
 }  // namespace podsim

@@ -9,8 +9,10 @@
 
 namespace podsim {
 
-// Throws InputError naming the trace file, line, column, value and what was expected.
-std::vector<Request> read_request_trace(const std::string& path);
-std::vector<Request> parse_request_trace(const std::string& text, const std::string& path);
+// Throws InputError naming the trace file, line, column, value and what was expected; a
+// request whose prompt and response together exceed `max_tokens` (the model's context) is one.
+std::vector<Request> read_request_trace(const std::string& path, int max_tokens, const std::string& model_name);
+std::vector<Request> parse_request_trace(const std::string& text, const std::string& path, int max_tokens,
+                                         const std::string& model_name);
 
 }  // namespace podsim

@@ -78,8 +78,8 @@ Window layer_window(double bytes, int layers, const std::vector<double>& compute
 // simulation: a window gets its own time (release time); a window found too short is widened
 // and the replay redone. Returns, per window and layer, when the layer ends from the window's
 // start with the gaps before it removed.
-std::vector<std::vector<double>> replay_windows(const ServerRole& role, const std::vector<Window>& windows,
-                                                const SimulationSettings& settings, long long& count) {
+std::vector<std::vector<double>> replay_window_group(const ServerRole& role, const std::vector<Window>& windows,
+                                                    const SimulationSettings& settings, long long& count) {
   const ChipSpec& chip = role.topology.chip;
   int ring_hops = 0;
   for (int a : role.plan.model_axes) ring_hops += role.topology.axes[a].size;
@@ -135,6 +135,30 @@ std::vector<std::vector<double>> replay_windows(const ServerRole& role, const st
     }
     if (!overlapped) return out;
   }
+}
+
+// Windows in groups of at most kMaxOpsPerReplay ops per simulation: a replay holds an actor
+// per op and chip, and thousands of windows at once would take gigabytes.
+constexpr size_t kMaxOpsPerReplay = 2000;
+
+std::vector<std::vector<double>> replay_windows(const ServerRole& role, const std::vector<Window>& windows,
+                                                const SimulationSettings& settings, long long& count) {
+  std::vector<std::vector<double>> out;
+  std::vector<Window> group;
+  size_t ops = 0;
+  auto flush = [&] {
+    if (group.empty()) return;
+    for (auto& ends : replay_window_group(role, group, settings, count)) out.push_back(std::move(ends));
+    group.clear();
+    ops = 0;
+  };
+  for (const Window& w : windows) {
+    if (ops + w.ops.size() > kMaxOpsPerReplay) flush();
+    group.push_back(w);
+    ops += w.ops.size();
+  }
+  flush();
+  return out;
 }
 
 // Settled: the last two layers each added the same time.
@@ -273,29 +297,112 @@ StepCosts ServingCostModel::costs() {
   return c;
 }
 
-void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated) {
-  const auto wall_start = std::chrono::steady_clock::now();
+namespace {
+
+// Replayed times agree to a picosecond (float rounding of the same schedule).
+bool same(double a, double b) { return std::fabs(a - b) <= 1e-12 + 1e-9 * std::fabs(a); }
+
+bool same_comm(const LayerComm& a, const LayerComm& b) {
+  if (a.ends_s.size() != b.ends_s.size() || !same(a.per_layer_s, b.per_layer_s) ||
+      !same(a.allgather_s, b.allgather_s) || !same(a.reducescatter_s, b.reducescatter_s))
+    return false;
+  for (size_t i = 0; i < a.ends_s.size(); ++i) {
+    if (!same(a.ends_s[i], b.ends_s[i])) return false;
+  }
+  return true;
+}
+
+// The replayed collectives of batch x on the line through batches lo and hi.
+std::optional<LayerComm> interpolate(const LayerComm& a, const LayerComm& b, int lo, int hi, int x) {
+  if (a.ends_s.size() != b.ends_s.size()) return std::nullopt;
+  const double f = static_cast<double>(x - lo) / (hi - lo);
+  auto mix = [&](double u, double v) { return u + f * (v - u); };
+  LayerComm out;
+  for (size_t i = 0; i < a.ends_s.size(); ++i) out.ends_s.push_back(mix(a.ends_s[i], b.ends_s[i]));
+  out.per_layer_s = mix(a.per_layer_s, b.per_layer_s);
+  out.allgather_s = mix(a.allgather_s, b.allgather_s);
+  out.reducescatter_s = mix(a.reducescatter_s, b.reducescatter_s);
+  return out;
+}
+
+}  // namespace
+
+void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
   const ServerRole& role = generate_role_;
-  if (role.model_degree > 1) {
-    std::vector<double> sizes;
-    for (int b = 1; b <= config.slots; ++b) sizes.push_back(activation_bytes(model_, b));
-    if (role.plan.collective_matmul) {
-      // Each collective alone from a common start: the block's compute half hides what it can.
-      std::vector<Window> windows;
-      for (double bytes : sizes) {
-        windows.push_back({bytes, {collective_op(CollectiveKind::AllGather, {})}, {{0}}, {0}});
-        windows.push_back({bytes, {collective_op(CollectiveKind::ReduceScatter, {})}, {{0}}, {0}});
-      }
-      const auto ends = replay_windows(role, windows, settings_, collectives_replayed_);
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        decode_comm_[sizes[i]].allgather_s = ends[2 * i][0];
-        decode_comm_[sizes[i]].reducescatter_s = ends[2 * i + 1][0];
-      }
+  std::vector<double> sizes;
+  for (int b : batches) sizes.push_back(activation_bytes(model_, b));
+  std::vector<LayerComm> comm(sizes.size());
+  if (role.plan.collective_matmul) {
+    // Each collective alone from a common start: the block's compute half hides what it can.
+    std::vector<Window> windows;
+    for (double bytes : sizes) {
+      windows.push_back({bytes, {collective_op(CollectiveKind::AllGather, {})}, {{0}}, {0}});
+      windows.push_back({bytes, {collective_op(CollectiveKind::ReduceScatter, {})}, {{0}}, {0}});
+    }
+    const auto ends = replay_windows(role, windows, settings_, collectives_replayed_);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      comm[i].allgather_s = ends[2 * i][0];
+      comm[i].reducescatter_s = ends[2 * i + 1][0];
+    }
+  } else {
+    comm = replay_until_settled(
+        model_, role, sizes.size(), [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false); },
+        settings_, collectives_replayed_);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) decode_comm_[sizes[i]] = comm[i];
+}
+
+void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated,
+                               bool every_batch) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (generate_role_.model_degree > 1) {
+    const int slots = config.slots;
+    if (every_batch || slots <= 17) {
+      std::vector<int> all;
+      for (int b = 1; b <= slots; ++b) all.push_back(b);
+      replay_decode_batches(all);
     } else {
-      const auto replayed = replay_until_settled(
-          model_, role, sizes.size(), [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false); },
-          settings_, collectives_replayed_);
-      for (size_t i = 0; i < sizes.size(); ++i) decode_comm_[sizes[i]] = replayed[i];
+      // Collective time is flat in the bytes where the hop latency floors every message and
+      // affine where every message is bandwidth-bound with the same pattern. So replay a grid
+      // of 17 batch sizes; an interval whose ends replay the same is filled with that; else its
+      // midpoint is replayed, and if the three lie on a line the interval is filled by
+      // interpolation; else both halves are resolved the same way. About log2(slots) rounds of
+      // simulation instead of one window per batch size; test_serving.cpp checks the filled
+      // table against replaying every batch.
+      auto comm = [&](int b) -> const LayerComm& { return decode_comm_.at(activation_bytes(model_, b)); };
+      std::vector<int> grid;
+      for (int k = 0; k <= 16; ++k) grid.push_back(1 + static_cast<int>(std::lround((slots - 1) * k / 16.0)));
+      grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+      replay_decode_batches(grid);
+      std::vector<std::pair<int, int>> open;
+      for (size_t i = 0; i + 1 < grid.size(); ++i) open.emplace_back(grid[i], grid[i + 1]);
+      while (!open.empty()) {
+        std::vector<std::pair<int, int>> need_mid;
+        for (auto [lo, hi] : open) {
+          if (hi - lo < 2) continue;
+          if (same_comm(comm(lo), comm(hi))) {
+            const LayerComm a = comm(lo);
+            for (int m = lo + 1; m < hi; ++m) decode_comm_[activation_bytes(model_, m)] = a;
+          } else {
+            need_mid.emplace_back(lo, hi);
+          }
+        }
+        std::vector<int> mids;
+        for (auto [lo, hi] : need_mid) mids.push_back((lo + hi) / 2);
+        if (!mids.empty()) replay_decode_batches(mids);
+        open.clear();
+        for (auto [lo, hi] : need_mid) {
+          const int mid = (lo + hi) / 2;
+          const LayerComm a = comm(lo), b = comm(hi), m = comm(mid);
+          if (auto line = interpolate(a, b, lo, hi, mid); line && same_comm(*line, m)) {
+            for (int x = lo + 1; x < hi; ++x)
+              if (x != mid) decode_comm_[activation_bytes(model_, x)] = *interpolate(a, b, lo, hi, x);
+          } else {
+            open.emplace_back(lo, mid);
+            open.emplace_back(mid, hi);
+          }
+        }
+      }
     }
   }
   if (!colocated) {

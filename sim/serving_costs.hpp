@@ -50,8 +50,11 @@ using PrefillShape = std::tuple<int, int, int>;   // batch, chunk, offset
 class ServingCostModel {
  public:
   ServingCostModel(const TransformerSpec& model, ServerRole prefill, ServerRole generate, SimulationSettings settings);
-  // Replays every decode batch's collectives and, when disaggregated, every KV transfer size.
-  void prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated);
+  // Replays every decode batch's collectives (every_batch: each one; else where two batch
+  // sizes replay the same the ones between are filled, see prepare) and, when disaggregated,
+  // every KV transfer size.
+  void prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated,
+               bool every_batch = false);
 
   double prefill_s(int batch, int chunk, int offset);   // replayed on first use
   double decode_s(int batch, double context_tokens) const;
@@ -65,6 +68,8 @@ class ServingCostModel {
   double wall_s() const { return wall_s_; }
 
  private:
+  void replay_decode_batches(const std::vector<int>& batches);
+
   const TransformerSpec& model_;
   ServerRole prefill_role_, generate_role_;
   SimulationSettings settings_;

@@ -72,16 +72,8 @@ RequestsFields parse_requests(const Field& field, ServingWorkload& w) {
     namespace fs = std::filesystem;
     fs::path path = read_string(*trace);
     if (path.is_relative()) path = fs::path(field.where.file).parent_path() / path;
-    w.requests = read_request_trace(path.string());
+    w.requests = read_request_trace(path.string(), w.model.max_sequence_length, w.model.name);
     w.requests_source = read_string(*trace);
-    for (const auto& r : w.requests) {
-      if (r.prompt_tokens + static_cast<int64_t>(r.output_tokens) > w.model.max_sequence_length)
-        throw InputError({path.string(), 0, 0}, "prompt_tokens + output_tokens",
-                         std::to_string(r.prompt_tokens) + " + " + std::to_string(r.output_tokens) + " (request " +
-                             std::to_string(r.id + 1) + ")",
-                         "longer than " + w.model.name + "'s max_sequence_length of " +
-                             std::to_string(w.model.max_sequence_length));
-    }
     return out;
   }
   const MapReader p(*poisson, {"rate", "count", "prompt_tokens", "output_tokens", "seed"});

@@ -57,6 +57,26 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
       INFO(result.err);
       REQUIRE(result.exit_code == 0);
       const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+      CHECK_FALSE(scenario.expectations.empty());
+      for (const auto& expect : scenario.expectations) {
+        INFO(expect.field << " from " << expect.source);
+        CHECK(summary_value(summary, expect.field) == Approx(expect.value).epsilon(expect.rel_tolerance));
+      }
+      if (scenario.workload_kind == podsim::WorkloadKind::Serving) {
+        // One requests.csv row per request; a trace span per step of every server.
+        const auto requests = read_file(out / "requests.csv");
+        CHECK(static_cast<size_t>(std::count(requests.begin(), requests.end(), '\n')) ==
+              scenario.serving.requests.size() + 1);
+        for (const char* key : {"ttft_s", "tpot_s", "latency_s"}) {
+          for (const char* stat : {"mean", "p50", "p90", "p99"}) CHECK(summary.at(key).contains(stat));
+        }
+        const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+        long long spans = 0;
+        for (const auto& e : trace.at("traceEvents")) spans += e.at("ph") == "X";
+        const auto steps = read_file(out / "steps.csv");
+        CHECK(spans == std::count(steps.begin(), steps.end(), '\n') - 1);
+        continue;
+      }
       for (const char* key : {"total_time_s", "hop_model", "podsim_version", "wall_time_s", "topology", "operations"}) {
         CHECK(summary.contains(key));
       }
@@ -65,11 +85,6 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
         for (const char* key : {"name", "kind", "axes", "bytes", "time_s", "algbw_Bps", "busbw_Bps"}) {
           CHECK(op.contains(key));
         }
-      }
-      CHECK_FALSE(scenario.expectations.empty());
-      for (const auto& expect : scenario.expectations) {
-        INFO(expect.field << " from " << expect.source);
-        CHECK(summary_value(summary, expect.field) == Approx(expect.value).epsilon(expect.rel_tolerance));
       }
       // The trace is Chrome Trace Event JSON with one span per operation per traced chip
       // (every chip up to 256, one per symmetry class beyond).

@@ -1,0 +1,169 @@
+// Serving through the CLI: the prefill:generate ratio found by simulation (acceptance 4 of the
+// inference issue), and bad serving input.
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+using namespace podsim_test;
+
+namespace {
+
+// sweep.csv rows as maps from column name to text (no quoted commas in the columns used here).
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& text) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char c : l) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    cells.push_back(cell);
+    return cells;
+  };
+  while (std::getline(in, line)) {
+    const auto cells = split(line);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string serving_scenario(const std::string& workload_extra, const std::string& requests) {
+  return "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4, Y: 4}}\nworkload:\n  kind: serving\n"
+         "  model: llama3-70b\n  weights: int8\n  kv_cache: int8\n" +
+         workload_extra + "  requests:\n" + requests;
+}
+
+CommandResult run_text(const std::string& name, const std::string& text) {
+  const auto dir = fresh_dir(name);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << text;
+  return run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string());
+}
+
+}  // namespace
+
+TEST_CASE("disaggregated serving: the prefill servers one generate server needs, by simulation", "[serving]") {
+  // applied-inference.md:L271-L275: P / T_prefill = B G / (T_step x decode steps), so
+  // P / G = T_prefill B / (T_step (output - 1)), about 3 at the book's latencies.
+  const auto out = fresh_dir("disaggregated-ratio");
+  const auto result = run_podsim("sweep " + source_path("scenarios/serving_llama3_70b_disaggregated_v5e.yaml") +
+                                 " --set workload.prefill.servers=1,2,3,4,5 -o " + out.string());
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto rows = read_csv(read_file(out / "sweep.csv"));
+  REQUIRE(rows.size() == 5);
+  std::vector<double> rps;
+  for (const auto& r : rows) {
+    REQUIRE(r.at("status") == "ok");
+    rps.push_back(std::stod(r.at("requests_per_s")));
+  }
+  // Prefill-bound: each prefill server adds its own 1 / T_prefill.
+  const double prefill_s = std::stod(rows[0].at("prefill_time_s"));
+  for (int p = 1; p <= 3; ++p) CHECK(rps[p - 1] == Approx(p / prefill_s).epsilon(0.05));
+  // Generate-bound from 4 on: more prefill servers add nothing.
+  CHECK(rps[4] == Approx(rps[3]).epsilon(0.01));
+  const double ratio = rps[4] / rps[0];
+  const double step_s = std::stod(rows[4].at("decode_step_time_s"));
+  const double formula = prefill_s * 32 / (step_s * (512 - 1));
+  INFO("simulated ratio " << ratio << ", formula with simulated step times " << formula);
+  CHECK(ratio == Approx(formula).epsilon(0.05));
+  CHECK(ratio > 2.5);
+  CHECK(ratio < 3.5);
+}
+
+TEST_CASE("bad serving input: one clear message and exit 2", "[serving]") {
+  const std::string poisson = "    poisson: {rate: \"2 /s\", count: 10, prompt_tokens: 1024, output_tokens: 64}\n";
+  SECTION("a zero arrival rate") {
+    const auto r = run_text("zero-rate", serving_scenario("", "    poisson: {rate: \"0 /s\", count: 10, "
+                                                               "prompt_tokens: 1024, output_tokens: 64}\n"));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("workload.requests.poisson.rate") != std::string::npos);
+    CHECK(r.err.find("positive") != std::string::npos);
+  }
+  SECTION("a batch that cannot fit") {
+    const auto r = run_text("no-fit", serving_scenario("  max_batch: 5000\n", poisson));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("workload.max_batch") != std::string::npos);
+    CHECK(r.err.find("expected at most") != std::string::npos);
+  }
+  SECTION("a context longer than the model allows") {
+    const auto r = run_text("too-long", serving_scenario("", "    poisson: {rate: \"2 /s\", count: 10, "
+                                                             "prompt_tokens: 8000, output_tokens: 512}\n"));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("max_sequence_length of 8192") != std::string::npos);
+  }
+  SECTION("a malformed trace") {
+    const auto dir = fresh_dir("bad-trace");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "trace.csv") << "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.5,abc,10\n";
+    std::ofstream(dir / "s.yaml") << serving_scenario("", "    trace: trace.csv\n");
+    const auto r = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("trace.csv:3:2") != std::string::npos);
+    CHECK(r.err.find("prompt_tokens") != std::string::npos);
+    CHECK(r.err.find("'abc'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "out" / "summary.json"));
+  }
+  SECTION("a trace out of order, or missing a column") {
+    const auto dir = fresh_dir("bad-trace-2");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "order.csv") << "arrival_s,prompt_tokens,output_tokens\n1.0,100,10\n0.5,100,10\n";
+    std::ofstream(dir / "column.csv") << "arrival_s,prompt_tokens\n1.0,100\n";
+    std::ofstream(dir / "a.yaml") << serving_scenario("", "    trace: order.csv\n");
+    std::ofstream(dir / "b.yaml") << serving_scenario("", "    trace: column.csv\n");
+    const auto a = run_podsim("run " + (dir / "a.yaml").string() + " -o " + (dir / "out").string());
+    CHECK(a.exit_code == 2);
+    CHECK(a.err.find("order.csv:3:1") != std::string::npos);
+    CHECK(a.err.find("non-decreasing") != std::string::npos);
+    const auto b = run_podsim("run " + (dir / "b.yaml").string() + " -o " + (dir / "out").string());
+    CHECK(b.exit_code == 2);
+    CHECK(b.err.find("no column output_tokens") != std::string::npos);
+  }
+  SECTION("a trace request longer than the model allows") {
+    const auto dir = fresh_dir("bad-trace-3");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "long.csv") << "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1.0,8100,500\n";
+    std::ofstream(dir / "s.yaml") << serving_scenario("", "    trace: long.csv\n");
+    const auto r = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("long.csv:3") != std::string::npos);
+    CHECK(r.err.find("max_sequence_length") != std::string::npos);
+  }
+  SECTION("prefill settings on a colocated policy") {
+    const auto r = run_text("prefill-colocated", serving_scenario("  prefill: {servers: 2}\n", poisson));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("applies to policy: disaggregated") != std::string::npos);
+  }
+}
+
+TEST_CASE("a serving trace runs and gives byte-identical outputs", "[serving]") {
+  const auto dir = fresh_dir("trace-run");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "# arrivals in seconds\narrival_s,prompt_tokens,output_tokens\n0,1000,20\n"
+                                  "0.01,300,5\n0.5,2000,1\n";
+  std::ofstream(dir / "s.yaml") << serving_scenario("  policy: interleaved\n", "    trace: t.csv\n");
+  const auto a = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "a").string() + " --reproducible");
+  const auto b = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "b").string() + " --reproducible");
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  for (const char* name : {"summary.json", "requests.csv", "steps.csv", "trace.json"})
+    CHECK(read_file(dir / "a" / name) == read_file(dir / "b" / name));
+  const auto summary = nlohmann::json::parse(read_file(dir / "a" / "summary.json"));
+  CHECK(summary.at("requests") == 3);
+  // A one-token response ends at its prefill.
+  CHECK(summary.at("ttft_s").at("max").get<double>() > 0);
+}
