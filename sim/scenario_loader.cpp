@@ -549,7 +549,8 @@ void parse_workload(const Field& field, Scenario& scenario) {
 // The metric's unit suffix says how to read the value (design.md, habit 2).
 double read_expected_value(const Field& field, const std::string& metric) {
   double value = 0;
-  if (metric.ends_with("_s")) value = read_quantity(field, parse_time_s);
+  if (metric.ends_with("_per_s") || metric.ends_with("_per_s_per_chip")) value = read_real(field);   // rates
+  else if (metric.ends_with("_s")) value = read_quantity(field, parse_time_s);
   else if (metric.ends_with("_Bps")) value = read_quantity(field, parse_bandwidth_Bps);
   else if (metric.ends_with("_bytes")) value = static_cast<double>(read_quantity(field, parse_bytes));
   else value = read_real(field);
