@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "sim/run.hpp"
+#include "sim/serving_report.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {
@@ -60,6 +61,38 @@ BenchRow bench_training_step() {
   return row_of("llama3-70b step FSDP+TP", run_program(topology, {}, program, {}), start);
 }
 
+// Serving 10,000 requests of LLaMA-3 70B on a v5e 4x4 with continuous batching (the inference
+// issue's speed case): scenarios/serving_llama3_70b_continuous_v5e_4x4.yaml with 10x the requests.
+BenchRow bench_serving() {
+  const std::string text = R"(version: 1
+name: bench-serving
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  weights: int8
+  kv_cache: int8
+  collective_matmul: true
+  prefill_efficiency: 0.6
+  policy: continuous
+  prefill_batch: 8
+  requests:
+    poisson: {rate: "3 /s", count: 10000, prompt_tokens: [256, 4096], output_tokens: [64, 512], seed: 7}
+)";
+  const auto start = std::chrono::steady_clock::now();
+  const Scenario scenario = load_scenario_text(text, "<bench>");
+  const ServingRun run = run_serving(scenario);
+  BenchRow row;
+  row.name = "serve 10k requests 4x4";
+  row.chips = run.total_chips;
+  row.simulated_chips = run.generate_chips;
+  row.messages = static_cast<unsigned long long>(run.result.decode_steps + run.result.prefill_steps);
+  row.simulated_time_s = run.result.end_s;
+  row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return row;
+}
+
 }  // namespace
 
 double peak_rss_bytes() {
@@ -76,6 +109,7 @@ std::vector<BenchRow> run_bench(bool include_full) {
   rows.push_back(bench_case("allgather X 16x16x16", "v4p", {16, 16, 16}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
   rows.push_back(bench_case("allgather X 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
   rows.push_back(bench_training_step());
+  rows.push_back(bench_serving());
   if (include_full) {
     rows.push_back(bench_case("allreduce XYZ 8x8x8 full", "v4p", {8, 8, 8}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Full));
   }

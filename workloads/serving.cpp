@@ -123,7 +123,7 @@ class Simulation {
     Server& server = pool[s];
     if (server.busy) return;
     if (prefill_pool) {
-      admit(server, config_.prefill_batch, config_.prefill_batch);
+      admit_bucket(server, config_.prefill_batch);
       if (!server.prefilling.empty()) start_prefill(server, s, true);
       return;
     }
@@ -146,9 +146,25 @@ class Simulation {
     }
     const int per_step = config_.policy == BatchingPolicy::Interleaved ? 1 : config_.prefill_batch;
     const int free = config_.slots - static_cast<int>(server.active.size());
-    admit(server, std::min(per_step, free), free);
+    admit_bucket(server, std::min(per_step, free));
     if (!server.prefilling.empty()) start_prefill(server, s, false);
     else if (!server.active.empty()) start_decode(server, s);
+  }
+
+  // Between prefills, takes the oldest waiting prompt and up to `count - 1` more that pad to
+  // the same first chunk (bucketed batching: a batch pads to its longest prompt, so mixing
+  // buckets would waste compute on padding), oldest first.
+  void admit_bucket(Server& server, int count) {
+    if (!server.prefilling.empty() || waiting_.empty() || count < 1) return;
+    const int bucket = state_[waiting_.front()].chunks.front();
+    for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int>(server.prefilling.size()) < count;) {
+      if (state_[*it].chunks.front() == bucket) {
+        server.prefilling.push_back(*it);
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   // Moves waiting requests into prefill, up to `per_step` being prefilled and `limit` in all.
