@@ -1,0 +1,42 @@
+"""Shared by podsim's plot scripts: matplotlib from Debian's python3-matplotlib, CSV rows."""
+import csv
+import os
+import sys
+
+
+def pyplot():
+    """matplotlib.pyplot with the Agg backend; re-runs the script under /usr/bin/python3 (where
+    Debian's python3-matplotlib lives) when this interpreter has no matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        system = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(system) and os.path.exists(system):
+            os.execv(system, [system] + sys.argv)
+        sys.exit("podsim: matplotlib is missing; install python3-matplotlib (scripts/install-deps.sh)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def read_rows(path):
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"podsim: cannot read {path}: {e.strerror}")
+
+
+def number(row, key):
+    value = row.get(key, "")
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def save(fig, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
