@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <thread>
 #include <optional>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "sim/bench.hpp"
+#include "sim/compare.hpp"
 #include "sim/output_files.hpp"
 #include "sim/planner.hpp"
 #include "sim/report.hpp"
@@ -105,6 +107,38 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   const auto progress = run_sweep(options);
   std::cout << progress.points << " points: " << progress.already_done << " already done, " << progress.ran
             << " run (" << progress.failed << " failed, recorded in sweep.csv)\nwrote " << out_dir << "/sweep.csv\n";
+  return 0;
+}
+
+int compare_command(const std::string& scenario_path, const std::string& topologies, const std::string& chips,
+                    const std::string& out_dir, int jobs) {
+  CompareOptions options;
+  options.scenario_path = scenario_path;
+  options.out_dir = out_dir;
+  auto split = [](const std::string& text) {
+    std::vector<std::string> items;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+      if (!item.empty()) items.push_back(item);
+    return items;
+  };
+  options.topologies = split(topologies);
+  options.chips = split(chips);
+  options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  options.podsim_binary = self_binary();
+  std::string name;
+  const auto rows = run_compare(options, &name);
+  std::cout << compare_table(rows);
+  const std::string csv = out_dir + "/compare.csv", png = out_dir + "/compare.png";
+  std::cout << "wrote " << csv << "\n";
+  // The bar chart comes from the plot script, where the source tree and matplotlib are.
+  const std::string script = std::string(PODSIM_SOURCE_DIR) + "/scripts/plot_compare.py";
+  if (std::filesystem::exists(script)) {
+    const std::string command =
+        "python3 '" + script + "' '" + csv + "' -o '" + png + "' --title '" + name + "' >/dev/null 2>&1";
+    if (std::system(command.c_str()) == 0) std::cout << "wrote " << png << "\n";
+    else std::cout << "no " << png << ": " << script << " failed (python3-matplotlib missing?)\n";
+  }
   return 0;
 }
 
@@ -308,6 +342,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> run_sets;
   run->add_option("--set", run_sets, "override a scenario value: key=value (dotted key, YAML value)");
 
+  auto* compare = app.add_subcommand("compare", "run a scenario's workload on several meshes; table, CSV, PNG");
+  std::string compare_scenario, topologies, compare_chips, compare_out = "out/compare";
+  int compare_jobs = 0;
+  compare->add_option("scenario", compare_scenario, "scenario YAML file")->required();
+  compare->add_option("--topologies", topologies, "mesh shapes, e.g. 4x4x4,8x8,16x4 (default: its compare: block)");
+  compare->add_option("--chips", compare_chips, "chip presets to cross with the shapes, e.g. v5e,v5p");
+  compare->add_option("-o,--output", compare_out, "output directory")->capture_default_str();
+  compare->add_option("-j,--jobs", compare_jobs, "runs at once (default: all cores)");
+
   auto* sweep = app.add_subcommand("sweep", "run a scenario over the grid of --set values; write sweep.csv");
   std::string sweep_scenario, sweep_out = "out/sweep", emit;
   std::vector<std::string> sweep_sets;
@@ -346,6 +389,7 @@ int main(int argc, char** argv) {
   set_verbosity(verbose);
   try {
     if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict);
+    if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
     if (validate->parsed()) return validate_command(csv_path, quick);
     if (presets->parsed()) return presets_command();

@@ -69,6 +69,12 @@ struct TrainingWorkload {
   bool strict_memory = false;       // a plan that does not fit HBM is an error, not a report
 };
 
+// What `podsim compare` runs the workload on when no --topologies are given.
+struct CompareSpec {
+  std::vector<std::string> topologies;   // mesh shapes, e.g. "4x4x4", "8x8"
+  std::vector<std::string> chips;        // presets; empty: the scenario's
+};
+
 struct Scenario {
   std::string path;                 // file it came from
   int version = 1;
@@ -84,6 +90,7 @@ struct Scenario {
   InferenceWorkload inference;             // Inference
   ServingWorkload serving;                 // Serving
   std::vector<Expectation> expectations;
+  CompareSpec compare;
 };
 
 // A value set from the command line (`--set workload.batch=16`): a dotted key through the

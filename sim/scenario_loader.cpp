@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -142,9 +143,33 @@ void add_axis(std::vector<MeshAxis>& axes, const Field& name_field, const Field&
 }
 
 // Either the ordered map form {X: 8, Y: 4} or the list form [{name: X, size: 8}, ...].
+// "4x4x4": axes X, Y, Z of those sizes.
+std::vector<MeshAxis> parse_mesh_shorthand(const Field& field) {
+  const std::string text = field.node.Scalar();
+  std::vector<MeshAxis> axes;
+  const char* names[] = {"X", "Y", "Z"};
+  size_t begin = 0;
+  while (true) {
+    const size_t x = text.find('x', begin);
+    const std::string part = text.substr(begin, x - begin);
+    int size = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), size);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size() || size < 1 || size > kMaxAxisSize ||
+        axes.size() == 3)
+      fail(field, "expected a mapping such as {X: 8, Y: 4} or a shape such as \"8x4\" (1 to 3 sizes from 1 to " +
+                      std::to_string(kMaxAxisSize) + ")");
+    axes.push_back(MeshAxis{names[axes.size()], size, false});
+    if (x == std::string::npos) break;
+    begin = x + 1;
+  }
+  return axes;
+}
+
 std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
   std::vector<MeshAxis> axes;
-  if (field.node.IsSequence()) {
+  if (field.node.IsScalar()) {
+    axes = parse_mesh_shorthand(field);
+  } else if (field.node.IsSequence()) {
     for (const Field& item : read_list(field)) {
       const MapReader axis(item, {"name", "size"});
       axis.reject_unknown();
@@ -274,6 +299,11 @@ struct ParsedOperation {
 };
 
 std::vector<int> parse_axes(const Field& field, const std::vector<MeshAxis>& mesh) {
+  if (field.node.IsScalar() && field.node.Scalar() == "all") {   // every mesh axis, in order
+    std::vector<int> all;
+    for (size_t a = 0; a < mesh.size(); ++a) all.push_back(static_cast<int>(a));
+    return all;
+  }
   std::vector<Field> items;
   if (field.node.IsScalar()) items.push_back(field);   // "axes: Y" for a single axis
   else items = read_list(field);
@@ -597,6 +627,23 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
   return expectations;
 }
 
+// ---- compare ----
+
+CompareSpec parse_compare(const Field& field) {
+  const MapReader reader(field, {"topologies", "chips"});
+  reader.reject_unknown();
+  CompareSpec spec;
+  for (const Field& item : read_list(reader.required("topologies"))) {
+    parse_mesh_shorthand(item);   // checked here, so a typo fails before any run
+    spec.topologies.push_back(item.node.Scalar());
+  }
+  if (spec.topologies.empty()) fail(reader.required("topologies"), "expected at least one mesh shape");
+  if (auto chips = reader.optional("chips")) {
+    for (const Field& item : read_list(*chips)) spec.chips.push_back(read_preset(item).name);
+  }
+  return spec;
+}
+
 // ---- the document ----
 
 std::string default_name(const std::string& path) {
@@ -606,7 +653,7 @@ std::string default_name(const std::string& path) {
 
 Scenario parse_document(const Field& root) {
   const MapReader top(root, {"version", "name", "description", "hardware", "topology", "simulation",
-                             "workload", "expect"});
+                             "workload", "expect", "compare"});
   Scenario scenario;
   scenario.path = root.where.file;
   // The version comes first: a newer file's keys should be reported as a version problem.
@@ -623,6 +670,7 @@ Scenario parse_document(const Field& root) {
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
   parse_workload(top.required("workload"), scenario);
   if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
+  if (auto compare = top.optional("compare")) scenario.compare = parse_compare(*compare);
   return scenario;
 }
 

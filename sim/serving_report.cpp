@@ -32,10 +32,12 @@ Json distribution_json(const Distribution& d) {
 }
 
 Json topology_json(const TopologySpec& t) {
+  const Topology topo(t);
   Json axes = Json::array();
-  const auto wraps = t.axes;
-  for (const auto& a : t.axes) axes.push_back({{"name", a.name}, {"size", a.size}, {"wraparound", a.wraparound}});
-  return {{"chip", t.chip.name}, {"axes", axes}, {"chips", chips_of(t)}};
+  for (size_t a = 0; a < t.axes.size(); ++a)
+    axes.push_back({{"name", t.axes[a].name}, {"size", t.axes[a].size}, {"wraparound", topo.wraps(static_cast<int>(a))}});
+  return {{"chip", t.chip.name}, {"axes", axes}, {"chips", chips_of(t)}, {"diameter_hops", topo.diameter()},
+          {"bisection_links", topo.bisection_links()}};
 }
 
 std::string number(double v) {

@@ -114,8 +114,17 @@ struct PlanAxes {
 PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
                          std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
   std::vector<Field> items;
-  if (field.node.IsScalar()) items.push_back(field);   // "data: X" for a single axis
-  else items = read_list(field);
+  if (field.node.IsScalar() && field.node.Scalar() == "all") {   // every mesh axis, in order
+    for (const auto& axis : topology.axes) {
+      Field item = field;
+      item.node = YAML::Node(axis.name);
+      items.push_back(item);
+    }
+  } else if (field.node.IsScalar()) {
+    items.push_back(field);   // "data: X" for a single axis
+  } else {
+    items = read_list(field);
+  }
   PlanAxes out;
   const auto& mesh = topology.axes;
   for (const Field& item : items) {

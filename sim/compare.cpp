@@ -1,0 +1,165 @@
+#include "sim/compare.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/input_error.hpp"
+#include "sim/output_files.hpp"
+#include "sim/report.hpp"
+#include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
+
+namespace podsim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// The workload's headline time: a step, or the collectives' span, or the serving latency.
+void fill_metrics(const nlohmann::json& j, CompareRow& row) {
+  const auto& t = j.at("topology");
+  row.chips = t.value("chips", 0.0);
+  row.diameter_hops = t.value("diameter_hops", 0.0);
+  row.bisection_links = t.value("bisection_links", 0.0);
+  row.wraparound.clear();
+  for (const auto& a : t.value("axes", nlohmann::json::array())) {
+    if (a.value("wraparound", false)) row.wraparound += (row.wraparound.empty() ? "" : " ") + a.value("name", "");
+  }
+  if (row.wraparound.empty()) row.wraparound = "-";
+  for (const char* key : {"step_time_s", "decode_step_time_s", "prefill_time_s"}) {
+    if (j.contains(key) && (std::string(key) != "prefill_time_s" || !j.contains("ttft_s"))) {
+      row.time_metric = key;
+      row.time_s = j.at(key).get<double>();
+      break;
+    }
+  }
+  if (row.time_metric.empty() && j.contains("latency_s")) {
+    row.time_metric = "latency_s.mean";
+    row.time_s = j.at("latency_s").at("mean").get<double>();
+  }
+  if (row.time_metric.empty()) {
+    row.time_metric = "total_time_s";
+    row.time_s = j.value("total_time_s", 0.0);
+    double bytes = 0;
+    for (const auto& op : j.value("operations", nlohmann::json::array())) {
+      if (op.value("kind", "") != "compute") bytes += op.value("bytes", 0.0) * op.value("repeat", 1.0);
+    }
+    if (bytes > 0 && row.time_s > 0) {
+      row.algbw_Bps = bytes / row.time_s;
+      row.has_algbw = true;
+    }
+  }
+  if (j.contains("exposed_comm_s")) row.exposed_comm_s = j.at("exposed_comm_s").get<double>(), row.has_exposed = true;
+  if (j.contains("mfu")) row.mfu = j.at("mfu").get<double>(), row.has_mfu = true;
+  if (j.contains("tokens_per_s_per_chip"))
+    row.tokens_per_s_per_chip = j.at("tokens_per_s_per_chip").get<double>(), row.has_tokens = true;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* scenario_name) {
+  const Scenario base = load_scenario(options.scenario_path);
+  if (scenario_name != nullptr) *scenario_name = base.name;
+  std::vector<std::string> topologies = options.topologies, chips = options.chips;
+  if (topologies.empty()) topologies = base.compare.topologies;
+  if (chips.empty()) chips = base.compare.chips;
+  if (topologies.empty())
+    throw InputError({options.scenario_path, 0, 0}, "compare.topologies", "",
+                     "no shapes to compare; expected --topologies 4x4x4,8x8 or a compare: block in the scenario");
+  SweepOptions sweep;
+  sweep.scenario_path = options.scenario_path;
+  sweep.out_dir = options.out_dir;
+  sweep.jobs = options.jobs;
+  sweep.podsim_binary = options.podsim_binary;
+  if (!chips.empty()) sweep.axes.push_back({"hardware.preset", chips});
+  sweep.axes.push_back({"topology.mesh", topologies});
+  run_sweep(sweep);
+  std::vector<CompareRow> rows;
+  for (const auto& point : sweep_grid(sweep.axes)) {
+    CompareRow row;
+    row.chip = chips.empty() ? base.topology.chip.name : point.overrides.front().value;
+    row.topology = point.overrides.back().value;
+    const fs::path dir = point_dir(options.out_dir, point.index);
+    if (fs::exists(dir / "summary.json")) {
+      row.status = "ok";
+      fill_metrics(nlohmann::json::parse(read_text(dir / "summary.json")), row);
+    } else {
+      row.status = "error";
+      row.error = read_text(dir / "error.txt");
+      while (!row.error.empty() && row.error.back() == '\n') row.error.pop_back();
+    }
+    rows.push_back(row);
+  }
+  OutputFiles files(options.out_dir);
+  files.add("compare.csv", compare_csv(rows));
+  files.commit();
+  return rows;
+}
+
+std::string compare_csv(const std::vector<CompareRow>& rows) {
+  std::string out =
+      "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,time_metric,time_s,algbw_Bps,"
+      "exposed_comm_s,mfu,tokens_per_s_per_chip\n";
+  for (const auto& r : rows) {
+    auto opt = [](bool has, double v) { return has ? number(v) : std::string(); };
+    out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + number(r.chips) +
+           "," + r.wraparound + "," + number(r.diameter_hops) + "," + number(r.bisection_links) + "," +
+           r.time_metric + "," + number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
+           opt(r.has_exposed, r.exposed_comm_s) + "," + opt(r.has_mfu, r.mfu) + "," +
+           opt(r.has_tokens, r.tokens_per_s_per_chip) + "\n";
+  }
+  return out;
+}
+
+std::string compare_table(const std::vector<CompareRow>& rows) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-10s %-5s %6s %-9s %8s %9s %-19s %11s %12s %11s %7s %12s\n", "topology", "chip",
+                "chips", "wraps", "diameter", "bisection", "time metric", "time", "algbw", "exposed", "MFU",
+                "tokens/s/chip");
+  out += buf;
+  for (const auto& r : rows) {
+    if (r.status != "ok") {
+      std::snprintf(buf, sizeof buf, "%-10s %-5s error: %s\n", r.topology.c_str(), r.chip.c_str(), r.error.c_str());
+      out += buf;
+      continue;
+    }
+    char mfu[16] = "-", tokens[24] = "-";
+    if (r.has_mfu) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100 * r.mfu);
+    if (r.has_tokens) std::snprintf(tokens, sizeof tokens, "%.4g", r.tokens_per_s_per_chip);
+    std::snprintf(buf, sizeof buf, "%-10s %-5s %6.0f %-9s %8.0f %9.0f %-19s %11s %12s %11s %7s %12s\n",
+                  r.topology.c_str(), r.chip.c_str(), r.chips, r.wraparound.c_str(), r.diameter_hops,
+                  r.bisection_links, r.time_metric.c_str(), human_time(r.time_s).c_str(),
+                  r.has_algbw ? human_bandwidth(r.algbw_Bps).c_str() : "-",
+                  r.has_exposed ? human_time(r.exposed_comm_s).c_str() : "-",
+                  mfu, tokens);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace podsim
