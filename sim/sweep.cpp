@@ -148,7 +148,7 @@ std::string number(double v) {
   return buf;
 }
 
-// Numbers at the top of summary.json and one level down ("ttft_s.p50", "topology.chips").
+// Numbers at the top of summary.json and two levels down ("ttft_s.p50", "per_layer.mlp.t_math_s").
 void flatten(const nlohmann::ordered_json& j, const std::string& prefix, int depth,
              std::vector<std::pair<std::string, std::string>>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -156,7 +156,7 @@ void flatten(const nlohmann::ordered_json& j, const std::string& prefix, int dep
     if (it->is_number()) out.emplace_back(key, number(it->get<double>()));
     else if (it->is_boolean()) out.emplace_back(key, it->get<bool>() ? "1" : "0");
     else if (it->is_string() && depth == 0) out.emplace_back(key, it->get<std::string>());
-    else if (it->is_object() && depth == 0) flatten(*it, key, depth + 1, out);
+    else if (it->is_object() && depth < 2) flatten(*it, key, depth + 1, out);
   }
 }
 

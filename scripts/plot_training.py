@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""T_math against T_comms of one layer's MLP block, per training strategy, from a `podsim sweep`
+of a training scenario over the batch (the book's critical-batch pictures): the first swept
+key is the x axis; a pair of lines (math solid, communication dashed) per value of the others.
+
+  build/podsim sweep scenarios/training_fsdp_critical_batch.yaml \\
+      --set workload.batch_tokens=40800,81600,163200,326400 -o out/train-sweep
+  python3 scripts/plot_training.py out/train-sweep/sweep.csv -o out/train-sweep/training.png
+"""
+import argparse
+import os
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(__file__))
+import plotting  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep_csv")
+    parser.add_argument("-o", "--output", default="training.png")
+    parser.add_argument("--block", default="mlp", help="per_layer block: mlp or attn")
+    args = parser.parse_args()
+    plt = plotting.pyplot()
+    rows = [r for r in plotting.read_rows(args.sweep_csv) if r.get("status") == "ok"]
+    math_key, comms_key = f"per_layer.{args.block}.t_math_s", f"per_layer.{args.block}.t_comms_s"
+    if not rows or math_key not in rows[0]:
+        sys.exit("podsim: no training points with " + math_key + " in the sweep")
+    columns = list(rows[0].keys())
+    swept = columns[1:columns.index("status")]
+    x_key, others = swept[0], swept[1:]
+    lines = defaultdict(list)
+    for r in rows:
+        lines[tuple(r[c] for c in others)].append(r)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key, points in sorted(lines.items()):
+        points.sort(key=lambda r: plotting.number(r, x_key))
+        label = ", ".join(f"{c.split('.')[-1]}={v}" for c, v in zip(others, key))
+        x = [plotting.number(r, x_key) for r in points]
+        (line,) = ax.plot(x, [1e6 * plotting.number(r, math_key) for r in points], "o-",
+                          label=("T_math " + label).strip())
+        ax.plot(x, [1e6 * plotting.number(r, comms_key) for r in points], "s--", color=line.get_color(),
+                label=("T_comms " + label).strip())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(x_key)
+    ax.set_ylabel(f"one layer's {args.block} time (us)")
+    ax.set_title(rows[0].get("scenario", "training") + ": compute vs communication")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    plotting.save(fig, args.output)
+
+
+if __name__ == "__main__":
+    main()
