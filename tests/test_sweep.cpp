@@ -1,0 +1,160 @@
+// podsim sweep, compare and run --set through the CLI, and the plot scripts.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "sim/sweep.hpp"
+
+using namespace podsim_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+// The plot scripts need Debian's python3-matplotlib (scripts/install-deps.sh installs it).
+bool have_matplotlib() { return std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0; }
+
+void require_png(const fs::path& png) {
+  REQUIRE(fs::exists(png));
+  CHECK(fs::file_size(png) > 10000);
+  const auto bytes = read_file(png);
+  CHECK(bytes.substr(1, 3) == "PNG");
+}
+
+int run_script(const std::string& args) {
+  return std::system(("python3 " + source_path("scripts/") + args + " >/dev/null 2>&1").c_str());
+}
+
+}  // namespace
+
+TEST_CASE("--set values split on commas outside brackets; the grid's last axis varies fastest", "[sweep]") {
+  const auto a = podsim::parse_set_option("workload.parallelism.model=[X, Y],[X],Y");
+  CHECK(a.key == "workload.parallelism.model");
+  CHECK(a.values == std::vector<std::string>{"[X, Y]", "[X]", "Y"});
+  CHECK_THROWS_AS(podsim::parse_set_option("workload.batch"), podsim::InputError);
+  CHECK_THROWS_AS(podsim::parse_set_option("workload.batch=1,,2"), podsim::InputError);
+  const auto grid = podsim::sweep_grid({{"a", {"1", "2"}}, {"b", {"x", "y", "z"}}});
+  REQUIRE(grid.size() == 6);
+  CHECK(grid[1].overrides[0].value == "1");
+  CHECK(grid[1].overrides[1].value == "y");
+  CHECK(grid[3].overrides[0].value == "2");
+}
+
+TEST_CASE("a sweep runs every point, records failures, and resumes", "[sweep]") {
+  const auto out = fresh_dir("sweep");
+  const std::string args = "sweep " + source_path("scenarios/v5e_8x4_allgather_y.yaml") +
+                           " --set topology.mesh.X=2,8,0 --set topology.mesh.Y=4,8 -o " + out.string();
+  const auto first = run_podsim(args);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out.find("6 points: 0 already done, 6 run (2 failed") != std::string::npos);
+  const auto csv = read_file(out / "sweep.csv");
+  CHECK(lines(csv) == 7);
+  CHECK(csv.find("topology.mesh.X,topology.mesh.Y,status,error") != std::string::npos);
+  CHECK(csv.find("4,0,4,error,") != std::string::npos);
+  CHECK(csv.find("expected a whole number from 1 to 4096") != std::string::npos);
+  // Y=8 doubles the ring: 7 hops instead of 3 (the first row's time is the book's 559.2 us).
+  CHECK(csv.find("0,2,4,ok,,") != std::string::npos);
+  const auto summary_time = fs::last_write_time(out / "points" / "00000" / "summary.json");
+  const auto again = run_podsim(args);
+  CHECK(again.out.find("6 points: 6 already done, 0 run") != std::string::npos);
+  CHECK(fs::last_write_time(out / "points" / "00000" / "summary.json") == summary_time);
+  fs::remove_all(out / "points" / "00003");
+  CHECK(run_podsim(args).out.find("5 already done, 1 run") != std::string::npos);
+  CHECK(read_file(out / "sweep.csv") == csv);
+}
+
+TEST_CASE("a sweep for Slurm: a job-array script, one point per task, then collect", "[sweep]") {
+  const auto out = fresh_dir("sweep-slurm");
+  const std::string args = "sweep " + source_path("scenarios/v5e_8x4_allgather_y.yaml") +
+                           " --set topology.mesh.Y=2,4,8 -o " + out.string();
+  const auto emit = run_podsim(args + " --emit slurm");
+  INFO(emit.err);
+  REQUIRE(emit.exit_code == 0);
+  const auto script = read_file(out / "sweep.sbatch");
+  CHECK(script.find("#SBATCH --array=0-2") != std::string::npos);
+  CHECK(script.find("--point \"$SLURM_ARRAY_TASK_ID\"") != std::string::npos);
+  CHECK(run_podsim(args + " --collect").exit_code == 1);   // nothing run yet
+  for (int task = 0; task < 3; ++task) REQUIRE(run_podsim(args + " --point " + std::to_string(task)).exit_code == 0);
+  const auto collect = run_podsim(args + " --collect");
+  CHECK(collect.exit_code == 0);
+  CHECK(collect.out.find("3 of 3 points") != std::string::npos);
+  CHECK(lines(read_file(out / "sweep.csv")) == 4);
+}
+
+TEST_CASE("run --set overrides one value; a bad override names the --set", "[sweep]") {
+  const auto out = fresh_dir("run-set");
+  const auto file = source_path("scenarios/v5e_8x4_allgather_y.yaml");
+  const auto ok = run_podsim("run " + file + " --set topology.mesh=8x8 -o " + out.string() + " --reproducible");
+  REQUIRE(ok.exit_code == 0);
+  const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  CHECK(summary.at("topology").at("chips") == 64);
+  const auto bad = run_podsim("run " + file + " --set topology.mesh=8y8 -o " + out.string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--set topology.mesh=8y8") != std::string::npos);
+  const auto not_map = run_podsim("run " + file + " --set version.x=1 -o " + out.string());
+  CHECK(not_map.exit_code == 2);
+  CHECK(not_map.err.find("not a mapping") != std::string::npos);
+  const auto two = run_podsim("run " + file + " --set workload.x=1,2 -o " + out.string());
+  CHECK(two.exit_code == 2);
+  CHECK(two.err.find("podsim sweep") != std::string::npos);
+}
+
+TEST_CASE("compare runs the workload on each mesh and draws bars", "[sweep]") {
+  const auto out = fresh_dir("compare");
+  const auto r = run_podsim("compare " + source_path("scenarios/compare_alltoall_64_chips.yaml") + " -o " + out.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto csv = read_file(out / "compare.csv");
+  CHECK(lines(csv) == 6);
+  // The wrapped cube beats every unwrapped shape of the same 64 chips.
+  CHECK(csv.find("4x4x4,v5p,ok,,64,X Y Z,6,32,total_time_s,2.33016889e-05") != std::string::npos);
+  CHECK(csv.find("64,v5p,ok,,64,-,63,1,") != std::string::npos);
+  CHECK(r.out.find("diameter") != std::string::npos);
+  if (have_matplotlib()) require_png(out / "compare.png");
+  // A shape the workload cannot use is a row with its error, and the others still run.
+  const auto mixed = run_podsim("compare " + source_path("scenarios/v4p_4x4x4_book_question2.yaml") +
+                                " --topologies 4x4x4,8x8 -o " + (out / "mixed").string());
+  REQUIRE(mixed.exit_code == 0);
+  const auto mixed_csv = read_file(out / "mixed" / "compare.csv");
+  CHECK(mixed_csv.find("8x8,v4p,error,") != std::string::npos);
+  CHECK(mixed_csv.find("not a mesh axis") != std::string::npos);
+  const auto none = run_podsim("compare " + source_path("scenarios/v5e_8x4_allgather_y.yaml") + " -o " +
+                               (out / "none").string());
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--topologies") != std::string::npos);
+}
+
+TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
+  if (!have_matplotlib()) {
+    WARN("python3-matplotlib is not installed (scripts/install-deps.sh installs it): plot scripts not tested");
+    return;
+  }
+  const auto out = fresh_dir("plots");
+  fs::create_directories(out);
+  // Collective validation.
+  REQUIRE(run_podsim("validate --quick --csv " + (out / "validate.csv").string()).exit_code == 0);
+  CHECK(run_script("plot_validation.py " + (out / "validate.csv").string() + " -o " + (out / "v.png").string()) == 0);
+  require_png(out / "v.png");
+  // Training: T_math vs T_comms over the batch.
+  REQUIRE(run_podsim("sweep " + source_path("scenarios/training_fsdp_critical_batch.yaml") +
+                     " --set workload.batch_tokens=40800,81600 -o " + (out / "train").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_training.py " + (out / "train" / "sweep.csv").string() + " -o " + (out / "t.png").string()) == 0);
+  require_png(out / "t.png");
+  // The serving latency/throughput Pareto over the batch.
+  REQUIRE(run_podsim("sweep " + source_path("scenarios/inference_llama3_70b_pareto_v5e_4x4.yaml") +
+                     " --set workload.batch=1,32 --set workload.collective_matmul=true -o " + (out / "pareto").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_pareto.py " + (out / "pareto" / "sweep.csv").string() + " -o " + (out / "p.png").string()) == 0);
+  require_png(out / "p.png");
+  // Topology comparison (compare draws it itself; the script also runs alone).
+  REQUIRE(run_podsim("compare " + source_path("scenarios/compare_alltoall_64_chips.yaml") + " --topologies 4x4x4,8x8 -o " +
+                     (out / "cmp").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_compare.py " + (out / "cmp" / "compare.csv").string() + " -o " + (out / "c.png").string()) == 0);
+  require_png(out / "c.png");
+  // A CSV of the wrong kind is a message, not a traceback.
+  CHECK(run_script("plot_pareto.py " + (out / "validate.csv").string() + " -o " + (out / "x.png").string()) != 0);
+}
