@@ -28,7 +28,7 @@ int run_script(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("--set values split on commas outside brackets; the grid's last axis varies fastest", "[sweep]") {
+TEST_CASE("sweep values split on commas outside brackets; the grid's last axis varies fastest", "[sweep]") {
   const auto a = podsim::parse_set_option("workload.parallelism.model=[X, Y],[X],Y");
   CHECK(a.key == "workload.parallelism.model");
   CHECK(a.values == std::vector<std::string>{"[X, Y]", "[X]", "Y"});
