@@ -155,6 +155,11 @@ TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
               .exit_code == 0);
   CHECK(run_script("plot_compare.py " + (out / "cmp" / "compare.csv").string() + " -o " + (out / "c.png").string()) == 0);
   require_png(out / "c.png");
+  // A trace as Perfetto would show it.
+  REQUIRE(run_podsim("run " + source_path("scenarios/training_pipeline_bubble.yaml") + " -o " + (out / "run").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_trace.py " + (out / "run" / "trace.json").string() + " -o " + (out / "trace.png").string()) == 0);
+  require_png(out / "trace.png");
   // A CSV of the wrong kind is a message, not a traceback.
   CHECK(run_script("plot_pareto.py " + (out / "validate.csv").string() + " -o " + (out / "x.png").string()) != 0);
 }
