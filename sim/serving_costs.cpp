@@ -15,7 +15,7 @@ namespace {
 // length, or a gap standing in for compute (its length chosen by the replay).
 struct WindowOp {
   enum Kind { Collective, Compute, Gap } kind = Gap;
-  CollectiveKind collective = CollectiveKind::AllGather;
+  CollectiveKind collective = CollectiveKind::AllGather;   // AllToAll: over the KV batch axes
   double compute_s = 0;
   std::vector<int> after;   // indices in the window; the first op waits for the window's start
 };
@@ -37,8 +37,10 @@ WindowOp gap_op(std::vector<int> after) { return {WindowOp::Gap, CollectiveKind:
 
 // `layers` layers of a step: per block (attention, MLP) its AllGather, compute and
 // ReduceScatter as inference_step_program chains them (or overlaps them, with collective
-// matmuls). `compute_s` per block, or gaps when empty.
-Window layer_window(double bytes, int layers, const std::vector<double>& compute_s, bool collective_matmul) {
+// matmuls), with attention's two AllToAlls where the cache is sharded over batch.
+// `compute_s` per block, or gaps when empty.
+Window layer_window(double bytes, int layers, const std::vector<double>& compute_s, bool collective_matmul,
+                    bool to_batch) {
   Window w;
   w.bytes = bytes;
   std::vector<int> previous;
@@ -57,15 +59,25 @@ Window layer_window(double bytes, int layers, const std::vector<double>& compute
         }
         return add(compute_op(compute_s[block] * fraction, std::move(after)));
       };
+      const auto A2A = CollectiveKind::AllToAll;
+      const bool a2a = to_batch && block == 0;
       const int gather = add(collective_op(AG, previous));
       if (!collective_matmul) {
-        const int c = work(1.0, {gather});
+        int before = gather;
+        if (a2a) before = add(collective_op(A2A, {gather}));
+        int c = work(1.0, {before});
+        if (a2a) c = add(collective_op(A2A, {c}));
         previous = {add(collective_op(RS, {c}))};
         continue;
       }
       const int first = work(0.5, previous);
-      const int second = work(0.5, {first, gather});
-      const int scatter = add(collective_op(RS, {first, gather}));
+      std::vector<int> ready = {first, gather};
+      if (a2a) {
+        const int q = add(collective_op(A2A, ready));
+        ready = {add(collective_op(A2A, {q}))};
+      }
+      const int second = work(0.5, ready);
+      const int scatter = add(collective_op(RS, ready));
       previous = {second, scatter};
     }
     w.layer_ends.push_back(previous);
@@ -103,7 +115,7 @@ std::vector<std::vector<double>> replay_window_group(const ServerRole& role, con
         if (o.kind == WindowOp::Collective) {
           op.kind = ProgramOpKind::Collective;
           op.collective.kind = o.collective;
-          op.collective.axes = role.plan.model_axes;
+          op.collective.axes = o.collective == CollectiveKind::AllToAll ? role.kv_batch_axes : role.plan.model_axes;
           op.collective.bytes = w.bytes;
           length += gap.back();
         } else {
@@ -248,7 +260,10 @@ double LayerComm::layers_s(int layers) const {
 
 ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole prefill, ServerRole generate,
                                    SimulationSettings settings)
-    : model_(model), prefill_role_(std::move(prefill)), generate_role_(std::move(generate)), settings_(settings) {}
+    : model_(model), prefill_role_(std::move(prefill)), generate_role_(std::move(generate)), settings_(settings) {
+  for (ServerRole* role : {&prefill_role_, &generate_role_})
+    role->kv_batch_axes = kv_batch_axes(model_, role->plan, role->topology);
+}
 
 double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   const PrefillShape key{batch, chunk, offset};
@@ -262,7 +277,8 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
     const auto replayed = replay_until_settled(
         model_, role, 1,
         [&](size_t, int layers) {
-          return layer_window(c.activation_bytes, layers, {c.attention_s, c.mlp_s}, role.plan.collective_matmul);
+          return layer_window(c.activation_bytes, layers, {c.attention_s, c.mlp_s}, role.plan.collective_matmul,
+                              false);   // a prefill replicates K and V instead (kv_batch_axes)
         },
         settings_, collectives_replayed_);
     layers_s = replayed[0].layers_s(model_.layers);
@@ -284,7 +300,7 @@ double ServingCostModel::decode_s(int batch, double context_tokens) const {
     auto block = [&](double seconds) {
       return std::max(seconds / 2, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
     };
-    return model_.layers * (block(c.attention_s) + block(c.mlp_s)) + c.unembed_s;
+    return model_.layers * (block(c.attention_s) + 2 * lc.alltoall_s + block(c.mlp_s)) + c.unembed_s;
   }
   return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model_.layers);
 }
@@ -304,7 +320,8 @@ bool same(double a, double b) { return std::fabs(a - b) <= 1e-12 + 1e-9 * std::f
 
 bool same_comm(const LayerComm& a, const LayerComm& b) {
   if (a.ends_s.size() != b.ends_s.size() || !same(a.per_layer_s, b.per_layer_s) ||
-      !same(a.allgather_s, b.allgather_s) || !same(a.reducescatter_s, b.reducescatter_s))
+      !same(a.allgather_s, b.allgather_s) || !same(a.reducescatter_s, b.reducescatter_s) ||
+      !same(a.alltoall_s, b.alltoall_s))
     return false;
   for (size_t i = 0; i < a.ends_s.size(); ++i) {
     if (!same(a.ends_s[i], b.ends_s[i])) return false;
@@ -322,6 +339,7 @@ std::optional<LayerComm> interpolate(const LayerComm& a, const LayerComm& b, int
   out.per_layer_s = mix(a.per_layer_s, b.per_layer_s);
   out.allgather_s = mix(a.allgather_s, b.allgather_s);
   out.reducescatter_s = mix(a.reducescatter_s, b.reducescatter_s);
+  out.alltoall_s = mix(a.alltoall_s, b.alltoall_s);
   return out;
 }
 
@@ -335,18 +353,23 @@ void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
   if (role.plan.collective_matmul) {
     // Each collective alone from a common start: the block's compute half hides what it can.
     std::vector<Window> windows;
+    const bool a2a = !role.kv_batch_axes.empty();
+    const size_t per = a2a ? 3 : 2;
     for (double bytes : sizes) {
       windows.push_back({bytes, {collective_op(CollectiveKind::AllGather, {})}, {{0}}, {0}});
       windows.push_back({bytes, {collective_op(CollectiveKind::ReduceScatter, {})}, {{0}}, {0}});
+      if (a2a) windows.push_back({bytes, {collective_op(CollectiveKind::AllToAll, {})}, {{0}}, {0}});
     }
     const auto ends = replay_windows(role, windows, settings_, collectives_replayed_);
     for (size_t i = 0; i < sizes.size(); ++i) {
-      comm[i].allgather_s = ends[2 * i][0];
-      comm[i].reducescatter_s = ends[2 * i + 1][0];
+      comm[i].allgather_s = ends[per * i][0];
+      comm[i].reducescatter_s = ends[per * i + 1][0];
+      if (a2a) comm[i].alltoall_s = ends[per * i + 2][0];
     }
   } else {
     comm = replay_until_settled(
-        model_, role, sizes.size(), [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false); },
+        model_, role, sizes.size(),
+        [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false, !role.kv_batch_axes.empty()); },
         settings_, collectives_replayed_);
   }
   for (size_t i = 0; i < sizes.size(); ++i) decode_comm_[sizes[i]] = comm[i];

@@ -17,7 +17,8 @@
 // not matter and is subtracted), and a decode step lasts
 //   L x (attention + MLP) + unembedding + the collectives of L layers,
 // or, with collective matmuls, L x sum over blocks of max(compute / 2, AllGather) +
-// max(compute / 2, ReduceScatter). test_serving.cpp checks both against whole step replays.
+// max(compute / 2, ReduceScatter) (+ attention's two AllToAlls where the cache is sharded over
+// batch). test_serving.cpp checks both against whole step replays.
 #include <map>
 #include <memory>
 #include <tuple>
@@ -34,13 +35,14 @@ struct ServerRole {
   TopologySpec topology;
   InferencePlan plan;        // model axes, dtypes, efficiency (batch and lengths unused)
   int model_degree = 1;      // chips the weights are split over
+  std::vector<int> kv_batch_axes;   // set by the cost model: where attention's AllToAlls run
 };
 
 // A decode batch's collectives, replayed.
 struct LayerComm {
   std::vector<double> ends_s;   // the collectives of the first 1, 2, ... layers end
   double per_layer_s = 0;       // what each further layer adds, once settled
-  double allgather_s = 0, reducescatter_s = 0;   // each alone from a common start
+  double allgather_s = 0, reducescatter_s = 0, alltoall_s = 0;   // each alone from a common start
   double layers_s(int layers) const;
 };
 using CommTable = std::map<double, LayerComm>;   // activation bytes -> replayed collectives

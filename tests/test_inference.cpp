@@ -169,3 +169,37 @@ TEST_CASE("the book's LLaMA-2 13B decode table on 8 v5e", "[inference]") {
     }
   }
 }
+
+TEST_CASE("more model shards than KV heads: the cache is also sharded over batch, two AllToAlls a layer",
+          "[inference]") {
+  // inference.md: KV[2, B_Z, S, K_Y, H]; one AllToAll moves Q to batch sharding, one moves
+  // the attention output back. LLaMA-3 70B has 8 KV heads.
+  const auto& llama70 = *find_model_preset("llama3-70b");
+  InferencePlan plan;
+  plan.model_axes = {0, 1};
+  plan.batch = 32;
+  plan.context_length = 2048;
+  plan.weight_bytes = plan.kv_bytes = 1;
+  auto count_a2a = [](const Program& p, std::vector<int>* axes) {
+    int n = 0;
+    for (const auto& op : p) {
+      if (op.kind == ProgramOpKind::Collective && op.collective.kind == CollectiveKind::AllToAll) {
+        ++n;
+        if (axes) *axes = op.collective.axes;
+      }
+    }
+    return n;
+  };
+  InferenceLayout layout;
+  std::vector<int> axes;
+  // 4x4: heads over X (4 divides 8), batch over Y.
+  CHECK(count_a2a(inference_program(llama70, plan, v5e_mesh({4, 4}), layout), &axes) == 2 * llama70.layers);
+  CHECK(axes == std::vector<int>{1});
+  CHECK(kv_batch_axes(llama70, plan, v5e_mesh({4, 4})) == std::vector<int>{1});
+  // 4x2: 8 shards, 8 heads: no AllToAll.
+  CHECK(count_a2a(inference_program(llama70, plan, v5e_mesh({4, 2}), layout), nullptr) == 0);
+  // A prefill replicates the small K and V projections instead.
+  plan.phase = InferencePhase::Prefill;
+  plan.prompt_length = 2048;
+  CHECK(count_a2a(inference_program(llama70, plan, v5e_mesh({4, 4}), layout), nullptr) == 0);
+}

@@ -47,15 +47,27 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
 
 }  // namespace
 
+std::vector<int> kv_batch_axes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
+  // Heads over the leading model axes while they divide the KV heads, batch over the rest.
+  std::vector<int> batch;
+  int heads = 1;
+  for (int a : plan.model_axes) {
+    const int n = topology.axes[a].size;
+    if (batch.empty() && model.kv_heads % (heads * n) == 0) heads *= n;
+    else batch.push_back(a);
+  }
+  return batch;
+}
+
 StepShape decode_shape(int batch, double context) {
-  return {static_cast<double>(batch), batch * context, batch * context};
+  return {static_cast<double>(batch), batch * context, batch * context, true};
 }
 
 StepShape prefill_shape(int batch, int chunk, int offset) {
   // A chunk attends over the cached prefix and itself (the full square, as the FLOP count
   // of transformers.md does), reads the prefix's cache and writes its own.
   return {static_cast<double>(batch) * chunk, static_cast<double>(batch) * chunk * (offset + chunk),
-          static_cast<double>(batch) * (offset + chunk)};
+          static_cast<double>(batch) * (offset + chunk), false};
 }
 
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
@@ -95,13 +107,14 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     program.push_back(std::move(op));
     return static_cast<int>(program.size() - 1);
   };
+  const std::vector<int> batch_axes = shape.decode ? kv_batch_axes(model, plan, topology) : std::vector<int>{};
   auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category,
                         std::vector<int> after) {
     ProgramOp op;
     op.name = name;
     op.kind = ProgramOpKind::Collective;
     op.collective.kind = kind;
-    op.collective.axes = plan.model_axes;
+    op.collective.axes = kind == CollectiveKind::AllToAll ? batch_axes : plan.model_axes;
     op.collective.bytes = cost.activation_bytes;   // the [tokens, D] activations
     op.layer = layer;
     op.category = category;
@@ -121,29 +134,41 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   // One block: gather the activations, its matmuls, scatter the partial sums (Megatron). With
   // collective matmuls (sharding.md, "collective matmuls") the gather streams in while the
   // first half of the block computes and the scatter streams out while the second half does.
-  auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category) {
+  // Where the cache is also sharded over batch (more model shards than KV heads), attention
+  // moves Q to batch sharding and its output back: two AllToAlls over the batch axes
+  // (inference.md, "KV[2, B_Z, S, K_Y, H]").
+  auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                   bool to_batch) {
     if (model_degree <= 1) {
       previous = {compute(name, seconds, flops, layer, category, previous)};
       return;
     }
+    to_batch = to_batch && !batch_axes.empty();
     const int gather = collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous);
     if (!plan.collective_matmul) {
-      const int c = compute(name, seconds, flops, layer, category, {gather});
+      int before = gather;
+      if (to_batch) before = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", {gather});
+      int c = compute(name, seconds, flops, layer, category, {before});
+      if (to_batch) c = collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {c});
       previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
       return;
     }
     const int first = compute(name + ".matmul1", seconds / 2, flops / 2, layer, category, previous);
-    const int second = compute(name + ".matmul2", seconds / 2, flops / 2, layer, category, {first, gather});
-    const int scatter =
-        collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {first, gather});
+    std::vector<int> ready = {first, gather};
+    if (to_batch) {
+      const int q = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", ready);
+      ready = {collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {q})};
+    }
+    const int second = compute(name + ".matmul2", seconds / 2, flops / 2, layer, category, ready);
+    const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
     previous = {second, scatter};
   };
   for (int l = 0; l < model.layers; ++l) {
     const std::string name = "L" + std::to_string(l);
     // Attention projects, attends over the cache (read when decoding, written when
     // prefilling) and projects back; then the MLP.
-    block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention");
-    block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp");
+    block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
+    block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
   }
   compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed", previous);
   return program;

@@ -55,6 +55,7 @@ struct StepShape {
   double tokens = 0;            // rows through the weights
   double attended_tokens = 0;   // sum over those rows of the context each attends to
   double kv_tokens = 0;         // cached tokens the step reads or writes, all sequences
+  bool decode = false;          // a decode step (reads each sequence's whole cache)
 };
 StepShape decode_shape(int batch, double context);
 // A chunk of `chunk` tokens of each of `batch` prompts whose first `offset` tokens are cached.
@@ -70,6 +71,12 @@ struct StepCompute {
 };
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
                          int model_degree, const StepShape& shape);
+
+// The model axes the KV cache is sharded over by batch: the KV heads take the leading model
+// axes while they divide them, the rest shard the batch (inference.md: KV[2, B_Z, S, K_Y, H]).
+// Empty when the heads cover every model axis. Decode only: a prefill replicates the small
+// K and V projections over these axes instead (its cache is written once, not read per step).
+std::vector<int> kv_batch_axes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology);
 
 // The per-chip program of one step of any shape (a chain: every op waits for the previous).
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
