@@ -9,7 +9,6 @@ context length, each point labelled with its batch; the rule of thumb (inference
 """
 import argparse
 import sys
-from collections import defaultdict
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import plotting  # noqa: E402
@@ -26,14 +25,9 @@ def main():
         sys.exit("podsim: no decode points in the sweep (expected a kind: inference, phase: decode scenario)")
     # A line per combination of the swept keys other than the batch (the columns between
     # "point" and "status" in sweep.csv).
-    columns = list(rows[0].keys())
-    swept = [c for c in columns[1:columns.index("status")] if c != "workload.batch"]
-    lines = defaultdict(list)
-    for r in rows:
-        lines[tuple(r[c] for c in swept)].append(r)
     fig, ax = plt.subplots(figsize=(8, 5))
-    for key, points in sorted(lines.items()):
-        label = ", ".join(f"{c.split('.')[-1]}={v}" for c, v in zip(swept, key)) or "decode"
+    for label, points in plotting.group_rows(rows, plotting.swept_columns(rows, exclude=("workload.batch",))):
+        label = label or "decode"
         points.sort(key=lambda r: plotting.number(r, "workload.batch"))
         x = [1e3 * plotting.number(r, "decode_step_time_s") for r in points]
         y = [plotting.number(r, "tokens_per_s_per_chip") for r in points]

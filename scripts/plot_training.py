@@ -10,7 +10,6 @@ key is the x axis; a pair of lines (math solid, communication dashed) per value 
 import argparse
 import os
 import sys
-from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(__file__))
 import plotting  # noqa: E402
@@ -27,16 +26,11 @@ def main():
     math_key, comms_key = f"per_layer.{args.block}.t_math_s", f"per_layer.{args.block}.t_comms_s"
     if not rows or math_key not in rows[0]:
         sys.exit("podsim: no training points with " + math_key + " in the sweep")
-    columns = list(rows[0].keys())
-    swept = columns[1:columns.index("status")]
-    x_key, others = swept[0], swept[1:]
-    lines = defaultdict(list)
-    for r in rows:
-        lines[tuple(r[c] for c in others)].append(r)
+    swept = plotting.swept_columns(rows)
+    x_key = swept[0]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for key, points in sorted(lines.items()):
+    for label, points in plotting.group_rows(rows, swept[1:]):
         points.sort(key=lambda r: plotting.number(r, x_key))
-        label = ", ".join(f"{c.split('.')[-1]}={v}" for c, v in zip(others, key))
         x = [plotting.number(r, x_key) for r in points]
         (line,) = ax.plot(x, [1e6 * plotting.number(r, math_key) for r in points], "o-",
                           label=("T_math " + label).strip())

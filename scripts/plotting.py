@@ -40,3 +40,17 @@ def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
+
+
+def swept_columns(rows, exclude=()):
+    """The keys a `podsim sweep` varied (its CSV's columns between "point" and "status")."""
+    columns = list(rows[0].keys())
+    return [c for c in columns[1:columns.index("status")] if c not in exclude]
+
+
+def group_rows(rows, keys):
+    """Rows grouped by their values of `keys`, each group with a label, in sorted order."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return [(", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, key)), groups[key]) for key in sorted(groups)]

@@ -66,6 +66,15 @@ Json training_json(const TrainingReport& r, const Scenario& scenario) {
 
 }  // namespace
 
+void summary_header(Json& j, const Scenario& scenario) {
+  j["podsim_version"] = PODSIM_VERSION;
+  j["scenario"] = scenario.name;
+  j["scenario_file"] = scenario.path;
+  j["hop_model"] = std::string(to_string(scenario.hop_model));
+  j["link_efficiency"] = scenario.link_efficiency;
+  j["launch_overhead_s"] = scenario.launch_overhead_s;
+}
+
 std::string human_bytes(double bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   return scaled(bytes, units, 5, 1024.0, "%.4g");
@@ -85,12 +94,7 @@ std::string human_bandwidth(double bytes_per_s) {
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
                          const TrainingReport* training, const InferenceReport* inference) {
   Json j;
-  j["podsim_version"] = PODSIM_VERSION;
-  j["scenario"] = scenario.name;
-  j["scenario_file"] = scenario.path;
-  j["hop_model"] = std::string(to_string(scenario.hop_model));
-  j["link_efficiency"] = scenario.link_efficiency;
-  j["launch_overhead_s"] = scenario.launch_overhead_s;
+  summary_header(j, scenario);
   j["fidelity"] = run.fidelity;
   j["simulated_chips"] = run.simulated.chip_count();
   j["simulated_messages"] = run.replay.messages;

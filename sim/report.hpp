@@ -1,6 +1,7 @@
 #pragma once
 // What a run writes: summary.json (machine-readable), trace.json (Chrome Trace Event format
 // for Perfetto), operations.csv, and a short table for the terminal.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/run.hpp"
@@ -28,6 +29,9 @@ std::string trace_json(const RunResult& run, TraceDetail detail);
 std::string summary_table(const Scenario& scenario, const RunResult& run);
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& report);
 std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& report);
+
+// The fields every summary.json starts with: version, scenario, file, hop model, link efficiency.
+void summary_header(nlohmann::ordered_json& j, const Scenario& scenario);
 
 // "8.39 MB", "372.8 us", "45.0 GB/s": human figures for tables.
 std::string human_bytes(double bytes);

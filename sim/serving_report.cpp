@@ -110,11 +110,7 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   const double first_arrival = r.requests.empty() ? 0.0 : r.requests.front().request.arrival_s;
   const double span = r.end_s - first_arrival;
   Json j;
-  j["podsim_version"] = PODSIM_VERSION;
-  j["scenario"] = scenario.name;
-  j["scenario_file"] = scenario.path;
-  j["hop_model"] = std::string(to_string(scenario.hop_model));
-  j["link_efficiency"] = scenario.link_efficiency;
+  summary_header(j, scenario);
   j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
   j["topology"] = topology_json(scenario.topology);
   Json workload = {{"model", w.model.name},

@@ -1,22 +1,16 @@
 // Inference steps against the book's formulas (inference.md, applied-inference.md).
 #include <catch2/catch.hpp>
 
+#include "meshes.hpp"
+
 #include "sim/run.hpp"
 #include "sim/inference_report.hpp"
 #include "workloads/inference.hpp"
 
 using namespace podsim;
+using podsim_test::v5e_mesh;
 
 namespace {
-
-TopologySpec v5e_mesh(std::vector<int> sizes) {
-  TopologySpec t;
-  t.chip = *find_chip_preset("v5e");
-  const char* names[] = {"X", "Y", "Z"};
-  const auto wraps = default_wraparound(t.chip, sizes);
-  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], static_cast<bool>(wraps[i])});
-  return t;
-}
 
 double simulate_step(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topo,
                      InferenceLayout& layout) {

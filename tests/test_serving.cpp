@@ -2,22 +2,16 @@
 // costs simple enough to work out by hand.
 #include <catch2/catch.hpp>
 
+#include "meshes.hpp"
+
 #include "sim/serving_costs.hpp"
 #include "workloads/requests.hpp"
 #include "workloads/serving.hpp"
 
 using namespace podsim;
+using podsim_test::v5e_mesh;
 
 namespace {
-
-TopologySpec v5e_mesh(std::vector<int> sizes) {
-  TopologySpec t;
-  t.chip = *find_chip_preset("v5e");
-  const char* names[] = {"X", "Y", "Z"};
-  const auto wraps = default_wraparound(t.chip, sizes);
-  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], static_cast<bool>(wraps[i])});
-  return t;
-}
 
 ServerRole role(std::vector<int> sizes, std::vector<int> axes) {
   ServerRole r;
