@@ -59,7 +59,9 @@ void fill_metrics(const nlohmann::json& j, CompareRow& row) {
     row.time_s = j.value("total_time_s", 0.0);
     double bytes = 0;
     for (const auto& op : j.value("operations", nlohmann::json::array())) {
-      if (op.value("kind", "") != "compute") bytes += op.value("bytes", 0.0) * op.value("repeat", 1.0);
+      if (op.value("kind", "") == "compute") continue;
+      bytes += op.value("bytes", 0.0) * op.value("repeat", 1.0);
+      if (op.contains("hops")) row.hops = std::max(row.hops, op.at("hops").get<double>()), row.has_hops = true;
     }
     if (bytes > 0 && row.time_s > 0) {
       row.algbw_Bps = bytes / row.time_s;
@@ -122,13 +124,13 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
 
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::string out =
-      "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,time_metric,time_s,algbw_Bps,"
+      "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,hops,time_metric,time_s,algbw_Bps,"
       "exposed_comm_s,mfu,tokens_per_s_per_chip\n";
   for (const auto& r : rows) {
     auto opt = [](bool has, double v) { return has ? number(v) : std::string(); };
     out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + number(r.chips) +
            "," + r.wraparound + "," + number(r.diameter_hops) + "," + number(r.bisection_links) + "," +
-           r.time_metric + "," + number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
+           opt(r.has_hops, r.hops) + "," + r.time_metric + "," + number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
            opt(r.has_exposed, r.exposed_comm_s) + "," + opt(r.has_mfu, r.mfu) + "," +
            opt(r.has_tokens, r.tokens_per_s_per_chip) + "\n";
   }
@@ -138,9 +140,9 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
 std::string compare_table(const std::vector<CompareRow>& rows) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-10s %-5s %6s %-9s %8s %9s %-19s %11s %12s %11s %7s %12s\n", "topology", "chip",
-                "chips", "wraps", "diameter", "bisection", "time metric", "time", "algbw", "exposed", "MFU",
-                "tokens/s/chip");
+  std::snprintf(buf, sizeof buf, "%-10s %-5s %6s %-9s %8s %9s %5s %-19s %11s %12s %11s %7s %12s\n", "topology",
+                "chip", "chips", "wraps", "diameter", "bisection", "hops", "time metric", "time", "algbw", "exposed",
+                "MFU", "tokens/s/chip");
   out += buf;
   for (const auto& r : rows) {
     if (r.status != "ok") {
@@ -151,9 +153,11 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
     char mfu[16] = "-", tokens[24] = "-";
     if (r.has_mfu) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100 * r.mfu);
     if (r.has_tokens) std::snprintf(tokens, sizeof tokens, "%.4g", r.tokens_per_s_per_chip);
-    std::snprintf(buf, sizeof buf, "%-10s %-5s %6.0f %-9s %8.0f %9.0f %-19s %11s %12s %11s %7s %12s\n",
+    char hops[16] = "-";
+    if (r.has_hops) std::snprintf(hops, sizeof hops, "%.0f", r.hops);
+    std::snprintf(buf, sizeof buf, "%-10s %-5s %6.0f %-9s %8.0f %9.0f %5s %-19s %11s %12s %11s %7s %12s\n",
                   r.topology.c_str(), r.chip.c_str(), r.chips, r.wraparound.c_str(), r.diameter_hops,
-                  r.bisection_links, r.time_metric.c_str(), human_time(r.time_s).c_str(),
+                  r.bisection_links, hops, r.time_metric.c_str(), human_time(r.time_s).c_str(),
                   r.has_algbw ? human_bandwidth(r.algbw_Bps).c_str() : "-",
                   r.has_exposed ? human_time(r.exposed_comm_s).c_str() : "-",
                   mfu, tokens);

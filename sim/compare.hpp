@@ -19,6 +19,8 @@ struct CompareOptions {
 struct CompareRow {
   std::string topology, chip, status, error;
   double chips = 0, diameter_hops = 0, bisection_links = 0;
+  double hops = 0;             // the most sequential hops of any collective (collectives workloads)
+  bool has_hops = false;
   std::string wraparound;      // "X Y" axes that wrap, "-" for none
   std::string time_metric;     // which summary field time_s is
   double time_s = 0, algbw_Bps = 0, exposed_comm_s = 0, mfu = 0, tokens_per_s_per_chip = 0;

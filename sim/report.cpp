@@ -175,6 +175,7 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     o["dcn"] = op.over_dcn;
     o["bytes"] = op.bytes;
     o["group_size"] = op.group_size;
+    o["hops"] = op.hops;
     o["algbw_Bps"] = op.algbw_Bps;
     o["busbw_Bps"] = op.busbw_Bps;
     if (op.has_analytic) {

@@ -81,6 +81,26 @@ int group_size(const Topology& topo, const CollectiveSpec& spec) {
   return n;
 }
 
+// The longest sequence of link hops a chip's messages take one after another: ring phases in
+// order (each as long as its longest chain: receives x links per message), or the longest
+// AllToAll route.
+int critical_hops(const OpPlan& plan) {
+  int most = 0;
+  for (const auto& chip : plan.chips) {
+    for (const auto& part : chip.parts) {
+      int total = 0;
+      for (const auto& phase : part) {
+        int longest = 0;
+        for (const auto& chain : phase) longest = std::max(longest, chain.shape.receives * chain.shape.hops);
+        total += longest;
+      }
+      most = std::max(most, total);
+    }
+    for (const auto& flow : chip.flows) most = std::max(most, flow.hops);
+  }
+  return most;
+}
+
 long long message_count(const std::vector<OpPlan>& plans) {
   long long n = 0;
   for (const auto& p : plans) n += p.messages;
@@ -197,6 +217,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       result.over_dcn = op.collective.over_dcn;
       result.bytes = op.collective.bytes;
       result.group_size = group_size(run.topology, op.collective);
+      result.hops = critical_hops(*ops[i].plan);
       if (result.time_s > 0) {
         result.algbw_Bps = algbw_Bps(result.bytes, result.time_s);
         result.busbw_Bps = busbw_Bps(result.kind, result.bytes, result.time_s, result.group_size);

@@ -30,6 +30,7 @@ struct OperationResult {
   double bytes = 0;
   int repeat = 1;
   int group_size = 1;          // chips taking part in one instance
+  int hops = 0;                // sequential link hops on its longest chain (rings: per phase, summed)
   double time_s = 0;           // per repetition: last chip's end - first chip's start, averaged
   double start_s = 0;          // first chip's start, first repetition
   double end_s = 0;            // last chip's end, last repetition
