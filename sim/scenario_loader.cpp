@@ -773,7 +773,9 @@ void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::
     }
     chain.push_back(next);
   }
-  chain.back()[parts.back()] = value;
+  // `null` removes the key, so a sweep can drop a setting another point's value rules out.
+  if (value.IsNull()) chain.back().remove(parts.back());
+  else chain.back()[parts.back()] = value;
 }
 
 }  // namespace

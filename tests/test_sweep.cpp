@@ -96,6 +96,15 @@ TEST_CASE("run --set overrides one value; a bad override names the --set", "[swe
   const auto not_map = run_podsim("run " + file + " --set version.x=1 -o " + out.string());
   CHECK(not_map.exit_code == 2);
   CHECK(not_map.err.find("not a mapping") != std::string::npos);
+  // null removes a key: a serving scenario's prefill_batch, which policy: static rules out.
+  const auto serving = source_path("scenarios/serving_llama3_70b_continuous_v5e_4x4.yaml");
+  const auto kept = run_podsim("run " + serving + " --set workload.policy=static --set workload.requests.poisson.count=20 -o " +
+                               (out / "s1").string());
+  CHECK(kept.exit_code == 2);
+  CHECK(kept.err.find("workload.prefill_batch") != std::string::npos);
+  const auto dropped = run_podsim("run " + serving + " --set workload.policy=static --set workload.prefill_batch=null "
+                                  "--set workload.requests.poisson.count=20 -o " + (out / "s2").string());
+  CHECK(dropped.exit_code == 0);
   const auto two = run_podsim("run " + file + " --set workload.x=1,2 -o " + out.string());
   CHECK(two.exit_code == 2);
   CHECK(two.err.find("podsim sweep") != std::string::npos);
