@@ -223,15 +223,11 @@ std::map<int, double> replay_kv_transfers(const TransformerSpec& model, const Se
                                           const SimulationSettings& settings, long long& count) {
   std::map<int, double> out;
   if (lengths.empty()) return out;
-  auto chips = [](const TopologySpec& t) {
-    int n = 1;
-    for (const auto& a : t.axes) n *= a.size;
-    return n;
-  };
-  TopologySpec pair = chips(prefill.topology) <= chips(generate.topology) ? prefill.topology : generate.topology;
+  TopologySpec pair = prefill.topology.chips_per_slice() <= generate.topology.chips_per_slice() ? prefill.topology
+                                                                                                : generate.topology;
   pair.slices = 2;
   pair.splits.clear();
-  const double per_token = kv_cache_bytes_per_token(model, prefill.plan.kv_bytes) / chips(pair);
+  const double per_token = kv_cache_bytes_per_token(model, prefill.plan.kv_bytes) / pair.chips_per_slice();
   Program program;
   for (int tokens : lengths) {
     ProgramOp op;
@@ -430,11 +426,7 @@ void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Re
   }
   if (!colocated) {
     std::set<int> padded;
-    for (const auto& r : requests) {
-      int total = 0;
-      for (int chunk : prefill_chunks(r.prompt_tokens, config.buckets)) total += chunk;
-      padded.insert(total);
-    }
+    for (const auto& r : requests) padded.insert(padded_prompt_tokens(r.prompt_tokens, config.buckets));
     kv_transfer_ = replay_kv_transfers(model_, prefill_role_, generate_role_, padded, settings_, collectives_replayed_);
   }
   wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -26,12 +26,6 @@ const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "latency_s"
                                                  "per_token_latency_s"};
 const std::vector<std::string> kStatistics = {"mean", "p50", "p90", "p99", "max"};
 
-int chips_of(const TopologySpec& t) {
-  int n = 1;
-  for (const auto& a : t.axes) n *= a.size;
-  return n;
-}
-
 LengthRange read_length(const Field& field) {
   if (field.node.IsScalar()) {
     const int n = read_int(field, 1, kMaxTokens);
@@ -139,14 +133,11 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const auto requests = parse_requests(reader.required("requests"), w);
 
   // What a slot must hold: the longest request, its prompt padded as prefilled.
-  for (const auto& r : w.requests) {
-    int padded = 0;
-    for (int chunk : prefill_chunks(r.prompt_tokens, c.buckets)) padded += chunk;
-    w.max_context = std::max(w.max_context, padded + r.output_tokens);
-  }
+  for (const auto& r : w.requests)
+    w.max_context = std::max(w.max_context, padded_prompt_tokens(r.prompt_tokens, c.buckets) + r.output_tokens);
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   const double weights = param_count(w.model) * w.generate.weight_bytes;
-  const double hbm = chips_of(topology) * topology.chip.hbm_bytes;
+  const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
   w.hbm_slots = static_cast<int>(std::max(0.0, std::floor((hbm - weights) / (w.max_context * kv_per_token))));
   if (w.hbm_slots < 1) {
     const Field& where = requests.output_field ? *requests.output_field : reader.required("requests");
@@ -192,12 +183,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     }
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;
-    for (const auto& r : w.requests) {
-      int padded = 0;
-      for (int chunk : prefill_chunks(r.prompt_tokens, c.buckets)) padded += chunk;
-      longest = std::max(longest, padded);
-    }
-    const double prefill_hbm = chips_of(w.prefill_topology) * w.prefill_topology.chip.hbm_bytes;
+    for (const auto& r : w.requests) longest = std::max(longest, padded_prompt_tokens(r.prompt_tokens, c.buckets));
+    const double prefill_hbm = w.prefill_topology.chips_per_slice() * w.prefill_topology.chip.hbm_bytes;
     const double need = param_count(w.model) * w.prefill.weight_bytes + c.prefill_batch * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),

@@ -12,18 +12,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-int chips_of(const TopologySpec& t) {
-  int n = 1;
-  for (const auto& a : t.axes) n *= a.size;
-  return n;
-}
-
 ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
   ServerRole r;
   r.topology = topology;
   r.plan = plan;
-  r.model_degree = 1;
-  for (int a : plan.model_axes) r.model_degree *= topology.axes[a].size;
+  r.model_degree = model_parallel_degree(plan, topology);
   return r;
 }
 
@@ -36,7 +29,7 @@ Json topology_json(const TopologySpec& t) {
   Json axes = Json::array();
   for (size_t a = 0; a < t.axes.size(); ++a)
     axes.push_back({{"name", t.axes[a].name}, {"size", t.axes[a].size}, {"wraparound", topo.wraps(static_cast<int>(a))}});
-  return {{"chip", t.chip.name}, {"axes", axes}, {"chips", chips_of(t)}, {"diameter_hops", topo.diameter()},
+  return {{"chip", t.chip.name}, {"axes", axes}, {"chips", t.chips_per_slice()}, {"diameter_hops", topo.diameter()},
           {"bisection_links", topo.bisection_links()}};
 }
 
@@ -83,8 +76,8 @@ ServingRun run_serving(const Scenario& scenario) {
       SimulationSettings{scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s});
   run.costs->prepare(w.config, w.requests, !split);
   run.result = simulate_serving(w.requests, w.config, run.costs->costs());
-  run.generate_chips = chips_of(scenario.topology);
-  run.prefill_chips = split ? chips_of(w.prefill_topology) : 0;
+  run.generate_chips = scenario.topology.chips_per_slice();
+  run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;

@@ -19,8 +19,7 @@ ServerRole role(std::vector<int> sizes, std::vector<int> axes) {
   r.plan.model_axes = axes;
   r.plan.weight_bytes = 1;
   r.plan.kv_bytes = 1;
-  r.model_degree = 1;
-  for (int a : axes) r.model_degree *= sizes[a];
+  r.model_degree = model_parallel_degree(r.plan, r.topology);
   return r;
 }
 

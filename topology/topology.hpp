@@ -34,6 +34,13 @@ struct TopologySpec {
   std::vector<AxisSplit> splits;     // logical names for parts of axes (parallelism plans use them)
   int slices = 1;                    // identical slices joined by DCN
   double dcn_oversubscription = 1.0; // 1 = non-blocking DCN switch; k = the core carries 1/k of all NIC bandwidth
+
+  // Chips in one slice: the product of the axis sizes (of a spec Topology accepts).
+  int chips_per_slice() const {
+    int n = 1;
+    for (const auto& a : axes) n *= a.size;
+    return n;
+  }
 };
 
 // The chip's own wraparound rule (tpus.md:L150, L212) for a mesh of these axis sizes.

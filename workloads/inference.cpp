@@ -47,6 +47,12 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
 
 }  // namespace
 
+int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
+  int degree = 1;
+  for (int a : plan.model_axes) degree *= topology.axes[a].size;
+  return degree;
+}
+
 std::vector<int> kv_batch_axes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   // Heads over the leading model axes while they divide the KV heads, batch over the rest.
   std::vector<int> batch;
@@ -97,8 +103,7 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
 
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                                const StepShape& shape) {
-  int model_degree = 1;
-  for (int a : plan.model_axes) model_degree *= topology.axes[a].size;
+  const int model_degree = model_parallel_degree(plan, topology);
   const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, shape);
   Program program;
   std::vector<int> previous;
@@ -178,10 +183,8 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
                           InferenceLayout& layout) {
   check_plan(model, plan, topology);
   const ChipSpec& chip = topology.chip;
-  layout.model_degree = 1;
-  for (int a : plan.model_axes) layout.model_degree *= topology.axes[a].size;
-  layout.chips = topology.slices;
-  for (const auto& a : topology.axes) layout.chips *= a.size;
+  layout.model_degree = model_parallel_degree(plan, topology);
+  layout.chips = topology.slices * topology.chips_per_slice();
   const double y = layout.model_degree;
   const bool decode = plan.phase == InferencePhase::Decode;
   const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;

@@ -49,6 +49,9 @@ struct InferenceLayout {
   double rule_of_thumb_s = 0;
 };
 
+// Chips the weights are split over: the product of the model axes' sizes.
+int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
+
 // What one step pushes through the model: the rows through the weights and the context they
 // attend over. Decode of B sequences: B rows; a prefill chunk: B x chunk rows.
 struct StepShape {

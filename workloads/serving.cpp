@@ -29,6 +29,12 @@ std::vector<int> prefill_chunks(int prompt_tokens, const std::vector<int>& bucke
   return chunks;
 }
 
+int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
+  int total = 0;
+  for (int chunk : prefill_chunks(prompt_tokens, buckets)) total += chunk;
+  return total;
+}
+
 namespace {
 
 enum class EventKind { Arrival, StepDone, TransferDone };
@@ -70,7 +76,7 @@ class Simulation {
       auto& record = result_.requests[i];
       record.request = requests[i];
       state_[i].chunks = prefill_chunks(requests[i].prompt_tokens, config.buckets);
-      for (int c : state_[i].chunks) record.padded_prompt_tokens += c;
+      record.padded_prompt_tokens = padded_prompt_tokens(requests[i].prompt_tokens, config.buckets);
       push(requests[i].arrival_s, EventKind::Arrival, static_cast<int>(i), 0);
     }
     const bool split = config.policy == BatchingPolicy::Disaggregated;

@@ -33,6 +33,8 @@ struct ServingConfig {
 
 // A prompt's chunks as prefilled: each padded length, in order.
 std::vector<int> prefill_chunks(int prompt_tokens, const std::vector<int>& buckets);
+// The prompt as cached after its prefill: the sum of its padded chunks.
+int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets);
 
 // Durations of the steps a server runs, in seconds.
 struct StepCosts {
