@@ -3,10 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "sim/csv_text.hpp"
 #include "sim/input_error.hpp"
 #include "sim/output_files.hpp"
 #include "sim/report.hpp"
@@ -18,19 +17,6 @@ namespace podsim {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
 
 // The workload's headline time: a step, or the collectives' span, or the serving latency.
 void fill_metrics(const nlohmann::json& j, CompareRow& row) {
@@ -74,13 +60,6 @@ void fill_metrics(const nlohmann::json& j, CompareRow& row) {
     row.tokens_per_s_per_chip = j.at("tokens_per_s_per_chip").get<double>(), row.has_tokens = true;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 }  // namespace
 
 std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* scenario_name) {
@@ -108,11 +87,10 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
     const fs::path dir = point_dir(options.out_dir, point.index);
     if (fs::exists(dir / "summary.json")) {
       row.status = "ok";
-      fill_metrics(nlohmann::json::parse(read_text(dir / "summary.json")), row);
+      fill_metrics(nlohmann::json::parse(read_text_file((dir / "summary.json").string())), row);
     } else {
       row.status = "error";
-      row.error = read_text(dir / "error.txt");
-      while (!row.error.empty() && row.error.back() == '\n') row.error.pop_back();
+      row.error = read_message((dir / "error.txt").string());
     }
     rows.push_back(row);
   }
@@ -127,10 +105,10 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,hops,time_metric,time_s,algbw_Bps,"
       "exposed_comm_s,mfu,tokens_per_s_per_chip\n";
   for (const auto& r : rows) {
-    auto opt = [](bool has, double v) { return has ? number(v) : std::string(); };
-    out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + number(r.chips) +
-           "," + r.wraparound + "," + number(r.diameter_hops) + "," + number(r.bisection_links) + "," +
-           opt(r.has_hops, r.hops) + "," + r.time_metric + "," + number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
+    auto opt = [](bool has, double v) { return has ? csv_number(v) : std::string(); };
+    out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + csv_number(r.chips) +
+           "," + r.wraparound + "," + csv_number(r.diameter_hops) + "," + csv_number(r.bisection_links) + "," +
+           opt(r.has_hops, r.hops) + "," + r.time_metric + "," + csv_number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
            opt(r.has_exposed, r.exposed_comm_s) + "," + opt(r.has_mfu, r.mfu) + "," +
            opt(r.has_tokens, r.tokens_per_s_per_chip) + "\n";
   }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "sim/csv_text.hpp"
+
 namespace podsim {
 
 namespace {
@@ -31,12 +33,6 @@ Json topology_json(const TopologySpec& t) {
     axes.push_back({{"name", t.axes[a].name}, {"size", t.axes[a].size}, {"wraparound", topo.wraps(static_cast<int>(a))}});
   return {{"chip", t.chip.name}, {"axes", axes}, {"chips", t.chips_per_slice()}, {"diameter_hops", topo.diameter()},
           {"bisection_links", topo.bisection_links()}};
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
 }
 
 bool disaggregated(const Scenario& s) { return s.serving.config.policy == BatchingPolicy::Disaggregated; }
@@ -156,13 +152,13 @@ std::string serving_requests_csv(const ServingRun& run) {
       "id,arrival_s,prompt_tokens,padded_prompt_tokens,output_tokens,server,generate_server,queueing_s,ttft_s,"
       "tpot_s,latency_s,per_token_latency_s,first_token_s,end_s\n";
   for (const auto& q : run.result.requests) {
-    out += std::to_string(q.request.id) + "," + number(q.request.arrival_s) + "," +
+    out += std::to_string(q.request.id) + "," + csv_number(q.request.arrival_s) + "," +
            std::to_string(q.request.prompt_tokens) + "," + std::to_string(q.padded_prompt_tokens) + "," +
            std::to_string(q.request.output_tokens) + "," + std::to_string(q.server) + "," +
-           std::to_string(q.generate_server) + "," + number(q.queueing_s()) + "," + number(q.ttft_s()) + "," +
-           number(q.tpot_s()) + "," + number(q.latency_s()) + "," +
-           number(q.latency_s() / q.request.output_tokens) + "," + number(q.first_token_s) + "," +
-           number(q.end_s) + "\n";
+           std::to_string(q.generate_server) + "," + csv_number(q.queueing_s()) + "," + csv_number(q.ttft_s()) + "," +
+           csv_number(q.tpot_s()) + "," + csv_number(q.latency_s()) + "," +
+           csv_number(q.latency_s() / q.request.output_tokens) + "," + csv_number(q.first_token_s) + "," +
+           csv_number(q.end_s) + "\n";
   }
   return out;
 }
@@ -184,8 +180,8 @@ std::string serving_steps_csv(const ServingRun& run) {
   std::string out = "pool,server,kind,start_s,end_s,batch,tokens\n";
   const bool split = run.prefill_chips > 0;
   for (const auto& s : run.result.steps) {
-    out += pool_name(s, split) + "," + std::to_string(s.server) + "," + kind_name(s.kind) + "," + number(s.start_s) +
-           "," + number(s.end_s) + "," + std::to_string(s.batch) + "," + number(s.tokens) + "\n";
+    out += pool_name(s, split) + "," + std::to_string(s.server) + "," + kind_name(s.kind) + "," + csv_number(s.start_s) +
+           "," + csv_number(s.end_s) + "," + std::to_string(s.batch) + "," + csv_number(s.tokens) + "\n";
   }
   return out;
 }

@@ -7,12 +7,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "sim/csv_text.hpp"
 #include "sim/input_error.hpp"
 #include "sim/output_files.hpp"
 
@@ -111,19 +110,11 @@ pid_t start_point(const SweepOptions& o, const SweepPoint& p) {
   return pid;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A failed point keeps its message; the sweep goes on.
 void record_exit(const SweepOptions& o, int index, int status) {
   const fs::path dir = point_dir(o.out_dir, index);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(dir / "summary.json")) return;
-  std::string message = read_text(dir / "stderr.txt");
-  while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.pop_back();
+  std::string message = read_message((dir / "stderr.txt").string());
   const size_t last = message.rfind('\n');
   if (last != std::string::npos) message = message.substr(last + 1);   // the error line, after any progress
   if (message.empty()) {
@@ -135,25 +126,12 @@ void record_exit(const SweepOptions& o, int index, int status) {
   files.commit();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
-  return out + "\"";
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 // Numbers at the top of summary.json and two levels down ("ttft_s.p50", "per_layer.mlp.t_math_s").
 void flatten(const nlohmann::ordered_json& j, const std::string& prefix, int depth,
              std::vector<std::pair<std::string, std::string>>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_number()) out.emplace_back(key, number(it->get<double>()));
+    if (it->is_number()) out.emplace_back(key, csv_number(it->get<double>()));
     else if (it->is_boolean()) out.emplace_back(key, it->get<bool>() ? "1" : "0");
     else if (it->is_string() && depth == 0) out.emplace_back(key, it->get<std::string>());
     else if (it->is_object() && depth < 2) flatten(*it, key, depth + 1, out);
@@ -215,14 +193,13 @@ int collect_sweep(const SweepOptions& options) {
     const fs::path dir = point_dir(options.out_dir, p.index);
     if (fs::exists(dir / "summary.json")) {
       status[p.index] = "ok";
-      flatten(nlohmann::ordered_json::parse(read_text(dir / "summary.json")), "", 0, metrics[p.index]);
+      flatten(nlohmann::ordered_json::parse(read_text_file((dir / "summary.json").string())), "", 0, metrics[p.index]);
       for (const auto& [key, value] : metrics[p.index]) {
         if (seen.insert(key).second) columns.push_back(key);
       }
     } else if (fs::exists(dir / "error.txt")) {
       status[p.index] = "error";
-      error[p.index] = read_text(dir / "error.txt");
-      while (!error[p.index].empty() && error[p.index].back() == '\n') error[p.index].pop_back();
+      error[p.index] = read_message((dir / "error.txt").string());
     } else {
       status[p.index] = "missing";
       ++missing;
