@@ -60,6 +60,39 @@ Distribution distribution(std::vector<double> values) {
   return d;
 }
 
+ServingStats serving_stats(const ServingResult& r, int chips) {
+  std::vector<double> ttft, tpot, latency, queueing, per_token, prefill_steps, decode_steps;
+  double tokens = 0;
+  for (const auto& q : r.requests) {
+    ttft.push_back(q.ttft_s());
+    latency.push_back(q.latency_s());
+    queueing.push_back(q.queueing_s());
+    per_token.push_back(q.per_token_latency_s());
+    if (q.request.output_tokens > 1) tpot.push_back(q.tpot_s());
+    tokens += q.request.output_tokens;
+  }
+  for (const auto& s : r.steps) {
+    if (s.kind == StepKind::Prefill) prefill_steps.push_back(s.end_s - s.start_s);
+    if (s.kind == StepKind::Decode) decode_steps.push_back(s.end_s - s.start_s);
+  }
+  ServingStats st;
+  st.ttft = distribution(std::move(ttft));
+  st.tpot = distribution(std::move(tpot));
+  st.latency = distribution(std::move(latency));
+  st.per_token_latency = distribution(std::move(per_token));
+  st.queueing = distribution(std::move(queueing));
+  st.prefill_step = distribution(std::move(prefill_steps));
+  st.decode_step = distribution(std::move(decode_steps));
+  // Throughput (tokens generated per second of the run) and latency are kept apart.
+  st.span_s = r.end_s - (r.requests.empty() ? 0.0 : r.requests.front().request.arrival_s);
+  if (st.span_s > 0) {
+    st.requests_per_s = r.requests.size() / st.span_s;
+    st.tokens_per_s = tokens / st.span_s;
+    st.tokens_per_s_per_chip = st.tokens_per_s / chips;
+  }
+  return st;
+}
+
 ServingRun run_serving(const Scenario& scenario) {
   const auto wall_start = std::chrono::steady_clock::now();
   const ServingWorkload& w = scenario.serving;
@@ -75,6 +108,7 @@ ServingRun run_serving(const Scenario& scenario) {
   run.generate_chips = scenario.topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
+  run.stats = serving_stats(run.result, run.total_chips);
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }
@@ -82,22 +116,7 @@ ServingRun run_serving(const Scenario& scenario) {
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options) {
   const ServingWorkload& w = scenario.serving;
   const ServingResult& r = run.result;
-  std::vector<double> ttft, tpot, latency, queueing, per_token, prefill_steps, decode_steps;
-  double tokens = 0;
-  for (const auto& q : r.requests) {
-    ttft.push_back(q.ttft_s());
-    latency.push_back(q.latency_s());
-    queueing.push_back(q.queueing_s());
-    per_token.push_back(q.latency_s() / q.request.output_tokens);
-    if (q.request.output_tokens > 1) tpot.push_back(q.tpot_s());
-    tokens += q.request.output_tokens;
-  }
-  for (const auto& s : r.steps) {
-    if (s.kind == StepKind::Prefill) prefill_steps.push_back(s.end_s - s.start_s);
-    if (s.kind == StepKind::Decode) decode_steps.push_back(s.end_s - s.start_s);
-  }
-  const double first_arrival = r.requests.empty() ? 0.0 : r.requests.front().request.arrival_s;
-  const double span = r.end_s - first_arrival;
+  const ServingStats& st = run.stats;
   Json j;
   summary_header(j, scenario);
   j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
@@ -123,21 +142,21 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["max_batch"] = w.config.slots;
   j["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   // Step durations as simulated, averaged over the steps the servers ran.
-  j["prefill_time_s"] = distribution(prefill_steps).mean;
-  j["decode_step_time_s"] = distribution(decode_steps).mean;
+  j["prefill_time_s"] = st.prefill_step.mean;
+  j["decode_step_time_s"] = st.decode_step.mean;
   j["prefill_steps"] = r.prefill_steps;
   j["decode_steps"] = r.decode_steps;
-  // Throughput (tokens generated per second of the run) and latency are kept apart.
-  j["requests_per_s"] = span > 0 ? r.requests.size() / span : 0.0;
-  j["tokens_per_s"] = span > 0 ? tokens / span : 0.0;
-  j["tokens_per_s_per_chip"] = span > 0 ? tokens / span / run.total_chips : 0.0;
-  j["ttft_s"] = distribution_json(distribution(ttft));
-  j["tpot_s"] = distribution_json(distribution(tpot));
-  j["latency_s"] = distribution_json(distribution(latency));
-  j["per_token_latency_s"] = distribution_json(distribution(per_token));
-  j["queueing_s"] = distribution_json(distribution(queueing));
-  const double decode_capacity = span * w.config.servers;
-  const double prefill_capacity = span * (disaggregated(scenario) ? w.config.prefill_servers : w.config.servers);
+  j["requests_per_s"] = st.requests_per_s;
+  j["tokens_per_s"] = st.tokens_per_s;
+  j["tokens_per_s_per_chip"] = st.tokens_per_s_per_chip;
+  j["ttft_s"] = distribution_json(st.ttft);
+  j["tpot_s"] = distribution_json(st.tpot);
+  j["latency_s"] = distribution_json(st.latency);
+  j["per_token_latency_s"] = distribution_json(st.per_token_latency);
+  j["queueing_s"] = distribution_json(st.queueing);
+  const double decode_capacity = st.span_s * w.config.servers;
+  const double prefill_capacity =
+      st.span_s * (disaggregated(scenario) ? w.config.prefill_servers : w.config.servers);
   j["decode_busy_fraction"] = decode_capacity > 0 ? r.decode_busy_s / decode_capacity : 0.0;
   j["prefill_busy_fraction"] = prefill_capacity > 0 ? r.prefill_busy_s / prefill_capacity : 0.0;
   j["step_costs"] = {{"collectives_replayed", run.costs->collectives_replayed()},
@@ -157,7 +176,7 @@ std::string serving_requests_csv(const ServingRun& run) {
            std::to_string(q.request.output_tokens) + "," + std::to_string(q.server) + "," +
            std::to_string(q.generate_server) + "," + csv_number(q.queueing_s()) + "," + csv_number(q.ttft_s()) + "," +
            csv_number(q.tpot_s()) + "," + csv_number(q.latency_s()) + "," +
-           csv_number(q.latency_s() / q.request.output_tokens) + "," + csv_number(q.first_token_s) + "," +
+           csv_number(q.per_token_latency_s()) + "," + csv_number(q.first_token_s) + "," +
            csv_number(q.end_s) + "\n";
   }
   return out;
@@ -220,12 +239,10 @@ std::string serving_trace_json(const Scenario& scenario, const ServingRun& run) 
 
 std::string serving_table(const Scenario& scenario, const ServingRun& run) {
   const ServingWorkload& w = scenario.serving;
-  const auto summary = Json::parse(serving_summary_json(scenario, run, {}));
+  const ServingStats& st = run.stats;
   char buf[2048];
-  auto d = [&](const char* key) {
-    const auto& x = summary.at(key);
-    return human_time(x.at("mean").get<double>()) + " mean, " + human_time(x.at("p50").get<double>()) + " p50, " +
-           human_time(x.at("p99").get<double>()) + " p99";
+  auto d = [&](const Distribution& x) {
+    return human_time(x.mean) + " mean, " + human_time(x.p50) + " p50, " + human_time(x.p99) + " p99";
   };
   std::string servers = std::to_string(w.config.servers) + " server(s) of " + std::to_string(run.generate_chips) +
                         " " + scenario.topology.chip.name;
@@ -239,12 +256,10 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                 "  throughput %.4g requests/s, %.4g tokens/s, %.4g tokens/s/chip over %s\n"
                 "  step costs %lld collectives replayed in %s\n",
                 scenario.name.c_str(), w.model.name.c_str(), run.result.requests.size(), w.requests_source.c_str(),
-                to_string(w.config.policy), servers.c_str(), w.config.slots, d("ttft_s").c_str(), d("tpot_s").c_str(),
-                d("latency_s").c_str(), d("queueing_s").c_str(),
-                human_time(summary.at("prefill_time_s").get<double>()).c_str(), run.result.prefill_steps,
-                human_time(summary.at("decode_step_time_s").get<double>()).c_str(), run.result.decode_steps,
-                summary.at("requests_per_s").get<double>(), summary.at("tokens_per_s").get<double>(),
-                summary.at("tokens_per_s_per_chip").get<double>(), human_time(run.result.end_s).c_str(),
+                to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(),
+                d(st.latency).c_str(), d(st.queueing).c_str(), human_time(st.prefill_step.mean).c_str(),
+                run.result.prefill_steps, human_time(st.decode_step.mean).c_str(), run.result.decode_steps,
+                st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, human_time(run.result.end_s).c_str(),
                 run.costs->collectives_replayed(), human_time(run.costs->wall_s()).c_str());
   return buf;
 }

@@ -10,23 +10,33 @@
 
 namespace podsim {
 
-struct ServingRun {
-  std::unique_ptr<ServingCostModel> costs;
-  ServingResult result;
-  int generate_chips = 0;     // per server
-  int prefill_chips = 0;      // per prefill server (disaggregated)
-  int total_chips = 0;        // all servers
-  double wall_time_s = 0;
-};
-
-ServingRun run_serving(const Scenario& scenario);
-
 // Distribution summaries: mean and linearly interpolated percentiles (numpy's default).
 struct Distribution {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
   size_t count = 0;
 };
 Distribution distribution(std::vector<double> values);
+
+// What the summary and the table report, computed once from a run.
+struct ServingStats {
+  Distribution ttft, tpot, latency, per_token_latency, queueing;   // per request (tpot: output > 1)
+  Distribution prefill_step, decode_step;                          // per step
+  double span_s = 0;            // first arrival to last token
+  double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;
+};
+
+struct ServingRun {
+  std::unique_ptr<ServingCostModel> costs;
+  ServingResult result;
+  int generate_chips = 0;     // per server
+  int prefill_chips = 0;      // per prefill server (disaggregated)
+  int total_chips = 0;        // all servers
+  ServingStats stats;
+  double wall_time_s = 0;
+};
+
+ServingStats serving_stats(const ServingResult& result, int chips);
+ServingRun run_serving(const Scenario& scenario);
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options);
 std::string serving_requests_csv(const ServingRun& run);

@@ -60,6 +60,7 @@ struct RequestRecord {
   double queueing_s() const { return prefill_start_s - request.arrival_s; }
   double ttft_s() const { return first_token_s - request.arrival_s; }
   double latency_s() const { return end_s - request.arrival_s; }
+  double per_token_latency_s() const { return latency_s() / request.output_tokens; }
   // Time per output token after the first; 0 for one-token responses.
   double tpot_s() const {
     return request.output_tokens > 1 ? (end_s - first_token_s) / (request.output_tokens - 1) : 0.0;
