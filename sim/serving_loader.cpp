@@ -50,44 +50,38 @@ std::vector<int> server_axes(const std::optional<Field>& parallelism, const Topo
   return axes;
 }
 
-struct RequestsFields {
-  std::optional<Field> prompt_field;   // the Poisson prompt length, for errors about it
-  std::optional<Field> output_field;
-};
-
-RequestsFields parse_requests(const Field& field, ServingWorkload& w) {
+// Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
+// request too long for HBM is reported.
+std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
   const MapReader reader(field, {"poisson", "trace"});
   reader.reject_unknown();
   const auto poisson = reader.optional("poisson");
   const auto trace = reader.optional("trace");
   if (poisson.has_value() == trace.has_value()) fail(field, "expected exactly one of poisson: or trace:");
-  RequestsFields out;
   if (trace) {
     namespace fs = std::filesystem;
     fs::path path = read_string(*trace);
     if (path.is_relative()) path = fs::path(field.where.file).parent_path() / path;
     w.requests = read_request_trace(path.string(), w.model.max_sequence_length, w.model.name);
     w.requests_source = read_string(*trace);
-    return out;
+    return std::nullopt;
   }
   const MapReader p(*poisson, {"rate", "count", "prompt_tokens", "output_tokens", "seed"});
   p.reject_unknown();
   PoissonArrivals arrivals;
   arrivals.rate_per_s = read_quantity(p.required("rate"), parse_rate_per_s);
   arrivals.count = read_int(p.required("count"), 1, kMaxRequests);
-  out.prompt_field = p.required("prompt_tokens");
-  out.output_field = p.required("output_tokens");
-  arrivals.prompt_tokens = read_length(*out.prompt_field);
-  arrivals.output_tokens = read_length(*out.output_field);
+  arrivals.prompt_tokens = read_length(p.required("prompt_tokens"));
+  const Field output = p.required("output_tokens");
+  arrivals.output_tokens = read_length(output);
   if (auto seed = p.optional("seed")) arrivals.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
   if (arrivals.prompt_tokens.max + static_cast<int64_t>(arrivals.output_tokens.max) > w.model.max_sequence_length)
-    fail(*out.output_field, "prompt_tokens + output_tokens can reach " +
-                                std::to_string(arrivals.prompt_tokens.max + arrivals.output_tokens.max) +
-                                ", longer than " + w.model.name + "'s max_sequence_length of " +
-                                std::to_string(w.model.max_sequence_length));
+    fail(output, "prompt_tokens + output_tokens can reach " +
+                     std::to_string(arrivals.prompt_tokens.max + arrivals.output_tokens.max) + ", longer than " +
+                     w.model.name + "'s max_sequence_length of " + std::to_string(w.model.max_sequence_length));
   w.requests = poisson_requests(arrivals);
   w.requests_source = "poisson";
-  return out;
+  return output;
 }
 
 std::vector<int> parse_buckets(const std::optional<Field>& field, const TransformerSpec& model) {
@@ -130,7 +124,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const bool split = c.policy == BatchingPolicy::Disaggregated;
   if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
-  const auto requests = parse_requests(reader.required("requests"), w);
+  const auto output_field = parse_requests(reader.required("requests"), w);
 
   // What a slot must hold: the longest request, its prompt padded as prefilled.
   for (const auto& r : w.requests)
@@ -140,7 +134,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
   w.hbm_slots = static_cast<int>(std::max(0.0, std::floor((hbm - weights) / (w.max_context * kv_per_token))));
   if (w.hbm_slots < 1) {
-    const Field& where = requests.output_field ? *requests.output_field : reader.required("requests");
+    const Field where = output_field.value_or(reader.required("requests"));
     fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens does not fit beside " +
                     human_bytes(weights) + " of weights in " + human_bytes(hbm) +
                     " of HBM; expected shorter requests, smaller dtypes or a larger slice");
