@@ -212,10 +212,6 @@ std::vector<LayerComm> replay_until_settled(const TransformerSpec& model, const 
   return out;
 }
 
-double activation_bytes(const TransformerSpec& model, double tokens) {
-  return tokens * model.d_model * 2.0;   // bf16, as step_compute
-}
-
 // Each chip of the prefill slice sends its shard of the cache to its peer on a generate slice
 // over DCN (PCIe, NIC, switch); the smaller slice's hosts bound it.
 std::map<int, double> replay_kv_transfers(const TransformerSpec& model, const ServerRole& prefill,

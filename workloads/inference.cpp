@@ -65,6 +65,10 @@ std::vector<int> kv_batch_axes(const TransformerSpec& model, const InferencePlan
   return batch;
 }
 
+double activation_bytes(const TransformerSpec& model, double tokens) {
+  return tokens * model.d_model * 2.0;   // bf16
+}
+
 StepShape decode_shape(int batch, double context) {
   return {static_cast<double>(batch), batch * context, batch * context, true};
 }
@@ -97,7 +101,7 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   out.mlp_s = roofline(out.mlp_flops, (p_mlp * plan.weight_bytes + io) / y);
   out.unembed_flops = 2 * shape.tokens * p_out / y;
   out.unembed_s = roofline(out.unembed_flops, p_out * plan.weight_bytes / y);
-  out.activation_bytes = shape.tokens * model.d_model * activation;
+  out.activation_bytes = activation_bytes(model, shape.tokens);
   return out;
 }
 

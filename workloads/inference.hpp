@@ -64,6 +64,9 @@ StepShape decode_shape(int batch, double context);
 // A chunk of `chunk` tokens of each of `batch` prompts whose first `offset` tokens are cached.
 StepShape prefill_shape(int batch, int chunk, int offset);
 
+// The [tokens, D] bf16 activations the Megatron collectives move around each block.
+double activation_bytes(const TransformerSpec& model, double tokens);
+
 // One layer's blocks and the unembedding of a step on one chip of a model-parallel group of
 // `model_degree`: rooflines in seconds, FLOPs per chip, and the [tokens, D] bf16 activations
 // the Megatron collectives move around each block.
