@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
+#include "sim/scenario_run.hpp"
 #include "sim/serving_report.hpp"
 #include "workloads/training.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // What an inference step's timeline says: its time, throughput, and how much of it the
 // model-parallel collectives (latency-bound at decode sizes) added to the rooflines.
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
 #include "workloads/inference.hpp"
 
 namespace podsim {

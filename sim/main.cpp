@@ -17,7 +17,8 @@
 #include "sim/output_files.hpp"
 #include "sim/planner.hpp"
 #include "sim/report.hpp"
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
+#include "sim/scenario_run.hpp"
 #include "sim/serving_report.hpp"
 #include "sim/sweep.hpp"
 #include "sim/validate.hpp"
@@ -184,8 +185,7 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   } else {
     program = collectives_program(scenario);
   }
-  const RunResult run = run_program(
-      scenario.topology, {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s}, program, options);
+  const RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   std::optional<TrainingReport> training;
   std::optional<InferenceReport> inference;

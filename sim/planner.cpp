@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sim/report.hpp"
+#include "sim/scenario_run.hpp"
 
 namespace podsim {
 namespace {
@@ -101,8 +102,7 @@ PlannerResult plan_training(const Scenario& scenario, const std::function<void(c
     try {
       TrainingLayout layout;
       const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
-      const auto run = run_program(scenario.topology,
-                                   {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s}, program, {});
+      const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
       c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
     } catch (const std::invalid_argument& e) {
       c.feasible = false;

@@ -4,8 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
 #include "sim/inference_report.hpp"
+#include "sim/scenario.hpp"
 #include "sim/training_report.hpp"
 
 namespace podsim {

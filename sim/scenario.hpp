@@ -36,11 +36,6 @@ struct Expectation {
   std::string source;               // e.g. "sharding.md:L366-L375"
 };
 
-enum class Fidelity {
-  Auto,   // symmetric reduction where it is provably exact, else the full replay
-  Full,   // every chip, every hop
-};
-
 enum class WorkloadKind { Collectives, Training, Inference, Serving };
 
 // An `inference` workload: one decode step or one prefill of a model on a slice.

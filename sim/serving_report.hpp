@@ -6,7 +6,7 @@
 #include <string>
 
 #include "sim/report.hpp"
-#include "sim/serving_costs.hpp"
+#include "sim/engine/serving_costs.hpp"
 
 namespace podsim {
 

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
+#include "sim/scenario.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {

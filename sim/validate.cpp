@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/run.hpp"
+#include "sim/scenario_run.hpp"
 
 namespace podsim {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "meshes.hpp"
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
 #include "sim/inference_report.hpp"
 #include "workloads/inference.hpp"
 

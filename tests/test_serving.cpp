@@ -4,7 +4,7 @@
 
 #include "meshes.hpp"
 
-#include "sim/serving_costs.hpp"
+#include "sim/engine/serving_costs.hpp"
 #include "workloads/requests.hpp"
 #include "workloads/serving.hpp"
 

@@ -2,7 +2,7 @@
 // from the formula, the simulation decides what overlaps.
 #include <catch2/catch.hpp>
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
 #include "sim/training_report.hpp"
 
 using namespace podsim;

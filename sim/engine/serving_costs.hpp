@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/run.hpp"
+#include "sim/engine/run.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/serving.hpp"
 

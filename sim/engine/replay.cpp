@@ -1,4 +1,4 @@
-#include "sim/replay.hpp"
+#include "sim/engine/replay.hpp"
 
 #include <poll.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "sim/serving_costs.hpp"
+#include "sim/engine/serving_costs.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -1,17 +1,23 @@
 #pragma once
-// Runs a scenario's collectives: plan on the symmetry-reduced (or full) mesh, replay on
-// SimGrid, and map every chip's timings back to the real pod.
+// Runs a per-chip program: plan on the symmetry-reduced (or full) mesh, replay on SimGrid,
+// and map every chip's timings back to the real pod. Takes a TopologySpec, settings and a
+// Program, never a Scenario, so the engine builds without the YAML layer (scenario_run turns
+// a scenario into these).
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "collectives/formulas.hpp"
 #include "collectives/symmetry.hpp"
-#include "sim/replay.hpp"
-#include "sim/scenario.hpp"
+#include "sim/engine/replay.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {
+
+enum class Fidelity {
+  Auto,   // symmetric reduction where it is provably exact, else the full replay
+  Full,   // every chip, every hop
+};
 
 struct RunOptions {
   Fidelity fidelity = Fidelity::Auto;
@@ -65,10 +71,6 @@ struct SimulationSettings {
 // Runs one per-chip program on a pod.
 RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
                       const RunOptions& options);
-
-// A `collectives` scenario: its operations as a program.
-RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
-Program collectives_program(const Scenario& scenario);
 
 // The axes of a collective as the formulas see them (size and wraparound of each ring).
 std::vector<AxisInfo> collective_axes(const Topology& topo, const CollectiveSpec& spec);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectives/hop_plan.hpp"
-#include "sim/platform.hpp"
+#include "sim/engine/platform.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {

@@ -1,4 +1,4 @@
-#include "sim/platform.hpp"
+#include "sim/engine/platform.hpp"
 
 #include <simgrid/s4u.hpp>
 
