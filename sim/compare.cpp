@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/csv_text.hpp"
-#include "sim/input_error.hpp"
 #include "sim/output_files.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/units.hpp"
 #include "sim/sweep.hpp"
 
 namespace podsim {

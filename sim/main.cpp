@@ -14,10 +14,11 @@
 
 #include "sim/bench.hpp"
 #include "sim/compare.hpp"
+#include "sim/engine/run.hpp"
 #include "sim/output_files.hpp"
 #include "sim/planner.hpp"
 #include "sim/report.hpp"
-#include "sim/engine/run.hpp"
+#include "sim/scenario/units.hpp"
 #include "sim/scenario_run.hpp"
 #include "sim/serving_report.hpp"
 #include "sim/sweep.hpp"

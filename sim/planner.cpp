@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/report.hpp"
+#include "sim/scenario/units.hpp"
 #include "sim/scenario_run.hpp"
 
 namespace podsim {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/training_report.hpp"
 
 namespace podsim {

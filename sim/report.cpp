@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/scenario/units.hpp"
+
 namespace podsim {
 
 namespace {
@@ -16,15 +18,6 @@ std::string format(const char* fmt, double value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, value);
   return buf;
-}
-
-std::string scaled(double value, const char* const* units, int count, double step, const char* fmt) {
-  int i = 0;
-  while (i + 1 < count && std::fabs(value) >= step) {
-    value /= step;
-    ++i;
-  }
-  return format(fmt, value) + " " + units[i];
 }
 
 double relative_error(double simulated, double analytic) {
@@ -73,22 +66,6 @@ void summary_header(Json& j, const Scenario& scenario) {
   j["hop_model"] = std::string(to_string(scenario.hop_model));
   j["link_efficiency"] = scenario.link_efficiency;
   j["launch_overhead_s"] = scenario.launch_overhead_s;
-}
-
-std::string human_bytes(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  return scaled(bytes, units, 5, 1024.0, "%.4g");
-}
-
-std::string human_time(double seconds) {
-  if (seconds == 0) return "0 s";
-  static const char* units[] = {"ns", "us", "ms", "s"};
-  return scaled(seconds * 1e9, units, 4, 1000.0, "%.4g");
-}
-
-std::string human_bandwidth(double bytes_per_s) {
-  static const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  return scaled(bytes_per_s, units, 5, 1000.0, "%.4g");
 }
 
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,

@@ -6,7 +6,7 @@
 
 #include "sim/engine/run.hpp"
 #include "sim/inference_report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/training_report.hpp"
 
 namespace podsim {
@@ -33,10 +33,5 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
 
 // The fields every summary.json starts with: version, scenario, file, hop model, link efficiency.
 void summary_header(nlohmann::ordered_json& j, const Scenario& scenario);
-
-// "8.39 MB", "372.8 us", "45.0 GB/s": human figures for tables.
-std::string human_bytes(double bytes);
-std::string human_time(double seconds);
-std::string human_bandwidth(double bytes_per_s);
 
 }  // namespace podsim

@@ -3,7 +3,7 @@
 // The engine never sees a Scenario (design.md, "The flow of one run"), so this bridge sits
 // above both.
 #include "sim/engine/run.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace podsim {
 

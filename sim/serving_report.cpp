@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/csv_text.hpp"
+#include "sim/scenario/units.hpp"
 
 namespace podsim {
 

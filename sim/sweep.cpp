@@ -12,8 +12,8 @@
 #include <set>
 
 #include "sim/csv_text.hpp"
-#include "sim/input_error.hpp"
 #include "sim/output_files.hpp"
+#include "sim/scenario/input_error.hpp"
 
 extern char** environ;
 

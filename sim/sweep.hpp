@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace podsim {
 

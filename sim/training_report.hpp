@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/engine/run.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {

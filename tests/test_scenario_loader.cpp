@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 using namespace podsim;
 namespace fs = std::filesystem;

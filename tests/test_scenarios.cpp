@@ -5,7 +5,7 @@
 #include <set>
 
 #include "cli_helpers.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 using namespace podsim_test;
 namespace fs = std::filesystem;

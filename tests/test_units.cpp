@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/units.hpp"
+#include "sim/scenario/units.hpp"
 
 using namespace podsim;
 using Catch::Matchers::Contains;

@@ -1,4 +1,4 @@
-#include "sim/input_error.hpp"
+#include "sim/scenario/input_error.hpp"
 
 namespace podsim {
 namespace {

@@ -54,4 +54,10 @@ Sharding parse_sharding(std::string_view text);
 // Throws when the sharding's rank differs from the array's.
 void check_sharding_rank(const Sharding& sharding, const ArrayShape& array);
 
+// The way back, for people: "8 MiB", "372.8 us", "45 GB/s" (4 significant digits). Input
+// errors quote sizes in these (a plan that does not fit HBM), as do the tables.
+std::string human_bytes(double bytes);
+std::string human_time(double seconds);
+std::string human_bandwidth(double bytes_per_s);
+
 }  // namespace podsim

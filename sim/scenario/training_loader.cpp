@@ -2,7 +2,7 @@
 // the parallelism plan (data / fsdp / tensor / pipeline over mesh axes and topology.split parts),
 // batch and microbatch checks, and the fields a training expectation may name.
 // The schema is documented in docs/scenario-schema.md.
-#include "sim/training_loader.hpp"
+#include "sim/scenario/training_loader.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/units.hpp"
+#include "sim/scenario/units.hpp"
 
 namespace podsim {
 namespace {

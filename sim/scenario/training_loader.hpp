@@ -3,8 +3,8 @@
 // (docs/scenario-schema.md), parsed by training_loader.cpp for scenario_loader.cpp.
 #include <string>
 
-#include "sim/scenario.hpp"
-#include "sim/yaml_fields.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 namespace podsim::detail {
 

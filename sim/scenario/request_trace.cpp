@@ -1,4 +1,4 @@
-#include "sim/request_trace.hpp"
+#include "sim/scenario/request_trace.hpp"
 
 #include <array>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/input_error.hpp"
+#include "sim/scenario/input_error.hpp"
 
 namespace podsim {
 

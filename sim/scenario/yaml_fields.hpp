@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/input_error.hpp"
+#include "sim/scenario/input_error.hpp"
 #include "topology/topology.hpp"
 
 namespace podsim::yaml_fields {

@@ -22,11 +22,11 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "sim/scenario.hpp"
-#include "sim/serving_loader.hpp"
-#include "sim/training_loader.hpp"
-#include "sim/units.hpp"
-#include "sim/yaml_fields.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/serving_loader.hpp"
+#include "sim/scenario/training_loader.hpp"
+#include "sim/scenario/units.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 namespace podsim {
 namespace {

@@ -1,5 +1,5 @@
 // The generic "YAML with locations" layer of the scenario loader; see yaml_fields.hpp.
-#include "sim/yaml_fields.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 #include <algorithm>
 #include <cctype>

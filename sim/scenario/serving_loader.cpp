@@ -1,14 +1,13 @@
-#include "sim/serving_loader.hpp"
+#include "sim/scenario/serving_loader.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
-#include "sim/report.hpp"
-#include "sim/request_trace.hpp"
-#include "sim/training_loader.hpp"
-#include "sim/units.hpp"
-#include "sim/yaml_fields.hpp"
+#include "sim/scenario/request_trace.hpp"
+#include "sim/scenario/training_loader.hpp"
+#include "sim/scenario/units.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 namespace podsim::detail {
 

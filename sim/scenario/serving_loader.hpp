@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "sim/scenario.hpp"
-#include "sim/yaml_fields.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 namespace podsim::detail {
 

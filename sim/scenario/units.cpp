@@ -1,9 +1,10 @@
-#include "sim/units.hpp"
+#include "sim/scenario/units.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -437,6 +438,37 @@ void check_sharding_rank(const Sharding& sharding, const ArrayShape& array) {
     throw std::invalid_argument("the sharding has " + std::to_string(sharding.dim_axes.size()) +
                                 " dimensions but the array has " + std::to_string(array.dims.size()) +
                                 "; expected one sharding entry per array dimension");
+}
+
+namespace {
+
+std::string scaled(double value, const char* const* units, int count, double step, const char* fmt) {
+  int i = 0;
+  while (i + 1 < count && std::fabs(value) >= step) {
+    value /= step;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, value);
+  return std::string(buf) + " " + units[i];
+}
+
+}  // namespace
+
+std::string human_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  return scaled(bytes, units, 5, 1024.0, "%.4g");
+}
+
+std::string human_time(double seconds) {
+  if (seconds == 0) return "0 s";
+  static const char* units[] = {"ns", "us", "ms", "s"};
+  return scaled(seconds * 1e9, units, 4, 1000.0, "%.4g");
+}
+
+std::string human_bandwidth(double bytes_per_s) {
+  static const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  return scaled(bytes_per_s, units, 5, 1000.0, "%.4g");
 }
 
 }  // namespace podsim

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
-#include "sim/input_error.hpp"
+#include "sim/scenario/input_error.hpp"
 #include "topology/topology.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/serving.hpp"
