@@ -6,8 +6,8 @@
 #include <chrono>
 
 #include "sim/engine/run.hpp"
+#include "sim/report/serving_report.hpp"
 #include "sim/scenario_run.hpp"
-#include "sim/serving_report.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "sim/csv_text.hpp"
-#include "sim/output_files.hpp"
+#include "sim/report/csv_text.hpp"
+#include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/units.hpp"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/report/training_report.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/training_report.hpp"
 
 namespace podsim {
 

@@ -1,6 +1,20 @@
 #include "sim/scenario_run.hpp"
 
+#include <chrono>
+#include <memory>
+
 namespace podsim {
+namespace {
+
+ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
+  ServerRole r;
+  r.topology = topology;
+  r.plan = plan;
+  r.model_degree = model_parallel_degree(plan, topology);
+  return r;
+}
+
+}  // namespace
 
 SimulationSettings simulation_settings(const Scenario& scenario) {
   return {scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s};
@@ -27,6 +41,24 @@ Program collectives_program(const Scenario& scenario) {
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   return run_program(scenario.topology, simulation_settings(scenario), collectives_program(scenario), options);
+}
+
+ServingRun run_serving(const Scenario& scenario) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const ServingWorkload& w = scenario.serving;
+  const bool split = w.config.policy == BatchingPolicy::Disaggregated;
+  const ServerRole generate = role(scenario.topology, w.generate);
+  const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
+  ServingRun run;
+  run.costs = std::make_unique<ServingCostModel>(w.model, prefill, generate, simulation_settings(scenario));
+  run.costs->prepare(w.config, w.requests, !split);
+  run.result = simulate_serving(w.requests, w.config, run.costs->costs());
+  run.generate_chips = scenario.topology.chips_per_slice();
+  run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
+  run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
+  run.stats = serving_stats(run.result, run.total_chips);
+  run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return run;
 }
 
 }  // namespace podsim

@@ -1,8 +1,9 @@
 #pragma once
-// The one place a loaded Scenario becomes engine input: settings and a per-chip program.
-// The engine never sees a Scenario (design.md, "The flow of one run"), so this bridge sits
-// above both.
+// Turns a loaded Scenario into engine input (settings, a per-chip program) and runs it. The
+// engine never sees a Scenario (docs/design.md, "The flow of one run"), so this sits with the
+// commands, above both.
 #include "sim/engine/run.hpp"
+#include "sim/report/serving_report.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace podsim {
@@ -13,5 +14,9 @@ SimulationSettings simulation_settings(const Scenario& scenario);
 // A `collectives` scenario: its operations as a program.
 Program collectives_program(const Scenario& scenario);
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// A `serving` scenario: the step costs replayed on SimGrid, then the serving event loop.
+// Throws std::invalid_argument for a plan that cannot be served (main reports it as input).
+ServingRun run_serving(const Scenario& scenario);
 
 }  // namespace podsim

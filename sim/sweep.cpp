@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "sim/csv_text.hpp"
-#include "sim/output_files.hpp"
+#include "sim/report/csv_text.hpp"
+#include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
 
 extern char** environ;

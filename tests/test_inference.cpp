@@ -4,7 +4,7 @@
 #include "meshes.hpp"
 
 #include "sim/engine/run.hpp"
-#include "sim/inference_report.hpp"
+#include "sim/report/inference_report.hpp"
 #include "workloads/inference.hpp"
 
 using namespace podsim;

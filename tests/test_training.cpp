@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/engine/run.hpp"
-#include "sim/training_report.hpp"
+#include "sim/report/training_report.hpp"
 
 using namespace podsim;
 

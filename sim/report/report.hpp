@@ -5,9 +5,9 @@
 #include <string>
 
 #include "sim/engine/run.hpp"
-#include "sim/inference_report.hpp"
+#include "sim/report/inference_report.hpp"
+#include "sim/report/training_report.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/training_report.hpp"
 
 namespace podsim {
 

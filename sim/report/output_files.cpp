@@ -1,4 +1,4 @@
-#include "sim/output_files.hpp"
+#include "sim/report/output_files.hpp"
 
 #include <unistd.h>
 

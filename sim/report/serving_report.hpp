@@ -1,12 +1,12 @@
 #pragma once
-// Runs a serving scenario (the step costs replayed on SimGrid, then the serving simulation)
-// and writes what it found: summary.json, requests.csv (one row per request), steps.csv (one
-// row per step of every server) and trace.json (a track per server for Perfetto).
+// What a serving run found (run_serving in scenario_run produces it): summary.json,
+// requests.csv (one row per request), steps.csv (one row per step of every server) and
+// trace.json (a track per server for Perfetto).
 #include <memory>
 #include <string>
 
-#include "sim/report.hpp"
 #include "sim/engine/serving_costs.hpp"
+#include "sim/report/report.hpp"
 
 namespace podsim {
 
@@ -36,7 +36,6 @@ struct ServingRun {
 };
 
 ServingStats serving_stats(const ServingResult& result, int chips);
-ServingRun run_serving(const Scenario& scenario);
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options);
 std::string serving_requests_csv(const ServingRun& run);

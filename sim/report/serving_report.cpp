@@ -1,12 +1,11 @@
-#include "sim/serving_report.hpp"
+#include "sim/report/serving_report.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "sim/csv_text.hpp"
+#include "sim/report/csv_text.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -14,14 +13,6 @@ namespace podsim {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
-  ServerRole r;
-  r.topology = topology;
-  r.plan = plan;
-  r.model_degree = model_parallel_degree(plan, topology);
-  return r;
-}
 
 Json distribution_json(const Distribution& d) {
   return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
@@ -92,26 +83,6 @@ ServingStats serving_stats(const ServingResult& r, int chips) {
     st.tokens_per_s_per_chip = st.tokens_per_s / chips;
   }
   return st;
-}
-
-ServingRun run_serving(const Scenario& scenario) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  const ServingWorkload& w = scenario.serving;
-  const bool split = w.config.policy == BatchingPolicy::Disaggregated;
-  const ServerRole generate = role(scenario.topology, w.generate);
-  const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
-  ServingRun run;
-  run.costs = std::make_unique<ServingCostModel>(
-      w.model, prefill, generate,
-      SimulationSettings{scenario.hop_model, scenario.link_efficiency, scenario.launch_overhead_s});
-  run.costs->prepare(w.config, w.requests, !split);
-  run.result = simulate_serving(w.requests, w.config, run.costs->costs());
-  run.generate_chips = scenario.topology.chips_per_slice();
-  run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
-  run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
-  run.stats = serving_stats(run.result, run.total_chips);
-  run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return run;
 }
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options) {

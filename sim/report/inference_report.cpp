@@ -1,4 +1,4 @@
-#include "sim/inference_report.hpp"
+#include "sim/report/inference_report.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "sim/csv_text.hpp"
+#include "sim/report/csv_text.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "sim/report.hpp"
+#include "sim/report/report.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "sim/training_report.hpp"
+#include "sim/report/training_report.hpp"
 
 #include <algorithm>
 
