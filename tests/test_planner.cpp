@@ -1,7 +1,7 @@
 // The planner simulates every plan and ranks them: fitting plans first, fastest first.
 #include <catch2/catch.hpp>
 
-#include "sim/planner.hpp"
+#include "sim/commands/planner.hpp"
 
 using namespace podsim;
 

@@ -2,8 +2,8 @@
 // symmetry-reduced replay against the full one.
 #include <catch2/catch.hpp>
 
+#include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
-#include "sim/scenario_run.hpp"
 
 using namespace podsim;
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
-#include "sim/sweep.hpp"
+#include "sim/commands/sweep.hpp"
 
 using namespace podsim_test;
 namespace fs = std::filesystem;

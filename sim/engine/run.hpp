@@ -1,8 +1,8 @@
 #pragma once
 // Runs a per-chip program: plan on the symmetry-reduced (or full) mesh, replay on SimGrid,
 // and map every chip's timings back to the real pod. Takes a TopologySpec, settings and a
-// Program, never a Scenario, so the engine builds without the YAML layer (scenario_run turns
-// a scenario into these).
+// Program, never a Scenario, so the engine builds without the YAML layer
+// (sim/commands/scenario_run turns a scenario into these).
 #include <functional>
 #include <string>
 #include <vector>

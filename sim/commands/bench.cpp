@@ -1,13 +1,13 @@
-#include "sim/bench.hpp"
+#include "sim/commands/bench.hpp"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/serving_report.hpp"
-#include "sim/scenario_run.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {

@@ -1,11 +1,11 @@
-#include "sim/planner.hpp"
+#include "sim/commands/planner.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "sim/commands/scenario_run.hpp"
 #include "sim/scenario/units.hpp"
-#include "sim/scenario_run.hpp"
 
 namespace podsim {
 namespace {

@@ -12,17 +12,17 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "sim/bench.hpp"
-#include "sim/compare.hpp"
+#include "sim/commands/bench.hpp"
+#include "sim/commands/compare.hpp"
+#include "sim/commands/planner.hpp"
+#include "sim/commands/scenario_run.hpp"
+#include "sim/commands/sweep.hpp"
+#include "sim/commands/validate.hpp"
 #include "sim/engine/run.hpp"
-#include "sim/planner.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/serving_report.hpp"
 #include "sim/scenario/units.hpp"
-#include "sim/scenario_run.hpp"
-#include "sim/sweep.hpp"
-#include "sim/validate.hpp"
 
 using namespace podsim;
 

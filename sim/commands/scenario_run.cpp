@@ -1,4 +1,4 @@
-#include "sim/scenario_run.hpp"
+#include "sim/commands/scenario_run.hpp"
 
 #include <chrono>
 #include <memory>

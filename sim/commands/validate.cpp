@@ -1,9 +1,9 @@
-#include "sim/validate.hpp"
+#include "sim/commands/validate.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-#include "sim/scenario_run.hpp"
+#include "sim/commands/scenario_run.hpp"
 
 namespace podsim {
 namespace {

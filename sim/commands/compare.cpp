@@ -1,16 +1,16 @@
-#include "sim/compare.hpp"
+#include "sim/commands/compare.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "sim/commands/sweep.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/units.hpp"
-#include "sim/sweep.hpp"
 
 namespace podsim {
 

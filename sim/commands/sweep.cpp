@@ -1,4 +1,4 @@
-#include "sim/sweep.hpp"
+#include "sim/commands/sweep.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
