@@ -1,7 +1,7 @@
 #pragma once
 // The whole message plan of a list of collectives on one (possibly reduced) topology: where
 // each chain of messages lives, which links its messages take, and what each chip sends.
-// Plain C++: sim/ turns endpoints into SimGrid hosts and chains into actors.
+// Plain C++: sim/engine/ turns endpoints into SimGrid hosts and chains into actors.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// The scenario loader (sim/scenario_loader.cpp, schema in docs/scenario-schema.md): a full
+// The scenario loader (sim/scenario/scenario_loader.cpp, schema in docs/scenario-schema.md): a full
 // round trip, then one section per kind of bad input, each checking that the message names
 // the file, the line, the key and the offending value (design.md, habits 3 and 9).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Quantities with units (sim/units.hpp): each expectation is the SI definition of the unit.
+// Quantities with units (sim/scenario/units.hpp): each expectation is the SI definition of the unit.
 #include <catch2/catch.hpp>
 
 #include <stdexcept>

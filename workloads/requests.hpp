@@ -1,6 +1,6 @@
 #pragma once
 // Serving requests: when each arrives and how long its prompt and its response are. They come
-// from a Poisson process (here) or a CSV trace (sim/request_trace.cpp).
+// from a Poisson process (here) or a CSV trace (sim/scenario/request_trace.cpp).
 #include <cstdint>
 #include <vector>
 

@@ -2,7 +2,7 @@
 // Serving: requests queue, are prefilled and decoded in batches on one or more model servers,
 // and the per-request latencies come out of the event timeline (applied-inference.md,
 // "Serving"; inference.md, "Disaggregated serving"). A discrete-event simulation of its own:
-// each step's duration comes from a StepCosts model (sim/serving_costs.cpp builds it from
+// each step's duration comes from a StepCosts model (sim/engine/serving_costs.cpp builds it from
 // SimGrid replays of the step programs); queueing, batching and slot limits happen here.
 #include <functional>
 #include <string>

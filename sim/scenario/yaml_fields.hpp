@@ -103,7 +103,7 @@ bool read_bool(const Field& field);
 // A finite number.
 double read_real(const Field& field);
 
-// A quantity with units through one of the sim/units.hpp parsers, whose message says what
+// A quantity with units through one of the sim/scenario/units.hpp parsers, whose message says what
 // was expected.
 template <typename Parse>
 auto read_quantity(const Field& field, Parse parse) -> decltype(parse(std::string_view{})) {
