@@ -1,10 +1,12 @@
 // podsim's own schedules in closed form (formulas.hpp: ring_schedule_time,
-// all_to_all_route_time) and the fluid model for overlapping parts (ring_fluid.hpp). Every expected value is worked out by hand
+// all_to_all_route_time), the fluid model for overlapping parts (ring_fluid.hpp), and the check
+// `podsim validate` makes with them (validate.hpp). Every expected value is worked out by hand
 // from the schedule (docs/validation.md), never taken from a run.
 #include <catch2/catch.hpp>
 
 #include "collectives/formulas.hpp"
 #include "collectives/ring_fluid.hpp"
+#include "sim/validate.hpp"
 
 using namespace podsim;
 
@@ -170,5 +172,67 @@ TEST_CASE("fluid model: the closed form where parts do not overlap, more where t
         for (double v : {kMiB, kGiB}) CHECK(fluid(kind, axes, v) >= ring(kind, axes, v).time_s * (1 - 1e-12));
       }
     }
+  }
+}
+
+TEST_CASE("validate's predictions name the effect and its size", "[validate]") {
+  const std::vector<std::string> xy{"X", "Y"};
+  SECTION("AllToAll on a line: no wraparound, +100%") {
+    const auto p = predict_collective(K::AllToAll, {{8, false}}, {"X"}, kGiB, kW, kT, book(K::AllToAll, {{8, false}}, kGiB));
+    REQUIRE(p.effects.size() == 1);
+    CHECK(p.effects[0].find("no wraparound +100.00%") == 0);
+    CHECK(p.effects[0].find("16 blocks") != std::string::npos);
+    CHECK(p.method == "closed form");
+  }
+  SECTION("multi-axis rings over lines: the fluid model, with the closed form as lower bound") {
+    const std::vector<AxisInfo> axes{{8, false}, {4, false}};
+    const auto p = predict_collective(K::AllGather, axes, xy, kGiB, kW, kT, book(K::AllGather, axes, kGiB));
+    CHECK(p.method == "fluid model");
+    CHECK(p.lower_bound_s == Approx(ring(K::AllGather, axes, kGiB).time_s));
+    CHECK(p.time_s > p.lower_bound_s);
+    REQUIRE(p.effects.size() == 2);
+    CHECK(p.effects[0].find("multi-axis schedule") == 0);
+    CHECK(p.effects[1].find("no wraparound: parts overlap") == 0);
+  }
+  SECTION("single-axis ring: the book exactly, no effect") {
+    const auto p = predict_collective(K::AllReduce, {{16, true}}, {"X"}, kGiB, kW, kT, book(K::AllReduce, {{16, true}}, kGiB));
+    CHECK(p.effects.empty());
+    CHECK(p.time_s == Approx(book(K::AllReduce, {{16, true}}, kGiB).time_s));
+  }
+}
+
+TEST_CASE("a row more than 1% from its prediction is unexplained", "[validate]") {
+  Prediction p;
+  p.time_s = 100e-6;
+  p.method = "closed form";
+  p.effects = {"an effect +25.00% (why)"};
+  ValidationRow row;
+  row.analytic_s = 80e-6;
+  auto judged = [&](double simulated) {
+    ValidationRow r = row;
+    r.simulated_s = simulated;
+    r.rel_error = (simulated - r.analytic_s) / r.analytic_s;
+    judge_row(r, p);
+    return r;
+  };
+  CHECK(judged(100.5e-6).status == RowStatus::Explained);
+  CHECK(judged(100.5e-6).note.find("an effect +25.00%") == 0);
+  const auto wrong = judged(102e-6);
+  CHECK(wrong.status == RowStatus::Unexplained);
+  CHECK(wrong.note.find("unexplained") == 0);
+  CHECK(wrong.predicted_error == Approx(0.02));
+  SECTION("within 1% of the book but not of the prediction: unexplained too") {
+    p.time_s = 90e-6;
+    CHECK(judged(80.2e-6).status == RowStatus::Unexplained);
+  }
+  SECTION("below a proven lower bound: unexplained, whatever the model says") {
+    p.lower_bound_s = 100.4e-6;
+    CHECK(judged(100.2e-6).status == RowStatus::Unexplained);
+    CHECK(judged(100.2e-6).note.find("lower bound") != std::string::npos);
+  }
+  SECTION("no prediction: unexplained outside the book's 1%, fine within") {
+    p = Prediction{};
+    CHECK(judged(90e-6).status == RowStatus::Unexplained);
+    CHECK(judged(80.5e-6).status == RowStatus::Book);
   }
 }
