@@ -158,6 +158,8 @@ expect:
   - field: operations.op0.time_s
     value: "23 us"
     rel_tolerance: 0.05
+    rel_tolerance_above: 0.3
+    tolerance_reason: "the book rounds; the multi-axis schedule adds up to 1/X"
     source: "sharding.md:L590-L600"
   - field: total_time_s
     value: "1 ms"
@@ -236,8 +238,16 @@ expect:
   CHECK(s.expectations[0].field == "operations.op0.time_s");
   CHECK(s.expectations[0].value == Approx(23e-6));
   CHECK(s.expectations[0].rel_tolerance == 0.05);
+  CHECK(s.expectations[0].rel_tolerance_above == 0.3);
+  CHECK(s.expectations[0].tolerance_reason == "the book rounds; the multi-axis schedule adds up to 1/X");
   CHECK(s.expectations[0].source == "sharding.md:L590-L600");
+  // The band [value (1 - below), value (1 + above)].
+  CHECK(s.expectations[0].accepts(23e-6 * 0.951));
+  CHECK_FALSE(s.expectations[0].accepts(23e-6 * 0.949));
+  CHECK(s.expectations[0].accepts(23e-6 * 1.299));
+  CHECK_FALSE(s.expectations[0].accepts(23e-6 * 1.301));
   CHECK(s.expectations[1].rel_tolerance == 0.01);   // default
+  CHECK(s.expectations[1].rel_tolerance_above == 0.01);   // the same as below unless given
   CHECK(s.expectations[1].value == Approx(1e-3));
   CHECK(s.expectations[2].value == Approx(4.5e10));
 }
