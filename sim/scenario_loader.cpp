@@ -626,6 +626,17 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     if (auto above = reader.optional("rel_tolerance_above")) expectation.rel_tolerance_above = read_fraction(*above);
     if (auto source = reader.optional("source")) expectation.source = read_string(*source);
     if (auto reason = reader.optional("tolerance_reason")) expectation.tolerance_reason = read_string(*reason);
+    // A tolerance wider than 1% must say why: an expectation comes from a formula, and what
+    // the simulation adds to it is named and sized, not absorbed by a loose band.
+    if (std::max(expectation.rel_tolerance, expectation.rel_tolerance_above) > kExpectationDefaultTolerance &&
+        expectation.tolerance_reason.empty()) {
+      const char* key = reader.optional("rel_tolerance_above") &&
+                                expectation.rel_tolerance_above > kExpectationDefaultTolerance
+                            ? "rel_tolerance_above"
+                            : "rel_tolerance";
+      fail(*reader.optional(key), std::string("a tolerance over 1% needs tolerance_reason: what the simulation adds "
+                                              "to the formula, and how large it can be"));
+    }
     expectations.push_back(std::move(expectation));
   }
   return expectations;

@@ -477,6 +477,16 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
     require_error(with("operations.ag_y.time_s", "operations.ag_z.time_s"), "expect[0].field",
                   "operations.ag_z.time_s", "ag_z");
   }
+  SECTION("a tolerance over 1% without its reason") {
+    require_error(with("    value: \"560 us\"\n", "    value: \"560 us\"\n    rel_tolerance: 0.03\n"),
+                  "expect[0].rel_tolerance", "0.03", "rel_tolerance: 0.03");
+    require_error(with("    value: \"560 us\"\n", "    value: \"560 us\"\n    rel_tolerance_above: 0.2\n"),
+                  "expect[0].rel_tolerance_above", "0.2", "rel_tolerance_above: 0.2");
+    CHECK_NOTHROW(load_scenario_text(
+        with("    value: \"560 us\"\n",
+             "    value: \"560 us\"\n    rel_tolerance_above: 0.2\n    tolerance_reason: \"measured 680 us\"\n"),
+        kFile));
+  }
   SECTION("an expected time without units") {
     require_error(with("\"560 us\"", "560"), "expect[0].value", "560", "value: 560");
   }
