@@ -1,5 +1,7 @@
 #include "collectives/formulas.hpp"
 
+#include "collectives/ring_schedule.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -220,6 +222,128 @@ double dcn_flat_ring_allreduce_time_s(double bytes, int total_chips, int slices,
   // separate, hierarchical axis (training.md:L572-L592).
   const double n = total_chips;
   return 2 * bytes * (n - 1) / n / dcn_bandwidth_per_host_Bps;
+}
+
+namespace {
+
+// Axes larger than 1, after the checks book_collective_time makes.
+std::vector<AxisInfo> checked_axes(const std::vector<AxisInfo>& axes, double bytes, double w_uni, double t_min) {
+  require_non_negative(bytes, "bytes");
+  require_non_negative(t_min, "hop_latency_s");
+  std::vector<AxisInfo> out;
+  for (const AxisInfo& axis : axes) {
+    require_count(axis.size, 1, "axis size");
+    if (axis.size > 1) out.push_back(axis);
+  }
+  if (!out.empty()) require_positive(w_uni, "link_bandwidth_Bps");
+  return out;
+}
+
+// What one message occupies on the wire: the replay sends at least one byte, in whole bytes.
+double wire_bytes(double bytes) { return std::max(1.0, std::ceil(bytes)); }
+
+}  // namespace
+
+RingScheduleTime ring_schedule_time(CollectiveKind kind, const std::vector<AxisInfo>& axes, double bytes,
+                                    double w_uni, double t_min) {
+  if (kind == CollectiveKind::AllToAll) {
+    throw std::invalid_argument("ring_schedule_time: an AllToAll is not a ring collective");
+  }
+  const std::vector<AxisInfo> real = checked_axes(axes, bytes, w_uni, t_min);
+  std::vector<RingAxis> ring_axes;
+  for (size_t i = 0; i < real.size(); ++i) ring_axes.push_back({static_cast<int>(i), real[i].size, real[i].wraparound});
+  RingScheduleTime out;
+  const auto parts = ring_parts(kind, ring_axes, bytes);
+  if (parts.empty()) return out;
+  out.phases = static_cast<int>(parts.front().size());
+
+  // Phase intervals of every part, all chips in step (true on rings; see below for lines).
+  struct Interval {
+    int axis;
+    double start_s, end_s;
+  };
+  std::vector<std::vector<Interval>> intervals;
+  for (const PartSchedule& part : parts) {
+    double t = 0, t_bw = 0;
+    int floored = 0;
+    auto& mine = intervals.emplace_back();
+    for (const RingPhase& phase : part) {
+      const int steps = phase.axis.wraparound ? phase.axis.size / 2 : phase.axis.size - 1;
+      const double transfer_s = wire_bytes(phase.message_bytes) / w_uni;
+      floored += transfer_s < t_min ? 1 : 0;
+      mine.push_back({phase.axis.axis, t, t + steps * std::max(t_min, transfer_s)});
+      t = mine.back().end_s;
+      t_bw += steps * transfer_s;
+    }
+    if (t > out.time_s) {
+      out.time_s = t;
+      out.floored_phases = floored;
+    }
+    out.bandwidth_time_s = std::max(out.bandwidth_time_s, t_bw);
+  }
+  if (parts.size() > 1) {
+    // On a line of more than 2 chips the chips finish a phase at different times (the middle
+    // first: chip i after max(i, n-1-i) steps), so some start their next phase while the
+    // line's other chips still run the previous one, and parts meet on the same links.
+    for (const AxisInfo& axis : real) out.parts_overlap = out.parts_overlap || (!axis.wraparound && axis.size > 2);
+    // On rings every chip is in step: parts overlap where their phases on one axis do.
+    for (size_t p = 0; p < intervals.size(); ++p) {
+      for (size_t q = p + 1; q < intervals.size(); ++q) {
+        for (const Interval& a : intervals[p]) {
+          for (const Interval& b : intervals[q]) {
+            const double tolerance = 1e-12 * std::max(a.end_s, b.end_s);
+            if (a.axis == b.axis && a.start_s < b.end_s - tolerance && b.start_s < a.end_s - tolerance) {
+              out.parts_overlap = true;
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+AllToAllRouteTime all_to_all_route_time(const std::vector<AxisInfo>& axes, double bytes, double w_uni,
+                                        double t_min) {
+  const std::vector<AxisInfo> real = checked_axes(axes, bytes, w_uni, t_min);
+  AllToAllRouteTime out;
+  double group = 1;
+  for (const AxisInfo& axis : real) group *= axis.size;
+  if (group <= 1 || bytes <= 0) return out;
+  // Blocks of V/N^2; one below a byte still costs a byte on the wire.
+  const double block = std::max(1.0, bytes / (group * group));
+  int busiest_real = -1;
+  for (size_t i = 0; i < real.size(); ++i) {
+    const double n = real[i].size;
+    const int half_down = real[i].size / 2, half_up = real[i].size - half_down;
+    // Blocks one directed link of this axis carries, per combination of the other axes.
+    double per_link = 0;
+    if (!real[i].wraparound) {
+      // The link k -> k+1 carries the blocks from the k+1 chips at or left of k to the
+      // n-1-k right of it: (k+1)(n-1-k), largest in the middle.
+      per_link = static_cast<double>(half_down) * half_up;
+      out.longest_route_hops += real[i].size - 1;
+    } else {
+      // Every link alike (translation): per source, offsets d < n/2 go d hops this way, and
+      // the tie d = n/2 (even n) sends half a block n/2 hops each way; n sources share n links.
+      per_link = real[i].size % 2 == 0 ? n * n / 8 : (n * n - 1) / 8;
+      out.longest_route_hops += half_down;
+    }
+    const double blocks = per_link * group / n;
+    if (blocks > out.busiest_link_blocks) {
+      out.busiest_link_blocks = blocks;
+      busiest_real = static_cast<int>(i);
+    }
+  }
+  // Report the busiest axis as an index into the caller's axes (size-1 axes included).
+  for (size_t i = 0, seen = 0; i < axes.size(); ++i) {
+    if (axes[i].size <= 1) continue;
+    if (static_cast<int>(seen++) == busiest_real) out.busiest_axis = static_cast<int>(i);
+  }
+  out.bandwidth_time_s = out.busiest_link_blocks * block / w_uni;
+  out.latency_time_s = t_min * out.longest_route_hops;
+  out.time_s = std::max(out.bandwidth_time_s, out.latency_time_s);
+  return out;
 }
 
 double algbw_Bps(double bytes, double time_s) {

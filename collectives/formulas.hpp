@@ -68,6 +68,57 @@ double dcn_hierarchical_allreduce_time_s(double bytes, int chips_per_slice, int 
 double dcn_flat_ring_allreduce_time_s(double bytes, int total_chips, int slices,
                                       double dcn_bandwidth_per_host_Bps);
 
+// ---- podsim's own schedules, in closed form ----
+// The book's formulas above describe idealised algorithms. The replay runs concrete hop
+// schedules (ring_schedule.hpp for rings, dimension-order routes for AllToAll) under the floor
+// hop model, T_hop = max(T_min, b/W_uni) per message. The functions below give the time of
+// those schedules, so `podsim validate` can say which effect separates a simulated time from
+// the book's and by how much. Derivations: docs/validation.md.
+
+// A ring collective's hop schedule (ring_parts, bidirectional rings). Each part runs its phases
+// one after another; a phase over an axis of n chips takes steps * max(T_min, m/W_uni) with m
+// the phase's message (wire) size and steps = floor(n/2) on a ring, n-1 on a line: every chip
+// forwards one message per step, and the last one comes from steps hops away. The time is the
+// slowest part's sum over its phases. That is exact when no two parts use one axis at once
+// (rings whose parts' phases line up); otherwise the overlapping phases share the links and
+// time_s is a lower bound (parts_overlap).
+struct RingScheduleTime {
+  double time_s = 0;             // max over parts of sum over phases steps*max(T_min, m/W_uni)
+  double bandwidth_time_s = 0;   // the same without the floor: max over parts of sum steps*m/W_uni
+  bool parts_overlap = false;    // two parts' phases can share an axis's links at the same time
+  int phases = 0;                // phases per part
+  int floored_phases = 0;        // phases of the slowest part whose messages are below T_min*W_uni
+};
+
+// Bidirectional rings only (the replay's default). Throws std::invalid_argument on the inputs
+// book_collective_time rejects, and for AllToAll.
+RingScheduleTime ring_schedule_time(CollectiveKind kind, const std::vector<AxisInfo>& axes, double bytes,
+                                    double w_uni, double t_min);
+
+// An AllToAll on dimension-order routes (lower axes first; a route exactly half way round a
+// ring is split into two half blocks, one each way), every block of b = V/N^2 bytes sent at
+// once. The busiest directed link carries max_a L_a blocks, with, for axis a of n chips in a
+// group of N:
+//   line: L_a = floor(n/2)*ceil(n/2) * N/n   (the middle link; sources on one side, targets
+//                                            on the other, the other axes' coordinates free)
+//   ring: L_a = n^2/8 * N/n (even n, ties split), (n^2-1)/8 * N/n (odd n)
+// and the longest route is sum_a h_a hops, h = n-1 on a line, floor(n/2) on a ring. So
+//   T = max(T_min * sum_a h_a, max_a L_a * b / W_uni).
+// On rings this is the book's V*max_a(n_a)/(4 N W_bidi); on a line of n it is
+// (n/2)^2 b/W = V/(4 W_uni), twice the book's V/(4 W_bidi).
+struct AllToAllRouteTime {
+  double time_s = 0;
+  double bandwidth_time_s = 0;   // max_a L_a * b / W_uni
+  double latency_time_s = 0;     // T_min * sum_a h_a
+  double busiest_link_blocks = 0;   // max_a L_a
+  int busiest_axis = -1;         // index into the axes given (size-1 axes included), -1 if none
+  int longest_route_hops = 0;    // sum_a h_a
+};
+
+// Throws std::invalid_argument on the inputs book_collective_time rejects.
+AllToAllRouteTime all_to_all_route_time(const std::vector<AxisInfo>& axes, double bytes, double w_uni,
+                                        double t_min);
+
 // nccl-tests algorithm bandwidth: bytes / time_s (B/s). Throws std::invalid_argument if
 // time_s <= 0 or bytes < 0.
 double algbw_Bps(double bytes, double time_s);

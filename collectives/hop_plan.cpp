@@ -221,13 +221,14 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
 // AllToAll: every chip sends each other chip of its group one block along the
 // dimension-order route, all at once, so links carry the real contention. A block going
 // exactly half way round a wrapped axis is split between the two directions, as the book's
-// V/(4 W_bidi) assumes both directions share the load (sharding.md:L471-L479).
+// V/(4 W_bidi) assumes both directions share the load (sharding.md:L471-L479). One-way
+// (`bidirectional: false`), every block goes the +1 way round a wrapped axis (sharding.md's
+// unidirectional ring: each chip's blocks travel 1..n-1 hops one way).
 //
-// On an axis the symmetry reduction shortened (a wrapped axis), only the chip at position 0
-// sends, for every true offset, and each hop along that axis takes the same link (one per
-// direction) again: a block crossing d links of the real ring weighs d on that one link,
-// which is the load every link of the real ring carries, summed over all chips' blocks.
-// The other chips of the reduced axis mirror the representative.
+// On a symmetry-reduced axis (collectives/symmetry.hpp) every simulated chip sends its blocks
+// for every true offset, and each block walks the simulated ring (wrapping at its shorter
+// length) for the true number of hops: its route is the image of the real route in the
+// quotient, so each simulated link carries what every real link carries.
 OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
                        EndpointRegistry& registry) {
   if (spec.over_dcn && topo.slice_count() > 1) {
@@ -244,25 +245,11 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
   for (int a : axes) group *= real_sizes[a];
   if (group <= 1 || spec.bytes <= 0) return plan;
   const double block = spec.bytes / (group * group);
-  auto reduced = [&](int a) { return topo.axis_size(a) != real_sizes[a]; };
 
   for (ChipId src = 0; src < topo.chip_count(); ++src) {
-    auto from = topo.coords(src);
-    bool representative = true;
-    for (int a : axes) {
-      if (reduced(a) && from[a] != 0) {
-        representative = false;
-        from[a] = 0;
-      }
-    }
-    if (!representative) {
-      const ChipId rep = topo.chip_at(topo.slice_of(src), from);
-      plan.chips[src].mirror_of = rep;
-      plan.chips[rep].mirrors += 1;
-      continue;
-    }
+    const auto from = topo.coords(src);
     const int src_endpoint = registry.get(src, "a2a-out", {});
-    // Every destination of the real group, by its coordinate (reduced axes: its offset).
+    // Every destination of the real group, by its real coordinate.
     std::vector<int> target(axes.size(), 0);
     for (long long index = 0; index < static_cast<long long>(group); ++index) {
       long long rest = index;
@@ -280,6 +267,7 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
         const int forward = ((target[i] - from[a]) % n + n) % n;
         std::vector<int> choices;
         if (!topo.wraps(a)) choices = {target[i] >= from[a] ? +1 : -1};
+        else if (!spec.bidirectional) choices = {+1};
         else if (2 * forward == n) choices = {+1, -1};
         else choices = {2 * forward < n ? +1 : -1};
         std::vector<std::vector<int>> grown;
@@ -298,15 +286,19 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
           const int a = axes[i], n = real_sizes[a], dir = variants[v][i];
           const int forward = ((target[i] - from[a]) % n + n) % n;
           const int steps = topo.wraps(a) ? (dir > 0 ? forward : (n - forward) % n) : std::abs(target[i] - from[a]);
+          // On a reduced axis a route longer than the simulated ring takes its links again.
+          if (steps > topo.axis_size(a)) plan.repeats_links = true;
           for (int k = 0; k < steps; ++k) {
             route.push_back(*topo.link_toward(at, a, dir));
-            if (!reduced(a)) at = *topo.neighbor(at, a, dir);
-            else if (k > 0) plan.repeats_links = true;
+            at = *topo.neighbor(at, a, dir);
           }
         }
         const int hops = static_cast<int>(route.size());
-        const int dst_endpoint = registry.get(
-            at, "a2a<" + std::to_string(src) + ":" + std::to_string(index) + "." + std::to_string(v), route);
+        // An endpoint per distinct route into `at`: blocks of other ops that take the same
+        // links share it, and no two routes ever do.
+        std::string channel = "a2a";
+        for (const auto& link : route) channel += (link.forward ? "+" : "-") + std::to_string(link.link);
+        const int dst_endpoint = registry.get(at, channel, route);
         plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, at, block / variants.size(), hops});
         plan.chips[at].incoming_flows += 1;
         plan.messages += 1;

@@ -43,10 +43,6 @@ struct ChipOpPlan {
   std::vector<std::vector<std::vector<ChainPlan>>> parts;
   std::vector<FlowPlan> flows;  // AllToAll blocks this chip sends
   int incoming_flows = 0;       // AllToAll blocks this chip receives
-  // Symmetry-reduced AllToAll: this chip's timing is that of `mirror_of` (-1: its own), and a
-  // representative's blocks stand for the ones it receives, so it is done when they land.
-  ChipId mirror_of = -1;
-  int mirrors = 0;              // chips mirroring this one
   // Point-to-point sends: the op is done on this chip when its blocks have arrived.
   bool done_when_delivered = false;
 };

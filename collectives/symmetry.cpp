@@ -11,60 +11,110 @@ int host_extent(const TopologySpec& spec, int axis) {
   return std::max(1, std::min(extent, spec.axes[axis].size));
 }
 
+// What one axis must keep, gathered over the whole program.
+struct AxisNeeds {
+  bool used = false;           // some op moves data along it
+  std::string user;            // the first such op, for reasons
+  int period = 1;              // lcm of the ops' translation periods
+  std::string keep_whole;      // non-empty: a reason the axis cannot be reduced
+};
+
+std::string describe(const CollectiveSpec& op, size_t index, const std::vector<std::string>& names) {
+  const std::string name = index < names.size() ? "'" + names[index] + "'" : std::to_string(index);
+  return "op " + name + " (" + std::string(to_string(op.kind)) + ")";
+}
+
 }  // namespace
 
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
-                                     bool full_fidelity, const std::vector<int>& full_axes) {
+                                     bool full_fidelity, const std::vector<DifferingAxis>& differing,
+                                     const std::vector<std::string>& names) {
   SymmetryReduction out;
   out.reduced = real;
-  for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
-  if (full_fidelity) return out;
-
   const int axes = static_cast<int>(real.axes.size());
-  std::vector<bool> ring_axis(axes, false), keep_full(axes, false);
-  std::vector<int> period(axes, 0);   // block length of sliced axes
+  for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
+  std::vector<AxisNeeds> needs(axes);
   bool any_dcn = false;
-  for (int a : full_axes) keep_full.at(a) = true;
-  for (const auto& op : ops) {
+  std::string flat_ring;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
     const bool crosses = op.over_dcn && real.slices > 1;
     any_dcn = any_dcn || crosses;
-    if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing) {
-      keep_full.assign(axes, true);  // the flat ring snakes through every chip
-    }
-    for (int a : op.axes) ring_axis[a] = true;   // AllToAll included: see plan_all_to_all
-    // Slices of a wrapped axis into blocks of k repeat every k chips: two blocks stand for
-    // all (each link still carries one hop of every outer ring). Otherwise keep it whole.
-    for (size_t i = 0; i < op.slices.size(); ++i) {
-      const auto& slice = op.slices[i];
-      if (slice.size == 0) continue;
-      const int a = op.axes[i];
+    if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing && flat_ring.empty()) flat_ring = describe(op, i, names);
+    for (size_t k = 0; k < op.axes.size(); ++k) {
+      const int a = op.axes[k];
       const int n = real.axes[a].size;
-      const int block = slice.stride == 1 ? slice.size : slice.stride;
-      const bool tiles = slice.stride == 1 ? n % slice.size == 0 : slice.stride * slice.size == n;
-      if (!real.axes[a].wraparound || !tiles || n % (2 * block) != 0 ||
-          (period[a] != 0 && period[a] != block)) {
-        keep_full[a] = true;
+      if (n <= 1) continue;
+      auto& need = needs[a];
+      if (!need.used) need.user = describe(op, i, names);
+      need.used = true;
+      const AxisSlice slice = op.slices.empty() ? AxisSlice{} : op.slices[k];
+      if (slice.size == 0) continue;   // the whole axis: invariant under any translation
+      // A slice's rings are blocks of stride*size chips (lines unless they span the axis);
+      // an outer ring that spans the axis is invariant under translation by one chip, but its
+      // neighbour is `stride` chips on, so the simulated ring must hold whole strides.
+      const int span = slice.stride * slice.size;
+      const int period = span == n && real.axes[a].wraparound ? slice.stride : span;
+      if (n % period != 0 && need.keep_whole.empty()) {
+        need.keep_whole = describe(op, i, names) + " takes blocks of " + std::to_string(period) + " that do not tile it";
       }
-      period[a] = block;
+      need.period = std::lcm(need.period, period);
     }
   }
+  for (const auto& d : differing) {
+    if (d.axis >= 0 && d.axis < axes && needs[d.axis].keep_whole.empty()) needs[d.axis].keep_whole = d.reason;
+  }
+
   for (int a = 0; a < axes; ++a) {
-    const int n = real.axes[a].size;
-    const bool wraps = real.axes[a].wraparound && n >= 2;
-    int size = n;
-    if (!keep_full[a]) {
-      if (!ring_axis[a]) size = 1;
-      else if (period[a] != 0) size = 2 * period[a];
-      else if (wraps) size = std::min(n, 2);
-      if (any_dcn && size < n) {
-        // Keep whole hosts; the reduction needs the host blocks to tile the axis.
+    const auto& axis = real.axes[a];
+    const int n = axis.size;
+    AxisReduction r{axis.name, n, n, n, ""};
+    const auto& need = needs[a];
+    if (full_fidelity) {
+      r.reason = "full fidelity";
+    } else if (n <= 1) {
+      r.period = 1;
+      r.reason = "a single chip";
+    } else if (!flat_ring.empty()) {
+      r.reason = "kept: " + flat_ring + " is a flat DCN ring snaking through every chip";
+    } else if (!need.keep_whole.empty()) {
+      r.reason = "kept: " + need.keep_whole;
+    } else if (need.used && !axis.wraparound) {
+      r.reason = "kept: " + need.user + " runs along it and it has no wraparound, so chips differ by position";
+    } else {
+      // Proven b-periodic (or unused: independent identical groups).
+      int b = need.used ? need.period : 1;
+      std::string why = need.used ? "every op is invariant under translation by " + std::to_string(b) +
+                                        " chip(s) along this wrapped axis"
+                                  : "no collective uses it: the pod splits into identical groups on disjoint links";
+      if (any_dcn) {
         const int e = host_extent(real, a);
-        const int q = std::lcm(size, e);
-        size = (n % q == 0) ? q : n;
+        if (n % e != 0) {
+          r.reason = "kept: hosts of " + std::to_string(e) + " chips do not tile it (DCN traffic shares a NIC)";
+          out.axes.push_back(r);
+          continue;
+        }
+        if (b % e != 0) {
+          b = std::lcm(b, e);
+          why += "; whole hosts of " + std::to_string(e) + " chips, which share a NIC for DCN traffic";
+        }
+      }
+      // A ring needs a neighbour: at least 2 chips along a used axis.
+      int p = b;
+      if (need.used) {
+        while (p < 2) p += b;
+      }
+      if (p >= n) {
+        r.reason = "kept: no shorter period than the axis (" + why + ")";
+      } else {
+        r.simulated_size = p;
+        r.period = b;
+        r.reason = why;
       }
     }
-    out.reduced.axes[a].size = size;
-    if (size != n) out.identity = false;
+    out.reduced.axes[a].size = r.simulated_size;
+    if (r.simulated_size != n) out.identity = false;
+    out.axes.push_back(r);
   }
   return out;
 }

@@ -1,19 +1,35 @@
 #pragma once
-// Symmetry reduction: simulate a small mesh whose per-chip timings equal the full pod's.
+// Symmetry reduction: simulate a smaller mesh whose per-chip timings equal the full pod's, and
+// only where that is proven.
 //
-// Why it is exact: every chip runs the same program, so
-//  - an axis no collective uses splits the pod into identical, independent groups on disjoint
-//    links: one group stands for all (size 1);
-//  - along a wrapped axis that only rings use, every chip is equivalent under translation:
-//    each sends the same messages at the same times over its own links, so a 2-chip ring with
-//    its wraparound link (two parallel links) sees the same time per hop as a ring of any size,
-//    as long as the schedule keeps the true ring length (steps, message sizes);
-//  - an AllToAll over a wrapped axis is translation-invariant too: one representative chip's
-//    blocks, routed over one link per direction of that axis taken once per hop, load it
-//    exactly as all chips' blocks load every link of the real ring (hop_plan.cpp);
-//  - axes without wraparound and flat rings keep full size.
-// With DCN traffic, the chips of one host share its NIC, so a reduced axis keeps whole hosts.
-// `--fidelity full` replays the real mesh; tests check the two agree on meshes up to 8x8x8.
+// The proof. Along a wrapped axis of length n, let every op of the program (and the topology:
+// links, hosts, any per-chip or per-link difference) be invariant under translation by b chips,
+// with b | n. Lift the pod to the infinite line Z along that axis: the lifted system is
+// b-periodic, and both the real ring Z_n and a shorter ring Z_p with b | p are its quotients.
+// A message routed over d links of Z crosses, in either quotient, the images of those d links;
+// a link of the quotient carries, for each orbit of messages, as many copies as the lifted
+// link carries, so every link constraint of SimGrid's max-min sharing (and every latency
+// floor, counted in real hops) is the same equation in Z_n and Z_p. Max-min rates are unique,
+// so the b-periodic solution of Z_n projects onto the solution of Z_p: the chip at position
+// x of the real ring runs exactly as the simulated chip at x mod p. This holds for any mix of
+// concurrent ops, because each op is planned on the quotient the same way (ring neighbours
+// and AllToAll routes walk the simulated mesh, wrapping at p, for the true number of hops).
+//
+// What is checked, per axis (reduce_by_symmetry):
+//  - an axis no collective uses, along which nothing differs, splits the pod into identical
+//    groups on disjoint links: one group stands for all (size 1);
+//  - an axis used by some op must wrap (a line's chips differ by position), and
+//    b = lcm of what each op needs: 1 for a ring or AllToAll over the whole axis, the block
+//    length for slices that are blocks (a line of k chips: k), the stride for outer rings
+//    (their neighbour is `stride` chips on); b must divide n;
+//  - with DCN traffic, a host's chips share its NIC: b includes the host's extent;
+//  - pipelines (sends, position-dependent orders) and a flat DCN ring keep their axes whole;
+//  - slices are never reduced.
+// The simulated size is the smallest multiple of b that is at least 2 (a ring needs a
+// neighbour), or the real size when that is not smaller.
+// `--fidelity full` replays the real mesh; tests/test_symmetry_property.cpp compares the two on
+// generated programs.
+#include <string>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -21,18 +37,34 @@
 
 namespace podsim {
 
+// Why an axis is simulated at the size it is (recorded in summary.json).
+struct AxisReduction {
+  std::string axis;
+  int real_size = 1;
+  int simulated_size = 1;
+  int period = 1;        // the proven translation period b (real_size when kept whole)
+  std::string reason;
+};
+
 struct SymmetryReduction {
   TopologySpec reduced;          // the mesh to simulate
-  std::vector<int> real_sizes;   // true axis lengths, for ring schedules
+  std::vector<int> real_sizes;   // true axis lengths, for ring schedules and routes
   bool identity = true;          // reduced == real
+  std::vector<AxisReduction> axes;
 
   // The simulated chip whose timings `real_chip` (of the real topology) shares.
   ChipId representative(const Topology& real, const Topology& simulated, ChipId real_chip) const;
 };
 
-// `full_axes` are kept whole whatever the collectives do (chips along them run differently,
-// as pipeline stages do).
+// An axis along which chips differ, with the reason (pipeline stages, a perturbation...).
+struct DifferingAxis {
+  int axis = 0;
+  std::string reason;
+};
+
+// `names` (optional, one per op) name the ops in the recorded reasons.
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
-                                     bool full_fidelity, const std::vector<int>& full_axes = {});
+                                     bool full_fidelity, const std::vector<DifferingAxis>& differing = {},
+                                     const std::vector<std::string>& names = {});
 
 }  // namespace podsim

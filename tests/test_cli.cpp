@@ -1,6 +1,7 @@
 // The command line as a user meets it: commands, help, exit codes, and bad input that gives
 // one clear message, exit status 2 and no output files.
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "cli_helpers.hpp"
 
@@ -99,16 +100,40 @@ TEST_CASE("bad input: one message naming the file, exit 2, no output", "[cli]") 
   }
 }
 
-TEST_CASE("validate --quick: every row within 1% or its effect named", "[cli]") {
+TEST_CASE("validate --quick: every row within 1% of the book or of its predicted effects", "[cli]") {
   const auto csv = fresh_dir("validate") / "validate.csv";
   fs::create_directories(csv.parent_path());
   auto result = run_podsim("validate --quick --csv " + csv.string());
   INFO(result.out << result.err);
   REQUIRE(result.exit_code == 0);
   const auto text = read_file(csv);
-  CHECK(text.rfind("collective,axes,mesh,wraparound,bytes,analytic_s,simulated_s,rel_error,regime,note\n", 0) == 0);
+  CHECK(text.rfind("collective,axes,mesh,wraparound,bytes,analytic_s,simulated_s,rel_error,predicted_s,"
+                   "predicted_error,method,regime,status,note\n", 0) == 0);
   CHECK(text.find("unexplained") == std::string::npos);
-  CHECK(result.out.find("0 unexplained") != std::string::npos);
+  CHECK(result.out.find(" 0 unexplained") != std::string::npos);
+  // Every row outside the book's 1% names its effects with their sizes and the prediction.
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  int explained = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(",explained,") == std::string::npos) continue;
+    ++explained;
+    INFO(line);
+    CHECK(line.find("%") != std::string::npos);
+    CHECK(line.find("predicted ") != std::string::npos);
+  }
+  CHECK(explained > 0);
+}
+
+TEST_CASE("validate fails when its predictions are wrong: the check can fail", "[cli]") {
+  // Predictions scaled by 1.02: every row is 2% off its prediction.
+  auto wrong = run_podsim("validate --quick --skew-predictions 0.02");
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.out.find("unexplained rows") != std::string::npos);
+  CHECK(wrong.out.find("unexplained: simulated -1.96% from the predicted") != std::string::npos);
+  // Within the 1% tolerance the same grid passes.
+  CHECK(run_podsim("validate --quick --skew-predictions 0.005").exit_code == 0);
 }
 
 TEST_CASE("a training plan that does not fit: reported, or an error with --strict", "[cli]") {

@@ -2,6 +2,8 @@
 // symmetry-reduced replay against the full one.
 #include <catch2/catch.hpp>
 
+#include "collectives/formulas.hpp"
+#include "collectives/ring_fluid.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
 
@@ -257,5 +259,54 @@ TEST_CASE("split axis: blocks and outer rings reduced equal the full replay", "[
     for (int op = 0; op < 3; ++op) {
       REQUIRE(reduced.span(op, 0, c).end_s == Approx(full.span(op, 0, c).end_s).epsilon(1e-9));
     }
+  }
+}
+
+TEST_CASE("the replay equals the schedule's closed forms and fluid model off the validate grid", "[replay][validate]") {
+  const double w = 4.5e10, t_min = 1e-6;
+  auto simulate = [](std::vector<int> sizes, std::vector<int> wrap, CollectiveKind kind, double v) {
+    std::vector<int> axes;
+    for (size_t a = 0; a < sizes.size(); ++a) axes.push_back(static_cast<int>(a));
+    return run_scenario(make_scenario("v4p", sizes, {collective(kind, axes, v)}, wrap), {}).operations[0].time_s;
+  };
+  auto info = [](std::vector<int> sizes, std::vector<int> wrap) {
+    std::vector<AxisInfo> axes;
+    for (size_t a = 0; a < sizes.size(); ++a) axes.push_back({sizes[a], wrap[a] != 0});
+    return axes;
+  };
+  struct Case {
+    std::vector<int> sizes, wrap;
+  };
+  SECTION("AllToAll: busiest link and longest route") {
+    for (const Case& c : std::vector<Case>{{{5}, {0}}, {{5}, {1}}, {{6, 3}, {0, 0}}, {{4, 4}, {1, 0}}, {{4, 2, 3}, {0, 0, 0}}}) {
+      for (double v : {1024.0, 1024.0 * 1024, 256.0 * 1024 * 1024}) {
+        INFO(c.sizes.size() << " axes, first " << c.sizes[0] << ", V " << v);
+        CHECK(simulate(c.sizes, c.wrap, CollectiveKind::AllToAll, v) ==
+              Approx(all_to_all_route_time(info(c.sizes, c.wrap), v, w, t_min).time_s).epsilon(1e-4));
+      }
+    }
+  }
+  SECTION("rings without overlapping parts: the closed form") {
+    for (const Case& c : std::vector<Case>{{{6}, {0}}, {{5, 5}, {1, 1}}}) {
+      for (double v : {1024.0, 1024.0 * 1024, 256.0 * 1024 * 1024}) {
+        const auto closed = ring_schedule_time(CollectiveKind::AllReduce, info(c.sizes, c.wrap), v, w, t_min);
+        REQUIRE_FALSE(closed.parts_overlap);
+        CHECK(simulate(c.sizes, c.wrap, CollectiveKind::AllReduce, v) == Approx(closed.time_s).epsilon(1e-6));
+      }
+    }
+    // 8x16 rings, ReduceScatter: the first phases (4 steps of part/8, 8 of part/16) line up
+    // when bandwidth-bound (not when floored: 4 T_min against 8).
+    const double v = 256.0 * 1024 * 1024;
+    const auto closed = ring_schedule_time(CollectiveKind::ReduceScatter, info({8, 16}, {1, 1}), v, w, t_min);
+    REQUIRE_FALSE(closed.parts_overlap);
+    CHECK(simulate({8, 16}, {1, 1}, CollectiveKind::ReduceScatter, v) == Approx(closed.time_s).epsilon(1e-6));
+  }
+  SECTION("rings whose parts overlap: the fluid model") {
+    CHECK(simulate({8, 16}, {1, 1}, CollectiveKind::AllGather, 1 << 30) ==
+          Approx(ring_fluid_time_s(CollectiveKind::AllGather, info({8, 16}, {1, 1}), 1 << 30, w, t_min)).epsilon(1e-6));
+    CHECK(simulate({4, 4}, {0, 0}, CollectiveKind::AllGather, 1 << 30) ==
+          Approx(ring_fluid_time_s(CollectiveKind::AllGather, info({4, 4}, {0, 0}), 1 << 30, w, t_min)).epsilon(1e-6));
+    CHECK(simulate({16, 8}, {1, 0}, CollectiveKind::AllReduce, 1 << 20) ==
+          Approx(ring_fluid_time_s(CollectiveKind::AllReduce, info({16, 8}, {1, 0}), 1 << 20, w, t_min)).epsilon(1e-6));
   }
 }

@@ -158,6 +158,8 @@ expect:
   - field: operations.op0.time_s
     value: "23 us"
     rel_tolerance: 0.05
+    rel_tolerance_above: 0.3
+    tolerance_reason: "the book rounds; the multi-axis schedule adds up to 1/X"
     source: "sharding.md:L590-L600"
   - field: total_time_s
     value: "1 ms"
@@ -236,8 +238,16 @@ expect:
   CHECK(s.expectations[0].field == "operations.op0.time_s");
   CHECK(s.expectations[0].value == Approx(23e-6));
   CHECK(s.expectations[0].rel_tolerance == 0.05);
+  CHECK(s.expectations[0].rel_tolerance_above == 0.3);
+  CHECK(s.expectations[0].tolerance_reason == "the book rounds; the multi-axis schedule adds up to 1/X");
   CHECK(s.expectations[0].source == "sharding.md:L590-L600");
+  // The band [value (1 - below), value (1 + above)].
+  CHECK(s.expectations[0].accepts(23e-6 * 0.951));
+  CHECK_FALSE(s.expectations[0].accepts(23e-6 * 0.949));
+  CHECK(s.expectations[0].accepts(23e-6 * 1.299));
+  CHECK_FALSE(s.expectations[0].accepts(23e-6 * 1.301));
   CHECK(s.expectations[1].rel_tolerance == 0.01);   // default
+  CHECK(s.expectations[1].rel_tolerance_above == 0.01);   // the same as below unless given
   CHECK(s.expectations[1].value == Approx(1e-3));
   CHECK(s.expectations[2].value == Approx(4.5e10));
 }
@@ -466,6 +476,16 @@ TEST_CASE("bad scenarios name file, line, key and value", "[scenario]") {
   SECTION("an expectation about an unknown operation") {
     require_error(with("operations.ag_y.time_s", "operations.ag_z.time_s"), "expect[0].field",
                   "operations.ag_z.time_s", "ag_z");
+  }
+  SECTION("a tolerance over 1% without its reason") {
+    require_error(with("    value: \"560 us\"\n", "    value: \"560 us\"\n    rel_tolerance: 0.03\n"),
+                  "expect[0].rel_tolerance", "0.03", "rel_tolerance: 0.03");
+    require_error(with("    value: \"560 us\"\n", "    value: \"560 us\"\n    rel_tolerance_above: 0.2\n"),
+                  "expect[0].rel_tolerance_above", "0.2", "rel_tolerance_above: 0.2");
+    CHECK_NOTHROW(load_scenario_text(
+        with("    value: \"560 us\"\n",
+             "    value: \"560 us\"\n    rel_tolerance_above: 0.2\n    tolerance_reason: \"measured 680 us\"\n"),
+        kFile));
   }
   SECTION("an expected time without units") {
     require_error(with("\"560 us\"", "560"), "expect[0].value", "560", "value: 560");

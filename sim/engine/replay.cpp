@@ -44,7 +44,6 @@ struct Runtime {
   std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
   std::map<std::tuple<int, int, ChipId>, double> last_arrival_s;
   std::map<std::tuple<int, int, ChipId>, double> last_delivery_s;   // of a chip's own sends
-  std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> instance_done;
   ReplayResult result;
 
   Runtime(const Topology& t, const std::vector<Endpoint>& e, const std::vector<ReplayOp>& o, const ReplayOptions& opt,
@@ -142,12 +141,6 @@ struct Runtime {
     }
   }
 
-  sg4::SemaphorePtr done_semaphore(int op, int rep, ChipId chip) {
-    auto& sem = instance_done[{op, rep, chip}];
-    if (!sem) sem = sg4::Semaphore::create(0);
-    return sem;
-  }
-
   void wait_for_dependencies(int op, ChipId chip) {
     const ReplayOp& r = ops[op];
     const auto* after = &r.after;
@@ -175,12 +168,6 @@ struct Runtime {
     const ChipOpPlan& plan = ops[op].plan->chips[chip];
     for (int rep = 0; rep < ops[op].repeat; ++rep) {
       const double start_s = sg4::Engine::get_clock();
-      if (plan.mirror_of >= 0) {
-        // A symmetric copy of its representative: done when that one is.
-        done_semaphore(op, rep, plan.mirror_of)->acquire();
-        result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
-        continue;
-      }
       if (options.launch_overhead_s > 0) sg4::this_actor::sleep_for(options.launch_overhead_s);
       std::vector<sg4::ActorPtr> children;
       for (size_t part = 0; part < plan.parts.size(); ++part) {
@@ -202,7 +189,6 @@ struct Runtime {
         sg4::this_actor::sleep_until(last_arrival_s[{op, rep, chip}]);
       }
       result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
-      for (int m = 0; m < plan.mirrors; ++m) done_semaphore(op, rep, chip)->release();
     }
   }
 

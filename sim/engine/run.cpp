@@ -113,14 +113,22 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
                       const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   std::vector<CollectiveSpec> specs;
-  std::vector<int> full_axes;   // axes whose chips differ by position (pipelines)
+  std::vector<std::string> spec_names;
+  std::vector<DifferingAxis> differing;   // axes whose chips differ by position (pipelines)
   for (const auto& op : program) {
-    if (op.kind == ProgramOpKind::Collective) specs.push_back(op.collective);
+    if (op.kind == ProgramOpKind::Collective) {
+      specs.push_back(op.collective);
+      spec_names.push_back(op.name);
+    }
     // Slices are never reduced; mesh axes along which chips differ stay whole.
-    if (op.kind == ProgramOpKind::Send && op.send_axis != Topology::kSliceAxis) full_axes.push_back(op.send_axis);
-    if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) full_axes.push_back(op.position_axis);
+    if (op.kind == ProgramOpKind::Send && op.send_axis != Topology::kSliceAxis) {
+      differing.push_back({op.send_axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
+    }
+    if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) {
+      differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
+    }
   }
-  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, full_axes);
+  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, differing, spec_names);
   RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced", {}};
   const Topology& sim = run.simulated;

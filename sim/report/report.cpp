@@ -74,6 +74,17 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
   summary_header(j, scenario);
   j["fidelity"] = run.fidelity;
   j["simulated_chips"] = run.simulated.chip_count();
+  // What the symmetry reduction simulated of each axis and the proof it rests on
+  // (collectives/symmetry.hpp).
+  Json reduction = Json::array();
+  for (const auto& axis : run.reduction.axes) {
+    reduction.push_back({{"axis", axis.axis},
+                         {"real_size", axis.real_size},
+                         {"simulated_size", axis.simulated_size},
+                         {"period", axis.period},
+                         {"reason", axis.reason}});
+  }
+  j["symmetry"] = reduction;
   j["simulated_messages"] = run.replay.messages;
   j["total_time_s"] = run.total_time_s;
   j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;

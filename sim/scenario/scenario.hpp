@@ -29,12 +29,22 @@ struct OperationSpec {
 };
 
 // A value the scenario promises, checked by the test suite against summary.json.
+// The simulated value must lie in [value (1 - rel_tolerance), value (1 + rel_tolerance_above)].
 struct Expectation {
   std::string field;                // "total_time_s" or "operations.<name>.time_s"
   double value = 0;                 // SI units
-  double rel_tolerance = 0.01;
+  double rel_tolerance = 0.01;      // below the value (and above, unless rel_tolerance_above is given)
+  double rel_tolerance_above = 0.01;
   std::string source;               // e.g. "sharding.md:L366-L375"
+  std::string tolerance_reason;     // why a tolerance is wider than 1% (required then)
+
+  bool accepts(double simulated) const {
+    return simulated >= value * (1 - rel_tolerance) && simulated <= value * (1 + rel_tolerance_above);
+  }
 };
+
+// Tolerances wider than this need a written reason.
+constexpr double kExpectationDefaultTolerance = 0.01;
 
 enum class WorkloadKind { Collectives, Training, Inference, Serving };
 

@@ -605,7 +605,7 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
   for (const Field& item : read_list(field)) {
-    const MapReader reader(item, {"field", "value", "rel_tolerance", "source"});
+    const MapReader reader(item, {"field", "value", "rel_tolerance", "rel_tolerance_above", "tolerance_reason", "source"});
     reader.reject_unknown();
     Expectation expectation;
     const Field name = reader.required("field");
@@ -616,12 +616,27 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
                                                                                    : check_collectives_field(name, scenario.operations);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);
-    if (auto tolerance = reader.optional("rel_tolerance")) {
-      expectation.rel_tolerance = read_real(*tolerance);
-      if (expectation.rel_tolerance <= 0.0 || expectation.rel_tolerance >= 1.0)
-        fail(*tolerance, "expected a fraction in (0, 1), e.g. 0.02");
-    }
+    auto read_fraction = [](const Field& tolerance) {
+      const double f = read_real(tolerance);
+      if (f <= 0.0 || f >= 1.0) fail(tolerance, "expected a fraction in (0, 1), e.g. 0.02");
+      return f;
+    };
+    if (auto tolerance = reader.optional("rel_tolerance")) expectation.rel_tolerance = read_fraction(*tolerance);
+    expectation.rel_tolerance_above = expectation.rel_tolerance;
+    if (auto above = reader.optional("rel_tolerance_above")) expectation.rel_tolerance_above = read_fraction(*above);
     if (auto source = reader.optional("source")) expectation.source = read_string(*source);
+    if (auto reason = reader.optional("tolerance_reason")) expectation.tolerance_reason = read_string(*reason);
+    // A tolerance wider than 1% must say why: an expectation comes from a formula, and what
+    // the simulation adds to it is named and sized, not absorbed by a loose band.
+    if (std::max(expectation.rel_tolerance, expectation.rel_tolerance_above) > kExpectationDefaultTolerance &&
+        expectation.tolerance_reason.empty()) {
+      const char* key = reader.optional("rel_tolerance_above") &&
+                                expectation.rel_tolerance_above > kExpectationDefaultTolerance
+                            ? "rel_tolerance_above"
+                            : "rel_tolerance";
+      fail(*reader.optional(key), std::string("a tolerance over 1% needs tolerance_reason: what the simulation adds "
+                                              "to the formula, and how large it can be"));
+    }
     expectations.push_back(std::move(expectation));
   }
   return expectations;
