@@ -2,9 +2,6 @@
 // other traffic), what the reduction records, and AllToAll honouring `bidirectional: false`.
 #include <catch2/catch.hpp>
 
-#include <cmath>
-
-#include "collectives/formulas.hpp"
 #include "meshes.hpp"
 #include "sim/engine/run.hpp"
 #include "workloads/inference.hpp"
