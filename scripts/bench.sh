@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/podsim ] || scripts/build.sh
-build/podsim bench --full
+build/podsim bench --compare-naive

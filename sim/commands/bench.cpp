@@ -1,6 +1,13 @@
 #include "sim/commands/bench.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -13,34 +20,51 @@
 namespace podsim {
 namespace {
 
-BenchRow row_of(const std::string& name, const RunResult& run, std::chrono::steady_clock::time_point start) {
+BenchRow row_of(const std::string& name, const std::string& mode, const RunResult& run,
+                std::chrono::steady_clock::time_point start) {
   BenchRow row;
   row.name = name;
+  row.mode = mode;
   row.chips = run.topology.chip_count();
   row.simulated_chips = run.simulated.chip_count();
   row.messages = run.replay.messages;
   row.simulated_time_s = run.total_time_s;
   row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  row.simulation_wall_s = run.replay.simulation_wall_s;
+  row.peak_rss_bytes = run.replay.peak_rss_bytes;
   return row;
 }
 
-BenchRow bench_case(const std::string& name, const std::string& preset, std::vector<int> sizes, CollectiveKind kind,
-                    std::vector<int> axes, Fidelity fidelity) {
+struct CollectiveCase {
+  std::string name;
+  std::string preset;
+  std::vector<int> sizes;
+  CollectiveKind kind;
+  std::vector<int> axes;
+  double bytes;
+  bool bidirectional;
+};
+
+BenchRow bench_case(const CollectiveCase& c, Fidelity fidelity) {
   Scenario scenario;
   scenario.path = "<bench>";
-  scenario.name = name;
-  scenario.topology.chip = *find_chip_preset(preset);
-  const auto wraps = default_wraparound(scenario.topology.chip, sizes);
+  scenario.name = c.name;
+  scenario.topology.chip = *find_chip_preset(c.preset);
+  const auto wraps = default_wraparound(scenario.topology.chip, c.sizes);
   const char* names[] = {"X", "Y", "Z"};
-  for (size_t a = 0; a < sizes.size(); ++a) scenario.topology.axes.push_back({names[a], sizes[a], static_cast<bool>(wraps[a])});
+  for (size_t a = 0; a < c.sizes.size(); ++a) {
+    scenario.topology.axes.push_back({names[a], c.sizes[a], static_cast<bool>(wraps[a])});
+  }
   OperationSpec op;
-  op.name = name;
-  op.collective.kind = kind;
-  op.collective.axes = std::move(axes);
-  op.collective.bytes = 1024.0 * 1024 * 1024;
+  op.name = c.name;
+  op.collective.kind = c.kind;
+  op.collective.axes = c.axes;
+  op.collective.bytes = c.bytes;
+  op.collective.bidirectional = c.bidirectional;
   scenario.operations.push_back(op);
   const auto start = std::chrono::steady_clock::now();
-  return row_of(name, run_scenario(scenario, {fidelity, false, {}}), start);
+  return row_of(c.name, fidelity == Fidelity::Full ? "full" : "reduced", run_scenario(scenario, {fidelity, false, {}}),
+                start);
 }
 
 // One training step of LLaMA-3 70B, FSDP over X and Y, tensor parallelism over Z, on a
@@ -59,7 +83,7 @@ BenchRow bench_training_step() {
   const auto start = std::chrono::steady_clock::now();
   TrainingLayout layout;
   const auto program = training_program(*find_model_preset("llama3-70b"), plan, topology, layout);
-  return row_of("llama3-70b step FSDP+TP", run_program(topology, {}, program, {}), start);
+  return row_of("llama3-70b step FSDP+TP", "reduced", run_program(topology, {}, program, {}), start);
 }
 
 // Serving 10,000 requests of LLaMA-3 70B on a v5e 4x4 with continuous batching (the inference
@@ -86,6 +110,7 @@ workload:
   const ServingRun run = run_serving(scenario);
   BenchRow row;
   row.name = "serve 10k requests 4x4";
+  row.mode = "reduced";
   row.chips = run.total_chips;
   row.simulated_chips = run.generate_chips;
   row.messages = static_cast<unsigned long long>(run.result.decode_steps + run.result.prefill_steps);
@@ -103,17 +128,72 @@ double peak_rss_bytes() {
   return 1024.0 * std::max(self.ru_maxrss, children.ru_maxrss);  // ru_maxrss is in KiB on Linux
 }
 
-std::vector<BenchRow> run_bench(bool include_full) {
-  std::vector<BenchRow> rows;
-  rows.push_back(bench_case("allreduce XYZ 16x16x16", "v4p", {16, 16, 16}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Auto));
-  rows.push_back(bench_case("allreduce XYZ 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Auto));
-  rows.push_back(bench_case("allgather X 16x16x16", "v4p", {16, 16, 16}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
-  rows.push_back(bench_case("allgather X 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllGather, {0}, Fidelity::Auto));
-  rows.push_back(bench_training_step());
-  rows.push_back(bench_serving());
-  if (include_full) {
-    rows.push_back(bench_case("allreduce XYZ 8x8x8 full", "v4p", {8, 8, 8}, CollectiveKind::AllReduce, {0, 1, 2}, Fidelity::Full));
+std::optional<double> run_naive_ring(int x, int y, int z, double bytes_per_hop) {
+  const std::string program = PODSIM_NAIVE_RING;
+  std::vector<std::string> args = {program, std::to_string(x), std::to_string(y), std::to_string(z),
+                                   std::to_string(static_cast<long long>(bytes_per_hop))};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) ::dup2(null, STDERR_FILENO);   // SimGrid's configuration chatter
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execv(program.c_str(), argv.data());
+    _exit(127);
   }
+  ::close(fds[1]);
+  std::string out;
+  char buffer[512];
+  ssize_t n;
+  while ((n = ::read(fds[0], buffer, sizeof buffer)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const auto at = out.find("messages_per_s=");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || at == std::string::npos) return std::nullopt;
+  return std::strtod(out.c_str() + at + 15, nullptr);
+}
+
+std::vector<BenchRow> run_bench(const BenchOptions& options) {
+  std::vector<BenchRow> rows;
+  auto add = [&](BenchRow row) {
+    if (options.on_row) options.on_row(row);
+    rows.push_back(std::move(row));
+  };
+  const double GiB = 1024.0 * 1024 * 1024;
+  // The plain replay's case: 16 MiB gathered one way over X, 1 MiB per hop, 61,440 messages.
+  const CollectiveCase allgather{"allgather X 16x16x16 one-way", "v4p", {16, 16, 16}, CollectiveKind::AllGather, {0},
+                                 16.0 * 1024 * 1024, false};
+  const CollectiveCase allreduce{"allreduce XYZ 16x16x16", "v4p", {16, 16, 16}, CollectiveKind::AllReduce, {0, 1, 2},
+                                 GiB, true};
+  for (const auto& c : {allgather, allreduce}) {
+    add(bench_case(c, Fidelity::Auto));
+    std::optional<double> naive;
+    if (options.compare_naive) naive = run_naive_ring(16, 16, 16, 1024.0 * 1024);
+    BenchRow full = bench_case(c, Fidelity::Full);
+    full.naive_messages_per_s = naive;
+    add(std::move(full));
+  }
+  // Reduced only: their full replays are beyond this machine (hours, or 9,000 actors' worth).
+  add(bench_case({"allreduce XYZ 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllReduce, {0, 1, 2}, GiB, true},
+                 Fidelity::Auto));
+  add(bench_case({"allgather X 16x20x28", "v5p", {16, 20, 28}, CollectiveKind::AllGather, {0}, GiB, true},
+                 Fidelity::Auto));
+  add(bench_training_step());
+  add(bench_serving());
   return rows;
 }
 

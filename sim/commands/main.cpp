@@ -312,14 +312,25 @@ int presets_command() {
   return 0;
 }
 
-int bench_command(bool full) {
-  std::printf("%-26s %7s %9s %10s %13s %10s\n", "case", "chips", "simulated", "messages", "simulated", "wall");
-  for (const auto& r : run_bench(full)) {
-    std::printf("%-26s %7d %9d %10llu %13s %8.3f s\n", r.name.c_str(), r.chips, r.simulated_chips, r.messages,
-                human_time(r.simulated_time_s).c_str(), r.wall_time_s);
+int bench_command(bool compare_naive) {
+  std::printf("%-30s %-7s %6s %9s %9s %11s %9s %9s %10s %9s%s\n", "case", "mode", "chips", "simulated", "messages",
+              "simulated", "wall", "sim wall", "msgs/s", "peak RSS", compare_naive ? "  plain replay  ratio" : "");
+  BenchOptions options;
+  options.compare_naive = compare_naive;
+  options.on_row = [&](const BenchRow& r) {
+    std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s %7.2f s %10.0f %6.0f MB", r.name.c_str(), r.mode.c_str(), r.chips,
+                r.simulated_chips, r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s,
+                r.simulation_wall_s, r.messages_per_s(), r.peak_rss_bytes / 1e6);
+    if (r.naive_messages_per_s) {
+      std::printf("  %10.0f  %5.2fx", *r.naive_messages_per_s, r.messages_per_s() / *r.naive_messages_per_s);
+    } else if (compare_naive && r.mode == "full") {
+      std::printf("  (the plain replay could not be run)");
+    }
+    std::printf("\n");
     std::fflush(stdout);
-  }
-  std::printf("peak RSS %.1f MB\n", peak_rss_bytes() / 1e6);
+  };
+  run_bench(options);
+  std::printf("msgs/s: simulated messages per second of SimGrid's run loop (the plain replay times the same loop)\n");
   return 0;
 }
 
@@ -389,8 +400,9 @@ int main(int argc, char** argv) {
 
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
-  bool bench_full = false;
-  bench->add_flag("--full", bench_full, "also time the full replay of an 8x8x8 AllReduce");
+  bool compare_naive = false;
+  bench->add_flag("--compare-naive", compare_naive,
+                  "run the plain SimGrid replay (one actor per chip) beside each full replay and print the ratio");
 
   try {
     app.parse(argc, argv);
@@ -406,7 +418,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);
-    if (bench->parsed()) return bench_command(bench_full);
+    if (bench->parsed()) return bench_command(compare_naive);
   } catch (const InputError& e) {
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return kExitBadInput;

@@ -1,6 +1,7 @@
 #include "sim/engine/replay.hpp"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -262,7 +263,9 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   Runtime runtime(topo, endpoints, ops, options,
                   build_platform(topo, endpoints, options.platform, explicit_routes ? &pairs : nullptr));
   runtime.start();
+  const auto run_start = std::chrono::steady_clock::now();
   engine.run();
+  runtime.result.simulation_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   runtime.result.end_time_s = sg4::Engine::get_clock();
   size_t expected_spans = 0;
   for (const auto& op : ops) expected_spans += static_cast<size_t>(op.repeat) * topo.chip_count();
@@ -342,6 +345,7 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     write_vector(fds[1], result.hops);
     write_all(fds[1], &result.messages, sizeof result.messages);
     write_all(fds[1], &result.end_time_s, sizeof result.end_time_s);
+    write_all(fds[1], &result.simulation_wall_s, sizeof result.simulation_wall_s);
     ::close(fds[1]);
     _exit(0);
   }
@@ -357,11 +361,14 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
   ReplayResult result;
   bool ok = read_vector(fds[0], result.spans) && read_vector(fds[0], result.hops) &&
             read_all(fds[0], &result.messages, sizeof result.messages) &&
-            read_all(fds[0], &result.end_time_s, sizeof result.end_time_s);
+            read_all(fds[0], &result.end_time_s, sizeof result.end_time_s) &&
+            read_all(fds[0], &result.simulation_wall_s, sizeof result.simulation_wall_s);
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  result.peak_rss_bytes = 1024.0 * static_cast<double>(usage.ru_maxrss);   // KiB on Linux
   if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error("the simulation process failed (status " + std::to_string(status) + ")");
   }

@@ -46,6 +46,8 @@ struct ReplayResult {
   std::vector<HopRecord> hops;     // only when asked for
   uint64_t messages = 0;           // simulated messages (ring hops + AllToAll blocks)
   double end_time_s = 0;
+  double simulation_wall_s = 0;    // wall time inside SimGrid's run loop (not platform building)
+  double peak_rss_bytes = 0;       // of the simulation process
 };
 
 struct ReplayOptions {
