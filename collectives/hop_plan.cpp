@@ -4,6 +4,7 @@
 #include <optional>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 namespace podsim {
 namespace {
@@ -308,6 +309,36 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
   return plan;
 }
 
+// The extra latency of perturbed links (topology/perturbation.hpp) on the route s -> d, each
+// link counted in the direction the message crosses it.
+double route_extra_latency_s(const Topology& topo, const Endpoint& s, const Endpoint& d) {
+  double total = 0;
+  for (const auto* route : {&s.out_route, &d.in_route}) {
+    for (const auto& step : *route) total += topo.links()[step.link].directed_extra_latency_s(step.forward);
+  }
+  return total;
+}
+
+// Fills in every message's extra latency once the plan's endpoints exist; a topology without
+// any leaves the plan as it is.
+OpPlan with_extra_latency(const Topology& topo, const EndpointRegistry& registry, OpPlan plan) {
+  if (!topo.has_extra_latency()) return plan;
+  const auto& endpoints = registry.endpoints();
+  for (auto& chip : plan.chips) {
+    for (auto& part : chip.parts) {
+      for (auto& phase : part) {
+        for (auto& chain : phase) {
+          if (chain.peer_endpoint >= 0)
+            chain.extra_latency_s = route_extra_latency_s(topo, endpoints[chain.endpoint], endpoints[chain.peer_endpoint]);
+        }
+      }
+    }
+    for (auto& flow : chip.flows)
+      flow.extra_latency_s = route_extra_latency_s(topo, endpoints[flow.src_endpoint], endpoints[flow.dst_endpoint]);
+  }
+  return plan;
+}
+
 }  // namespace
 
 int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::vector<DirectedLink>& in_route,
@@ -332,7 +363,7 @@ OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, En
     plan.chips[chip].done_when_delivered = true;
     plan.messages += 1;
   }
-  return plan;
+  return with_extra_latency(topo, registry, std::move(plan));
 }
 
 std::vector<ChipId> snake_order(const Topology& topo, int slice) {
@@ -360,8 +391,9 @@ std::vector<ChipId> snake_order(const Topology& topo, int slice) {
 
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
                        EndpointRegistry& registry) {
-  if (spec.kind == CollectiveKind::AllToAll) return plan_all_to_all(topo, real_sizes, spec, registry);
-  return plan_ring(topo, real_sizes, spec, registry);
+  if (spec.kind == CollectiveKind::AllToAll)
+    return with_extra_latency(topo, registry, plan_all_to_all(topo, real_sizes, spec, registry));
+  return with_extra_latency(topo, registry, plan_ring(topo, real_sizes, spec, registry));
 }
 
 }  // namespace podsim

@@ -27,6 +27,7 @@ struct ChainPlan {
   int peer_endpoint = -1;   // where its messages go; -1 when it only receives
   ChainShape shape;
   double message_bytes = 0;
+  double extra_latency_s = 0;   // perturbed links' extra latency along a message's route
 };
 
 // One AllToAll block: a flow along its dimension-order route.
@@ -36,6 +37,7 @@ struct FlowPlan {
   ChipId dst_chip = 0;
   double bytes = 0;
   int hops = 0;
+  double extra_latency_s = 0;   // perturbed links' extra latency along its route
 };
 
 struct ChipOpPlan {

@@ -61,9 +61,14 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
       need.period = std::lcm(need.period, period);
     }
   }
+  std::string slices_differ;
   for (const auto& d : differing) {
     if (d.axis >= 0 && d.axis < axes && needs[d.axis].keep_whole.empty()) needs[d.axis].keep_whole = d.reason;
+    if (d.axis == Topology::kSliceAxis && slices_differ.empty()) slices_differ = d.reason;
   }
+  out.slices = {"slices", real.slices, real.slices, real.slices,
+                slices_differ.empty() ? "kept: slices are never reduced"
+                                      : "kept: slices are never reduced; " + slices_differ};
 
   for (int a = 0; a < axes; ++a) {
     const auto& axis = real.axes[a];
@@ -115,6 +120,11 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
     out.reduced.axes[a].size = r.simulated_size;
     if (r.simulated_size != n) out.identity = false;
     out.axes.push_back(r);
+  }
+  if (!out.identity) {
+    std::vector<int> sizes;
+    for (const auto& axis : out.reduced.axes) sizes.push_back(axis.size);
+    out.reduced.perturbations = restrict_perturbations(real.perturbations, sizes);
   }
   return out;
 }

@@ -24,6 +24,10 @@
 //    (their neighbour is `stride` chips on); b must divide n;
 //  - with DCN traffic, a host's chips share its NIC: b includes the host's extent;
 //  - pipelines (sends, position-dependent orders) and a flat DCN ring keep their axes whole;
+//  - perturbations (topology/perturbation.hpp): an axis along which some perturbation's
+//    selection is not invariant under translation by one chip stays whole (the caller passes
+//    it as a DifferingAxis); along the others every selection is invariant, so the reduced
+//    mesh keeps the part of each selection it holds (restrict_perturbations);
 //  - slices are never reduced.
 // The simulated size is the smallest multiple of b that is at least 2 (a ring needs a
 // neighbour), or the real size when that is not smaller.
@@ -51,12 +55,14 @@ struct SymmetryReduction {
   std::vector<int> real_sizes;   // true axis lengths, for ring schedules and routes
   bool identity = true;          // reduced == real
   std::vector<AxisReduction> axes;
+  AxisReduction slices;          // the DCN dimension: never reduced (real_size 1: one slice)
 
   // The simulated chip whose timings `real_chip` (of the real topology) shares.
   ChipId representative(const Topology& real, const Topology& simulated, ChipId real_chip) const;
 };
 
 // An axis along which chips differ, with the reason (pipeline stages, a perturbation...).
+// Topology::kSliceAxis records a reason on the slices.
 struct DifferingAxis {
   int axis = 0;
   std::string reason;

@@ -75,6 +75,15 @@ TEST_CASE("bad input: one message naming the file, exit 2, no output", "[cli]") 
       {"negative size", std::string(kGood).replace(std::string(kGood).find("\"1 MiB\""), 7, "\"-5 MiB\""), "-5"},
       {"overflowing size", std::string(kGood).replace(std::string(kGood).find("\"1 MiB\""), 7, "\"99999999999 TiB\""),
        "99999999999"},
+      {"perturbed chip outside the mesh",
+       std::string(kGood) + "perturbations:\n  - {name: slow, chips: [16], compute_slowdown: 2}\n",
+       "key 'perturbations[0].chips[0]': value '16': expected a position on axis X from 0 to 15"},
+      {"perturbation factor of zero",
+       std::string(kGood) + "perturbations:\n  - {links: {axis: X}, bandwidth_scale: 0}\n",
+       "key 'perturbations[0].bandwidth_scale': value '0': expected a factor > 0"},
+      {"perturbation latency without a unit",
+       std::string(kGood) + "perturbations:\n  - {links: {axis: X}, extra_latency: 2}\n",
+       "key 'perturbations[0].extra_latency': value '2'"},
   };
   for (const auto& c : cases) {
     DYNAMIC_SECTION(c.label) {

@@ -140,6 +140,7 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
   if (!(spec_.dcn_oversubscription >= 1) || !std::isfinite(spec_.dcn_oversubscription))
     fail("dcn_oversubscription must be >= 1 (1 = non-blocking), got " +
          std::to_string(spec_.dcn_oversubscription));
+  check_perturbations(spec_);
 
   // ---- index arithmetic ----
   graph_ = std::make_unique<Graph>();
@@ -208,6 +209,42 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     G.core_link = static_cast<int>(links_.size());
     add_link({.a = G.switch_vertex, .b = G.switch_vertex, .kind = LinkKind::DcnCore,
               .bandwidth_Bps = n_hosts * chip.dcn_bandwidth_per_host_Bps / spec_.dcn_oversubscription});
+  }
+  apply_perturbations();
+}
+
+// Effects compose where selections overlap: factors multiply, latencies add.
+void Topology::apply_perturbations() {
+  for (const Perturbation& p : spec_.perturbations) {
+    auto degrade = [&](int link, bool forward) {
+      const int side = forward ? 0 : 1;
+      links_[link].bandwidth_scale[side] *= p.bandwidth_scale;
+      links_[link].extra_latency_s[side] += p.extra_latency_s;
+      has_extra_latency_ = has_extra_latency_ || p.extra_latency_s > 0;
+    };
+    switch (p.kind) {
+      case PerturbationKind::SlowChips: {
+        if (compute_slowdown_.empty()) compute_slowdown_.assign(chip_count(), 1.0);
+        const auto chips = selected_chips(*this, p);
+        for (ChipId c = 0; c < chip_count(); ++c) {
+          if (chips[c]) compute_slowdown_[c] *= p.compute_slowdown;
+        }
+        break;
+      }
+      case PerturbationKind::Links:
+        for (const auto& [link, forward] : selected_directed_links(*this, p)) degrade(link, forward);
+        break;
+      case PerturbationKind::Nics: {
+        // Both directions: the host's egress to the switch and its ingress from it.
+        const auto hosts = selected_hosts(*this, p);
+        for (int h = 0; h < host_count(); ++h) {
+          if (!hosts[h]) continue;
+          degrade(nic_link(h), true);
+          degrade(nic_link(h), false);
+        }
+        break;
+      }
+    }
   }
 }
 
@@ -379,6 +416,12 @@ std::vector<DirectedLink> Topology::dcn_route(ChipId a, ChipId b) const {
   route.push_back({graph_->first_nic_link + host_of(b), false});
   route.push_back({graph_->first_pcie_link + b, false});
   return route;
+}
+
+int Topology::nic_link(int host) const {
+  if (host < 0 || host >= host_count())
+    throw std::out_of_range("Topology: host " + std::to_string(host) + " out of range");
+  return graph_->first_nic_link + host;
 }
 
 int Topology::vertex_of_chip(ChipId chip) const {

@@ -2,6 +2,7 @@
 // The structure of a pod: chips on a 1-3 axis ICI mesh with per-axis wraparound, hosts
 // owning blocks of chips, each host's NIC to a DCN switch joining several identical slices.
 // One Boost.Graph graph holds it all; everything else here is queries on that graph.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "topology/chip_spec.hpp"
+#include "topology/perturbation.hpp"
 
 namespace podsim {
 
@@ -34,6 +36,7 @@ struct TopologySpec {
   std::vector<AxisSplit> splits;     // logical names for parts of axes (parallelism plans use them)
   int slices = 1;                    // identical slices joined by DCN
   double dcn_oversubscription = 1.0; // 1 = non-blocking DCN switch; k = the core carries 1/k of all NIC bandwidth
+  std::vector<Perturbation> perturbations;   // chips and links that differ (topology/perturbation.hpp)
 
   // Chips in one slice: the product of the axis sizes (of a spec Topology accepts).
   int chips_per_slice() const {
@@ -57,6 +60,12 @@ struct LinkInfo {
   double bandwidth_Bps = 0; // per direction
   int axis = -1;            // ICI only
   bool is_wraparound = false;
+  // Perturbations applied, per direction: [0] forward (a -> b), [1] backward.
+  std::array<double, 2> bandwidth_scale{1.0, 1.0};
+  std::array<double, 2> extra_latency_s{0.0, 0.0};
+
+  double directed_bandwidth_Bps(bool forward) const { return bandwidth_Bps * bandwidth_scale[forward ? 0 : 1]; }
+  double directed_extra_latency_s(bool forward) const { return extra_latency_s[forward ? 0 : 1]; }
 };
 
 // One link traversed in one direction: forward means a -> b.
@@ -114,6 +123,11 @@ class Topology {
   std::vector<DirectedLink> dcn_route(ChipId a, ChipId b) const;
 
   const std::vector<LinkInfo>& links() const { return links_; }
+  int nic_link(int host) const;                 // the NIC link of a host (host -> switch)
+  // Perturbations (spec().perturbations) as applied: a chip's compute time factor, and whether
+  // any link carries extra latency.
+  double compute_slowdown(ChipId chip) const { return compute_slowdown_.empty() ? 1.0 : compute_slowdown_[chip]; }
+  bool has_extra_latency() const { return has_extra_latency_; }
   int vertex_of_chip(ChipId chip) const;
   int vertex_of_host(int host) const;
   int vertex_count() const;
@@ -124,6 +138,10 @@ class Topology {
   TopologySpec spec_;
   std::vector<LinkInfo> links_;
   std::unique_ptr<Graph> graph_;
+  std::vector<double> compute_slowdown_;   // by chip; empty when no chip is slowed
+  bool has_extra_latency_ = false;
+
+  void apply_perturbations();
 };
 
 }  // namespace podsim

@@ -1,5 +1,6 @@
 #include "sim/engine/platform.hpp"
 
+#include <array>
 #include <simgrid/s4u.hpp>
 
 namespace sg4 = simgrid::s4u;
@@ -44,7 +45,20 @@ std::vector<sg4::Host*> build_platform(const Topology& topo, const std::vector<E
       if (info.kind == LinkKind::DcnCore) {
         links[d.link] = zone->create_link(name, bandwidth)->set_latency(0)->seal();
       } else {
-        links[d.link] = zone->create_split_duplex_link(name, bandwidth)->set_latency(link_latency_s(info, options))->seal();
+        auto* duplex = zone->create_split_duplex_link(name, bandwidth);
+        duplex->set_latency(link_latency_s(info, options));
+        if (info.bandwidth_scale != std::array<double, 2>{1.0, 1.0} || info.extra_latency_s != std::array<double, 2>{0.0, 0.0}) {
+          // A perturbed link (topology/perturbation.hpp): each direction its own bandwidth; its
+          // extra latency is SimGrid latency under the additive model, and raises the
+          // message's floor under the floor model (replay.cpp), where links have no latency.
+          for (const bool forward : {true, false}) {
+            sg4::Link* half = forward ? duplex->get_link_up() : duplex->get_link_down();
+            half->set_bandwidth(info.directed_bandwidth_Bps(forward) * options.link_efficiency);
+            if (options.hop_model == HopModel::Additive)
+              half->set_latency(link_latency_s(info, options) + info.directed_extra_latency_s(forward));
+          }
+        }
+        links[d.link] = duplex->seal();
       }
     }
     const LinkInfo& info = topo.links()[d.link];

@@ -31,6 +31,7 @@ struct Message {
   double sent_s;
   int hops;
   ChipId src_chip;
+  double extra_latency_s;   // of perturbed links on its route (raises the floor)
 };
 
 // State of one simulation, shared by its actors (they all run in one thread, one at a time).
@@ -53,9 +54,9 @@ struct Runtime {
 
   bool floor_model() const { return options.platform.hop_model == HopModel::Floor; }
 
-  // Under the floor model a message is usable at max(arrival, sent + hops * T_min).
-  void apply_floor(double sent_s, int hops) const {
-    if (floor_model()) sg4::this_actor::sleep_until(sent_s + hops * options.platform.hop_latency_s);
+  // Under the floor model a message is usable at max(arrival, sent + hops * T_min + extra latency).
+  void apply_floor(double sent_s, int hops, double extra_latency_s) const {
+    if (floor_model()) sg4::this_actor::sleep_until(sent_s + hops * options.platform.hop_latency_s + extra_latency_s);
   }
 
   void record_hop(int op, int rep, ChipId src, ChipId dst, double sent_s, double bytes) {
@@ -79,14 +80,14 @@ struct Runtime {
     in->set_receiver(sg4::Actor::self());
     sg4::Mailbox* out = chain.peer_endpoint >= 0 ? mailbox(op, rep, part, phase, chain.peer_endpoint) : nullptr;
     auto send = [&] {
-      auto* message = new Message{sg4::Engine::get_clock(), chain.shape.hops, chip};
+      auto* message = new Message{sg4::Engine::get_clock(), chain.shape.hops, chip, chain.extra_latency_s};
       out->put_init(message, wire_bytes(chain.message_bytes))->detach();
       result.messages += 1;
     };
     if (chain.shape.sends_own) send();
     for (int k = 0; k < chain.shape.receives; ++k) {
       auto* message = in->get<Message>();
-      apply_floor(message->sent_s, message->hops);
+      apply_floor(message->sent_s, message->hops, message->extra_latency_s);
       record_hop(op, rep, message->src_chip, chip, message->sent_s, chain.message_bytes);
       delete message;
       if (k < chain.shape.forwards) send();
@@ -131,7 +132,8 @@ struct Runtime {
       pending[index] = pending.back();
       pending.pop_back();
       double arrival_s = sg4::Engine::get_clock();
-      if (floor_model()) arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s);
+      if (floor_model())
+        arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s + flow.extra_latency_s);
       if (options.record_hops) result.hops.push_back({op, rep, src, flow.dst_chip, sent_s, arrival_s, flow.bytes});
       auto& sent = last_delivery_s[{op, rep, src}];
       sent = std::max(sent, arrival_s);
@@ -161,7 +163,8 @@ struct Runtime {
     if (ops[op].plan == nullptr) {
       for (int rep = 0; rep < ops[op].repeat; ++rep) {
         const double start_s = sg4::Engine::get_clock();
-        sg4::this_actor::sleep_for(ops[op].compute_s);
+        const auto& scale = options.chip_compute_scale;
+        sg4::this_actor::sleep_for(ops[op].compute_s * (scale.empty() ? 1.0 : scale[chip]));
         result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
       }
       return;

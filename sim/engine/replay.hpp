@@ -54,6 +54,8 @@ struct ReplayOptions {
   PlatformOptions platform;
   double launch_overhead_s = 0;
   bool record_hops = false;
+  // Per simulated chip, the factor on its compute ops' time (slow chips); empty: all 1.
+  std::vector<double> chip_compute_scale;
   // Called about twice a second with the wall time spent so far, while the simulation runs.
   std::function<void(double wall_s)> progress;
 };

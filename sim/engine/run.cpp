@@ -101,6 +101,15 @@ int critical_hops(const OpPlan& plan) {
   return most;
 }
 
+// The reason recorded in summary.json's symmetry list for an axis a perturbation keeps whole.
+std::string differing_reason(const PerturbationDifference& d) {
+  const std::string what = d.kind == PerturbationKind::SlowChips ? "chips"
+                           : d.kind == PerturbationKind::Links   ? "links"
+                                                                 : "hosts' NICs";
+  return "perturbation '" + d.perturbation + "' makes " + what +
+         (d.axis == Topology::kSliceAxis ? " differ from slice to slice" : " differ along it");
+}
+
 long long message_count(const std::vector<OpPlan>& plans) {
   long long n = 0;
   for (const auto& p : plans) n += p.messages;
@@ -128,8 +137,10 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
   }
+  Topology real(topology);
+  for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
   auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, differing, spec_names);
-  RunResult run{Topology(topology), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
+  RunResult run{std::move(real), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced", {}};
   const Topology& sim = run.simulated;
   spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
@@ -157,6 +168,12 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   replay_options.launch_overhead_s = settings.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
   replay_options.progress = options.progress;
+  for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
+    if (sim.compute_slowdown(chip) != 1.0) {
+      for (ChipId c = 0; c < sim.chip_count(); ++c) replay_options.chip_compute_scale.push_back(sim.compute_slowdown(c));
+      break;
+    }
+  }
   spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
                registry.endpoints().size(), message_count(plans), sim.chip_count());
   run.replay = replay(sim, registry.endpoints(), ops, replay_options);

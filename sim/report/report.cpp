@@ -43,6 +43,30 @@ Json topology_json(const Scenario& scenario, const RunResult& run) {
   t["hop_latency_s"] = scenario.topology.chip.hop_latency_s;
   t["dcn_bandwidth_per_host_Bps"] = scenario.topology.chip.dcn_bandwidth_per_host_Bps;
   t["dcn_oversubscription"] = scenario.topology.dcn_oversubscription;
+  // What differs (topology/perturbation.hpp), with how many chips, directed links or NICs
+  // each perturbation selected on the real pod.
+  if (!topo.spec().perturbations.empty()) {
+    Json list = Json::array();
+    for (size_t i = 0; i < topo.spec().perturbations.size(); ++i) {
+      const Perturbation& p = topo.spec().perturbations[i];
+      Json e;
+      e["name"] = p.name;
+      e["kind"] = to_string(p.kind);
+      e["targets"] = perturbation_target_count(topo, i);
+      if (p.kind == PerturbationKind::SlowChips) {
+        e["compute_slowdown"] = p.compute_slowdown;
+      } else {
+        if (p.kind == PerturbationKind::Links) {
+          e["axis"] = topo.spec().axes[p.axis].name;
+          e["direction"] = p.direction == 0 ? "both ways" : p.direction > 0 ? "+" : "-";
+        }
+        e["bandwidth_scale"] = p.bandwidth_scale;
+        e["extra_latency_s"] = p.extra_latency_s;
+      }
+      list.push_back(e);
+    }
+    t["perturbations"] = list;
+  }
   return t;
 }
 
@@ -83,6 +107,14 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                          {"simulated_size", axis.simulated_size},
                          {"period", axis.period},
                          {"reason", axis.reason}});
+  }
+  if (run.reduction.slices.real_size > 1) {
+    const auto& s = run.reduction.slices;
+    reduction.push_back({{"axis", s.axis},
+                         {"real_size", s.real_size},
+                         {"simulated_size", s.simulated_size},
+                         {"period", s.period},
+                         {"reason", s.reason}});
   }
   j["symmetry"] = reduction;
   j["simulated_messages"] = run.replay.messages;
@@ -314,6 +346,34 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
   return out;
 }
 
+namespace {
+
+// One line naming what differs, when something does; the book's formulas describe the pod
+// without it.
+std::string perturbations_line(const RunResult& run) {
+  const Topology& topo = run.topology;
+  const auto& list = topo.spec().perturbations;
+  if (list.empty()) return "";
+  std::string out = "perturbations (the book columns are for the pod without them):";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Perturbation& p = list[i];
+    const int n = perturbation_target_count(topo, i);
+    out += (i ? "; " : " ") + p.name + ": " + std::to_string(n);
+    if (p.kind == PerturbationKind::SlowChips) {
+      out += n == 1 ? " chip" : " chips";
+      out += format(", compute x%g", p.compute_slowdown);
+      continue;
+    }
+    out += p.kind == PerturbationKind::Nics ? (n == 1 ? " NIC" : " NICs")
+                                            : " directed " + topo.spec().axes[p.axis].name + (n == 1 ? " link" : " links");
+    if (p.bandwidth_scale != 1.0) out += format(", bandwidth x%g", p.bandwidth_scale);
+    if (p.extra_latency_s > 0) out += ", latency +" + human_time(p.extra_latency_s);
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
 std::string summary_table(const Scenario& scenario, const RunResult& run) {
   std::string out;
   char line[512];
@@ -321,6 +381,7 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
                 scenario.name.c_str(), run.topology.chip_count(), scenario.topology.chip.name.c_str(),
                 std::string(to_string(scenario.hop_model)).c_str(), run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
+  out += perturbations_line(run);
   std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", "operation", "kind", "axes",
                 "bytes", "time", "algbw", "busbw", "book", "error");
   out += line;
@@ -356,6 +417,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 scenario.topology.chip.name.c_str(), r.strategy.c_str(), plan.global_batch_tokens, plan.sequence_length,
                 run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
+  out += perturbations_line(run);
   std::snprintf(line, sizeof line, "step time %s, MFU %.1f%%, %.0f tokens/s/chip\n", human_time(r.step_time_s).c_str(),
                 100 * r.mfu, r.tokens_per_s_per_chip);
   out += line;
@@ -404,6 +466,7 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                 r.decode ? plan.context_length : plan.prompt_length, r.decode ? "context" : "prompts",
                 r.layout.model_degree);
   out += line;
+  out += perturbations_line(run);
   std::snprintf(line, sizeof line, "%s %s (rule of thumb %s): rooflines %s, collectives on the critical path %s\n",
                 r.decode ? "step" : "prefill", human_time(r.step_time_s).c_str(),
                 human_time(r.layout.rule_of_thumb_s).c_str(), human_time(r.compute_time_s).c_str(),

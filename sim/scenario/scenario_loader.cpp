@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/serving_loader.hpp"
 #include "sim/scenario/training_loader.hpp"
@@ -667,8 +668,8 @@ std::string default_name(const std::string& path) {
 }
 
 Scenario parse_document(const Field& root) {
-  const MapReader top(root, {"version", "name", "description", "hardware", "topology", "simulation",
-                             "workload", "expect", "compare"});
+  const MapReader top(root, {"version", "name", "description", "hardware", "topology", "perturbations",
+                             "simulation", "workload", "expect", "compare"});
   Scenario scenario;
   scenario.path = root.where.file;
   // The version comes first: a newer file's keys should be reported as a version problem.
@@ -684,6 +685,14 @@ Scenario parse_document(const Field& root) {
   scenario.topology = parse_topology(top.required("topology"), chip);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
   parse_workload(top.required("workload"), scenario);
+  if (auto perturbations = top.optional("perturbations")) {
+    // A serving run prices one step shape once and reuses it on every server and step: there
+    // is no one chip to slow down.
+    if (scenario.workload_kind == WorkloadKind::Serving)
+      fail(*perturbations, "perturbations apply to collectives, training and inference workloads, not serving "
+                           "(its step costs are shared by every server); expected no perturbations block");
+    scenario.topology.perturbations = detail::parse_perturbations(*perturbations, scenario.topology);
+  }
   if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
   if (auto compare = top.optional("compare")) scenario.compare = parse_compare(*compare);
   return scenario;
