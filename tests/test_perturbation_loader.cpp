@@ -76,8 +76,6 @@ void require_error(const std::string& text, const std::string& key, const std::s
   FAIL("expected an InputError");
 }
 
-PositionRange all4{0, 3};
-
 }  // namespace
 
 TEST_CASE("perturbations: every selector form loads", "[scenario][perturbation]") {

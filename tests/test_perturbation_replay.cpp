@@ -4,21 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include "meshes.hpp"
+#include "program_ops.hpp"
 #include "sim/engine/run.hpp"
 
 using namespace podsim;
+using podsim_test::collective_op;
 
 namespace {
-
-ProgramOp collective_op(const std::string& name, CollectiveKind kind, std::vector<int> axes, double bytes) {
-  ProgramOp op;
-  op.name = name;
-  op.kind = ProgramOpKind::Collective;
-  op.collective.kind = kind;
-  op.collective.axes = std::move(axes);
-  op.collective.bytes = bytes;
-  return op;
-}
 
 Perturbation link_from_chip0(int direction, double scale, double latency_s = 0) {
   Perturbation p;

@@ -3,25 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include "meshes.hpp"
+#include "program_ops.hpp"
 #include "sim/engine/run.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/model_spec.hpp"
 
 using namespace podsim;
+using podsim_test::collective_op;
 
 namespace {
-
-ProgramOp collective_op(const std::string& name, CollectiveKind kind, std::vector<int> axes, double bytes,
-                        bool bidirectional = true) {
-  ProgramOp op;
-  op.name = name;
-  op.kind = ProgramOpKind::Collective;
-  op.collective.kind = kind;
-  op.collective.axes = std::move(axes);
-  op.collective.bytes = bytes;
-  op.collective.bidirectional = bidirectional;
-  return op;
-}
 
 // Every chip's start and end of every op, reduced against full.
 void require_same_spans(const RunResult& reduced, const RunResult& full, size_t ops) {
