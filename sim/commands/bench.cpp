@@ -1,7 +1,6 @@
 #include "sim/commands/bench.hpp"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,13 +119,6 @@ workload:
 }
 
 }  // namespace
-
-double peak_rss_bytes() {
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return 1024.0 * std::max(self.ru_maxrss, children.ru_maxrss);  // ru_maxrss is in KiB on Linux
-}
 
 std::optional<double> run_naive_ring(int x, int y, int z, double bytes_per_hop) {
   const std::string program = PODSIM_NAIVE_RING;

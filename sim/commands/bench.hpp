@@ -40,7 +40,4 @@ std::vector<BenchRow> run_bench(const BenchOptions& options);
 // and returns its messages per second; nullopt if it cannot be run.
 std::optional<double> run_naive_ring(int x, int y, int z, double bytes_per_hop);
 
-// Peak resident memory of this process and of any simulation child, in bytes.
-double peak_rss_bytes();
-
 }  // namespace podsim

@@ -318,9 +318,13 @@ int bench_command(bool compare_naive) {
   BenchOptions options;
   options.compare_naive = compare_naive;
   options.on_row = [&](const BenchRow& r) {
-    std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s %7.2f s %10.0f %6.0f MB", r.name.c_str(), r.mode.c_str(), r.chips,
-                r.simulated_chips, r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s,
-                r.simulation_wall_s, r.messages_per_s(), r.peak_rss_bytes / 1e6);
+    std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s", r.name.c_str(), r.mode.c_str(), r.chips, r.simulated_chips,
+                r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s);
+    if (r.simulation_wall_s > 0) {
+      std::printf(" %7.2f s %10.0f %6.0f MB", r.simulation_wall_s, r.messages_per_s(), r.peak_rss_bytes / 1e6);
+    } else {   // serving: many short simulations, none timed on its own
+      std::printf(" %9s %10s %9s", "-", "-", "-");
+    }
     if (r.naive_messages_per_s) {
       std::printf("  %10.0f  %5.2fx", *r.naive_messages_per_s, r.messages_per_s() / *r.naive_messages_per_s);
     } else if (compare_naive && r.mode == "full") {
