@@ -1,31 +1,13 @@
-// Serving: the step-cost shortcut against whole step replays, and the batching policies on
-// costs simple enough to work out by hand.
+// Serving: the batching policies on costs simple enough to work out by hand (the step-cost
+// shortcut against whole-step replays is test_serving_costs.cpp).
 #include <catch2/catch.hpp>
 
-#include "meshes.hpp"
-
-#include "sim/engine/serving_costs.hpp"
 #include "workloads/requests.hpp"
 #include "workloads/serving.hpp"
 
 using namespace podsim;
-using podsim_test::v5e_mesh;
 
 namespace {
-
-ServerRole role(std::vector<int> sizes, std::vector<int> axes) {
-  ServerRole r;
-  r.topology = v5e_mesh(sizes);
-  r.plan.model_axes = axes;
-  r.plan.weight_bytes = 1;
-  r.plan.kv_bytes = 1;
-  r.model_degree = model_parallel_degree(r.plan, r.topology);
-  return r;
-}
-
-double replayed(const TransformerSpec& model, const ServerRole& r, const StepShape& shape) {
-  return run_program(r.topology, {}, inference_step_program(model, r.plan, r.topology, shape), {}).total_time_s;
-}
 
 // Fixed step costs: prefill p per chunk, decode d per step, transfer k.
 StepCosts fixed(double p, double d, double k = 0) {
@@ -46,45 +28,6 @@ ServingConfig config(BatchingPolicy policy, int slots) {
 }
 
 }  // namespace
-
-TEST_CASE("step costs from replayed collectives equal replaying whole steps", "[serving]") {
-  const auto& model = *find_model_preset("llama3-70b");
-  // Exact where each collective leaves every chip finishing together or the stagger repeats
-  // from the first layers (wrapped rings, lines, 4x4). On 4x2 the stagger keeps changing from
-  // layer to layer (dips of one or two hop times, now and then, from the order SimGrid breaks
-  // ties between simultaneous messages, which a window's start time and the compute length
-  // change): there the shortcut, extrapolating from 12 layers, is within 2% (0.5% measured for
-  // prefill, 1.7% for decode). Decode with collective matmuls times each collective from a
-  // common start: exact where its compute halves hide it (decode sizes).
-  struct Case {
-    std::vector<int> sizes, axes;
-    double chain_tolerance, overlap_tolerance;
-  };
-  for (const auto& [sizes, axes, chain_tolerance, overlap_tolerance] : std::vector<Case>{
-           {{16}, {0}, 1e-9, 1e-9}, {{4, 4}, {0, 1}, 1e-9, 1e-9}, {{8}, {0}, 1e-9, 1e-9}, {{4, 2}, {0, 1}, 0.02, 0.02}})
-  for (bool overlap : {false, true}) {
-    ServerRole r = role(sizes, axes);
-    r.plan.collective_matmul = overlap;
-    const double tolerance = overlap ? overlap_tolerance : chain_tolerance;
-    ServingConfig c = config(BatchingPolicy::Continuous, 40);
-    c.prefill_batch = 2;
-    c.buckets = {256, 1024};
-    const std::vector<Request> requests = {{0, 0, 200, 4}, {1, 0, 3000, 4}};
-    ServingCostModel m(model, r, r, {});
-    m.prepare(c, requests, true);
-    INFO("mesh of " << sizes.size() << " axes, " << r.model_degree << " chips, collective matmuls " << overlap);
-    for (auto [batch, context] : std::vector<std::pair<int, double>>{{1, 300}, {7, 7 * 2048}, {40, 40 * 4000}}) {
-      StepShape shape = decode_shape(batch, 0);
-      shape.attended_tokens = shape.kv_tokens = context;
-      CHECK(m.decode_s(batch, context) ==
-            Approx(replayed(model, r, shape)).epsilon(tolerance));
-    }
-    CHECK(m.prefill_s(1, 256, 0) ==
-          Approx(replayed(model, r, prefill_shape(1, 256, 0))).epsilon(chain_tolerance));
-    CHECK(m.prefill_s(2, 1024, 2048) ==
-          Approx(replayed(model, r, prefill_shape(2, 1024, 2048))).epsilon(chain_tolerance));
-  }
-}
 
 TEST_CASE("prompts are padded to buckets and chunked by the largest", "[serving]") {
   const std::vector<int> buckets = {128, 256, 512};
@@ -177,30 +120,4 @@ TEST_CASE("Poisson arrivals: deterministic per seed, with the requested mean rat
   CHECK(hi == 200);
   a.seed = 2;
   CHECK(poisson_requests(a)[777].arrival_s != r[777].arrival_s);
-}
-
-TEST_CASE("decode collectives filled between replayed batch sizes equal replaying every batch", "[serving]") {
-  const auto& model = *find_model_preset("llama3-70b");
-  // 4x2 within 2%: its stagger depends on how SimGrid breaks ties, which a window's start
-  // time changes (see above), so even two replays of every batch differ there.
-  struct Case {
-    std::vector<int> sizes, axes;
-    double tolerance;
-  };
-  for (const auto& [sizes, axes, tolerance] :
-       std::vector<Case>{{{4, 4}, {0, 1}, 1e-9}, {{8}, {0}, 1e-9}, {{4, 2}, {0, 1}, 0.02}})
-  for (bool overlap : {false, true}) {
-    ServerRole r = role(sizes, axes);
-    r.plan.collective_matmul = overlap;
-    ServingConfig c = config(BatchingPolicy::Continuous, 64);
-    ServingCostModel filled(model, r, r, {}), every(model, r, r, {});
-    filled.prepare(c, {}, true);
-    every.prepare(c, {}, true, true);
-    INFO(sizes.size() << " axes, collective matmuls " << overlap);
-    if (tolerance < 1e-6) CHECK(filled.collectives_replayed() < every.collectives_replayed());
-    for (int b = 1; b <= 64; ++b) {
-      INFO("batch " << b);
-      CHECK(filled.decode_s(b, b * 3000.0) == Approx(every.decode_s(b, b * 3000.0)).epsilon(tolerance));
-    }
-  }
 }

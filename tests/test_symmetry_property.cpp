@@ -25,34 +25,18 @@
 #include <sstream>
 #include <string>
 
+#include "seeded_rng.hpp"
 #include "sim/engine/run.hpp"
 
 using namespace podsim;
+using podsim_test::env_int;
+using podsim_test::Rng;
 
 namespace {
 
 constexpr int kDefaultCases = 240;
 constexpr uint64_t kDefaultSeed = 20261122;
 constexpr double kPerturbedShare = 0.35;
-
-// splitmix64: the same stream on every platform (std distributions are implementation-defined).
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
 
 struct Case {
   TopologySpec topology;
@@ -166,7 +150,7 @@ void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
 }
 
 Case generate(uint64_t seed, int index) {
-  Rng rng{seed ^ (0x5851f42d4c957f2dULL * static_cast<uint64_t>(index + 1))};
+  Rng rng = podsim_test::case_rng(seed, index);
   Case c;
   std::ostringstream d;
   // Chips: v4p (hosts 2x2x1, 3D) or v5e (hosts 4x2, 2D); sizes up to 4x4x8.

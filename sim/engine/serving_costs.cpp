@@ -382,7 +382,7 @@ void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Re
       // of 17 batch sizes; an interval whose ends replay the same is filled with that; else its
       // midpoint is replayed, and if the three lie on a line the interval is filled by
       // interpolation; else both halves are resolved the same way. About log2(slots) rounds of
-      // simulation instead of one window per batch size; test_serving.cpp checks the filled
+      // simulation instead of one window per batch size; test_serving_costs.cpp checks the filled
       // table against replaying every batch.
       auto comm = [&](int b) -> const LayerComm& { return decode_comm_.at(activation_bytes(model_, b)); };
       std::vector<int> grid;

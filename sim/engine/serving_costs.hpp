@@ -7,7 +7,10 @@
 // the stagger carries into the next layer, settling after a few layers to the same time per
 // layer. So a step's first layers are replayed, in a window of a shared simulation where every
 // chip starts together as at the start of a step, until the time per layer repeats (then the
-// rest is extrapolated; shapes that do not settle are replayed for all L layers).
+// rest is extrapolated; shapes that do not settle are replayed for all L layers). Where the
+// model group is two lines of different lengths (4x2), the replay breaks some ties by rounding
+// and a settled time per layer can switch later in the step: the extrapolation is then within
+// a bound of whole-step replays, not equal (docs/design.md, "Serving").
 //
 // Prefill steps come in few shapes (batch, chunk, offset): each is replayed as it is, with its
 // own compute, the first time the serving simulation asks for it. Decode steps depend on the
@@ -18,7 +21,7 @@
 //   L x (attention + MLP) + unembedding + the collectives of L layers,
 // or, with collective matmuls, L x sum over blocks of max(compute / 2, AllGather) +
 // max(compute / 2, ReduceScatter) (+ attention's two AllToAlls where the cache is sharded over
-// batch). test_serving.cpp checks both against whole step replays.
+// batch). test_serving_costs.cpp checks both against whole step replays on generated cases.
 #include <map>
 #include <memory>
 #include <tuple>

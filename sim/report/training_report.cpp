@@ -12,6 +12,20 @@ struct Blocker {
   double comm_s = 1e300;           // how much of the wait the communication itself took
 };
 
+// What held a chip up when op `latest` (ending at its span of `duration_s`) was the last thing
+// it waited for: the op's axes if it communicates, nothing if it computes.
+Blocker blocker_of(const Program& program, const RunResult& run, int latest, double duration_s) {
+  Blocker blocker;
+  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;
+  for (const auto& a : run.operations[latest].axes) blocker.axes.push_back(a);
+  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) {
+    blocker.axes.push_back("DCN");
+  }
+  // A send starts when the neighbour's compute ends: only its own flight is communication.
+  if (program[latest].kind == ProgramOpKind::Send) blocker.comm_s = duration_s;
+  return blocker;
+}
+
 Blocker blocking_dependency(const Program& program, const RunResult& run, const ProgramOp& op, ChipId chip) {
   int latest = -1;
   double latest_end = -1, latest_duration = 0;
@@ -32,15 +46,29 @@ Blocker blocking_dependency(const Program& program, const RunResult& run, const 
   for (const auto& n : op.after_neighbour) {
     if (auto from = topo.step_along(chip, n.axis, -n.direction)) consider(n.op, *from);
   }
-  Blocker blocker;
-  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;
-  for (const auto& a : run.operations[latest].axes) blocker.axes.push_back(a);
-  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) {
-    blocker.axes.push_back("DCN");
+  return blocker_of(program, run, latest, latest_duration);
+}
+
+// What the end of the step waited for once chip 0's compute was done: the op that ends last
+// (on the first chip where it does). A collective or send: that communication; a compute on
+// another chip: whatever held that compute up.
+Blocker step_end_blocker(const Program& program, const RunResult& run) {
+  int last = -1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (last < 0 || run.operations[i].end_s > run.operations[last].end_s) last = static_cast<int>(i);
   }
-  // A send starts when the neighbour's compute ends: only its own flight is communication.
-  if (program[latest].kind == ProgramOpKind::Send) blocker.comm_s = latest_duration;
-  return blocker;
+  if (last < 0) return {};
+  const int rep = program[last].repeat - 1;
+  ChipId on = 0;
+  for (ChipId c = 0; c < run.topology.chip_count(); ++c) {
+    if (run.span(last, rep, c).end_s == run.operations[last].end_s) {
+      on = c;
+      break;
+    }
+  }
+  const auto& span = run.span(last, rep, on);
+  if (program[last].kind == ProgramOpKind::Compute) return blocking_dependency(program, run, program[last], on);
+  return blocker_of(program, run, last, span.end_s - span.start_s);
 }
 
 }  // namespace
@@ -59,9 +87,18 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / layout.chips;
   }
 
-  // Walk chip 0's compute ops in time order; every gap before one is exposed communication,
-  // charged to the axes of the collective it waited for.
+  // Walk chip 0's compute ops in time order; every gap before one, and the wait after the
+  // last one until the step ends, is exposed communication, charged to the axes of the
+  // communication it waited for; waiting on compute elsewhere (a pipeline stage still
+  // working, another chip's compute) goes to "pipeline_bubble" or "other". So the axes sum
+  // to exposed_comm_s, step time minus chip 0's busy time.
   const ChipId chip0 = 0;
+  const std::string elsewhere = layout.pipeline_stages > 1 ? "pipeline_bubble" : "other";
+  auto charge = [&](double wait, const Blocker& blocker) {
+    const double comm = blocker.axes.empty() ? 0.0 : std::min(wait, blocker.comm_s);
+    for (const auto& a : blocker.axes) report.exposed_comm_by_axis_s[a] += comm / blocker.axes.size();
+    if (wait > comm) report.exposed_comm_by_axis_s[elsewhere] += wait - comm;
+  };
   std::vector<int> computes;
   for (size_t i = 0; i < program.size(); ++i) {
     if (program[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
@@ -72,17 +109,14 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   double busy_until = 0;
   for (int i : computes) {
     const auto& span = run.span(i, 0, chip0);
-    report.compute_time_s += span.end_s - span.start_s;
+    // Busy time: compute ops that overlap on the chip count once.
+    report.compute_time_s += std::max(0.0, span.end_s - std::max(span.start_s, busy_until));
     const double gap = span.start_s - busy_until;
-    if (gap > 0) {
-      const Blocker blocker = blocking_dependency(program, run, program[i], chip0);
-      const double comm = blocker.axes.empty() ? 0.0 : std::min(gap, blocker.comm_s);
-      for (const auto& a : blocker.axes) report.exposed_comm_by_axis_s[a] += comm / blocker.axes.size();
-      // Waiting on compute elsewhere (a pipeline stage still working) is the bubble.
-      if (gap > comm) report.exposed_comm_by_axis_s[layout.pipeline_stages > 1 ? "pipeline_bubble" : "other"] += gap - comm;
-    }
+    if (gap > 0) charge(gap, blocking_dependency(program, run, program[i], chip0));
     busy_until = std::max(busy_until, span.end_s);
   }
+  const double trailing = report.step_time_s - busy_until;
+  if (trailing > 0) charge(trailing, step_end_blocker(program, run));
   report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
   if (layout.pipeline_stages > 1) {
     double busy = 0, first = 1e300, last = 0;

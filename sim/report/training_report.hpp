@@ -26,7 +26,9 @@ struct TrainingReport {
   double step_time_s = 0;
   double compute_time_s = 0;            // busy time of the compute units on one chip
   double exposed_comm_s = 0;            // step time the compute units wait on communication
-  std::map<std::string, double> exposed_comm_by_axis_s;   // by mesh axis ("X", ...), or "DCN"
+  // exposed_comm_s split by mesh axis ("X", ...), "DCN", and "pipeline_bubble" or "other"
+  // (waits on compute elsewhere); the parts sum to exposed_comm_s.
+  std::map<std::string, double> exposed_comm_by_axis_s;
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
   double tokens_per_s_per_chip = 0;
   double total_flops = 0;
