@@ -16,4 +16,13 @@ inline podsim::TopologySpec v5e_mesh(std::vector<int> sizes) {
   return t;
 }
 
+// v5p axes X, Y, Z of these sizes, all wrapped (as in a full pod).
+inline podsim::TopologySpec v5p_mesh(std::vector<int> sizes) {
+  podsim::TopologySpec t;
+  t.chip = *podsim::find_chip_preset("v5p");
+  const char* names[] = {"X", "Y", "Z"};
+  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], true});
+  return t;
+}
+
 }  // namespace podsim_test

@@ -2,6 +2,8 @@
 // from the formula, the simulation decides what overlaps.
 #include <catch2/catch.hpp>
 
+#include "meshes.hpp"
+
 #include "sim/engine/run.hpp"
 #include "sim/report/training_report.hpp"
 
@@ -9,14 +11,7 @@ using namespace podsim;
 
 namespace {
 
-// v5p axes with wraparound (as in a full pod), of any count.
-TopologySpec v5p_mesh(std::vector<int> sizes) {
-  TopologySpec t;
-  t.chip = *find_chip_preset("v5p");
-  const char* names[] = {"X", "Y", "Z"};
-  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], true});
-  return t;
-}
+using podsim_test::v5p_mesh;
 
 // A small dense model whose blocks all have F = 4D: few layers keep the tests fast.
 TransformerSpec small_model(int layers = 4) {

@@ -3,6 +3,8 @@
 // ("pipeline_bubble", "other"), so exposed_comm_by_axis_s sums to exposed_comm_s.
 #include <catch2/catch.hpp>
 
+#include "meshes.hpp"
+
 #include "sim/commands/scenario_run.hpp"
 #include "sim/report/training_report.hpp"
 
@@ -33,13 +35,7 @@ Step simulate_scenario(const std::string& file, const std::vector<ScenarioOverri
   return simulate(s.training, s.topology, simulation_settings(s));
 }
 
-TopologySpec v5p_mesh(std::vector<int> sizes) {
-  TopologySpec t;
-  t.chip = *find_chip_preset("v5p");
-  const char* names[] = {"X", "Y", "Z"};
-  for (size_t i = 0; i < sizes.size(); ++i) t.axes.push_back({names[i], sizes[i], true});
-  return t;
-}
+using podsim_test::v5p_mesh;
 
 TransformerSpec small_model(int layers) {
   TransformerSpec m = *find_model_preset("llama2-7b");

@@ -5,10 +5,8 @@
 #include "sim/scenario/perturbation_loader.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "sim/scenario/units.hpp"
 
@@ -27,13 +25,6 @@ using yaml_fields::read_quantity;
 using yaml_fields::read_real;
 using yaml_fields::read_string;
 
-std::optional<int> parse_int(std::string_view text) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 // A position on something of `size` positions (an axis, the slices, the hosts of a slice):
 // 2, "0-3" or [0, 3], both ends included.
 PositionRange read_range(const Field& field, int size, const std::string& what) {
@@ -44,16 +35,16 @@ PositionRange read_range(const Field& field, int size, const std::string& what) 
   if (field.node.IsSequence()) {
     const auto items = read_list(field);
     if (items.size() != 2 || !items[0].node.IsScalar() || !items[1].node.IsScalar()) fail(field, expected);
-    first = parse_int(items[0].node.Scalar());
-    second = parse_int(items[1].node.Scalar());
+    first = parse_whole_number<int>(items[0].node.Scalar());
+    second = parse_whole_number<int>(items[1].node.Scalar());
   } else if (field.node.IsScalar()) {
     const std::string& text = field.node.Scalar();
     const size_t dash = text.find('-', 1);   // not a leading minus sign
     if (dash == std::string::npos) {
-      first = second = parse_int(text);
+      first = second = parse_whole_number<int>(text);
     } else {
-      first = parse_int(std::string_view(text).substr(0, dash));
-      second = parse_int(std::string_view(text).substr(dash + 1));
+      first = parse_whole_number<int>(std::string_view(text).substr(0, dash));
+      second = parse_whole_number<int>(std::string_view(text).substr(dash + 1));
     }
   }
   if (!first || !second || *first < 0 || *second >= size || *first > *second) fail(field, expected);
@@ -82,7 +73,7 @@ ChipBox read_chip(const Field& field, const TopologySpec& topology, PositionRang
   const auto items = read_list(field);
   for (size_t a = 0; a < items.size(); ++a) {
     const auto& axis = topology.axes[a];
-    const std::optional<int> p = items[a].node.IsScalar() ? parse_int(items[a].node.Scalar()) : std::nullopt;
+    const std::optional<int> p = items[a].node.IsScalar() ? parse_whole_number<int>(items[a].node.Scalar()) : std::nullopt;
     if (!p || *p < 0 || *p >= axis.size) {
       fail(items[a], "expected a position on axis " + axis.name + " from 0 to " + std::to_string(axis.size - 1));
     }

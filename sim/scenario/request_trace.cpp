@@ -1,12 +1,12 @@
 #include "sim/scenario/request_trace.hpp"
 
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "sim/scenario/input_error.hpp"
+#include "sim/scenario/units.hpp"
 
 namespace podsim {
 
@@ -68,22 +68,19 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
       const std::string& cell = cells[column[k]];
       const SourceLocation where{path, line_number, column[k] + 1};
       if (k == 0) {
-        double value = 0;
-        const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
-        if (cell.empty() || error != std::errc() || end != cell.data() + cell.size() || !std::isfinite(value) ||
-            value < 0)
+        const std::optional<double> parsed = parse_whole_number<double>(cell);
+        if (!parsed || !std::isfinite(*parsed) || *parsed < 0)
           throw InputError(where, names[k], cell, "expected seconds from the start of the trace, >= 0");
+        const double value = *parsed;
         if (!requests.empty() && value < requests.back().arrival_s)
           throw InputError(where, names[k], cell,
                            "earlier than the line before; expected arrivals in non-decreasing order");
         r.arrival_s = value;
       } else {
-        long long value = 0;
-        const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
-        if (cell.empty() || error != std::errc() || end != cell.data() + cell.size() || value < 1 ||
-            value > (1 << 30))
+        const std::optional<long long> value = parse_whole_number<long long>(cell);
+        if (!value || *value < 1 || *value > (1 << 30))
           throw InputError(where, names[k], cell, "expected a whole number of tokens, at least 1");
-        (k == 1 ? r.prompt_tokens : r.output_tokens) = static_cast<int>(value);
+        (k == 1 ? r.prompt_tokens : r.output_tokens) = static_cast<int>(*value);
       }
     }
     if (static_cast<int64_t>(r.prompt_tokens) + r.output_tokens > max_tokens)

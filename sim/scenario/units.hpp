@@ -2,12 +2,25 @@
 // Quantities with explicit units, as scenario files write them, converted once to SI
 // (design.md, habit 2). Every function throws std::invalid_argument whose what() says what
 // was expected; the scenario loader adds the file, line and key.
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <vector>
 
 namespace podsim {
+
+// A number that is the whole of `text` (no sign other than '-', no spaces, no unit), as
+// std::from_chars reads it; nullopt when it is not one or does not fit in T.
+template <typename T>
+std::optional<T> parse_whole_number(std::string_view text) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 // Bytes per second from "45 GB/s", "4.5e10 B/s", "90 GiB/s", or bits from "400 Gbps",
 // "400 Gb/s". A unit is required. Must be positive and finite.
