@@ -350,6 +350,7 @@ int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::ve
 
 OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry) {
   OpPlan plan;
+  plan.point_to_point = true;
   plan.chips.resize(topo.chip_count());
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
     const auto to = topo.step_along(chip, axis, direction);

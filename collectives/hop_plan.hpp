@@ -55,6 +55,9 @@ struct OpPlan {
   // Some routes take one link several times (a reduced AllToAll's class links), which a
   // star zone cannot express: the platform then declares each route pair explicitly.
   bool repeats_links = false;
+  // Point to point (plan_send): each flow is one message to a neighbour's port, whose arrival
+  // that neighbour's dependent ops wait for.
+  bool point_to_point = false;
 };
 
 class EndpointRegistry {

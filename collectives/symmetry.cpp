@@ -16,6 +16,7 @@ struct AxisNeeds {
   bool used = false;           // some op moves data along it
   std::string user;            // the first such op, for reasons
   int period = 1;              // lcm of the ops' translation periods
+  int min_size = 1;            // the shortest quotient every op can be planned on
   std::string keep_whole;      // non-empty: a reason the axis cannot be reduced
 };
 
@@ -28,7 +29,7 @@ std::string describe(const CollectiveSpec& op, size_t index, const std::vector<s
 
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
                                      bool full_fidelity, const std::vector<DifferingAxis>& differing,
-                                     const std::vector<std::string>& names) {
+                                     const std::vector<std::string>& names, bool two_route_rings) {
   SymmetryReduction out;
   out.reduced = real;
   const int axes = static_cast<int>(real.axes.size());
@@ -49,12 +50,29 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
       if (!need.used) need.user = describe(op, i, names);
       need.used = true;
       const AxisSlice slice = op.slices.empty() ? AxisSlice{} : op.slices[k];
-      if (slice.size == 0) continue;   // the whole axis: invariant under any translation
+      // A quotient ring of 2 strides makes a ring's +1 and -1 neighbours one chip, joined by
+      // two routes: the engine relays the second (replay.cpp) under the floor model only, and
+      // only for rings of an even number of positions (each real chip then maps to the
+      // quotient with both its neighbours; an odd ring folded onto 2 was measured off by up
+      // to 0.04% against the full replay). Otherwise a ring of 3 or more positions needs 3
+      // strides, one-way too, since other traffic on the axis (a line's closing hop, another
+      // op) may go the other way.
+      const bool ring = op.kind != CollectiveKind::AllToAll;
+      auto ring_needs = [&](int stride, int positions) {
+        if (!ring || positions < 3 || (two_route_rings && positions % 2 == 0)) return 2 * stride;
+        return 3 * stride;
+      };
+      if (slice.size == 0) {   // the whole axis: invariant under any translation
+        need.min_size = std::max(need.min_size, ring_needs(1, n));
+        continue;
+      }
       // A slice's rings are blocks of stride*size chips (lines unless they span the axis);
       // an outer ring that spans the axis is invariant under translation by one chip, but its
       // neighbour is `stride` chips on, so the simulated ring must hold whole strides.
       const int span = slice.stride * slice.size;
-      const int period = span == n && real.axes[a].wraparound ? slice.stride : span;
+      const bool outer = span == n && real.axes[a].wraparound;
+      const int period = outer ? slice.stride : span;
+      need.min_size = std::max(need.min_size, outer ? ring_needs(slice.stride, slice.size) : span);
       if (n % period != 0 && need.keep_whole.empty()) {
         need.keep_whole = describe(op, i, names) + " takes blocks of " + std::to_string(period) + " that do not tile it";
       }
@@ -104,11 +122,8 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
           why += "; whole hosts of " + std::to_string(e) + " chips, which share a NIC for DCN traffic";
         }
       }
-      // A ring needs a neighbour: at least 2 chips along a used axis.
       int p = b;
-      if (need.used) {
-        while (p < 2) p += b;
-      }
+      while (p < need.min_size) p += b;
       if (p >= n) {
         r.reason = "kept: no shorter period than the axis (" + why + ")";
       } else {

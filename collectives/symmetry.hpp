@@ -30,7 +30,11 @@
 //    mesh keeps the part of each selection it holds (restrict_perturbations);
 //  - slices are never reduced.
 // The simulated size is the smallest multiple of b that is at least 2 (a ring needs a
-// neighbour), or the real size when that is not smaller.
+// neighbour), or the real size when that is not smaller. A ring of 2 strides makes a ring's +1
+// and -1 neighbours one chip joined by two routes, which the engine (one actor per chip, a
+// message from one chip's host to another's) relays only under the floor hop model: without
+// `two_route_rings` a ring of 3 or more positions needs 3 strides, one-way too (another op may
+// use the axis the other way).
 // `--fidelity full` replays the real mesh; tests/test_symmetry_property.cpp compares the two on
 // generated programs.
 #include <string>
@@ -71,6 +75,6 @@ struct DifferingAxis {
 // `names` (optional, one per op) name the ops in the recorded reasons.
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
                                      bool full_fidelity, const std::vector<DifferingAxis>& differing = {},
-                                     const std::vector<std::string>& names = {});
+                                     const std::vector<std::string>& names = {}, bool two_route_rings = true);
 
 }  // namespace podsim

@@ -270,6 +270,7 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
         if (!close(r.start_s, f.start_s) || !close(r.end_s, f.end_s)) {
           if (wrong++ == 0) {
             std::ostringstream o;
+            o.precision(17);
             o << "chip " << full.topology.chip_name(chip) << " op " << op << ": reduced [" << r.start_s << ", "
               << r.end_s << "] full [" << f.start_s << ", " << f.end_s << "]";
             first = o.str();

@@ -25,17 +25,36 @@ struct PlatformOptions {
 // `max_actors` bounds the actors alive at once (it decides how stacks are allocated).
 void configure_engine(simgrid::s4u::Engine& engine, size_t max_actors);
 
-// One star zone: each endpoint is a host whose outgoing route is its out_route and incoming
-// route its in_route, so the message s -> d takes s.out_route + d.in_route. Links are
-// split-duplex (each direction its own bandwidth), with efficiency applied. Under the
-// additive hop model each ICI link carries T_min of latency (a DCN path T_min in all);
-// under the floor model links have none and the receiver enforces the floor.
-//
-// When some route takes a link more than once (a star zone would drop the repeats), pass the
-// (source, destination) endpoint pairs that exchange messages: a full zone then declares each
-// pair's route explicitly, repeats included.
-std::vector<simgrid::s4u::Host*> build_platform(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                                                const PlatformOptions& options,
-                                                const std::vector<std::pair<int, int>>* explicit_pairs = nullptr);
+// The route of every message between two chips (ring hops, point-to-point sends, AllToAll
+// completion notices): one per ordered pair, since a message between actors goes from the
+// sender's host to the receiver's.
+struct ChipRoute {
+  ChipId src = 0;
+  ChipId dst = 0;
+  std::vector<DirectedLink> links;   // empty: a notice of 0 bytes over a link of its own
+  int src_endpoint = -1;             // for a second route: the endpoints whose messages take it
+  int dst_endpoint = -1;
+};
+
+struct ChipPlatform {
+  std::vector<simgrid::s4u::Host*> chips;   // by simulated ChipId, one actor each
+  std::vector<simgrid::s4u::Host*> flows;   // by endpoint index (AllToAll blocks), may be empty
+  // Per second route between two chips: a host pair of its own joined by it.
+  std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> alternates;
+};
+
+// Two zones under one root: the chips, whose routes are declared per pair (a full zone; each
+// second route between two chips joins a host pair of its own), and the endpoints of AllToAll
+// blocks (a star zone where the block s -> d takes s.out_route + d.in_route, or a full zone of
+// `flow_pairs` when some route takes a link more than once, which a star zone would drop).
+// Messages never cross between the two. Links are split-duplex (each direction its own
+// bandwidth, perturbations included), with efficiency applied, created once when a route
+// first uses them. Under the additive hop model each ICI link carries T_min of latency (a DCN
+// path T_min in all); under the floor model links have none and the receiver enforces the
+// floor.
+ChipPlatform build_chip_platform(const Topology& topo, int chips, const std::vector<ChipRoute>& routes,
+                                 const std::vector<ChipRoute>& alternates,
+                                 const std::vector<Endpoint>& flow_endpoints,
+                                 const std::vector<std::pair<int, int>>* flow_pairs, const PlatformOptions& options);
 
 }  // namespace podsim

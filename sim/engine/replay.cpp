@@ -11,8 +11,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
 #include <set>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
@@ -23,217 +28,918 @@ namespace sg4 = simgrid::s4u;
 namespace podsim {
 namespace {
 
-// SimGrid never completes a transfer of 0 bytes over links without latency; a block smaller
-// than a byte (1 KiB spread over 4,096 chips) still costs a byte on the wire.
+// SimGrid never completes a host-to-host transfer of 0 bytes; a block smaller than a byte
+// (1 KiB spread over 4,096 chips) still costs a byte on the wire.
 uint64_t wire_bytes(double bytes) { return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(bytes))); }
 
-struct Message {
+// Mailboxes are keyed by what flows through them, so that the messages of one mailbox arrive in
+// the order they were sent (one chain of a ring phase, or one point-to-point send).
+uint64_t chain_key(int op, int rep, int part, int phase, int direction) {
+  return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) |
+         (static_cast<uint64_t>(part) << 11) | (static_cast<uint64_t>(phase) << 2) |
+         (static_cast<uint64_t>(direction > 0 ? 1 : 0) << 1);
+}
+uint64_t send_key(int op, int rep) { return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) | 1; }
+
+struct Message {   // one ring hop or point-to-point send
   double sent_s;
   int hops;
-  ChipId src_chip;
-  double extra_latency_s;   // of perturbed links on its route (raises the floor)
+  ChipId src;
+  int put = -1;    // the sender's put slot (see ChipLoop::sent), -1 when the sender waits itself
+  double extra_latency_s = 0;   // of perturbed links on its route (raises the floor)
+  int alternate = -1;   // its data is still to cross a second route, when the receiver takes it
 };
 
-// State of one simulation, shared by its actors (they all run in one thread, one at a time).
-struct Runtime {
-  const Topology& topo;
-  const std::vector<Endpoint>& endpoints;
-  const std::vector<ReplayOp>& ops;
-  const ReplayOptions& options;
-  std::vector<sg4::Host*> hosts;
-  std::vector<std::vector<sg4::ActorPtr>> op_actors;   // [op][chip]
-  std::map<std::tuple<int, int, ChipId>, int> pending_blocks;
-  std::map<std::tuple<int, int, ChipId>, sg4::SemaphorePtr> blocks_done;
-  std::map<std::tuple<int, int, ChipId>, double> last_arrival_s;
-  std::map<std::tuple<int, int, ChipId>, double> last_delivery_s;   // of a chip's own sends
+struct Notice {    // an AllToAll's last block addressed to a chip has landed
+  int op;
+  int rep;
+  double last_arrival_s;
+  ChipId src;
+  int put;
+};
+
+enum class Wait : uint8_t { Receive, Put, Flow, Notice, Neighbour, Relay, RelayIn };
+
+struct Pending {
+  Wait what;
+  int slot;    // chain slot (Receive), instance (Put, Flow, Neighbour), flow index (Flow: in `index`)
+  int index;
+};
+
+enum class TimerKind : uint8_t { Arrival, Compute, Release, Launch, Delivered, AllToAllEnd, NeighbourArrival };
+
+struct Timer {
+  double at_s;
+  uint64_t seq;   // ties in time keep the order they were set in
+  TimerKind kind;
+  int a, b;
+  Message message;
+  bool operator>(const Timer& o) const { return at_s != o.at_s ? at_s > o.at_s : seq > o.seq; }
+};
+
+struct ChainRun {          // a chain of a ring phase, active on this chip
+  int instance = -1;
+  int part = 0;
+  const ChainPlan* plan = nullptr;
+  uint64_t key = 0;
+  sg4::Mailbox* in = nullptr;
+  sg4::Mailbox* out = nullptr;
+  int alternate = -1;          // its hops take a second route between the two chips (see relay)
+  Message* buffer = nullptr;   // where the posted receive writes its payload
+  int received = 0;            // messages taken from the mailbox
+  int arrived = 0;             // of those, past their latency floor
+};
+
+struct Instance {          // one repetition of one op on this chip
+  int op = -1;
+  int rep = 0;
+  double start_s = 0;
+  double work_s = 0;             // after the launch overhead: when its messages leave
+  std::vector<int> phase;        // per part: the phase running
+  std::vector<int> chains_left;  // per part: chains of that phase still receiving
+  int parts_left = 0;
+  int flows_left = 0;            // own AllToAll blocks or sends not yet delivered
+  double delivered_s = 0;        // latest delivery of own blocks
+  bool incoming_done = true;     // AllToAll: every block addressed here has landed
+  bool ending = false;           // its end is set (a timer, or finished)
+  double incoming_s = 0;
+  std::vector<sg4::CommPtr> flow_comms;   // AllToAll blocks in flight (kept alive)
+};
+
+// A message on a second route between two chips: its data crosses between the route's own
+// hosts, then a message of 0 bytes tells the receiver.
+struct Relay {
+  sg4::Mailbox* box = nullptr;
+  Message* message = nullptr;
+  uint64_t bytes = 0;
+  Pending after{Wait::Put, -1, 0};   // a point-to-point send: handled as delivered on landing
+};
+
+struct OpState {
+  int deps_left = 0;             // local ops still to finish
+  int waits_left = 0;            // neighbours' sends still to arrive
+  int rep = 0;
+  bool done = false;
+};
+
+}  // namespace
+
+// State of one simulation. Every chip is one actor running an event loop over its own
+// activities; all actors run in one thread, one at a time, so they share this plainly.
+class ChipLoop;
+
+class Simulation {
+ public:
+  Simulation(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+         const ReplayOptions& options)
+      : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()) {
+    floor_model_ = options.platform.hop_model == HopModel::Floor;
+    floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
+    size_t spans = 0;
+    for (const auto& op : ops_) {
+      first_span_.push_back(spans);
+      spans += static_cast<size_t>(op.repeat) * chips_;
+    }
+    result.spans.resize(spans);
+    done_spans_.assign(spans, false);
+    free_boxes_.resize(chips_);
+    boxes_.resize(chips_);
+    incoming_left_.resize(ops_.size());
+    incoming_last_.resize(ops_.size());
+    notices_expected_.assign(chips_, 0);
+    landed_.resize(chips_);
+    for (size_t op = 0; op < ops_.size(); ++op) {
+      const OpPlan* plan = ops_[op].plan;
+      if (plan == nullptr || plan->point_to_point) continue;
+      bool any = false;
+      for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
+      if (!any) continue;
+      incoming_left_[op].resize(static_cast<size_t>(ops_[op].repeat) * chips_);
+      incoming_last_[op].assign(static_cast<size_t>(ops_[op].repeat) * chips_, 0.0);
+      for (int rep = 0; rep < ops_[op].repeat; ++rep) {
+        for (ChipId c = 0; c < chips_; ++c) {
+          incoming_left_[op][rep * chips_ + c] = plan->chips[c].incoming_flows;
+          if (plan->chips[c].incoming_flows > 0) notices_expected_[c] += 1;
+        }
+      }
+    }
+  }
+
+  // One actor per chip, on its host.
+  void start(const ChipPlatform& platform, const std::vector<ChipRoute>& alternates);
+
   ReplayResult result;
 
-  Runtime(const Topology& t, const std::vector<Endpoint>& e, const std::vector<ReplayOp>& o, const ReplayOptions& opt,
-          std::vector<sg4::Host*> h)
-      : topo(t), endpoints(e), ops(o), options(opt), hosts(std::move(h)) {}
+ private:
+  friend class ChipLoop;
 
-  bool floor_model() const { return options.platform.hop_model == HopModel::Floor; }
-
-  // Under the floor model a message is usable at max(arrival, sent + hops * T_min + extra latency).
-  void apply_floor(double sent_s, int hops, double extra_latency_s) const {
-    if (floor_model()) sg4::this_actor::sleep_until(sent_s + hops * options.platform.hop_latency_s + extra_latency_s);
+  // A chip's mailbox for `key`, taken from its pool on first use by either end.
+  sg4::Mailbox* mailbox(ChipId chip, uint64_t key) {
+    auto found = boxes_[chip].find(key);
+    if (found != boxes_[chip].end()) return found->second;
+    auto& pool = free_boxes_[chip];
+    if (pool.empty()) {
+      // by_name is a simcall, during which other chips run and may take `key` first.
+      auto* box = sg4::Mailbox::by_name("c" + std::to_string(chip) + "." + std::to_string(box_count_++));
+      pool.push_back(box);
+      found = boxes_[chip].find(key);
+      if (found != boxes_[chip].end()) return found->second;
+    }
+    sg4::Mailbox* box = pool.back();
+    pool.pop_back();
+    boxes_[chip].emplace(key, box);
+    return box;
   }
 
-  void record_hop(int op, int rep, ChipId src, ChipId dst, double sent_s, double bytes) {
-    if (options.record_hops) result.hops.push_back({op, rep, src, dst, sent_s, sg4::Engine::get_clock(), bytes});
+  void release_mailbox(ChipId chip, uint64_t key) {
+    auto it = boxes_[chip].find(key);
+    free_boxes_[chip].push_back(it->second);
+    boxes_[chip].erase(it);
   }
 
-  sg4::Mailbox* mailbox(int op, int rep, int part, int phase, int endpoint) const {
-    return sg4::Mailbox::by_name(std::to_string(op) + "." + std::to_string(rep) + "." + std::to_string(part) + "." +
-                                 std::to_string(phase) + "." + std::to_string(endpoint));
-  }
+  void forget_mailbox(ChipId chip, uint64_t key) { boxes_[chip].erase(key); }
 
-  sg4::SemaphorePtr blocks_semaphore(int op, int rep, ChipId chip) {
-    auto& sem = blocks_done[{op, rep, chip}];
-    if (!sem) sem = sg4::Semaphore::create(0);
-    return sem;
-  }
+  sg4::Mailbox* notice_box(ChipId chip) { return mailbox(chip, ~0ULL); }
 
-  void run_chain(int op, int rep, ChipId chip, int part, int phase, const ChainPlan& chain) {
-    auto* in = mailbox(op, rep, part, phase, chain.endpoint);
-    // A permanent receiver lets data flow before the get, as with RDMA (field notes).
-    in->set_receiver(sg4::Actor::self());
-    sg4::Mailbox* out = chain.peer_endpoint >= 0 ? mailbox(op, rep, part, phase, chain.peer_endpoint) : nullptr;
-    auto send = [&] {
-      auto* message = new Message{sg4::Engine::get_clock(), chain.shape.hops, chip, chain.extra_latency_s};
-      out->put_init(message, wire_bytes(chain.message_bytes))->detach();
-      result.messages += 1;
-    };
-    if (chain.shape.sends_own) send();
-    for (int k = 0; k < chain.shape.receives; ++k) {
-      auto* message = in->get<Message>();
-      apply_floor(message->sent_s, message->hops, message->extra_latency_s);
-      record_hop(op, rep, message->src_chip, chip, message->sent_s, chain.message_bytes);
-      delete message;
-      if (k < chain.shape.forwards) send();
-    }
-    in->set_receiver(nullptr);
-  }
+  const Topology& topo_;
+  const std::vector<Endpoint>& endpoints_;
+  const std::vector<ReplayOp>& ops_;
+  const ReplayOptions& options_;
+  const int chips_;
+  bool floor_model_ = false;
+  double floor_ = 0;
 
-  void run_part(int op, int rep, ChipId chip, int part) {
-    const auto& phases = ops[op].plan->chips[chip].parts[part];
-    for (size_t phase = 0; phase < phases.size(); ++phase) {
-      std::vector<sg4::ActorPtr> chains;
-      for (const auto& chain : phases[phase]) {
-        chains.push_back(sg4::Actor::create("c", hosts[chain.endpoint], [this, op, rep, chip, part, phase, &chain] {
-          run_chain(op, rep, chip, part, static_cast<int>(phase), chain);
-        }));
-      }
-      for (auto& actor : chains) actor->join();
-    }
+  // Under the floor model a message is usable at max(arrival, sent + hops * T_min + the extra
+  // latency of perturbed links); under the additive model that latency is SimGrid's.
+  double usable_s(double now, double sent_s, int hops, double extra_latency_s) const {
+    return floor_model_ ? std::max(now, sent_s + hops * floor_ + extra_latency_s) : now;
   }
+  std::vector<sg4::Host*> chip_hosts_, flow_hosts_;
+  // Second routes between two chips (a ring of 2 positions in a reduced mesh, whose +1 and -1
+  // neighbour is one chip): their hosts, by the endpoint pair whose messages take them.
+  std::vector<std::pair<sg4::Host*, sg4::Host*>> alternate_hosts_;
+  std::map<std::pair<int, int>, int> alternate_of_;
+  // With second routes: per chip, the chains it has started and not released (whose mailbox
+  // has it as permanent receiver; SimGrid 3.32's Mailbox::get_receiver() tests the opposite).
+  std::vector<std::unordered_set<uint64_t>> receiving_;
 
-  // A batch of one chip's AllToAll blocks, started at once; wait_any notices each completion
-  // at its own time, so a receiver's count reaches zero exactly when its last block lands.
-  // wait_any costs O(outstanding) per call (field notes), so a chip's thousands of blocks are
-  // split over batches of kFlowBatch, each with its own actor.
-  static constexpr size_t kFlowBatch = 64;
-
-  void run_flows(int op, int rep, ChipId src, size_t first, size_t last) {
-    const auto& flows = ops[op].plan->chips[src].flows;
-    const double sent_s = sg4::Engine::get_clock();
-    std::vector<sg4::CommPtr> comms;
-    std::vector<const FlowPlan*> pending;
-    for (size_t i = first; i < last; ++i) {
-      const auto& flow = flows[i];
-      comms.push_back(sg4::Comm::sendto_async(hosts[flow.src_endpoint], hosts[flow.dst_endpoint], wire_bytes(flow.bytes)));
-      pending.push_back(&flow);
-    }
-    while (!comms.empty()) {
-      const auto index = static_cast<size_t>(sg4::Comm::wait_any(comms));
-      const FlowPlan& flow = *pending[index];
-      comms[index] = comms.back();
-      comms.pop_back();
-      pending[index] = pending.back();
-      pending.pop_back();
-      double arrival_s = sg4::Engine::get_clock();
-      if (floor_model())
-        arrival_s = std::max(arrival_s, sent_s + flow.hops * options.platform.hop_latency_s + flow.extra_latency_s);
-      if (options.record_hops) result.hops.push_back({op, rep, src, flow.dst_chip, sent_s, arrival_s, flow.bytes});
-      auto& sent = last_delivery_s[{op, rep, src}];
-      sent = std::max(sent, arrival_s);
-      if (ops[op].plan->chips[flow.dst_chip].incoming_flows == 0) continue;   // nobody waits to receive
-      auto key = std::make_tuple(op, rep, flow.dst_chip);
-      last_arrival_s[key] = std::max(last_arrival_s[key], arrival_s);
-      if (--pending_blocks[key] == 0) blocks_semaphore(op, rep, flow.dst_chip)->release();
-    }
+  int alternate(int endpoint, int peer_endpoint) const {
+    if (alternate_of_.empty()) return -1;
+    auto it = alternate_of_.find({endpoint, peer_endpoint});
+    return it == alternate_of_.end() ? -1 : it->second;
   }
+  std::vector<sg4::ActorPtr> actors_;
+  std::vector<std::unordered_map<uint64_t, sg4::Mailbox*>> boxes_;
+  std::vector<std::vector<sg4::Mailbox*>> free_boxes_;
+  long box_count_ = 0;
+  std::vector<size_t> first_span_;
+  std::vector<bool> done_spans_;
+  // AllToAll blocks still to land on each (rep, chip), and the latest landing, per op.
+  std::vector<std::vector<int>> incoming_left_;
+  std::vector<std::vector<double>> incoming_last_;
+  std::vector<int> notices_expected_;
+  std::vector<std::vector<int>> landed_;   // per sending chip: put slots whose message was received
 
-  void wait_for_dependencies(int op, ChipId chip) {
-    const ReplayOp& r = ops[op];
-    const auto* after = &r.after;
-    if (r.position_axis >= 0 && !r.after_at_position.empty()) {
-      after = &r.after_at_position.at(topo.position_along(chip, r.position_axis));
-    }
-    for (int dep : *after) op_actors[dep][chip]->join();
-    for (const auto& n : r.after_neighbour) {
-      // The neighbour inside the line only: a pipeline never wraps round.
-      if (auto from = topo.step_along(chip, n.axis, -n.direction)) op_actors[n.op][*from]->join();
-    }
-    if (r.release_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(r.release_s);
-  }
-
-  void run_op(int op, ChipId chip) {
-    wait_for_dependencies(op, chip);
-    if (ops[op].plan == nullptr) {
-      for (int rep = 0; rep < ops[op].repeat; ++rep) {
-        const double start_s = sg4::Engine::get_clock();
-        const auto& scale = options.chip_compute_scale;
-        sg4::this_actor::sleep_for(ops[op].compute_s * (scale.empty() ? 1.0 : scale[chip]));
-        result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
-      }
-      return;
-    }
-    const ChipOpPlan& plan = ops[op].plan->chips[chip];
-    for (int rep = 0; rep < ops[op].repeat; ++rep) {
-      const double start_s = sg4::Engine::get_clock();
-      if (options.launch_overhead_s > 0) sg4::this_actor::sleep_for(options.launch_overhead_s);
-      std::vector<sg4::ActorPtr> children;
-      for (size_t part = 0; part < plan.parts.size(); ++part) {
-        children.push_back(sg4::Actor::create("p", hosts[chip], [this, op, rep, chip, part] {
-          run_part(op, rep, chip, static_cast<int>(part));
-        }));
-      }
-      for (size_t first = 0; first < plan.flows.size(); first += kFlowBatch) {
-        const size_t last = std::min(plan.flows.size(), first + kFlowBatch);
-        children.push_back(sg4::Actor::create("a2a", hosts[chip], [this, op, rep, chip, first, last] {
-          run_flows(op, rep, chip, first, last);
-        }));
-      }
-      result.messages += plan.flows.size();
-      for (auto& actor : children) actor->join();
-      if (plan.done_when_delivered) sg4::this_actor::sleep_until(last_delivery_s[{op, rep, chip}]);
-      if (plan.incoming_flows > 0) {
-        blocks_semaphore(op, rep, chip)->acquire();
-        sg4::this_actor::sleep_until(last_arrival_s[{op, rep, chip}]);
-      }
-      result.spans.push_back({op, rep, chip, start_s, sg4::Engine::get_clock()});
-    }
-  }
-
-  void start() {
-    // Blocks each chip waits to receive, per repetition (only AllToAll ops have any).
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (!ops[op].plan) continue;
-      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-        const int incoming = ops[op].plan->chips[chip].incoming_flows;
-        if (incoming == 0) continue;
-        for (int rep = 0; rep < ops[op].repeat; ++rep) pending_blocks[{static_cast<int>(op), rep, chip}] = incoming;
-      }
-    }
-    op_actors.assign(ops.size(), {});
-    for (size_t op = 0; op < ops.size(); ++op) {
-      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-        op_actors[op].push_back(sg4::Actor::create("op", hosts[chip], [this, op, chip] {
-          run_op(static_cast<int>(op), chip);
-        }));
-      }
-    }
-  }
+ public:
+  size_t spans_done = 0;
 };
 
-// Every (source, destination) endpoint pair that exchanges a message, once.
-std::vector<std::pair<int, int>> message_pairs(const std::vector<ReplayOp>& ops) {
-  std::set<std::pair<int, int>> pairs;
+// The event loop of one chip: its ops in dependency order, each repetition after the last.
+class ChipLoop {
+ public:
+  ChipLoop(Simulation& engine, ChipId chip) : e_(engine), chip_(chip), state_(engine.ops_.size()) {}
+
+  void run() {
+    const auto& ops = e_.ops_;
+    dependents_.resize(ops.size());
+    for (size_t op = 0; op < ops.size(); ++op) {
+      for (int dep : deps_of(static_cast<int>(op))) {
+        dependents_[dep].push_back(static_cast<int>(op));
+        state_[op].deps_left += 1;
+      }
+    }
+    if (e_.notices_expected_[chip_] > 0) post_notice_receive();
+    // Ops free to start at once; collected first, since starting one can finish it and free
+    // its dependents.
+    std::vector<int> free_ops;
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (state_[op].deps_left == 0) free_ops.push_back(static_cast<int>(op));
+    }
+    for (int op : free_ops) local_deps_done(op);
+    while (true) {
+      while (!timers_.empty() && timers_.top().at_s <= sg4::Engine::get_clock()) fire_next_timer();
+      if (pending_.empty() && timers_.empty()) break;
+      if (pending_.empty()) {
+        sg4::this_actor::sleep_until(timers_.top().at_s);
+        fire_next_timer();
+        continue;
+      }
+      const double timeout = timers_.empty() ? -1.0 : timers_.top().at_s - sg4::Engine::get_clock();
+      const ssize_t index = sg4::Comm::wait_any_for(comms_, timeout);
+      if (index < 0) {
+        fire_next_timer();   // the timeout was the next timer's date
+        continue;
+      }
+      const Pending what = pending_[index];
+      sg4::CommPtr comm = std::move(comms_[index]);
+      comms_[index] = std::move(comms_.back());
+      comms_.pop_back();
+      pending_[index] = pending_.back();
+      pending_.pop_back();
+      handle(what, comm);
+    }
+    for (auto& put : puts_) {
+      if (put) put->wait();
+    }
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (!state_[op].done) return;   // a deadlock: the caller counts the missing spans
+    }
+  }
+
+ private:
+  // --- dependencies ---
+
+  const std::vector<int>& deps_of(int op) const {
+    const ReplayOp& r = e_.ops_[op];
+    if (r.position_axis >= 0 && !r.after_at_position.empty()) {
+      return r.after_at_position.at(e_.topo_.position_along(chip_, r.position_axis));
+    }
+    return r.after;
+  }
+
+  void local_deps_done(int op) {
+    // Ops of a neighbouring chip: the point-to-point sends that arrive here from it.
+    for (const auto& n : e_.ops_[op].after_neighbour) {
+      const auto from = e_.topo_.step_along(chip_, n.axis, -n.direction);
+      if (!from) continue;   // the end of the line: nothing comes
+      for (int rep = 0; rep < e_.ops_[n.op].repeat; ++rep) {
+        state_[op].waits_left += 1;
+        buffers_.push_back(nullptr);
+        neighbour_keys_.push_back(send_key(n.op, rep));
+        auto* box = e_.mailbox(chip_, neighbour_keys_.back());
+        post(box->get_async<Message>(&buffers_.back()), {Wait::Neighbour, op, static_cast<int>(buffers_.size() - 1)});
+      }
+    }
+    if (state_[op].waits_left == 0) ready(op);
+  }
+
+  void ready(int op) {
+    const double release = e_.ops_[op].release_s;
+    if (release > sg4::Engine::get_clock()) {
+      set_timer(release, TimerKind::Release, op, 0);
+      return;
+    }
+    begin(op);
+  }
+
+  void op_finished(int op) {
+    state_[op].done = true;
+    for (int d : dependents_[op]) {
+      if (--state_[d].deps_left == 0) local_deps_done(d);
+    }
+  }
+
+  // --- one repetition of an op ---
+
+  void begin(int op) {
+    const int rep = state_[op].rep;
+    const int id = new_instance(op, rep);
+    if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
+      set_timer(sg4::Engine::get_clock() + e_.options_.launch_overhead_s, TimerKind::Launch, id, 0);
+      return;
+    }
+    work(id);
+  }
+
+  void work(int id) {
+    Instance& in = instances_[id];
+    in.work_s = sg4::Engine::get_clock();
+    const ReplayOp& r = e_.ops_[in.op];
+    if (r.plan == nullptr) {
+      const auto& scale = e_.options_.chip_compute_scale;   // slow chips (perturbations)
+      set_timer(sg4::Engine::get_clock() + r.compute_s * (scale.empty() ? 1.0 : scale[chip_]), TimerKind::Compute, id, 0);
+      return;
+    }
+    const ChipOpPlan& plan = r.plan->chips[chip_];
+    if (r.plan->point_to_point) {
+      for (const auto& flow : plan.flows) {
+        const ChipId to = e_.endpoints_[flow.dst_endpoint].chip;
+        auto* box = e_.mailbox(to, send_key(in.op, in.rep));
+        auto* message = new Message{sg4::Engine::get_clock(), flow.hops, chip_, -1, flow.extra_latency_s};
+        in.flows_left += 1;
+        const Pending delivered{Wait::Put, id, static_cast<int>(&flow - plan.flows.data())};
+        e_.result.messages += 1;
+        const int alternate = e_.alternate(flow.src_endpoint, flow.dst_endpoint);
+        if (alternate >= 0) {
+          relay(alternate, {box, message, wire_bytes(flow.bytes), delivered});
+          continue;
+        }
+        post(box->put_async(message, wire_bytes(flow.bytes)), delivered);
+      }
+      if (in.flows_left == 0) finish(id);
+      return;
+    }
+    if (!plan.flows.empty() || plan.incoming_flows > 0) {
+      start_all_to_all(id, plan);
+      return;
+    }
+    in.phase.assign(plan.parts.size(), 0);
+    in.chains_left.assign(plan.parts.size(), 0);
+    in.parts_left = static_cast<int>(plan.parts.size());
+    if (in.parts_left == 0) {
+      finish(id);
+      return;
+    }
+    for (size_t part = 0; part < plan.parts.size(); ++part) start_phase(id, static_cast<int>(part));
+  }
+
+  void finish(int id) {
+    Instance& in = instances_[id];
+    const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chips_ + chip_;
+    e_.result.spans[span] = {in.op, in.rep, chip_, in.start_s, sg4::Engine::get_clock()};
+    e_.spans_done += 1;
+    const int op = in.op;
+    in = Instance{};   // op -1: finished; its vectors freed
+    if (++state_[op].rep < e_.ops_[op].repeat) {
+      begin(op);
+    } else {
+      op_finished(op);
+    }
+  }
+
+  // Instance ids are never reused: a caller may still hold the id of an instance that a
+  // nested call finished.
+  int new_instance(int op, int rep) {
+    const int id = static_cast<int>(instances_.size());
+    instances_.emplace_back();
+    instances_[id].op = op;
+    instances_[id].rep = rep;
+    instances_[id].start_s = sg4::Engine::get_clock();
+    return id;
+  }
+
+  // --- ring phases ---
+
+  void start_phase(int id, int part) {
+    Instance& in = instances_[id];
+    const auto& phases = e_.ops_[in.op].plan->chips[chip_].parts[part];
+    while (in.phase[part] < static_cast<int>(phases.size())) {
+      const auto& chains = phases[in.phase[part]];
+      int receiving = 0;
+      for (const auto& chain : chains) receiving += chain.shape.receives > 0 ? 1 : 0;
+      instances_[id].chains_left[part] = receiving;
+      for (const auto& chain : chains) start_chain(id, part, chain);
+      if (instances_[id].chains_left[part] > 0) return;
+      instances_[id].phase[part] += 1;   // a phase with nothing to receive here is over at once
+    }
+    if (--instances_[id].parts_left == 0) finish(id);
+  }
+
+  void start_chain(int id, int part, const ChainPlan& chain) {
+    const Instance& in = instances_[id];
+    const uint64_t key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
+    ChainRun run;
+    run.instance = id;
+    run.part = part;
+    run.plan = &chain;
+    run.key = key;
+    if (chain.peer_endpoint >= 0) {
+      run.out = e_.mailbox(e_.endpoints_[chain.peer_endpoint].chip, key);
+      run.alternate = e_.alternate(chain.endpoint, chain.peer_endpoint);
+    }
+    if (chain.shape.receives > 0) {
+      // Messages flow into a chain once its chip has started it, as into a buffer posted for
+      // them (the chip is then the mailbox's permanent receiver: data flows before the get).
+      // A message sent earlier waits in the mailbox until the chain takes it.
+      run.in = e_.mailbox(chip_, key);
+      run.in->set_receiver(e_.actors_[chip_]);
+      if (!e_.alternate_of_.empty()) e_.receiving_[chip_].insert(key);
+    }
+    int slot;
+    if (!free_chains_.empty()) {
+      slot = free_chains_.back();
+      free_chains_.pop_back();
+      chains_[slot] = run;
+    } else {
+      slot = static_cast<int>(chains_.size());
+      chains_.push_back(run);
+    }
+    if (chain.shape.sends_own) send(slot);
+    if (chain.shape.receives > 0) post_receive(slot);
+  }
+
+  void send(int slot) {
+    ChainRun& run = chains_[slot];
+    auto* message = new Message{sg4::Engine::get_clock(), run.plan->shape.hops, chip_, -1, run.plan->extra_latency_s};
+    e_.result.messages += 1;
+    if (run.alternate >= 0 && e_.receiving_[e_.endpoints_[run.plan->peer_endpoint].chip].count(run.key)) {
+      relay(run.alternate, {run.out, message, wire_bytes(run.plan->message_bytes)});
+      return;
+    }
+    uint64_t bytes = wire_bytes(run.plan->message_bytes);
+    if (run.alternate >= 0) {
+      // The receiver has not started the chain: its data would wait in the mailbox until the
+      // receiver takes it, so the receiver sends it across the second route then.
+      message->alternate = run.alternate;
+      bytes = 0;
+    }
+    const int put = put_slot();
+    message->put = put;
+    sent(put, run.out->put_async(message, bytes));
+  }
+
+  // A message whose route is a second one between its two chips (a message between actors
+  // takes the first): the data crosses between the route's own hosts (a host-to-host transfer,
+  // which only the sender sees end), then the sender tells the receiver with 0 bytes, which
+  // take no time on links without latency (the floor model; under the additive model reduced
+  // meshes keep rings of 3, symmetry.hpp). Sent before the receiver started the chain, the
+  // data waits as a message between actors would: see send().
+  void relay(int alternate, Relay r) {
+    int index;
+    if (!free_relays_.empty()) {
+      index = free_relays_.back();
+      free_relays_.pop_back();
+      relays_[index] = r;
+    } else {
+      index = static_cast<int>(relays_.size());
+      relays_.push_back(r);
+    }
+    const auto& [from, to] = e_.alternate_hosts_[alternate];
+    post(sg4::Comm::sendto_async(from, to, r.bytes), {Wait::Relay, index, 0});
+  }
+
+  void relay_landed(int index, const sg4::CommPtr& comm) {
+    const Relay r = relays_[index];
+    free_relays_.push_back(index);
+    if (r.after.slot < 0) {   // a ring hop: the receiver takes it from here
+      const int put = put_slot();
+      r.message->put = put;
+      sent(put, r.box->put_async(r.message, 0));
+      return;
+    }
+    post(r.box->put_async(r.message, 0), {Wait::Put, -1, 0});
+    handle(r.after, comm);
+  }
+
+  void post_receive(int slot) {
+    ChainRun& run = chains_[slot];
+    post(run.in->get_async<Message>(&run.buffer), {Wait::Receive, slot, 0});
+  }
+
+  // A message of chain `slot` has arrived and passed its latency floor.
+  void chain_arrival(int slot, const Message& message) {
+    ChainRun& run = chains_[slot];
+    run.arrived += 1;
+    record_hop(instances_[run.instance], message, run.plan->message_bytes);
+    if (run.arrived <= run.plan->shape.forwards) send(slot);
+    // The next receive is posted once this message is handled: a message still waiting in
+    // the mailbox (sent before the chain started) moves only then.
+    if (run.arrived < run.plan->shape.receives) {
+      post_receive(slot);
+      return;
+    }
+    // The chain has everything: free it, and end the phase when its other chain has too.
+    const int id = run.instance, part = run.part;
+    run.in->set_receiver(nullptr);
+    if (!e_.alternate_of_.empty()) e_.receiving_[chip_].erase(run.key);
+    e_.release_mailbox(chip_, run.key);
+    free_chains_.push_back(slot);
+    Instance& in = instances_[id];
+    if (--in.chains_left[part] > 0) return;
+    in.phase[part] += 1;
+    start_phase(id, part);
+  }
+
+  // --- AllToAll ---
+
+  void start_all_to_all(int id, const ChipOpPlan& plan) {
+    Instance& in = instances_[id];
+    in.flows_left = static_cast<int>(plan.flows.size());
+    e_.result.messages += plan.flows.size();
+    for (size_t i = 0; i < plan.flows.size(); ++i) {
+      const auto& flow = plan.flows[i];
+      post(sg4::Comm::sendto_async(e_.flow_hosts_[flow.src_endpoint], e_.flow_hosts_[flow.dst_endpoint],
+                                   wire_bytes(flow.bytes)),
+           {Wait::Flow, id, static_cast<int>(i)});
+    }
+    in.incoming_done = plan.incoming_flows == 0;
+    if (!in.incoming_done) {
+      auto& early = early_notices_;
+      for (size_t k = 0; k < early.size(); ++k) {
+        if (early[k].op == in.op && early[k].rep == in.rep) {
+          in.incoming_done = true;
+          in.incoming_s = early[k].last_arrival_s;
+          early.erase(early.begin() + static_cast<long>(k));
+          break;
+        }
+      }
+    }
+    maybe_end_all_to_all(id);
+  }
+
+  void flow_delivered(int id, int index) {
+    Instance& in = instances_[id];
+    const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[index];
+    const double now = sg4::Engine::get_clock();
+    double arrival = now;
+    arrival = e_.usable_s(arrival, in.work_s, flow.hops, flow.extra_latency_s);
+    if (e_.options_.record_hops) {
+      e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, arrival, flow.bytes});
+    }
+    in.delivered_s = std::max(in.delivered_s, now);
+    in.flows_left -= 1;
+    const size_t at = static_cast<size_t>(in.rep) * e_.chips_ + flow.dst_chip;
+    auto& last = e_.incoming_last_[in.op][at];
+    last = std::max(last, arrival);
+    if (--e_.incoming_left_[in.op][at] == 0) {
+      if (flow.dst_chip == chip_) {
+        // Its own block landed last (a reduced mesh's AllToAll can wrap onto the sender): no
+        // notice comes for this op, so a receive posted for one may wait for nothing.
+        if (notices_received_ + ++local_incoming_ == e_.notices_expected_[chip_]) cancel_notice_receive();
+        incoming_complete(in.op, in.rep, last);
+      } else {
+        // Tell the receiver: a message of 0 bytes takes no time.
+        const int put = put_slot();
+        auto* notice = new Notice{in.op, in.rep, last, chip_, put};
+        sent(put, e_.notice_box(flow.dst_chip)->put_async(notice, 0));
+      }
+    }
+    maybe_end_all_to_all(id);
+  }
+
+  void incoming_complete(int op, int rep, double last_s) {
+    for (size_t id = 0; id < instances_.size(); ++id) {
+      Instance& in = instances_[id];
+      if (in.op == op && in.rep == rep && !in.incoming_done) {
+        in.incoming_done = true;
+        in.incoming_s = last_s;
+        maybe_end_all_to_all(static_cast<int>(id));
+        return;
+      }
+    }
+    early_notices_.push_back({op, rep, last_s});   // before this chip started the op
+  }
+
+  // A chip's AllToAll ends when its own blocks have been delivered and every block addressed
+  // to it has landed (past its latency floor).
+  void maybe_end_all_to_all(int id) {
+    Instance& in = instances_[id];
+    if (in.op < 0 || in.ending || in.flows_left > 0 || !in.incoming_done) return;
+    in.ending = true;
+    const double end = std::max(in.incoming_s, in.delivered_s);
+    if (end > sg4::Engine::get_clock()) {
+      set_timer(end, TimerKind::AllToAllEnd, id, 0);
+      return;
+    }
+    finish(id);
+  }
+
+  void cancel_notice_receive() {
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (pending_[i].what != Wait::Notice) continue;
+      comms_[i]->cancel();
+      comms_[i] = std::move(comms_.back());
+      comms_.pop_back();
+      pending_[i] = pending_.back();
+      pending_.pop_back();
+      delete notice_buffer_;
+      notice_buffer_ = nullptr;
+      return;
+    }
+  }
+
+  void post_notice_receive() {
+    post(e_.notice_box(chip_)->get_async<Notice>(&notice_buffer_), {Wait::Notice, 0, 0});
+  }
+
+  // --- completions ---
+
+  void handle(const Pending& what, const sg4::CommPtr& comm) {
+    const double now = sg4::Engine::get_clock();
+    // Timers due now come first: a message held by its floor until now is older than one
+    // that completes now.
+    while (!timers_.empty() && timers_.top().at_s <= now) fire_next_timer();
+    switch (what.what) {
+      case Wait::Receive: {
+        ChainRun& run = chains_[what.slot];
+        Message message = *run.buffer;
+        delete run.buffer;
+        e_.landed_[message.src].push_back(message.put);
+        run.buffer = nullptr;
+        run.received += 1;
+        if (message.alternate >= 0) {   // taken now: its data crosses the second route
+          const auto& [from, to] = e_.alternate_hosts_[message.alternate];
+          message.alternate = -1;
+          int index;
+          if (!free_waiting_.empty()) {
+            index = free_waiting_.back();
+            free_waiting_.pop_back();
+            waiting_data_[index] = message;
+          } else {
+            index = static_cast<int>(waiting_data_.size());
+            waiting_data_.push_back(message);
+          }
+          post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, what.slot, index});
+          break;
+        }
+        chain_received(what.slot, message, now);
+        break;
+      }
+      case Wait::RelayIn: {   // at most one per chain: the next receive is posted after it
+        free_waiting_.push_back(what.index);
+        chain_received(what.slot, waiting_data_[what.index], now);
+        break;
+      }
+      case Wait::Put: {
+        if (what.slot < 0) break;   // a ring hop or a notice: the receiver takes it from here
+        // A point-to-point send: done on the sender when the data has landed.
+        Instance& in = instances_[what.slot];
+        const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[what.index];
+        const double usable = e_.usable_s(now, in.work_s, flow.hops, flow.extra_latency_s);
+        if (e_.options_.record_hops) {
+          e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, usable, flow.bytes});
+        }
+        in.delivered_s = std::max(in.delivered_s, usable);
+        if (--in.flows_left == 0) {
+          if (in.delivered_s > now) {
+            set_timer(in.delivered_s, TimerKind::Delivered, what.slot, 0);
+          } else {
+            finish(what.slot);
+          }
+        }
+        break;
+      }
+      case Wait::Flow:
+        flow_delivered(what.slot, what.index);
+        break;
+      case Wait::Relay:
+        relay_landed(what.slot, comm);
+        break;
+      case Wait::Notice: {
+        const Notice notice = *notice_buffer_;
+        delete notice_buffer_;
+        e_.landed_[notice.src].push_back(notice.put);
+        notice_buffer_ = nullptr;
+        if (++notices_received_ + local_incoming_ < e_.notices_expected_[chip_]) post_notice_receive();
+        incoming_complete(notice.op, notice.rep, notice.last_arrival_s);
+        break;
+      }
+      case Wait::Neighbour: {
+        Message*& buffer = buffers_[what.index];
+        const Message message = *buffer;
+        delete buffer;
+        buffer = nullptr;
+        e_.forget_mailbox(chip_, neighbour_keys_[what.index]);   // still a permanent receiver's: not reused
+        const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
+        if (usable > now) {
+          set_timer(usable, TimerKind::NeighbourArrival, what.slot, 0);
+        } else {
+          neighbour_arrived(what.slot);
+        }
+        break;
+      }
+    }
+    (void)comm;
+  }
+
+  void chain_received(int slot, const Message& message, double now) {
+    const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
+    if (usable > now) {
+      set_timer(usable, TimerKind::Arrival, slot, 0, message);
+    } else {
+      chain_arrival(slot, message);
+    }
+  }
+
+  void neighbour_arrived(int op) {
+    if (--state_[op].waits_left == 0) ready(op);
+  }
+
+  void fire_next_timer() {
+    const Timer t = timers_.top();
+    timers_.pop();
+    switch (t.kind) {
+      case TimerKind::Arrival: chain_arrival(t.a, t.message); break;
+      case TimerKind::Compute: finish(t.a); break;
+      case TimerKind::Release: begin(t.a); break;
+      case TimerKind::Launch: work(t.a); break;
+      case TimerKind::Delivered: finish(t.a); break;
+      case TimerKind::AllToAllEnd: finish(t.a); break;
+      case TimerKind::NeighbourArrival: neighbour_arrived(t.a); break;
+    }
+  }
+
+  void record_hop(const Instance& in, const Message& message, double bytes) {
+    if (!e_.options_.record_hops) return;
+    const double usable = e_.usable_s(sg4::Engine::get_clock(), message.sent_s, message.hops, message.extra_latency_s);
+    e_.result.hops.push_back({in.op, in.rep, message.src, chip_, message.sent_s, usable, bytes});
+  }
+
+  // A ring hop or notice is the receiver's business once sent: the sender does not wait for
+  // it (a wait_any costs O(what it watches) per call). SimGrid keeps it among the sender's
+  // activities until the sender waits on it (a test() does not take it back: the list, walked
+  // at every completion, would grow), so the receiver reports it landed (landed_) and the
+  // sender takes back landed ones in batches, with a wait() that returns at once.
+  int put_slot() {
+    if (free_puts_.empty()) {
+      puts_.emplace_back();
+      return static_cast<int>(puts_.size() - 1);
+    }
+    const int slot = free_puts_.back();
+    free_puts_.pop_back();
+    return slot;
+  }
+
+  void sent(int slot, sg4::CommPtr put) {
+    puts_[slot] = std::move(put);
+    if (e_.landed_[chip_].size() >= kReapBatch) reap();
+  }
+
+  void reap() {
+    std::vector<int> batch;
+    batch.swap(e_.landed_[chip_]);   // wait() is a simcall: receivers may report more meanwhile
+    for (int slot : batch) {
+      puts_[slot]->wait();
+      puts_[slot] = nullptr;
+      free_puts_.push_back(slot);
+    }
+  }
+  // Measured on an 8x8x8 AllReduce: taking each back at the next send beats batches of 8
+  // (SimGrid walks the sender's list of activities at every completion) by 25%.
+  static constexpr size_t kReapBatch = 1;
+
+  void post(sg4::CommPtr comm, Pending what) {
+    comms_.push_back(std::move(comm));
+    pending_.push_back(what);
+  }
+
+  void set_timer(double at_s, TimerKind kind, int a, int b, Message message = {}) {
+    timers_.push(Timer{at_s, timer_seq_++, kind, a, b, message});
+  }
+
+  Simulation& e_;
+  const ChipId chip_;
+  std::vector<OpState> state_;
+  std::vector<std::vector<int>> dependents_;
+  std::deque<Instance> instances_;
+  std::deque<ChainRun> chains_;
+  std::vector<int> free_chains_;
+  std::vector<sg4::CommPtr> comms_;       // what this chip waits on ...
+  std::vector<Pending> pending_;          // ... and why, index for index
+  std::vector<sg4::CommPtr> puts_;        // sends not yet taken back, by slot (see sent())
+  std::vector<int> free_puts_;
+  std::vector<Relay> relays_;             // second-route messages in flight, by slot
+  std::vector<Message> waiting_data_;     // taken messages whose data crosses a second route
+  std::vector<int> free_waiting_;
+  std::vector<int> free_relays_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t timer_seq_ = 0;
+  Notice* notice_buffer_ = nullptr;
+  int notices_received_ = 0;
+  int local_incoming_ = 0;   // AllToAll ops whose last incoming block was this chip's own
+  std::vector<Notice> early_notices_;
+  std::deque<Message*> buffers_;           // neighbours' sends being received (stable addresses)
+  std::vector<uint64_t> neighbour_keys_;
+};
+
+void Simulation::start(const ChipPlatform& platform, const std::vector<ChipRoute>& alternates) {
+  chip_hosts_ = platform.chips;
+  flow_hosts_ = platform.flows;
+  alternate_hosts_ = platform.alternates;
+  receiving_.resize(chips_);
+  for (size_t k = 0; k < alternates.size(); ++k) {
+    alternate_of_[{alternates[k].src_endpoint, alternates[k].dst_endpoint}] = static_cast<int>(k);
+  }
+  for (ChipId c = 0; c < chips_; ++c) {
+    actors_.push_back(sg4::Actor::create("chip", chip_hosts_[c], [this, c] { ChipLoop(*this, c).run(); }));
+  }
+  // Point-to-point sends and AllToAll notices flow as soon as they are sent (a send's buffer
+  // on the receiver exists from the start): their mailboxes get their permanent receivers
+  // here, before any chip runs.
+  for (ChipId c = 0; c < chips_; ++c) {
+    if (notices_expected_[c] > 0) notice_box(c)->set_receiver(actors_[c]);
+  }
+  for (size_t op = 0; op < ops_.size(); ++op) {
+    const OpPlan* plan = ops_[op].plan;
+    if (plan == nullptr || !plan->point_to_point) continue;
+    for (const auto& chip : plan->chips) {
+      for (const auto& flow : chip.flows) {
+        for (int rep = 0; rep < ops_[op].repeat; ++rep) {
+          mailbox(flow.dst_chip, send_key(static_cast<int>(op), rep))->set_receiver(actors_[flow.dst_chip]);
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// The route of every message between two chips, once per ordered pair; a message whose route
+// differs from its pair's first (a ring of 2 positions, whose +1 and -1 neighbour is one chip)
+// goes into `alternates`, one per endpoint pair.
+std::vector<ChipRoute> chip_routes(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                                   const std::vector<ReplayOp>& ops, std::vector<ChipRoute>& alternates) {
+  std::map<std::pair<ChipId, ChipId>, std::vector<DirectedLink>> routes;
+  std::set<std::pair<int, int>> alternate_pairs;
+  auto joined = [&](int from, int to) {
+    auto route = endpoints[from].out_route;
+    route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
+    return route;
+  };
+  auto add = [&](ChipId src, ChipId dst, int from, int to) {
+    auto route = joined(from, to);
+    auto [it, inserted] = routes.try_emplace({src, dst}, route);
+    if (!inserted && it->second != route && alternate_pairs.insert({from, to}).second) {
+      alternates.push_back({src, dst, std::move(route), from, to});
+    }
+  };
+  std::set<std::pair<ChipId, ChipId>> notices;
   for (const auto& op : ops) {
     if (!op.plan) continue;
-    for (const auto& chip : op.plan->chips) {
-      for (const auto& part : chip.parts) {
+    for (ChipId chip = 0; chip < static_cast<ChipId>(op.plan->chips.size()); ++chip) {
+      const auto& plan = op.plan->chips[chip];
+      for (const auto& part : plan.parts) {
         for (const auto& phase : part) {
           for (const auto& chain : phase) {
-            if (chain.peer_endpoint >= 0) pairs.insert({chain.endpoint, chain.peer_endpoint});
+            if (chain.peer_endpoint >= 0) {
+              add(chip, endpoints[chain.peer_endpoint].chip, chain.endpoint, chain.peer_endpoint);
+            }
           }
         }
       }
-      for (const auto& flow : chip.flows) pairs.insert({flow.src_endpoint, flow.dst_endpoint});
+      for (const auto& flow : plan.flows) {
+        if (op.plan->point_to_point) {
+          add(chip, flow.dst_chip, flow.src_endpoint, flow.dst_endpoint);
+        } else if (flow.dst_chip != chip) {
+          notices.insert({chip, flow.dst_chip});
+        }
+      }
     }
   }
-  return {pairs.begin(), pairs.end()};
+  std::vector<ChipRoute> out;
+  for (const auto& [pair, route] : routes) out.push_back({pair.first, pair.second, route});
+  for (const auto& pair : notices) {
+    if (!routes.count(pair)) out.push_back({pair.first, pair.second, {}});
+  }
+  return out;
+}
+
+// AllToAll endpoints and, where a route takes a link twice, the pairs to declare explicitly.
+void flow_endpoints(const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+                    std::vector<bool>& used, std::vector<std::pair<int, int>>& pairs, bool& explicit_routes) {
+  used.assign(endpoints.size(), false);
+  std::set<std::pair<int, int>> seen;
+  for (const auto& op : ops) {
+    if (!op.plan || op.plan->point_to_point) continue;
+    explicit_routes = explicit_routes || op.plan->repeats_links;
+    for (const auto& chip : op.plan->chips) {
+      for (const auto& flow : chip.flows) {
+        used[flow.src_endpoint] = used[flow.dst_endpoint] = true;
+        seen.insert({flow.src_endpoint, flow.dst_endpoint});
+      }
+    }
+  }
+  pairs.assign(seen.begin(), seen.end());
 }
 
 ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
@@ -244,42 +950,42 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   char quiet[] = "--log=root.thres:critical";
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine engine(&argc, argv);
-  // Actors alive at once: one per (op, chip) from the start, plus the short-lived ones of
-  // the ops in flight (a few at a time: a program's ops mostly wait on each other).
-  size_t max_actors = 0, largest_op = 0, collectives = 0;
+  configure_engine(engine, static_cast<size_t>(topo.chip_count()));
   for (const auto& op : ops) {
-    max_actors += topo.chip_count();
-    if (!op.plan) continue;
-    ++collectives;
-    size_t transient = 0;
-    for (const auto& chip : op.plan->chips) {
-      transient += chip.parts.size() * 3 + chip.flows.size() / Runtime::kFlowBatch + 1;
+    if (op.repeat >= (1 << 20) || ops.size() >= (1u << 27)) {
+      throw std::invalid_argument("too many ops or repetitions for one simulation");
     }
-    largest_op = std::max(largest_op, transient);
   }
-  max_actors += std::min<size_t>(16, collectives) * largest_op;
-  configure_engine(engine, max_actors);
+  std::vector<ChipRoute> alternates;
+  const auto routes = chip_routes(topo, endpoints, ops, alternates);
+  if (!alternates.empty() && options.platform.hop_model != HopModel::Floor) {
+    // The relay's 0 bytes would take the first route's latency (symmetry.hpp keeps rings of 3).
+    throw std::invalid_argument("two routes between " + topo.chip_name(alternates[0].src) + " and " +
+                                topo.chip_name(alternates[0].dst) +
+                                " (a wrapped axis of 2 chips) need the floor hop model");
+  }
+  std::vector<bool> used;
   std::vector<std::pair<int, int>> pairs;
   bool explicit_routes = false;
-  for (const auto& op : ops) explicit_routes = explicit_routes || (op.plan && op.plan->repeats_links);
-  if (explicit_routes) pairs = message_pairs(ops);
-  Runtime runtime(topo, endpoints, ops, options,
-                  build_platform(topo, endpoints, options.platform, explicit_routes ? &pairs : nullptr));
-  runtime.start();
+  flow_endpoints(endpoints, ops, used, pairs, explicit_routes);
+  // AllToAll endpoints keep their registry index; unused ones cost an empty host.
+  std::vector<Endpoint> flow_eps;
+  bool any_flows = false;
+  for (bool u : used) any_flows = any_flows || u;
+  if (any_flows) flow_eps = endpoints;
+  auto platform = build_chip_platform(topo, topo.chip_count(), routes, alternates, flow_eps,
+                                      explicit_routes ? &pairs : nullptr, options.platform);
+  Simulation runtime(topo, endpoints, ops, options);
+  runtime.start(platform, alternates);
   const auto run_start = std::chrono::steady_clock::now();
   engine.run();
   runtime.result.simulation_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   runtime.result.end_time_s = sg4::Engine::get_clock();
-  size_t expected_spans = 0;
-  for (const auto& op : ops) expected_spans += static_cast<size_t>(op.repeat) * topo.chip_count();
-  if (runtime.result.spans.size() != expected_spans) {
-    throw std::runtime_error("the simulation stopped with " + std::to_string(expected_spans - runtime.result.spans.size()) +
-                             " collective instances unfinished (deadlock)");
+  const size_t expected_spans = runtime.result.spans.size();
+  if (runtime.spans_done != expected_spans) {
+    throw std::runtime_error("the simulation stopped with " + std::to_string(expected_spans - runtime.spans_done) +
+                             " op instances unfinished (deadlock)");
   }
-  auto& spans = runtime.result.spans;
-  std::sort(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
-    return std::tie(a.op, a.repetition, a.chip) < std::tie(b.op, b.repetition, b.chip);
-  });
   return std::move(runtime.result);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// Replays planned collectives on SimGrid: one actor per (chip, operation), one per part of a
-// ring collective, one per chain of messages in each ring phase, one per chip sending AllToAll blocks.
-// Nothing about the result is computed here: every time comes out of SimGrid's clock.
+// Replays planned collectives on SimGrid with one actor per chip, each an event loop over its
+// own ops, messages and timers (docs/design.md, "The full replay"). Nothing about the result
+// is computed here: every time comes out of SimGrid's clock.
 #include <cstdint>
 #include <functional>
 #include <vector>

@@ -139,7 +139,8 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   }
   Topology real(topology);
   for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
-  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, differing, spec_names);
+  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, differing, spec_names,
+                                      settings.hop_model == HopModel::Floor);
   RunResult run{std::move(real), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced", {}};
   const Topology& sim = run.simulated;
