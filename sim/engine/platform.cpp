@@ -120,7 +120,10 @@ ChipPlatform build_chip_platform(const Topology& topo, int chips, const std::vec
   chip_zone->seal();
 
   if (!flow_endpoints.empty()) {
-    auto* flow_zone = flow_pairs != nullptr ? sg4::create_full_zone("flows") : sg4::create_star_zone("flows");
+    // A star zone drops a link a route takes twice, and a full zone's table holds every pair of
+    // its hosts (39,312 endpoints of a reduced 16x16x16 AllToAll: 12 GB), so explicit routes go
+    // in a Dijkstra zone: one edge per declared pair, found again per source from a cached tree.
+    auto* flow_zone = flow_pairs != nullptr ? sg4::create_dijkstra_zone("flows", true) : sg4::create_star_zone("flows");
     flow_zone->set_parent(root);
     for (size_t i = 0; i < flow_endpoints.size(); ++i) {
       const auto& endpoint = flow_endpoints[i];

@@ -58,7 +58,14 @@ struct Notice {    // an AllToAll's last block addressed to a chip has landed
   int put;
 };
 
-enum class Wait : uint8_t { Receive, Put, Flow, Notice, Neighbour, Relay, RelayIn };
+enum class Wait : uint8_t { Receive, Put, Flow, Notice, Neighbour, Relay, RelayIn, Wake };
+
+// What a chip's flow helper (ChipLoop::run_flows) needs its chip's loop to do.
+struct Wake {
+  int instance;
+  bool delivered;        // the instance's blocks have all been delivered
+  double last_arrival_s; // otherwise: its own blocks to itself have all landed, the last then
+};
 
 struct Pending {
   Wait what;
@@ -103,7 +110,6 @@ struct Instance {          // one repetition of one op on this chip
   bool incoming_done = true;     // AllToAll: every block addressed here has landed
   bool ending = false;           // its end is set (a timer, or finished)
   double incoming_s = 0;
-  std::vector<sg4::CommPtr> flow_comms;   // AllToAll blocks in flight (kept alive)
 };
 
 // A message on a second route between two chips: its data crosses between the route's own
@@ -114,6 +120,13 @@ struct Relay {
   uint64_t bytes = 0;
   Pending after{Wait::Put, -1, 0};   // a point-to-point send: handled as delivered on landing
 };
+
+// AllToAll blocks per flow helper (ChipLoop::run_flows): a completion costs a helper
+// O(batch), and its chip's loop O(blocks / batch) helpers; the square root balances them,
+// and small AllToAlls need none.
+size_t flow_batch(size_t flows) {
+  return std::max<size_t>(64, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(flows)))));
+}
 
 struct OpState {
   int deps_left = 0;             // local ops still to finish
@@ -200,6 +213,7 @@ class Simulation {
   void forget_mailbox(ChipId chip, uint64_t key) { boxes_[chip].erase(key); }
 
   sg4::Mailbox* notice_box(ChipId chip) { return mailbox(chip, ~0ULL); }
+  sg4::Mailbox* wake_box(ChipId chip) { return mailbox(chip, ~1ULL); }
 
   const Topology& topo_;
   const std::vector<Endpoint>& endpoints_;
@@ -554,13 +568,20 @@ class ChipLoop {
 
   void start_all_to_all(int id, const ChipOpPlan& plan) {
     Instance& in = instances_[id];
-    in.flows_left = static_cast<int>(plan.flows.size());
-    e_.result.messages += plan.flows.size();
-    for (size_t i = 0; i < plan.flows.size(); ++i) {
-      const auto& flow = plan.flows[i];
-      post(sg4::Comm::sendto_async(e_.flow_hosts_[flow.src_endpoint], e_.flow_hosts_[flow.dst_endpoint],
-                                   wire_bytes(flow.bytes)),
-           {Wait::Flow, id, static_cast<int>(i)});
+    const size_t flows = plan.flows.size();
+    in.flows_left = static_cast<int>(flows);
+    e_.result.messages += flows;
+    const size_t batch = flow_batch(flows);
+    if (flows > batch) {
+      // Waiting on every block here would cost O(blocks) per completion: helpers wait on a
+      // batch each and wake this loop once, when the last is delivered.
+      if (helped_instances_++ == 0) post_wake_receive();
+      for (size_t begin = 0; begin < flows; begin += batch) {
+        const size_t end = std::min(flows, begin + batch);
+        sg4::Actor::create("flows", e_.chip_hosts_[chip_], [this, id, begin, end] { run_flows(id, begin, end); });
+      }
+    } else {
+      for (size_t i = 0; i < flows; ++i) post(send_flow(plan.flows[i]), {Wait::Flow, id, static_cast<int>(i)});
     }
     in.incoming_done = plan.incoming_flows == 0;
     if (!in.incoming_done) {
@@ -577,7 +598,68 @@ class ChipLoop {
     maybe_end_all_to_all(id);
   }
 
-  void flow_delivered(int id, int index) {
+  sg4::CommPtr send_flow(const FlowPlan& flow) {
+    return sg4::Comm::sendto_async(e_.flow_hosts_[flow.src_endpoint], e_.flow_hosts_[flow.dst_endpoint],
+                                   wire_bytes(flow.bytes));
+  }
+
+  // A helper actor of this chip: sends blocks [begin, end) of instance `id` and does each
+  // one's bookkeeping as it is delivered. All actors run one at a time, so it shares this
+  // loop's state plainly, but it never touches what the loop is waiting on (comms_): what
+  // needs the loop goes by wake_box. It waits for its own notices before it ends (an actor's
+  // unfinished activities are cancelled when it ends).
+  void run_flows(int id, size_t begin, size_t end) {
+    const auto& flows = e_.ops_[instances_[id].op].plan->chips[chip_].flows;
+    std::vector<sg4::CommPtr> comms, notices;
+    std::vector<int> index;
+    for (size_t i = begin; i < end; ++i) {
+      comms.push_back(send_flow(flows[i]));
+      index.push_back(static_cast<int>(i));
+    }
+    while (!comms.empty()) {
+      const ssize_t k = sg4::Comm::wait_any(comms);
+      const int i = index[k];
+      comms[k] = std::move(comms.back());
+      comms.pop_back();
+      index[k] = index.back();
+      index.pop_back();
+      double own_last_s = -1;
+      if (block_delivered(id, i, notices, own_last_s)) {
+        notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, false, own_last_s}, 0));
+      }
+      if (instances_[id].flows_left == 0) {
+        notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, true, 0}, 0));
+      }
+    }
+    for (auto& n : notices) n->wait();
+  }
+
+  void post_wake_receive() { post(e_.wake_box(chip_)->get_async<Wake>(&wake_buffer_), {Wait::Wake, 0, 0}); }
+
+  void woken() {
+    const Wake wake = *wake_buffer_;
+    delete wake_buffer_;
+    wake_buffer_ = nullptr;
+    if (!wake.delivered) {
+      post_wake_receive();   // its instance's `delivered` is still to come
+      own_incoming_complete(instances_[wake.instance].op, instances_[wake.instance].rep, wake.last_arrival_s);
+      return;
+    }
+    if (--helped_instances_ > 0) post_wake_receive();
+    maybe_end_all_to_all(wake.instance);
+  }
+
+  // Its own blocks to itself have all landed (a reduced mesh's AllToAll can wrap onto the
+  // sender): no notice comes for this op, so a receive posted for one may wait for nothing.
+  void own_incoming_complete(int op, int rep, double last_s) {
+    if (notices_received_ + ++local_incoming_ == e_.notices_expected_[chip_]) cancel_notice_receive();
+    incoming_complete(op, rep, last_s);
+  }
+
+  // The bookkeeping of block `index` of instance `id`, delivered now: its receiver is told
+  // (with `notices`, or this chip's puts when null) when it was the last block addressed to
+  // it. Returns true when that receiver is this chip, with the last landing in `own_last_s`.
+  bool block_delivered(int id, int index, std::vector<sg4::CommPtr>& notices, double& own_last_s) {
     Instance& in = instances_[id];
     const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[index];
     const double now = sg4::Engine::get_clock();
@@ -593,16 +675,24 @@ class ChipLoop {
     last = std::max(last, arrival);
     if (--e_.incoming_left_[in.op][at] == 0) {
       if (flow.dst_chip == chip_) {
-        // Its own block landed last (a reduced mesh's AllToAll can wrap onto the sender): no
-        // notice comes for this op, so a receive posted for one may wait for nothing.
-        if (notices_received_ + ++local_incoming_ == e_.notices_expected_[chip_]) cancel_notice_receive();
-        incoming_complete(in.op, in.rep, last);
-      } else {
-        // Tell the receiver: a message of 0 bytes takes no time.
-        const int put = put_slot();
-        auto* notice = new Notice{in.op, in.rep, last, chip_, put};
-        sent(put, e_.notice_box(flow.dst_chip)->put_async(notice, 0));
+        own_last_s = last;
+        return true;
       }
+      // Tell the receiver: a message of 0 bytes takes no time.
+      if (&notices == &no_notices_) {
+        const int put = put_slot();
+        sent(put, e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, put}, 0));
+      } else {
+        notices.push_back(e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, -1}, 0));
+      }
+    }
+    return false;
+  }
+
+  void flow_delivered(int id, int index) {
+    double own_last_s = -1;
+    if (block_delivered(id, index, no_notices_, own_last_s)) {
+      own_incoming_complete(instances_[id].op, instances_[id].rep, own_last_s);
     }
     maybe_end_all_to_all(id);
   }
@@ -617,7 +707,7 @@ class ChipLoop {
         return;
       }
     }
-    early_notices_.push_back({op, rep, last_s});   // before this chip started the op
+    early_notices_.push_back({op, rep, last_s, -1, -1});   // before this chip started the op
   }
 
   // A chip's AllToAll ends when its own blocks have been delivered and every block addressed
@@ -715,10 +805,13 @@ class ChipLoop {
       case Wait::Relay:
         relay_landed(what.slot, comm);
         break;
+      case Wait::Wake:
+        woken();
+        break;
       case Wait::Notice: {
         const Notice notice = *notice_buffer_;
         delete notice_buffer_;
-        e_.landed_[notice.src].push_back(notice.put);
+        if (notice.put >= 0) e_.landed_[notice.src].push_back(notice.put);   // a helper waits for its own
         notice_buffer_ = nullptr;
         if (++notices_received_ + local_incoming_ < e_.notices_expected_[chip_]) post_notice_receive();
         incoming_complete(notice.op, notice.rep, notice.last_arrival_s);
@@ -835,6 +928,9 @@ class ChipLoop {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
   Notice* notice_buffer_ = nullptr;
+  Wake* wake_buffer_ = nullptr;
+  int helped_instances_ = 0;                // AllToAll instances whose blocks helpers send
+  std::vector<sg4::CommPtr> no_notices_;    // block_delivered's: notices go by this chip's puts
   int notices_received_ = 0;
   int local_incoming_ = 0;   // AllToAll ops whose last incoming block was this chip's own
   std::vector<Notice> early_notices_;
@@ -858,6 +954,13 @@ void Simulation::start(const ChipPlatform& platform, const std::vector<ChipRoute
   // here, before any chip runs.
   for (ChipId c = 0; c < chips_; ++c) {
     if (notices_expected_[c] > 0) notice_box(c)->set_receiver(actors_[c]);
+  }
+  for (const auto& op : ops_) {   // and what flow helpers tell their chip
+    if (op.plan == nullptr || op.plan->point_to_point) continue;
+    for (ChipId c = 0; c < chips_; ++c) {
+      const size_t flows = op.plan->chips[c].flows.size();
+      if (flows > flow_batch(flows)) wake_box(c)->set_receiver(actors_[c]);
+    }
   }
   for (size_t op = 0; op < ops_.size(); ++op) {
     const OpPlan* plan = ops_[op].plan;
