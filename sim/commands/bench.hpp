@@ -24,12 +24,17 @@ struct BenchRow {
   double simulation_wall_s = 0;    // SimGrid's run loop only (what the plain replay times too)
   double peak_rss_bytes = 0;       // of the simulation process
   double messages_per_s() const { return simulation_wall_s > 0 ? messages / simulation_wall_s : 0; }
-  // The plain replay of the same mesh, run just before this row (--compare-naive, full rows).
+  // The plain replay of the same mesh, run alternately with this row (--compare-naive, full
+  // rows): the median of its rates.
   std::optional<double> naive_messages_per_s;
+  int runs = 1;                    // the row is the median of this many runs
 };
 
 struct BenchOptions {
   bool compare_naive = false;
+  // Each full replay (and its plain replay, alternating with it) runs this many times and the
+  // row shows the median run: a 1 s case on a shared 2-core machine varies by +-30% run to run.
+  int repeat = 3;
   // Called with each row as soon as it is measured (the whole bench takes about a minute).
   std::function<void(const BenchRow&)> on_row;
 };

@@ -312,11 +312,12 @@ int presets_command() {
   return 0;
 }
 
-int bench_command(bool compare_naive) {
+int bench_command(bool compare_naive, int repeat) {
   std::printf("%-30s %-7s %6s %9s %9s %11s %9s %9s %10s %9s%s\n", "case", "mode", "chips", "simulated", "messages",
               "simulated", "wall", "sim wall", "msgs/s", "peak RSS", compare_naive ? "  plain replay  ratio" : "");
   BenchOptions options;
   options.compare_naive = compare_naive;
+  options.repeat = repeat;
   options.on_row = [&](const BenchRow& r) {
     std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s", r.name.c_str(), r.mode.c_str(), r.chips, r.simulated_chips,
                 r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s);
@@ -335,6 +336,9 @@ int bench_command(bool compare_naive) {
   };
   run_bench(options);
   std::printf("msgs/s: simulated messages per second of SimGrid's run loop (the plain replay times the same loop)\n");
+  if (repeat > 1) {
+    std::printf("full rows: the median of %d runs%s\n", repeat, compare_naive ? ", each after a plain replay; its rate the median too" : "");
+  }
   return 0;
 }
 
@@ -407,6 +411,9 @@ int main(int argc, char** argv) {
   bool compare_naive = false;
   bench->add_flag("--compare-naive", compare_naive,
                   "run the plain SimGrid replay (one actor per chip) beside each full replay and print the ratio");
+  int bench_repeat = 3;
+  bench->add_option("--repeat", bench_repeat, "runs of each full replay (and plain replay); rows show the median")
+      ->check(CLI::Range(1, 100));
 
   try {
     app.parse(argc, argv);
@@ -422,7 +429,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);
-    if (bench->parsed()) return bench_command(compare_naive);
+    if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
   } catch (const InputError& e) {
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return kExitBadInput;

@@ -289,13 +289,13 @@ class ChipLoop {
         continue;
       }
       const double timeout = timers_.empty() ? -1.0 : timers_.top().at_s - sg4::Engine::get_clock();
-      const ssize_t index = sg4::Comm::wait_any_for(comms_, timeout);
+      const ssize_t index = sg4::Activity::wait_any_for(comms_, timeout);
       if (index < 0) {
         fire_next_timer();   // the timeout was the next timer's date
         continue;
       }
       const Pending what = pending_[index];
-      sg4::CommPtr comm = std::move(comms_[index]);
+      sg4::ActivityPtr comm = std::move(comms_[index]);
       comms_[index] = std::move(comms_.back());
       comms_.pop_back();
       pending_[index] = pending_.back();
@@ -522,7 +522,7 @@ class ChipLoop {
     post(sg4::Comm::sendto_async(from, to, r.bytes), {Wait::Relay, index, 0});
   }
 
-  void relay_landed(int index, const sg4::CommPtr& comm) {
+  void relay_landed(int index, const sg4::ActivityPtr& comm) {
     const Relay r = relays_[index];
     free_relays_.push_back(index);
     if (r.after.slot < 0) {   // a ring hop: the receiver takes it from here
@@ -610,14 +610,15 @@ class ChipLoop {
   // unfinished activities are cancelled when it ends).
   void run_flows(int id, size_t begin, size_t end) {
     const auto& flows = e_.ops_[instances_[id].op].plan->chips[chip_].flows;
-    std::vector<sg4::CommPtr> comms, notices;
+    std::vector<sg4::ActivityPtr> comms;
+    std::vector<sg4::CommPtr> notices;
     std::vector<int> index;
     for (size_t i = begin; i < end; ++i) {
       comms.push_back(send_flow(flows[i]));
       index.push_back(static_cast<int>(i));
     }
     while (!comms.empty()) {
-      const ssize_t k = sg4::Comm::wait_any(comms);
+      const ssize_t k = sg4::Activity::wait_any(comms);
       const int i = index[k];
       comms[k] = std::move(comms.back());
       comms.pop_back();
@@ -744,7 +745,7 @@ class ChipLoop {
 
   // --- completions ---
 
-  void handle(const Pending& what, const sg4::CommPtr& comm) {
+  void handle(const Pending& what, const sg4::ActivityPtr& comm) {
     const double now = sg4::Engine::get_clock();
     // Timers due now come first: a message held by its floor until now is older than one
     // that completes now.
@@ -917,7 +918,9 @@ class ChipLoop {
   std::deque<Instance> instances_;
   std::deque<ChainRun> chains_;
   std::vector<int> free_chains_;
-  std::vector<sg4::CommPtr> comms_;       // what this chip waits on ...
+  // What this chip waits on, as activities: Comm::wait_any_for would copy them into one
+  // (a dynamic_cast and two reference counts each, per call) ...
+  std::vector<sg4::ActivityPtr> comms_;
   std::vector<Pending> pending_;          // ... and why, index for index
   std::vector<sg4::CommPtr> puts_;        // sends not yet taken back, by slot (see sent())
   std::vector<int> free_puts_;
