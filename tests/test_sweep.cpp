@@ -136,6 +136,30 @@ TEST_CASE("compare runs the workload on each mesh and draws bars", "[sweep]") {
   CHECK(none.err.find("--topologies") != std::string::npos);
 }
 
+TEST_CASE("compare runs its plot script without a shell, from beside the binary", "[sweep][security]") {
+  const auto out = fresh_dir("compare-quoting");
+  fs::create_directories(out);
+  // A name that a shell string built with single quotes would run as a command.
+  const auto marker = out / "injected";
+  const std::string name = "a'; touch " + marker.string() + "; echo 'b";
+  std::string text = read_file(source_path("scenarios/compare_alltoall_64_chips.yaml"));
+  text.replace(text.find("name: compare-alltoall-64-chips"), std::string("name: compare-alltoall-64-chips").size(),
+               "name: \"" + name + "\"");
+  std::ofstream(out / "quoted.yaml") << text;
+  const auto r = run_podsim("compare " + (out / "quoted.yaml").string() + " --topologies 4x4x4,8x8 -o " +
+                            (out / "cmp").string());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(marker));
+  // The script is the copy beside the binary, not the source tree's.
+  CHECK(fs::exists(fs::path(PODSIM_BINARY).parent_path() / "scripts" / "plot_compare.py"));
+  if (have_matplotlib()) {
+    require_png(out / "cmp" / "compare.png");
+  } else {
+    CHECK(r.out.find("python3-matplotlib is not installed") != std::string::npos);
+  }
+}
+
 TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
   if (!have_matplotlib()) {
     WARN("python3-matplotlib is not installed (scripts/install-deps.sh installs it): plot scripts not tested");

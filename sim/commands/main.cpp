@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/bench.hpp"
+#include "sim/commands/child_process.hpp"
 #include "sim/commands/compare.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/scenario_run.hpp"
@@ -71,12 +72,6 @@ std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& se
   return overrides;
 }
 
-std::string self_binary() {
-  std::error_code error;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::string("podsim") : path.string();
-}
-
 int sweep_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                   int jobs, const std::string& emit, bool collect, int point) {
   SweepOptions options;
@@ -133,13 +128,20 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   std::cout << compare_table(rows);
   const std::string csv = out_dir + "/compare.csv", png = out_dir + "/compare.png";
   std::cout << "wrote " << csv << "\n";
-  // The bar chart comes from the plot script, where the source tree and matplotlib are.
-  const std::string script = std::string(PODSIM_SOURCE_DIR) + "/scripts/plot_compare.py";
-  if (std::filesystem::exists(script)) {
-    const std::string command =
-        "python3 '" + script + "' '" + csv + "' -o '" + png + "' --title '" + name + "' >/dev/null 2>&1";
-    if (std::system(command.c_str()) == 0) std::cout << "wrote " << png << "\n";
-    else std::cout << "no " << png << ": " << script << " failed (python3-matplotlib missing?)\n";
+  // The bar chart comes from the plot script beside this binary, run without a shell: the
+  // scenario's name is one argument, whatever it holds.
+  const std::string script = find_script("plot_compare.py");
+  if (script.empty()) {
+    std::cout << "no " << png << ": plot_compare.py is not beside " << self_binary() << " (nor in ../share/podsim/scripts)\n";
+    return 0;
+  }
+  const ChildResult plot = run_child({"python3", script, csv, "-o", png, "--title", name});
+  if (plot.succeeded()) {
+    std::cout << "wrote " << png << "\n";
+  } else if (plot.error.find("No module named 'matplotlib'") != std::string::npos) {
+    std::cout << "no " << png << ": python3-matplotlib is not installed (scripts/install-deps.sh installs it)\n";
+  } else {
+    std::cout << "no " << png << ": python3 " << script << " failed: " << plot.describe() << "\n";
   }
   return 0;
 }
