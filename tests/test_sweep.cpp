@@ -1,5 +1,6 @@
 // podsim sweep, compare and run --set through the CLI, and the plot scripts.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -63,6 +64,89 @@ TEST_CASE("a sweep runs every point, records failures, and resumes", "[sweep]") 
   fs::remove_all(out / "points" / "00003");
   CHECK(run_podsim(args).out.find("5 already done, 1 run") != std::string::npos);
   CHECK(read_file(out / "sweep.csv") == csv);
+}
+
+TEST_CASE("a sweep re-runs a point whose inputs changed: scenario, grid, trace", "[sweep][resume]") {
+  const auto out = fresh_dir("sweep-stale");
+  fs::create_directories(out);
+  const auto scenario = out / "s.yaml";
+  const std::string base = read_file(source_path("scenarios/v5e_8x4_allgather_y.yaml"));
+  std::ofstream(scenario) << base;
+  auto time_of = [&](int point) {
+    return nlohmann::json::parse(read_file(out / "run" / "points" / ("0000" + std::to_string(point)) / "summary.json"))
+        .at("operations")[0]
+        .at("time_s")
+        .get<double>();
+  };
+  const std::string args = "sweep " + scenario.string() + " --set topology.mesh.X=2,8 -o " + (out / "run").string();
+  REQUIRE(run_podsim(args).exit_code == 0);
+  const double slow = time_of(0);
+  // The ICI bandwidth goes from the preset's 45 GB/s to 450: every point runs again.
+  std::string faster = base;
+  faster.replace(faster.find("  preset: v5e"), 13, "  preset: v5e\n  overrides: {ici_bandwidth: \"450 GB/s\"}");
+  std::ofstream(scenario) << faster;
+  const auto rerun = run_podsim(args);
+  INFO(rerun.out << rerun.err);
+  CHECK(rerun.out.find("2 points: 0 already done, 2 run") != std::string::npos);
+  CHECK(time_of(0) == Approx(slow / 10).epsilon(1e-9));
+  CHECK(run_podsim(args).out.find("2 points: 2 already done") != std::string::npos);
+  // Another grid into the same directory: point 0 is now X=8, not X=2's outputs relabelled.
+  const auto regrid = run_podsim("sweep " + scenario.string() + " --set topology.mesh.X=8,2 -o " + (out / "run").string());
+  CHECK(regrid.out.find("2 points: 0 already done, 2 run") != std::string::npos);
+  const auto csv = read_file(out / "run" / "sweep.csv");
+  CHECK(csv.find("0,8,ok,") != std::string::npos);
+  CHECK(csv.find("1,2,ok,") != std::string::npos);
+  // The swept key is one column, not also the summary's copy of it.
+  const std::string header = csv.substr(0, csv.find('\n'));
+  CHECK(header.find("topology.mesh.X") == header.rfind("topology.mesh.X"));
+
+  // A serving sweep re-runs when its request trace changes, and not otherwise.
+  const auto serving = out / "serving";
+  fs::create_directories(serving);
+  std::ofstream(serving / "trace.csv") << "arrival_s,prompt_tokens,output_tokens\n0.0,100,4\n0.01,200,4\n";
+  std::ofstream(serving / "s.yaml") << "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4, Y: 4}}\n"
+                                       "workload:\n  kind: serving\n  model: llama3-70b\n  weights: int8\n"
+                                       "  kv_cache: int8\n  requests:\n    trace: trace.csv\n";
+  const std::string serve = "sweep " + (serving / "s.yaml").string() + " --set workload.max_batch=4 -o " +
+                            (serving / "run").string();
+  const auto first = run_podsim(serve);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(run_podsim(serve).out.find("1 point: 1 already done") != std::string::npos);
+  std::ofstream(serving / "trace.csv") << "arrival_s,prompt_tokens,output_tokens\n0.0,100,4\n0.01,200,8\n";
+  CHECK(run_podsim(serve).out.find("1 point: 0 already done, 1 run") != std::string::npos);
+  CHECK(read_file(serving / "run" / "points" / "00000" / "inputs.txt").find("trace.csv") != std::string::npos);
+}
+
+TEST_CASE("a point killed by a signal is not finished; a sweep of failures exits non-zero", "[sweep][resume]") {
+  const auto out = fresh_dir("sweep-killed");
+  fs::create_directories(out);
+  // A stand-in for podsim run that the kernel kills, as the out-of-memory killer would.
+  const auto killer = out / "killed.sh";
+  std::ofstream(killer) << "#!/bin/sh\nkill -9 $$\n";
+  fs::permissions(killer, fs::perms::owner_all);
+  podsim::SweepOptions options;
+  options.scenario_path = source_path("scenarios/v5e_8x4_allgather_y.yaml");
+  options.out_dir = (out / "run").string();
+  options.axes = {podsim::parse_set_option("topology.mesh.X=2")};
+  options.podsim_binary = killer.string();
+  const auto killed = podsim::run_sweep(options);
+  CHECK(killed.interrupted == 1);
+  CHECK(killed.failed == 0);
+  CHECK(killed.succeeded == 0);
+  CHECK_FALSE(fs::exists(out / "run" / "points" / "00000" / "error.txt"));
+  CHECK(read_file(out / "run" / "points" / "00000" / "interrupted.txt").find("signal 9") != std::string::npos);
+  CHECK(read_file(out / "run" / "sweep.csv").find(",interrupted,") != std::string::npos);
+  options.podsim_binary = PODSIM_BINARY;
+  const auto rerun = podsim::run_sweep(options);
+  CHECK(rerun.already_done == 0);
+  CHECK(rerun.ran == 1);
+  CHECK(rerun.succeeded == 1);
+  // Every point failing is a failed sweep.
+  const auto all_bad = run_podsim("sweep " + source_path("scenarios/v5e_8x4_allgather_y.yaml") +
+                                  " --set topology.mesh.X=0,-1 -o " + (out / "bad").string());
+  CHECK(all_bad.exit_code == 1);
+  CHECK(all_bad.err.find("no point of the sweep succeeded") != std::string::npos);
 }
 
 TEST_CASE("a sweep for Slurm: a job-array script, one point per task, then collect", "[sweep]") {

@@ -95,15 +95,21 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
     return 0;
   }
   if (collect) {
-    const int missing = collect_sweep(options);
-    std::cout << "wrote " << out_dir << "/sweep.csv: " << points - missing << " of " << points << " points";
-    if (missing > 0) std::cout << " (" << missing << " not run yet)";
+    const SweepCounts counts = collect_sweep(options);
+    std::cout << "wrote " << out_dir << "/sweep.csv: " << points - counts.missing << " of " << points << " points";
+    if (counts.missing > 0) std::cout << " (" << counts.missing << " not run yet, interrupted, or run on other inputs)";
     std::cout << "\n";
-    return missing > 0 ? 1 : 0;
+    return counts.missing > 0 ? 1 : 0;
   }
   const auto progress = run_sweep(options);
-  std::cout << progress.points << " points: " << progress.already_done << " already done, " << progress.ran
-            << " run (" << progress.failed << " failed, recorded in sweep.csv)\nwrote " << out_dir << "/sweep.csv\n";
+  std::cout << progress.points << (progress.points == 1 ? " point: " : " points: ") << progress.already_done << " already done, " << progress.ran
+            << " run (" << progress.failed << " failed";
+  if (progress.interrupted > 0) std::cout << ", " << progress.interrupted << " killed by a signal";
+  std::cout << ", recorded in sweep.csv)\nwrote " << out_dir << "/sweep.csv\n";
+  if (progress.succeeded == 0) {
+    std::cerr << "podsim: error: no point of the sweep succeeded (each point's error is in sweep.csv)\n";
+    return 1;
+  }
   return 0;
 }
 

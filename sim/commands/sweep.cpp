@@ -5,8 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -72,9 +76,54 @@ std::string point_dir(const std::string& out_dir, int index) {
   return (fs::path(out_dir) / "points" / name).string();
 }
 
-bool point_done(const std::string& out_dir, int index) {
+namespace {
+
+// FNV-1a, 64 bits: a change detector for inputs, not a defence against crafted collisions.
+uint64_t fnv1a(const char* data, size_t size, uint64_t hash = 0xcbf29ce484222325ULL) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string file_fingerprint(const std::string& path) {
+  // Once per file and process: every point of a sweep names the same trace.
+  static std::map<std::string, std::string> known;
+  if (auto it = known.find(path); it != known.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "unreadable";
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  uint64_t size = 0;
+  std::vector<char> buffer(1 << 16);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    hash = fnv1a(buffer.data(), static_cast<size_t>(in.gcount()), hash);
+    size += static_cast<uint64_t>(in.gcount());
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%llu bytes, fnv1a64 %016llx", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(hash));
+  return known[path] = text;
+}
+
+}  // namespace
+
+std::string point_inputs(const SweepOptions& options, const SweepPoint& point) {
+  const ResolvedScenario resolved = resolve_scenario(options.scenario_path, point.overrides);
+  std::string out = "# the inputs this point's outputs came from; a sweep re-runs the point when they change\n";
+  out += "podsim: " PODSIM_VERSION "\n";
+  for (const auto& file : resolved.input_files) out += "file: " + file + ": " + file_fingerprint(file) + "\n";
+  out += "---\n" + resolved.text + "\n";
+  return out;
+}
+
+bool point_done(const std::string& out_dir, int index, const std::string& inputs) {
   const fs::path dir = point_dir(out_dir, index);
-  return fs::exists(dir / "summary.json") || fs::exists(dir / "error.txt");
+  if (!fs::exists(dir / "summary.json") && !fs::exists(dir / "error.txt")) return false;
+  std::ifstream in(dir / "inputs.txt", std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in && text.str() == inputs;
 }
 
 namespace {
@@ -89,10 +138,17 @@ std::vector<std::string> point_args(const SweepOptions& o, const SweepPoint& p) 
   return args;
 }
 
-// Starts `podsim run` for a point, its stdout and stderr to files in the point's directory.
-pid_t start_point(const SweepOptions& o, const SweepPoint& p) {
+// Starts `podsim run` for a point, its stdout and stderr to files in the point's directory,
+// after clearing what an earlier run left there and recording the inputs it runs on.
+pid_t start_point(const SweepOptions& o, const SweepPoint& p, const std::string& inputs) {
   const std::string dir = point_dir(o.out_dir, p.index);
+  fs::remove_all(dir);
   fs::create_directories(dir);
+  {
+    OutputFiles files(dir);
+    files.add("inputs.txt", inputs);
+    files.commit();
+  }
   auto args = point_args(o, p);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -110,10 +166,22 @@ pid_t start_point(const SweepOptions& o, const SweepPoint& p) {
   return pid;
 }
 
-// A failed point keeps its message; the sweep goes on.
+// A failed point keeps its message; the sweep goes on. A point killed by a signal is not
+// finished: interrupted.txt says what happened and the next sweep runs it again.
 void record_exit(const SweepOptions& o, int index, int status) {
   const fs::path dir = point_dir(o.out_dir, index);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(dir / "summary.json")) return;
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    std::string message = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+    if (signal == SIGKILL) message += ": often the out-of-memory killer; the next sweep runs it again";
+    else message += "; the next sweep runs it again";
+    fs::remove(dir / "summary.json");
+    OutputFiles files(dir.string());
+    files.add("interrupted.txt", message + "\n");
+    files.commit();
+    return;
+  }
   std::string message = read_message((dir / "stderr.txt").string());
   const size_t last = message.rfind('\n');
   if (last != std::string::npos) message = message.substr(last + 1);   // the error line, after any progress
@@ -145,8 +213,9 @@ void run_sweep_point(const SweepOptions& options, int index) {
   if (index < 0 || index >= static_cast<int>(points.size()))
     throw InputError({"--point", 0, 0}, "point", std::to_string(index),
                      "expected 0.." + std::to_string(points.size() - 1));
-  if (point_done(options.out_dir, index)) return;
-  const pid_t pid = start_point(options, points[index]);
+  const std::string inputs = point_inputs(options, points[index]);
+  if (point_done(options.out_dir, index, inputs)) return;
+  const pid_t pid = start_point(options, points[index], inputs);
   int status = 0;
   waitpid(pid, &status, 0);
   record_exit(options, index, status);
@@ -157,8 +226,10 @@ SweepProgress run_sweep(const SweepOptions& options) {
   SweepProgress progress;
   progress.points = static_cast<int>(points.size());
   std::vector<int> pending;
+  std::vector<std::string> inputs;
   for (const auto& p : points) {
-    if (point_done(options.out_dir, p.index)) ++progress.already_done;
+    inputs.push_back(point_inputs(options, p));
+    if (point_done(options.out_dir, p.index, inputs.back())) ++progress.already_done;
     else pending.push_back(p.index);
   }
   std::map<pid_t, int> running;
@@ -166,7 +237,7 @@ SweepProgress run_sweep(const SweepOptions& options) {
   while (next < pending.size() || !running.empty()) {
     while (next < pending.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
       const int index = pending[next++];
-      running[start_point(options, points[index])] = index;
+      running[start_point(options, points[index], inputs[index])] = index;
     }
     int status = 0;
     const pid_t done = waitpid(-1, &status, 0);
@@ -174,35 +245,43 @@ SweepProgress run_sweep(const SweepOptions& options) {
     const auto it = running.find(done);
     if (it == running.end()) continue;
     record_exit(options, it->second, status);
-    if (fs::exists(fs::path(point_dir(options.out_dir, it->second)) / "error.txt")) ++progress.failed;
+    const fs::path dir = point_dir(options.out_dir, it->second);
+    if (fs::exists(dir / "error.txt")) ++progress.failed;
+    if (fs::exists(dir / "interrupted.txt")) ++progress.interrupted;
     ++progress.ran;
     running.erase(it);
   }
-  collect_sweep(options);
+  progress.succeeded = collect_sweep(options).ok;
   return progress;
 }
 
-int collect_sweep(const SweepOptions& options) {
+SweepCounts collect_sweep(const SweepOptions& options) {
   const auto points = sweep_grid(options.axes);
   std::vector<std::vector<std::pair<std::string, std::string>>> metrics(points.size());
   std::vector<std::string> status(points.size()), error(points.size());
   std::vector<std::string> columns;
+  // The axes have their own columns: the summary's copy of a swept field is left out.
   std::set<std::string> seen;
-  int missing = 0;
+  for (const auto& axis : options.axes) seen.insert(axis.key);
+  SweepCounts counts;
   for (const auto& p : points) {
     const fs::path dir = point_dir(options.out_dir, p.index);
-    if (fs::exists(dir / "summary.json")) {
+    if (!point_done(options.out_dir, p.index, point_inputs(options, p))) {
+      // Not run, killed, or run on other inputs (an older scenario, trace or grid).
+      status[p.index] = fs::exists(dir / "interrupted.txt") ? "interrupted" : "missing";
+      if (fs::exists(dir / "interrupted.txt")) error[p.index] = read_message((dir / "interrupted.txt").string());
+      ++counts.missing;
+    } else if (fs::exists(dir / "summary.json")) {
       status[p.index] = "ok";
       flatten(nlohmann::ordered_json::parse(read_text_file((dir / "summary.json").string())), "", 0, metrics[p.index]);
       for (const auto& [key, value] : metrics[p.index]) {
         if (seen.insert(key).second) columns.push_back(key);
       }
-    } else if (fs::exists(dir / "error.txt")) {
+      ++counts.ok;
+    } else {
       status[p.index] = "error";
       error[p.index] = read_message((dir / "error.txt").string());
-    } else {
-      status[p.index] = "missing";
-      ++missing;
+      ++counts.failed;
     }
   }
   std::string csv = "point";
@@ -225,7 +304,7 @@ int collect_sweep(const SweepOptions& options) {
   OutputFiles files(options.out_dir);
   files.add("sweep.csv", csv);
   files.commit();
-  return missing;
+  return counts;
 }
 
 namespace {

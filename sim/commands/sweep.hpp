@@ -1,8 +1,12 @@
 #pragma once
 // `podsim sweep`: the Cartesian grid of --set overrides over one scenario, each point run as its
 // own `podsim run` (in parallel on the local cores, or as Slurm array tasks), each writing its
-// outputs under <out>/points/<index>/; sweep.csv has one row per point. Finished points (a
-// summary.json, or an error.txt for a point that failed) are not run again.
+// outputs under <out>/points/<index>/; sweep.csv has one row per point. A point is finished
+// when its summary.json (or the error.txt of a point that failed on its input) is there and
+// its inputs.txt equals the point's inputs now: the podsim version, the scenario resolved with
+// the point's --set values, and the size and FNV-1a hash of each file it names (request
+// traces). Anything else is run again: a changed scenario, trace or grid, a point killed by a
+// signal (recorded as interrupted.txt), a point never finished.
 #include <string>
 #include <vector>
 
@@ -36,18 +40,24 @@ struct SweepOptions {
 };
 
 std::string point_dir(const std::string& out_dir, int index);
-bool point_done(const std::string& out_dir, int index);
+// The text a point's outputs are keyed by (see above).
+std::string point_inputs(const SweepOptions& options, const SweepPoint& point);
+bool point_done(const std::string& out_dir, int index, const std::string& inputs);
 
 struct SweepProgress {
-  int points = 0, already_done = 0, ran = 0, failed = 0;
+  int points = 0, already_done = 0, ran = 0, failed = 0, interrupted = 0;
+  int succeeded = 0;   // points with a summary after the run, whether run now or before
 };
 
 // Runs the points not yet done, `jobs` at a time, then writes sweep.csv.
 SweepProgress run_sweep(const SweepOptions& options);
 // Runs one point (a Slurm array task) and records a failure as its error.txt.
 void run_sweep_point(const SweepOptions& options, int index);
-// Merges the points' outputs into <out>/sweep.csv; returns the number of rows missing.
-int collect_sweep(const SweepOptions& options);
+struct SweepCounts {
+  int ok = 0, failed = 0, missing = 0;   // missing: not run, interrupted, or run on other inputs
+};
+// Merges the points' outputs into <out>/sweep.csv (a point run on other inputs is missing).
+SweepCounts collect_sweep(const SweepOptions& options);
 // Writes <out>/sweep.sbatch: a job array with a task per point and a final --collect step
 // to run after it (printed as a comment and run by the script's dependency line).
 std::string emit_slurm(const SweepOptions& options);

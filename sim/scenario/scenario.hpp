@@ -112,4 +112,14 @@ Scenario load_scenario(const std::string& path, const std::vector<ScenarioOverri
 Scenario load_scenario_text(const std::string& text, const std::string& path,
                             const std::vector<ScenarioOverride>& overrides = {});
 
+// What a run of the scenario reads: the document with the overrides applied (YAML, comments
+// and layout dropped) and the other files it names (request traces), resolved as the loader
+// resolves them. A sweep keys its points by these (sim/commands/sweep.hpp). Throws InputError
+// only for malformed YAML or a malformed --set; the rest is the run's to check.
+struct ResolvedScenario {
+  std::string text;
+  std::vector<std::string> input_files;
+};
+ResolvedScenario resolve_scenario(const std::string& path, const std::vector<ScenarioOverride>& overrides = {});
+
 }  // namespace podsim

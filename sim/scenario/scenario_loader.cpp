@@ -832,4 +832,20 @@ Scenario load_scenario(const std::string& path, const std::vector<ScenarioOverri
   return load_scenario_text(read_file(path), path, overrides);
 }
 
+ResolvedScenario resolve_scenario(const std::string& path, const std::vector<ScenarioOverride>& overrides) {
+  YAML::Node document = parse_yaml(read_file(path), path);
+  for (const auto& o : overrides) {
+    if (document.IsMap()) apply_override(document, o, path);
+  }
+  ResolvedScenario out;
+  YAML::Emitter emitter;
+  emitter << document;
+  out.text = emitter.c_str();
+  if (document.IsMap()) {
+    const YAML::Node& resolved = document;
+    out.input_files = detail::serving_input_files(resolved["workload"], path);
+  }
+  return out;
+}
+
 }  // namespace podsim

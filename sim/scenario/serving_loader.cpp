@@ -58,10 +58,8 @@ std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
   const auto trace = reader.optional("trace");
   if (poisson.has_value() == trace.has_value()) fail(field, "expected exactly one of poisson: or trace:");
   if (trace) {
-    namespace fs = std::filesystem;
-    fs::path path = read_string(*trace);
-    if (path.is_relative()) path = fs::path(field.where.file).parent_path() / path;
-    w.requests = read_request_trace(path.string(), w.model.max_sequence_length, w.model.name);
+    const std::string path = resolve_input_path(read_string(*trace), field.where.file);
+    w.requests = read_request_trace(path, w.model.max_sequence_length, w.model.name);
     w.requests_source = read_string(*trace);
     return std::nullopt;
   }
@@ -200,6 +198,27 @@ std::string check_serving_field(const Field& field) {
   }
   fail(field, "expected one of: " + join(kServingFields) + ", or <" + join(kDistributions, "|") + ">.<" +
                   join(kStatistics, "|") + ">");
+}
+
+}  // namespace podsim::detail
+
+namespace podsim::detail {
+
+std::string resolve_input_path(const std::string& named, const std::string& scenario_path) {
+  namespace fs = std::filesystem;
+  fs::path path = named;
+  if (path.is_relative()) path = fs::path(scenario_path).parent_path() / path;
+  return path.string();
+}
+
+std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path) {
+  // yaml-cpp: a missing key gives an invalid node, which throws on anything but IsDefined().
+  if (!workload.IsDefined() || !workload.IsMap()) return {};
+  const YAML::Node requests = workload["requests"];
+  if (!requests.IsDefined() || !requests.IsMap()) return {};
+  const YAML::Node trace = requests["trace"];
+  if (!trace.IsDefined() || !trace.IsScalar()) return {};
+  return {resolve_input_path(trace.Scalar(), scenario_path)};
 }
 
 }  // namespace podsim::detail

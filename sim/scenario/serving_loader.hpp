@@ -16,6 +16,12 @@ using TopologyParser = std::function<TopologySpec(const yaml_fields::Field&)>;
 ServingWorkload parse_serving(const yaml_fields::MapReader& reader, const TopologySpec& topology,
                               const TopologyParser& parse_topology);
 
+// A file named in a scenario (a request trace), relative to the scenario's directory.
+std::string resolve_input_path(const std::string& named, const std::string& scenario_path);
+
+// The files a serving workload reads, from its resolved `workload` node (none if malformed).
+std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path);
+
 // An expectation's `field` for a serving workload: a summary field, or "<metric>.<statistic>"
 // for the latency distributions (ttft_s.p50 ...); returns the name whose suffix gives the unit.
 std::string check_serving_field(const yaml_fields::Field& field);
