@@ -1,6 +1,14 @@
 // The command line as a user meets it: commands, help, exit codes, and bad input that gives
 // one clear message, exit status 2 and no output files.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
 #include <sstream>
 
 #include "cli_helpers.hpp"
@@ -43,6 +51,109 @@ TEST_CASE("version, help and presets", "[cli]") {
   CHECK(presets.exit_code == 0);
   for (const char* chip : {"v4p", "v5p", "v5e", "v6e"}) CHECK(presets.out.find(chip) != std::string::npos);
   CHECK(presets.out.find("B/s") != std::string::npos);
+}
+
+TEST_CASE("temporaries an interrupted run left are removed by the next run", "[cli]") {
+  const auto input = write_scenario("good.yaml", kGood);
+  const auto out = fresh_dir("stale-tmp-out");
+  fs::create_directories(out);
+  // A PID no process has (as after a kill between writing and renaming), and a live one.
+  pid_t gone = 999999;
+  while (::kill(gone, 0) == 0 || errno != ESRCH) --gone;
+  const auto stale = out / (".summary.json.tmp" + std::to_string(gone));
+  const auto live = out / (".trace.json.tmp" + std::to_string(::getpid()));
+  std::ofstream(stale) << "half";
+  std::ofstream(live) << "being written";
+  REQUIRE(run_podsim("run " + input.string() + " -o " + out.string()).exit_code == 0);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+}
+
+namespace {
+
+// The children of `pid` (from /proc/*/stat's fourth field), and whether `pid` still runs.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    long ppid;
+    if (rest >> state >> ppid && ppid == pid) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("the simulation process dies with a killed podsim run", "[cli]") {
+  // A full replay long enough to be caught running: 1,105,920 messages, ~20 s.
+  const auto input = write_scenario("long.yaml", "version: 1\nhardware: {preset: v4p}\n"
+                                                 "topology: {mesh: {X: 16, Y: 16, Z: 16}}\nworkload:\n"
+                                                 "  kind: collectives\n  operations:\n"
+                                                 "    - {name: ar, kind: all_reduce, axes: [X, Y, Z], bytes: 1 GiB}\n");
+  const auto out = fresh_dir("killed-parent");
+  const pid_t parent = ::fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(PODSIM_BINARY, PODSIM_BINARY, "run", input.c_str(), "--fidelity", "full", "-o", out.c_str(), nullptr);
+    _exit(127);
+  }
+  std::vector<pid_t> simulation;
+  for (int i = 0; i < 300 && simulation.empty(); ++i) {
+    ::usleep(50000);
+    simulation = children_of(parent);
+  }
+  REQUIRE(simulation.size() == 1);
+  ::kill(parent, SIGKILL);
+  int status = 0;
+  ::waitpid(parent, &status, 0);
+  bool gone = false;
+  for (int i = 0; i < 40 && !gone; ++i) {
+    ::usleep(50000);
+    gone = !running(simulation[0]);
+  }
+  if (!gone) ::kill(simulation[0], SIGKILL);
+  CHECK(gone);
+}
+
+TEST_CASE("a device or FIFO as the scenario or a trace is refused, not read", "[cli]") {
+  const auto dir = fresh_dir("not-regular");
+  fs::create_directories(dir);
+  const auto fifo = dir / "fifo.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {std::string("/dev/zero"), fifo.string()}) {
+    INFO(path);
+    const auto r = run_podsim("run " + path + " -o " + (dir / "out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("not a regular file") != std::string::npos);
+    CHECK(r.err.find(path) != std::string::npos);
+    const auto trace = write_scenario("trace.yaml", "version: 1\nhardware: {preset: v5e}\n"
+                                                    "topology: {mesh: {X: 4, Y: 4}}\nworkload:\n  kind: serving\n"
+                                                    "  model: llama3-70b\n  weights: int8\n  kv_cache: int8\n"
+                                                    "  requests:\n    trace: " + path + "\n");
+    const auto t = run_podsim("run " + trace.string() + " -o " + (dir / "out").string());
+    CHECK(t.exit_code == 2);
+    CHECK(t.err.find("request trace: not a regular file") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "summary.json"));
 }
 
 TEST_CASE("a good scenario writes summary, trace and CSV", "[cli]") {

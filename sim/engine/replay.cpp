@@ -1,6 +1,7 @@
 #include "sim/engine/replay.hpp"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1143,10 +1144,15 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
   std::fflush(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(fds[0]);
+    // The simulation dies with the process that wants its result (a killed `podsim run` left it
+    // running on); if that one died before this line, nobody would send the signal.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(5);
     // The parent's handlers (a test framework's, say) must not run in the simulation process.
     for (int sig : {SIGABRT, SIGSEGV, SIGFPE, SIGILL, SIGBUS, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
     ReplayResult result;

@@ -1,6 +1,9 @@
 #include "sim/report/output_files.hpp"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <filesystem>
@@ -28,7 +31,30 @@ OutputFiles::~OutputFiles() {
 
 std::string OutputFiles::path(const std::string& name) const { return (fs::path(directory_) / name).string(); }
 
+namespace {
+
+// Temporaries of `name` that an interrupted run left (".NAME.tmpPID" of a process that is gone):
+// a run killed between writing and renaming cannot remove its own. A live writer's are kept.
+void remove_stale_temporaries(const std::string& directory, const std::string& name) {
+  const std::string prefix = "." + name + ".tmp";
+  std::error_code ec;
+  for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() <= prefix.size() || file.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = file.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
 void OutputFiles::add(const std::string& name, const std::string& contents) {
+  remove_stale_temporaries(directory_, name);
   const std::string final_path = path(name);
   const std::string tmp = (fs::path(directory_) / ("." + name + ".tmp" + std::to_string(::getpid()))).string();
   {

@@ -1,6 +1,8 @@
 #pragma once
 // Output files appear whole or not at all: each is written to a temporary file beside its
 // destination and renamed into place only after every file of the run has been written.
+// Temporaries a killed run left behind (".NAME.tmpPID" of a process that no longer exists)
+// are removed when the same name is written again.
 #include <string>
 #include <vector>
 

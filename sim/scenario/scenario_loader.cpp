@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/serving_loader.hpp"
@@ -743,24 +744,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& path) {
 }
 
 std::string read_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  const SourceLocation where{path, 0, 0};
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (error || !fs::exists(status))
-    throw InputError(where, "", path, "cannot open scenario file: " +
-                                          (error ? error.message() : std::string("no such file")));
-  if (fs::is_directory(status))
-    throw InputError(where, "", path, "cannot open scenario file: it is a directory; expected a YAML file");
-  const uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxFileBytes)
-    throw InputError(where, "", path, "scenario file is larger than 16 MiB; expected a YAML scenario");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(where, "", path, "cannot open scenario file for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(where, "", path, "cannot read scenario file");
-  return text.str();
+  return read_input_file(path, "scenario file", kMaxFileBytes);
 }
 
 }  // namespace

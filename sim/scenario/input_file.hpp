@@ -1,0 +1,14 @@
+#pragma once
+// Reading a file a user names (a scenario, a request trace): only a regular file is read, so
+// /dev/zero, a FIFO or a terminal is refused with a located message instead of read until
+// memory runs out or forever.
+#include <cstdint>
+#include <string>
+
+namespace podsim {
+
+// The whole file; throws InputError naming the path and `what` ("scenario file", "request
+// trace") when it is missing, not a regular file, larger than max_bytes, or unreadable.
+std::string read_input_file(const std::string& path, const std::string& what, uintmax_t max_bytes);
+
+}  // namespace podsim
