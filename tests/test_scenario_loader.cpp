@@ -982,3 +982,59 @@ TEST_CASE("an inference scenario loads, and its bad inputs are named", "[scenari
                   "batch_tokens: 8");
   }
 }
+
+TEST_CASE("text that is not UTF-8, and values too long to echo", "[scenario]") {
+  SECTION("a name with bytes that are not UTF-8 fails at load, located") {
+    const std::string text = with("name: v5e-8x4-allgather-y", "name: v5e-\xff\xfe-bad");
+    const InputError error = error_from(text);
+    CHECK(error.where().line == line_of(text, "name: v5e-"));
+    CHECK(error.where().column == 11);
+    CHECK(contains(error.what(), "0xff is not UTF-8"));
+    // Overlong forms and surrogates are not UTF-8 either; real multi-byte text is.
+    CHECK_THROWS_AS(load_scenario_text(with("name: v5e-8x4-allgather-y", "name: \xc0\xaf"), kFile), InputError);
+    CHECK_THROWS_AS(load_scenario_text(with("name: v5e-8x4-allgather-y", "name: \xed\xa0\x80"), kFile), InputError);
+    CHECK_NOTHROW(load_scenario_text(with("name: v5e-8x4-allgather-y", "name: \"v5e \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""), kFile));
+    CHECK_THROWS_AS(load_scenario_text(kBase, kFile, {{"name", "\xff"}}), InputError);
+  }
+  SECTION("a 1 MB preset name gives a short message that says how long it was") {
+    const std::string huge(1 << 20, 'x');
+    const InputError error = error_from(with("preset: v5e", "preset: " + huge));
+    CHECK(std::string(error.what()).size() < 2500);
+    CHECK(contains(error.what(), "[1048576 bytes in all]"));
+    CHECK(error.value().size() == huge.size());   // the structured value stays whole
+  }
+  SECTION("control characters are escaped") {
+    const InputError error = error_from(with("preset: v5e", "preset: \"v5e\\e[2J\""));
+    CHECK(contains(error.what(), "v5e\\x1b[2J"));
+    CHECK_FALSE(contains(error.what(), "\x1b"));
+  }
+}
+
+TEST_CASE("hardware overrides stay within a range derived quantities survive", "[scenario]") {
+  const std::string inference = R"(version: 1
+hardware:
+  preset: v5e
+  overrides: {hbm_capacity: "16 GiB"}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: inference
+  model: llama3-70b
+  phase: decode
+  batch: 32
+  context_length: 2048
+  weights: int8
+  kv_cache: int8
+  parallelism: {model: [X, Y]}
+)";
+  // The two that broke runs: max batch -2147483648, and a SimGrid stall.
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"hbm_capacity: \"16 GiB\"", "hbm_capacity: \"15000 PiB\""},
+           {"hbm_capacity: \"16 GiB\"", "ici_bandwidth: \"1e-300 B/s\""},
+           {"hbm_capacity: \"16 GiB\"", "hop_latency: \"2 s\""}}) {
+    INFO(to);
+    const InputError error = error_from(with(from, to, inference));
+    CHECK(contains(error.what(), "out of range; expected"));
+    CHECK(error.key().rfind("hardware.overrides.", 0) == 0);
+  }
+  CHECK_NOTHROW(load_scenario_text(with("\"16 GiB\"", "\"1 PiB\"", inference), kFile));
+}

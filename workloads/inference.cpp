@@ -1,6 +1,7 @@
 #include "workloads/inference.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -204,8 +205,10 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   const double kv_batch_bytes = B * context * layout.kv_cache_bytes_per_token;
   layout.memory_per_chip_bytes = (layout.param_bytes + kv_batch_bytes) / y;
   layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
-  layout.max_batch = static_cast<int>(std::max(0.0, std::floor((y * chip.hbm_bytes - layout.param_bytes) /
-                                                              (context * layout.kv_cache_bytes_per_token))));
+  // Clamped before the conversion: a double beyond int's range is undefined behaviour to cast.
+  const double max_batch = std::floor((y * chip.hbm_bytes - layout.param_bytes) /
+                                      (context * layout.kv_cache_bytes_per_token));
+  layout.max_batch = static_cast<int>(std::clamp(max_batch, 0.0, double(std::numeric_limits<int>::max())));
   std::vector<int> powers_of_two;
   for (int chips = 1; chips <= 8192; chips *= 2) powers_of_two.push_back(chips);
   const auto smallest = smallest_slice(model, plan.weight_bytes, plan.kv_bytes, static_cast<int>(context),

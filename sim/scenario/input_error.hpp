@@ -14,7 +14,9 @@ struct SourceLocation {
 
 class InputError : public std::runtime_error {
  public:
-  // Message: "<file>:<line>:<col>: key '<key>': value '<value>': <expected>"
+  // Message: "<file>:<line>:<col>: key '<key>': value '<value>': <expected>", with control
+  // characters escaped (\xNN) and long parts cut ("... [N bytes in all]"): key and value at
+  // 150 bytes, the path at 300, the expectation at 1500.
   InputError(SourceLocation where, std::string key, std::string value, std::string expected);
   const SourceLocation& where() const { return where_; }
   const std::string& key() const { return key_; }

@@ -1,5 +1,6 @@
 #include "sim/scenario/input_file.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,6 +31,58 @@ std::string read_input_file(const std::string& path, const std::string& what, ui
   text << in.rdbuf();
   if (in.bad()) throw InputError(where, "", path, "cannot read " + what);
   return text.str();
+}
+
+namespace {
+
+// Length of the UTF-8 sequence at text[i], or 0 if it is not one (overlong forms, surrogates
+// and code points past U+10FFFF included, as RFC 3629 says).
+size_t utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned min_second = 0x80, max_second = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) min_second = 0xA0;
+    if (c == 0xED) max_second = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) min_second = 0x90;
+    if (c == 0xF4) max_second = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  if (byte(i + 1) < min_second || byte(i + 1) > max_second) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+void require_utf8(const std::string& text, const std::string& path) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(text, i);
+    if (n == 0) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[i]));
+      throw InputError({path, line, column}, "", "",
+                       std::string("byte ") + byte + " is not UTF-8; expected UTF-8 text (YAML and the JSON outputs need it)");
+    }
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += n;
+  }
 }
 
 }  // namespace podsim

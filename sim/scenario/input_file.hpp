@@ -11,4 +11,8 @@ namespace podsim {
 // trace") when it is missing, not a regular file, larger than max_bytes, or unreadable.
 std::string read_input_file(const std::string& path, const std::string& what, uintmax_t max_bytes);
 
+// Throws InputError at the line and column of the first byte that is not UTF-8 (outputs are
+// JSON, which must be UTF-8: a bad name would fail only after the whole simulation).
+void require_utf8(const std::string& text, const std::string& path);
+
 }  // namespace podsim

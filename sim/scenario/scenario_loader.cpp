@@ -100,17 +100,25 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
                                     "chips_per_host", "host_shape", "dcn_bandwidth_per_host",
                                     "pcie_bandwidth"});
   overrides.reject_unknown();
-  auto set = [&](std::string_view key, double& target, auto parse) {
-    if (auto value = overrides.optional(key)) target = read_quantity(*value, parse);
+  // Each value valid on its own can still break what is derived from it (15000 PiB of HBM
+  // overflowed the max batch; 1e-300 B/s stalled SimGrid), so every override stays within a
+  // range around real chips, wide enough for any hypothetical one.
+  auto set = [&](std::string_view key, double& target, auto parse, double low, double high, const char* range) {
+    if (auto value = overrides.optional(key)) {
+      target = read_quantity(*value, parse);
+      if (!(target >= low && target <= high)) fail(*value, std::string("out of range; expected ") + range);
+    }
   };
-  set("ici_bandwidth", chip.ici_bandwidth_Bps, parse_bandwidth_Bps);
-  set("hop_latency", chip.hop_latency_s, parse_time_s);
-  set("hbm_bandwidth", chip.hbm_bandwidth_Bps, parse_bandwidth_Bps);
-  set("hbm_capacity", chip.hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); });
-  set("bf16_flops", chip.bf16_flops_per_s, parse_flops_per_s);
-  set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s);
-  set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps);
-  set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps);
+  const char* bandwidths = "1 kB/s to 1 PB/s";
+  set("ici_bandwidth", chip.ici_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
+  set("hop_latency", chip.hop_latency_s, parse_time_s, 0.0, 1.0, "0 s to 1 s");
+  set("hbm_bandwidth", chip.hbm_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
+  set("hbm_capacity", chip.hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); }, 1048576.0,
+      1125899906842624.0, "1 MiB to 1 PiB");
+  set("bf16_flops", chip.bf16_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
+  set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s");
+  set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
+  set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);
@@ -790,6 +798,10 @@ void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::
 
 Scenario load_scenario_text(const std::string& text, const std::string& path,
                             const std::vector<ScenarioOverride>& overrides) {
+  require_utf8(text, path);
+  for (const auto& o : overrides) {
+    require_utf8(o.key + "=" + o.value, "--set " + o.key);
+  }
   YAML::Node document = parse_yaml(text, path);
   for (const auto& o : overrides) {
     if (document.IsMap()) apply_override(document, o, path);
