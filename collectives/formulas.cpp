@@ -352,6 +352,11 @@ double algbw_Bps(double bytes, double time_s) {
   return bytes / time_s;
 }
 
+double nccl_size_bytes(CollectiveKind kind, double bytes, int group_size) {
+  require_count(group_size, 1, "group_size");
+  return kind == CollectiveKind::AllToAll ? bytes / group_size : bytes;
+}
+
 double busbw_Bps(CollectiveKind kind, double bytes, double time_s, int group_size) {
   require_count(group_size, 1, "group_size");
   const double n = group_size;

@@ -119,7 +119,13 @@ struct AllToAllRouteTime {
 AllToAllRouteTime all_to_all_route_time(const std::vector<AxisInfo>& axes, double bytes, double w_uni,
                                         double t_min);
 
-// nccl-tests algorithm bandwidth: bytes / time_s (B/s). Throws std::invalid_argument if
+// nccl-tests' `size` for podsim's `bytes` (the whole array): the per-rank buffer. An
+// AllGather's output, a ReduceScatter's input and an AllReduce's buffer are the whole array on
+// each rank; an AllToAll's send buffer is one rank's share of it, bytes / group_size (nccl-tests
+// src/alltoall.cu: count/nranks elements to each of nranks peers).
+double nccl_size_bytes(CollectiveKind kind, double bytes, int group_size);
+
+// nccl-tests algorithm bandwidth: size / time_s (B/s), size as nccl_size_bytes gives it. Throws std::invalid_argument if
 // time_s <= 0 or bytes < 0.
 double algbw_Bps(double bytes, double time_s);
 

@@ -256,6 +256,17 @@ TEST_CASE("DCN AllReduce: hierarchical vs one flat ring", "[formulas]") {
   CHECK(dcn_flat_ring_allreduce_time_s(v, chips, 1, w_host) == 0);
 }
 
+TEST_CASE("nccl-tests size: an AllToAll's is one rank's send buffer", "[formulas]") {
+  for (auto kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
+    CHECK(nccl_size_bytes(kind, 64e6, 16) == 64e6);
+  }
+  CHECK(nccl_size_bytes(CollectiveKind::AllToAll, 64e6, 16) == 4e6);
+  // The v5e 16-ring: a 128 MiB AllToAll at the book's V / (4 W_bidi) = 2.98 ms has
+  // algbw 128 MiB / 16 / 2.98 ms = 2.8 GB/s per rank (not the whole array's 45 GB/s).
+  const double v = 128.0 * 1024 * 1024, t = v / (4 * 9e10);
+  CHECK(algbw_Bps(nccl_size_bytes(CollectiveKind::AllToAll, v, 16), t) == Approx(4 * 9e10 / 16));
+}
+
 TEST_CASE("nccl-tests algbw and busbw", "[formulas]") {
   const double bytes = 1e9, t = 0.01;
   CHECK(algbw_Bps(bytes, t) == Approx(1e11));

@@ -46,7 +46,8 @@ void fill_metrics(const nlohmann::json& j, CompareRow& row) {
     double bytes = 0;
     for (const auto& op : j.value("operations", nlohmann::json::array())) {
       if (op.value("kind", "") == "compute") continue;
-      bytes += op.value("bytes", 0.0) * op.value("repeat", 1.0);
+      // nccl-tests' size, as each op's algbw counts it (an AllToAll's per-rank buffer).
+      bytes += op.value("size_bytes", op.value("bytes", 0.0)) * op.value("repeat", 1.0);
       if (op.contains("hops")) row.hops = std::max(row.hops, op.at("hops").get<double>()), row.has_hops = true;
     }
     if (bytes > 0 && row.time_s > 0) {

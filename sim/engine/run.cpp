@@ -220,9 +220,10 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       result.bytes = op.collective.bytes;
       result.group_size = group_size(run.topology, op.collective);
       result.hops = critical_hops(*ops[i].plan);
+      result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
       if (result.time_s > 0) {
-        result.algbw_Bps = algbw_Bps(result.bytes, result.time_s);
-        result.busbw_Bps = busbw_Bps(result.kind, result.bytes, result.time_s, result.group_size);
+        result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
+        result.busbw_Bps = busbw_Bps(result.kind, result.size_bytes, result.time_s, result.group_size);
       }
       result.has_analytic = analytic_time(run.topology, op.collective, w_uni, topology.chip.hop_latency_s,
                                           result.analytic);

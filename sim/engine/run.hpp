@@ -40,6 +40,7 @@ struct OperationResult {
   double time_s = 0;           // per repetition: last chip's end - first chip's start, averaged
   double start_s = 0;          // first chip's start, first repetition
   double end_s = 0;            // last chip's end, last repetition
+  double size_bytes = 0;       // nccl-tests' size (the per-rank buffer): algbw = size / time
   double algbw_Bps = 0;
   double busbw_Bps = 0;
   bool has_analytic = false;

@@ -194,6 +194,7 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     o["axes"] = op.axes;
     o["dcn"] = op.over_dcn;
     o["bytes"] = op.bytes;
+    o["size_bytes"] = op.size_bytes;
     o["group_size"] = op.group_size;
     o["hops"] = op.hops;
     o["algbw_Bps"] = op.algbw_Bps;
@@ -214,16 +215,17 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
 }
 
 std::string operations_csv(const RunResult& run) {
-  std::string out = "name,kind,axes,dcn,bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
+  std::string out =
+      "name,kind,axes,dcn,bytes,size_bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
   for (const auto& op : run.operations) {
     if (op.compute) {
-      out += op.name + ",compute,,false,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,,\n";
+      out += op.name + ",compute,,false,0,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,,\n";
       continue;
     }
     std::string axes;
     for (const auto& a : op.axes) axes += (axes.empty() ? "" : "+") + a;
     out += op.name + "," + std::string(to_string(op.kind)) + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
-           format("%.17g", op.bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(op.group_size) + "," +
+           format("%.17g", op.bytes) + "," + format("%.17g", op.size_bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(op.group_size) + "," +
            format("%.17g", op.time_s) + "," + format("%.17g", op.algbw_Bps) + "," + format("%.17g", op.busbw_Bps) + ",";
     if (op.has_analytic) {
       out += format("%.17g", op.analytic.time_s) + "," + format("%.17g", relative_error(op.time_s, op.analytic.time_s));
