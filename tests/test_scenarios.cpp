@@ -2,10 +2,17 @@
 // outputs are structured and byte-identical across runs.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "cli_helpers.hpp"
 #include "sim/scenario/scenario.hpp"
+
+namespace {
+void check_spans_nest(const nlohmann::json& trace);
+}  // namespace
 
 using namespace podsim_test;
 namespace fs = std::filesystem;
@@ -74,6 +81,7 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
           for (const char* stat : {"mean", "p50", "p90", "p99"}) CHECK(summary.at(key).contains(stat));
         }
         const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+        check_spans_nest(trace);
         long long spans = 0;
         for (const auto& e : trace.at("traceEvents")) spans += e.at("ph") == "X";
         const auto steps = read_file(out / "steps.csv");
@@ -92,6 +100,7 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
       // The trace is Chrome Trace Event JSON with one span per operation per traced chip
       // (every chip up to 256, one per symmetry class beyond).
       const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+      check_spans_nest(trace);
       size_t spans = 0;
       std::set<std::pair<int, int>> tracks;
       for (const auto& e : trace.at("traceEvents")) {
@@ -107,6 +116,35 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
     }
   }
 }
+
+namespace {
+
+// Perfetto's rule: on one track (pid, tid) spans nest or are disjoint. Times are read back to
+// whole nanoseconds, as the trace writes them.
+void check_spans_nest(const nlohmann::json& trace) {
+  std::map<std::pair<long long, long long>, std::vector<std::pair<long long, long long>>> tracks;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    const long long ts = std::llround(e.at("ts").get<double>() * 1000);
+    const long long dur = std::llround(e.at("dur").get<double>() * 1000);
+    // Whole nanoseconds, to the precision of a double (a serving trace runs for an hour).
+    CHECK(std::fabs(e.at("ts").get<double>() * 1000 - ts) <= 1e-12 * std::max(1e3, std::fabs(ts * 1.0)));
+    tracks[{e.at("pid").get<long long>(), e.at("tid").get<long long>()}].push_back({ts, ts + dur});
+  }
+  size_t bad = 0;
+  for (auto& [track, spans] : tracks) {
+    std::sort(spans.begin(), spans.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    std::vector<long long> open;   // ends of the spans enclosing the current one
+    for (const auto& [start, end] : spans) {
+      while (!open.empty() && open.back() <= start) open.pop_back();
+      if (!open.empty() && end > open.back()) ++bad;   // starts inside one, ends after it
+      open.push_back(end);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace
 
 TEST_CASE("the same scenario gives byte-identical outputs", "[scenarios]") {
   const auto file = source_path("scenarios/v4p_4x4x4_book_question2.yaml");

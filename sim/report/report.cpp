@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/trace_time.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -258,7 +259,12 @@ class Lanes {
   std::vector<double> ends_;
 };
 
-std::string us(double seconds) { return format("%.6f", seconds * 1e6); }
+// "ts":..,"dur":.. from the span's endpoints rounded to the nanosecond (trace_time.hpp), as
+// nlohmann-json writes doubles: the shortest text that reads back the same (1.001, not 1.000999...).
+std::string ts_dur(double start_s, double end_s) {
+  const TraceTime t = trace_time(start_s, end_s);
+  return "\"ts\":" + nlohmann::json(t.ts_us).dump() + ",\"dur\":" + nlohmann::json(t.dur_us).dump();
+}
 
 }  // namespace
 
@@ -306,8 +312,8 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
       std::string args = "\"repetition\":" + std::to_string(rep);
       if (!op.compute) args += ",\"bytes\":" + format("%.17g", op.bytes);
       const std::string cat = op.compute ? op.category : std::string(to_string(op.kind));
-      emit("{\"name\":\"" + op.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\",\"ts\":" + us(span.start_s) +
-           ",\"dur\":" + us(span.end_s - span.start_s) + ",\"pid\":" + std::to_string(pid) +
+      emit("{\"name\":\"" + op.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + ts_dur(span.start_s, span.end_s) +
+           ",\"pid\":" + std::to_string(pid) +
            ",\"tid\":" + std::to_string(local * kLaneStride + lane) + ",\"args\":{" + args + "}}");
     };
     const int comm_base = has_compute ? 1 : 0;
@@ -324,8 +330,8 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
     const ChipId rep_chip = run.reduction.representative(topo, sim, chip);
     for (const HopRecord* h : hops_by_chip[rep_chip]) {
       const int lane = collective_lanes + hop_lanes.place(h->start_s, h->end_s);
-      emit("{\"name\":\"hop\",\"cat\":\"hop\",\"ph\":\"X\",\"ts\":" + us(h->start_s) + ",\"dur\":" +
-           us(h->end_s - h->start_s) + ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+      emit("{\"name\":\"hop\",\"cat\":\"hop\",\"ph\":\"X\"," + ts_dur(h->start_s, h->end_s) +
+           ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
            std::to_string(local * kLaneStride + lane) + ",\"args\":{\"op\":\"" + run.operations[h->op].name +
            "\",\"bytes\":" + format("%.17g", h->bytes) + "}}");
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/trace_time.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -198,12 +199,13 @@ std::string serving_trace_json(const Scenario& scenario, const ServingRun& run) 
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 2}, {"tid", 2 * s},
                       {"args", {{"name", "prefill " + std::to_string(s)}}}});
   for (const auto& s : run.result.steps) {
+    const TraceTime t = trace_time(s.start_s, s.end_s);
     events.push_back({{"ph", "X"}, {"name", kind_name(s.kind)}, {"cat", kind_name(s.kind)}, {"pid", pid(s)},
-                      {"tid", tid(s)}, {"ts", s.start_s * 1e6}, {"dur", (s.end_s - s.start_s) * 1e6},
+                      {"tid", tid(s)}, {"ts", t.ts_us}, {"dur", t.dur_us},
                       {"args", {{"batch", s.batch}, {"tokens", s.tokens}}}});
     if (s.kind == StepKind::Decode)
       events.push_back({{"ph", "C"}, {"name", "decode batch " + std::to_string(s.server)}, {"pid", pid(s)},
-                        {"ts", s.start_s * 1e6}, {"args", {{"sequences", s.batch}}}});
+                        {"ts", t.ts_us}, {"args", {{"sequences", s.batch}}}});
   }
   Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return trace.dump() + "\n";
