@@ -28,11 +28,13 @@ def main():
               ("\nwraps " + r["wraparound"] if r["wraparound"] != "-" else "") for r in rows]
     second = next((k for k in ("tokens_per_s_per_chip", "mfu", "algbw_Bps") if rows[0].get(k)), None)
     fig, axes = plt.subplots(1, 2 if second else 1, figsize=(11 if second else 6, 4.5), squeeze=False)
-    times = [1e3 * plotting.number(r, "time_s") for r in rows]
+    seconds = [plotting.number(r, "time_s") for r in rows]
+    factor, unit = plotting.time_unit(seconds)
+    times = [factor * t for t in seconds]
     ax = axes[0][0]
     bars = ax.bar(labels, times, color="tab:blue")
     ax.bar_label(bars, fmt="%.3g", fontsize=8)
-    ax.set_ylabel(rows[0]["time_metric"].replace("_s", "") + " (ms)")
+    ax.set_ylabel(f"{plotting.metric_label(rows[0]['time_metric'])} ({unit})")
     ax.set_title("time (lower is better)")
     if second:
         scale, unit = {"tokens_per_s_per_chip": (1, "tokens/s per chip"), "mfu": (100, "MFU (%)"),

@@ -31,13 +31,22 @@ def main():
     n = len(meshes)
     cols = min(3, n)
     fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(5 * cols, 4 * math.ceil(n / cols)), squeeze=False)
+    # Colour by collective, line style and marker by the axes it runs over: up to 12 series a
+    # panel stay apart.
+    colours = {"all_gather": "tab:blue", "reduce_scatter": "tab:orange", "all_reduce": "tab:green",
+               "all_to_all": "tab:red"}
+    styles = [("-", "o"), ("-.", "s"), (":", "^")]
     for ax, (mesh, lines) in zip([a for row in axes for a in row], sorted(meshes.items())):
+        axis_sets = sorted({axis for (_, axis) in lines}, key=lambda a: (len(a), a))
         for (collective, axis), points in sorted(lines.items()):
             points.sort(key=lambda r: plotting.number(r, "bytes"))
             x = [plotting.number(r, "bytes") for r in points]
-            (line,) = ax.plot(x, [plotting.number(r, "simulated_s") * 1e6 for r in points], "o-", ms=3,
-                              label=f"{collective} {axis}")
-            ax.plot(x, [plotting.number(r, "analytic_s") * 1e6 for r in points], "--", color=line.get_color(), alpha=0.6)
+            style, marker = styles[axis_sets.index(axis) % len(styles)]
+            colour = colours.get(collective, "tab:gray")
+            ax.plot(x, [plotting.number(r, "simulated_s") * 1e6 for r in points], linestyle=style, marker=marker,
+                    ms=3, color=colour, label=f"{collective} {axis}")
+            ax.plot(x, [plotting.number(r, "analytic_s") * 1e6 for r in points], "--", color=colour, alpha=0.4,
+                    linewidth=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(mesh, fontsize=10)

@@ -54,3 +54,27 @@ def group_rows(rows, keys):
     for r in rows:
         groups.setdefault(tuple(r[k] for k in keys), []).append(r)
     return [(", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, key)), groups[key]) for key in sorted(groups)]
+
+
+UNIT_SUFFIXES = ("_s", "_Bps", "_bytes", "_per_s")
+
+
+def metric_label(key):
+    """A summary key as an axis label: its unit suffix dropped from the end only
+    ("decode_step_time_s" -> "decode step time", "latency_s.mean" -> "latency (mean)")."""
+    name, _, statistic = key.partition(".")
+    for suffix in UNIT_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    name = name.replace("_", " ")
+    return f"{name} ({statistic})" if statistic else name
+
+
+def time_unit(seconds):
+    """(factor, unit) that shows these times in s, ms, us or ns by their largest magnitude."""
+    largest = max((abs(v) for v in seconds if v is not None), default=0)
+    for factor, unit in ((1, "s"), (1e3, "ms"), (1e6, "us")):
+        if largest >= 1 / factor:
+            return factor, unit
+    return 1e9, "ns"

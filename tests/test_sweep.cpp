@@ -244,6 +244,18 @@ TEST_CASE("compare runs its plot script without a shell, from beside the binary"
   }
 }
 
+TEST_CASE("plot labels drop a unit suffix only at the end; times take a unit by magnitude", "[sweep][plots]") {
+  // plot_compare.py once labelled decode_step_time_s "decodetep_time (ms)".
+  const std::string check =
+      "import sys; sys.path.insert(0, '" + source_path("scripts") + "'); import plotting as p; "
+      "assert p.metric_label('decode_step_time_s') == 'decode step time'; "
+      "assert p.metric_label('latency_s.mean') == 'latency (mean)'; "
+      "assert p.time_unit([2.33e-5, 9.3e-5]) == (1e6, 'us'); "
+      "assert p.time_unit([0.0194]) == (1e3, 'ms'); assert p.time_unit([12.4]) == (1, 's'); "
+      "assert p.time_unit([3e-10]) == (1e9, 'ns')";
+  CHECK(std::system(("python3 -c \"" + check + "\"").c_str()) == 0);
+}
+
 TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
   if (!have_matplotlib()) {
     WARN("python3-matplotlib is not installed (scripts/install-deps.sh installs it): plot scripts not tested");
