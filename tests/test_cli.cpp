@@ -156,6 +156,32 @@ TEST_CASE("a device or FIFO as the scenario or a trace is refused, not read", "[
   CHECK_FALSE(fs::exists(dir / "out" / "summary.json"));
 }
 
+TEST_CASE("a mistyped command or option is named, with the nearest known one", "[cli]") {
+  const auto input = write_scenario("good.yaml", kGood);
+  struct Case {
+    std::string args, expect;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"rn " + input.string(), "unknown command 'rn' (did you mean run?)"},
+           {"run --hlep", "podsim run: unknown option '--hlep' (did you mean --help?)"},
+           {"run " + input.string() + " --fidelty full", "unknown option '--fidelty' (did you mean --fidelity?)"},
+           {"--verbos run " + input.string(), "unknown option '--verbos' (did you mean --verbose?)"},
+           {"vaildate", "unknown command 'vaildate' (did you mean validate?)"},
+           {"run " + input.string() + " --zzzzzzzz", "unknown option '--zzzzzzzz'\n"}}) {
+    INFO(c.args);
+    const auto r = run_podsim(c.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.expect) != std::string::npos);
+    CHECK(r.err.find("is required") == std::string::npos);
+  }
+  // -q keeps the results and the errors, and drops warnings.
+  const auto out = fresh_dir("quiet-out");
+  const auto quiet = run_podsim("-q run " + input.string() + " -o " + out.string());
+  CHECK(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
+  CHECK(quiet.out.find("all_gather") != std::string::npos);
+}
+
 TEST_CASE("a good scenario writes summary, trace and CSV", "[cli]") {
   const auto input = write_scenario("good.yaml", kGood);
   const auto out = fresh_dir("good-out");

@@ -14,6 +14,7 @@
 
 #include "sim/commands/bench.hpp"
 #include "sim/commands/child_process.hpp"
+#include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/scenario_run.hpp"
@@ -31,14 +32,21 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 
-void set_verbosity(int verbose) {
+bool quiet_mode = false;   // -q: errors only, no warnings, no progress
+
+void set_verbosity(int verbose, bool quiet) {
   // Logs and progress go to stderr; stdout carries results only.
+  quiet_mode = quiet;
   spdlog::set_default_logger(spdlog::stderr_color_mt("podsim"));
   spdlog::set_pattern("podsim: %l: %v");
-  spdlog::set_level(verbose >= 2 ? spdlog::level::debug : verbose == 1 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_level(quiet           ? spdlog::level::err
+                    : verbose >= 2 ? spdlog::level::debug
+                    : verbose == 1 ? spdlog::level::info
+                                   : spdlog::level::warn);
 }
 
-bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) != 0; }
+// Progress redraws a line on a terminal; otherwise (or with -q) it goes to the info log.
+bool stderr_is_terminal() { return !quiet_mode && ::isatty(STDERR_FILENO) != 0; }
 
 int serve_command(const Scenario& scenario, const std::string& out_dir, bool reproducible) {
   ServingRun run;
@@ -359,6 +367,8 @@ int main(int argc, char** argv) {
   app.fallthrough();  // -v works after the subcommand too
   int verbose = 0;
   app.add_flag("-v,--verbose", verbose, "more log output (-vv for debug)");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "errors only: no warnings, no progress")->excludes("--verbose");
 
   auto* run = app.add_subcommand("run", "simulate a scenario; write summary.json, trace.json, operations.csv");
   std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives";
@@ -426,10 +436,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      if (auto unknown = unknown_word_message(app, argc, argv)) {
+        std::fprintf(stderr, "podsim: error: %s\nRun with --help for more information.\n", unknown->c_str());
+        return kExitBadInput;
+      }
+    }
     const int code = app.exit(e);
     return code == 0 ? 0 : kExitBadInput;
   }
-  set_verbosity(verbose);
+  set_verbosity(verbose, quiet);
   try {
     if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict);
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
