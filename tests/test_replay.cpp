@@ -1,6 +1,7 @@
 // Simulated collectives against the book's formulas where the physics is exact, and the
 // symmetry-reduced replay against the full one.
 #include <catch2/catch.hpp>
+#include <csignal>
 
 #include "collectives/formulas.hpp"
 #include "collectives/ring_fluid.hpp"
@@ -326,4 +327,13 @@ TEST_CASE("the replay equals the schedule's closed forms and fluid model off the
     CHECK(simulate({16, 8}, {1, 0}, CollectiveKind::AllReduce, 1 << 20) ==
           Approx(ring_fluid_time_s(CollectiveKind::AllReduce, info({16, 8}, {1, 0}), 1 << 20, w, t_min)).epsilon(1e-6));
   }
+}
+
+TEST_CASE("a simulation process that dies is described in words", "[replay]") {
+  // Wait statuses as waitpid gives them: a signal in the low 7 bits, an exit code above.
+  CHECK(describe_simulation_exit(SIGKILL, 12.3e9).find("out-of-memory killer") != std::string::npos);
+  CHECK(describe_simulation_exit(SIGKILL, 12.3e9).find("12.3 GB") != std::string::npos);
+  CHECK(describe_simulation_exit(SIGSEGV, 0).find("crashed") != std::string::npos);
+  CHECK(describe_simulation_exit(4 << 8, 0) == "the simulation failed (its message is above)");
+  CHECK(describe_simulation_exit(3 << 8, 0) == "the simulation exited with status 3");
 }

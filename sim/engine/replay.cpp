@@ -1191,9 +1191,30 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
   }
   result.peak_rss_bytes = 1024.0 * static_cast<double>(usage.ru_maxrss);   // KiB on Linux
   if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("the simulation process failed (status " + std::to_string(status) + ")");
+    throw std::runtime_error(describe_simulation_exit(status, result.peak_rss_bytes));
   }
   return result;
+}
+
+std::string describe_simulation_exit(int status, double peak_rss_bytes) {
+  char memory[64];
+  std::snprintf(memory, sizeof memory, "%.1f GB", peak_rss_bytes / 1e9);
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    const std::string name = std::string(strsignal(signal)) + ", signal " + std::to_string(signal);
+    if (signal == SIGKILL) {
+      return "the simulation was killed (" + name + ") after reaching " + memory +
+             ": most often the out-of-memory killer. Try the default fidelity (symmetry-reduced) instead of "
+             "--fidelity full, fewer repetitions or microbatches, or a smaller mesh";
+    }
+    if (signal == SIGSEGV || signal == SIGABRT || signal == SIGBUS || signal == SIGFPE || signal == SIGILL) {
+      return "the simulation crashed (" + name + "): a bug in podsim; please report it with the scenario";
+    }
+    return "the simulation was stopped (" + name + ")";
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 4) return "the simulation failed (its message is above)";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "the simulation ended without its result";
+  return "the simulation exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status);
 }
 
 }  // namespace podsim

@@ -63,4 +63,8 @@ struct ReplayOptions {
 ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
                     const ReplayOptions& options);
 
+// What a simulation process's wait status means, in words, with what to try (a SIGKILL is
+// most often the out-of-memory killer).
+std::string describe_simulation_exit(int status, double peak_rss_bytes);
+
 }  // namespace podsim
