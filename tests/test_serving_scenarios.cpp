@@ -1,7 +1,10 @@
 // Serving through the CLI: the prefill:generate ratio found by simulation (acceptance 4 of the
 // inference issue), and bad serving input.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -166,4 +169,44 @@ TEST_CASE("a serving trace runs and gives byte-identical outputs", "[serving]") 
   CHECK(summary.at("requests") == 3);
   // A one-token response ends at its prefill.
   CHECK(summary.at("ttft_s").at("max").get<double>() > 0);
+}
+
+TEST_CASE("vLLM benchmark conventions: all at once, std beside mean, token totals and throughputs", "[serving]") {
+  const auto dir = fresh_dir("vllm-metrics");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << serving_scenario(
+      "", "    poisson: {rate: \"inf /s\", count: 40, prompt_tokens: [100, 300], output_tokens: [2, 20], seed: 3}\n");
+  const auto r = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string() + " --reproducible");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto summary = nlohmann::json::parse(read_file(dir / "out" / "summary.json"));
+  // Every request at time 0, so the requests.csv arrivals are all 0.
+  const auto csv = read_file(dir / "out" / "requests.csv");
+  std::istringstream rows(csv);
+  std::string line;
+  std::getline(rows, line);
+  double prompt_total = 0, output_total = 0;
+  std::vector<double> ttft;
+  while (std::getline(rows, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    CHECK(std::stod(cells[1]) == 0.0);
+    prompt_total += std::stod(cells[2]);
+    output_total += std::stod(cells[4]);
+    ttft.push_back(std::stod(cells[8]));
+  }
+  REQUIRE(ttft.size() == 40);
+  CHECK(summary.at("total_input_tokens").get<double>() == prompt_total);
+  CHECK(summary.at("total_output_tokens").get<double>() == output_total);
+  const double span = summary.at("total_time_s").get<double>();
+  CHECK(summary.at("output_token_throughput_per_s").get<double>() == Approx(output_total / span));
+  CHECK(summary.at("total_token_throughput_per_s").get<double>() == Approx((output_total + prompt_total) / span));
+  CHECK(summary.at("request_throughput_per_s").get<double>() == Approx(40 / span));
+  // Population standard deviation, as numpy (and vLLM) compute it.
+  double mean = 0, squares = 0;
+  for (double t : ttft) mean += t / ttft.size();
+  for (double t : ttft) squares += (t - mean) * (t - mean);
+  CHECK(summary.at("ttft_s").at("std").get<double>() == Approx(std::sqrt(squares / ttft.size())).epsilon(1e-6));
+  CHECK(summary.at("ttft_s").at("std").get<double>() > 0);
 }

@@ -24,7 +24,7 @@ std::vector<Request> poisson_requests(const PoissonArrivals& arrivals) {
   requests.reserve(arrivals.count);
   double t = 0;
   for (int i = 0; i < arrivals.count; ++i) {
-    t += -std::log1p(-unit(rng)) / arrivals.rate_per_s;
+    t += -std::log1p(-unit(rng)) / arrivals.rate_per_s;   // an infinite rate: all at time 0
     Request r;
     r.id = i;
     r.arrival_s = t;

@@ -16,7 +16,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json distribution_json(const Distribution& d) {
-  return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+  return {{"mean", d.mean}, {"std", d.std}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
 }
 
 Json topology_json(const TopologySpec& t) {
@@ -40,6 +40,9 @@ Distribution distribution(std::vector<double> values) {
   double sum = 0;
   for (double v : values) sum += v;
   d.mean = sum / values.size();
+  double squares = 0;
+  for (double v : values) squares += (v - d.mean) * (v - d.mean);
+  d.std = std::sqrt(squares / values.size());
   auto at = [&](double q) {
     const double pos = q * (values.size() - 1);
     const size_t lo = static_cast<size_t>(std::floor(pos));
@@ -55,8 +58,9 @@ Distribution distribution(std::vector<double> values) {
 
 ServingStats serving_stats(const ServingResult& r, int chips) {
   std::vector<double> ttft, tpot, latency, queueing, per_token, prefill_steps, decode_steps;
-  double tokens = 0;
+  double tokens = 0, prompt_tokens = 0;
   for (const auto& q : r.requests) {
+    prompt_tokens += q.request.prompt_tokens;
     ttft.push_back(q.ttft_s());
     latency.push_back(q.latency_s());
     queueing.push_back(q.queueing_s());
@@ -82,7 +86,10 @@ ServingStats serving_stats(const ServingResult& r, int chips) {
     st.requests_per_s = r.requests.size() / st.span_s;
     st.tokens_per_s = tokens / st.span_s;
     st.tokens_per_s_per_chip = st.tokens_per_s / chips;
+    st.total_tokens_per_s = (tokens + prompt_tokens) / st.span_s;
   }
+  st.total_input_tokens = prompt_tokens;
+  st.total_output_tokens = tokens;
   return st;
 }
 
@@ -122,6 +129,12 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["requests_per_s"] = st.requests_per_s;
   j["tokens_per_s"] = st.tokens_per_s;
   j["tokens_per_s_per_chip"] = st.tokens_per_s_per_chip;
+  // vLLM benchmark_serving's names: request, output and total token throughput; token totals.
+  j["total_input_tokens"] = st.total_input_tokens;
+  j["total_output_tokens"] = st.total_output_tokens;
+  j["request_throughput_per_s"] = st.requests_per_s;
+  j["output_token_throughput_per_s"] = st.tokens_per_s;
+  j["total_token_throughput_per_s"] = st.total_tokens_per_s;
   j["ttft_s"] = distribution_json(st.ttft);
   j["tpot_s"] = distribution_json(st.tpot);
   j["latency_s"] = distribution_json(st.latency);
@@ -216,7 +229,8 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
   const ServingStats& st = run.stats;
   char buf[2048];
   auto d = [&](const Distribution& x) {
-    return human_time(x.mean) + " mean, " + human_time(x.p50) + " p50, " + human_time(x.p99) + " p99";
+    return human_time(x.mean) + " mean, " + human_time(x.std) + " std, " + human_time(x.p50) + " median, " +
+           human_time(x.p99) + " p99";
   };
   std::string servers = std::to_string(w.config.servers) + " server(s) of " + std::to_string(run.generate_chips) +
                         " " + scenario.topology.chip.name;
@@ -227,13 +241,14 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                 "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
                 "  TTFT       %s\n  TPOT       %s\n  latency    %s\n  queueing   %s\n"
                 "  steps      prefill %s mean (%lld), decode %s mean (%lld)\n"
-                "  throughput %.4g requests/s, %.4g tokens/s, %.4g tokens/s/chip over %s\n"
+                "  throughput %.4g requests/s, output %.4g tokens/s (%.4g tokens/s/chip), total %.4g tokens/s over %s\n"
                 "  step costs %lld collectives replayed in %s\n",
                 scenario.name.c_str(), w.model.name.c_str(), run.result.requests.size(), w.requests_source.c_str(),
                 to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(),
                 d(st.latency).c_str(), d(st.queueing).c_str(), human_time(st.prefill_step.mean).c_str(),
                 run.result.prefill_steps, human_time(st.decode_step.mean).c_str(), run.result.decode_steps,
-                st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, human_time(run.result.end_s).c_str(),
+                st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, st.total_tokens_per_s,
+                human_time(run.result.end_s).c_str(),
                 run.costs->collectives_replayed(), human_time(run.costs->wall_s()).c_str());
   return buf;
 }

@@ -12,7 +12,7 @@ namespace podsim {
 
 // Distribution summaries: mean and linearly interpolated percentiles (numpy's default).
 struct Distribution {
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  double mean = 0, std = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;   // std: population (numpy's, as vLLM's)
   size_t count = 0;
 };
 Distribution distribution(std::vector<double> values);
@@ -22,7 +22,10 @@ struct ServingStats {
   Distribution ttft, tpot, latency, per_token_latency, queueing;   // per request (tpot: output > 1)
   Distribution prefill_step, decode_step;                          // per step
   double span_s = 0;            // first arrival to last token
-  double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;
+  double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;   // tokens: output tokens
+  // vLLM benchmark_serving's totals: prompt tokens (as given, not padded) and output tokens;
+  // total token throughput counts both.
+  double total_input_tokens = 0, total_output_tokens = 0, total_tokens_per_s = 0;
 };
 
 struct ServingRun {

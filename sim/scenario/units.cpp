@@ -22,7 +22,7 @@ constexpr std::string_view kTimeHint =
     "expected a non-negative time with a unit, e.g. \"1 us\", \"1 µs\", \"2.5 ms\", \"10 ns\" or "
     "\"1 s\" (a bare number is not accepted, so that units stay explicit)";
 constexpr std::string_view kRateHint =
-    "expected a positive rate with a unit, e.g. \"3 /s\", \"180 /min\" or \"0.5 /s\"";
+    "expected a positive rate with a unit, e.g. \"3 /s\", \"180 /min\" or \"0.5 /s\", or \"inf /s\" (all at once)";
 constexpr std::string_view kBytesHint =
     "expected a positive whole number of bytes below 2^64, e.g. \"16 GiB\", \"34 MB\", \"512 B\" "
     "or a bare integer";
@@ -363,6 +363,10 @@ double parse_time_s(std::string_view text) {
 }
 
 double parse_rate_per_s(std::string_view text) {
+  // vLLM's benchmark_serving --request-rate inf: every request arrives at time 0.
+  std::string compact(trim(text));
+  compact.erase(std::remove(compact.begin(), compact.end(), ' '), compact.end());
+  if (compact == "inf/s") return std::numeric_limits<double>::infinity();
   const Quantity q = split_quantity(text, kRateHint);
   if (q.number.negative || is_zero(q.number)) fail("must be positive", kRateHint);
   std::string unit(q.unit);

@@ -31,6 +31,8 @@ double parse_bandwidth_Bps(std::string_view text);
 double parse_time_s(std::string_view text);
 
 // Events per second from "3 /s", "180 /min", "10 /h". Must be positive and finite.
+// "3 /s", "180 /min", "0.5 /h"; "inf /s" is +infinity (every request at once, as vLLM's
+// benchmark takes --request-rate inf).
 double parse_rate_per_s(std::string_view text);
 
 // Whole bytes from "16 GiB", "16 GB", "1 KiB", "512 B", "8.4e6 B" or a bare integer.
