@@ -118,3 +118,13 @@ TEST_CASE("exposed communication by axis sums to exposed_comm_s, the wait after 
   }
   CHECK(some_trailing);
 }
+
+TEST_CASE("training reports achieved TFLOP/s per chip and the parameter count, as MaxText logs", "[training]") {
+  const Step step = simulate_scenario("training_llama2_13b_fsdp1024_tp4.yaml");
+  const Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/training_llama2_13b_fsdp1024_tp4.yaml");
+  // Model FLOPs per chip per second is MFU x peak.
+  CHECK(step.report.tflops_per_s_per_chip * 1e12 ==
+        Approx(step.report.mfu * s.topology.chip.bf16_flops_per_s).epsilon(1e-12));
+  CHECK(step.report.parameters == param_count(s.training.model));
+  CHECK(step.report.parameters == Approx(13e9).epsilon(0.03));   // LLaMA-2 13B
+}

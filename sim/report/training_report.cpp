@@ -85,7 +85,9 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   if (report.step_time_s > 0) {
     report.mfu = layout.total_flops / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
     report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / layout.chips;
+    report.tflops_per_s_per_chip = layout.total_flops / layout.chips / report.step_time_s / 1e12;
   }
+  report.parameters = param_count(workload.model);
 
   // Walk chip 0's compute ops in time order; every gap before one, and the wait after the
   // last one until the step ends, is exposed communication, charged to the axes of the

@@ -31,6 +31,10 @@ struct TrainingReport {
   std::map<std::string, double> exposed_comm_by_axis_s;
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
   double tokens_per_s_per_chip = 0;
+  // As MaxText and Megatron log it: model FLOPs per second per chip (mfu x peak), and the
+  // model's parameter count.
+  double tflops_per_s_per_chip = 0;
+  double parameters = 0;
   double total_flops = 0;
   // Pipelines: the idle share of the first stage between its first forward and its last
   // backward ((P-1)/(M+P-1) when communication is negligible); 0 without a pipeline.
