@@ -128,3 +128,20 @@ TEST_CASE("training reports achieved TFLOP/s per chip and the parameter count, a
   CHECK(step.report.parameters == param_count(s.training.model));
   CHECK(step.report.parameters == Approx(13e9).epsilon(0.03));   // LLaMA-2 13B
 }
+
+TEST_CASE("pipeline sends are their own kind, timed by their transfer", "[training][pipeline]") {
+  const Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/training_pipeline_bubble.yaml");
+  TrainingLayout layout;
+  const Program program = training_program(s.training.model, s.training.plan, s.topology, layout);
+  const RunResult run = run_program(s.topology, simulation_settings(s), program, {});
+  int sends = 0;
+  for (const auto& op : run.operations) {
+    if (!op.send) continue;
+    ++sends;
+    CHECK(op.kind_name() == "send");
+    // One hop of bytes over one link: bytes / W (the scenario's 90 TB/s makes it negligible).
+    CHECK(op.time_s == Approx(op.bytes / s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
+    CHECK(op.algbw_Bps == Approx(s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
+  }
+  CHECK(sends > 0);
+}

@@ -210,9 +210,29 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
     }
     result.time_s = sum / op.repeat;
     if (op.kind == ProgramOpKind::Send) {
+      result.send = true;
       result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
+      result.over_dcn = op.send_axis == Topology::kSliceAxis;
       result.bytes = op.collective.bytes;
+      result.size_bytes = op.collective.bytes;
+      result.group_size = 2;
       result.category = op.category;
+      // A send's time is its transfer, the longest on any chip (send to delivery), not the span
+      // from the first stage's send to the last's, which is the pipeline's skew.
+      double longest = 0;
+      for (int rep = 0; rep < op.repeat; ++rep) {
+        double rep_longest = 0;
+        for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
+          const auto& span = run.span(static_cast<int>(i), rep, chip);
+          rep_longest = std::max(rep_longest, span.end_s - span.start_s);
+        }
+        longest += rep_longest;
+      }
+      result.time_s = longest / op.repeat;
+      if (result.time_s > 0) {
+        result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
+        result.busbw_Bps = result.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
+      }
     } else if (!result.compute) {
       result.kind = op.collective.kind;
       for (int a : op.collective.axes) result.axes.push_back(topology.axes[a].name);

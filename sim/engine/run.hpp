@@ -28,6 +28,7 @@ struct RunOptions {
 struct OperationResult {
   std::string name;
   bool compute = false;        // a compute op (then kind, axes, bytes do not apply)
+  bool send = false;           // a point-to-point send (pipeline stages): kind does not apply
   std::string category;
   int layer = -1;
   CollectiveKind kind = CollectiveKind::AllGather;
@@ -45,6 +46,8 @@ struct OperationResult {
   double busbw_Bps = 0;
   bool has_analytic = false;
   FormulaResult analytic;      // the book's closed form, where one exists
+  // "compute", "send", or the collective's kind, as outputs name it.
+  std::string kind_name() const { return compute ? "compute" : send ? "send" : std::string(to_string(kind)); }
 };
 
 struct RunResult {

@@ -183,7 +183,7 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
   for (const auto& op : run.operations) {
     Json o;
     o["name"] = op.name;
-    o["kind"] = op.compute ? std::string("compute") : std::string(to_string(op.kind));
+    o["kind"] = op.kind_name();
     if (!op.category.empty()) o["category"] = op.category;
     if (op.layer >= 0) o["layer"] = op.layer;
     o["repeat"] = op.repeat;
@@ -227,7 +227,7 @@ std::string operations_csv(const RunResult& run) {
     }
     std::string axes;
     for (const auto& a : op.axes) axes += (axes.empty() ? "" : "+") + a;
-    out += op.name + "," + std::string(to_string(op.kind)) + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
+    out += op.name + "," + op.kind_name() + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
            format("%.17g", op.bytes) + "," + format("%.17g", op.size_bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(op.group_size) + "," +
            format("%.17g", op.time_s) + "," + format("%.17g", op.algbw_Bps) + "," + format("%.17g", op.busbw_Bps) + ",";
     if (op.has_analytic) {
@@ -313,7 +313,7 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
     auto span_event = [&](const OperationResult& op, const SpanRecord& span, int lane, int rep) {
       std::string args = "\"repetition\":" + std::to_string(rep);
       if (!op.compute) args += ",\"bytes\":" + format("%.17g", op.bytes);
-      const std::string cat = op.compute ? op.category : std::string(to_string(op.kind));
+      const std::string cat = op.compute ? op.category : op.kind_name();
       emit("{\"name\":\"" + op.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + ts_dur(span.start_s, span.end_s) +
            ",\"pid\":" + std::to_string(pid) +
            ",\"tid\":" + std::to_string(local * kLaneStride + lane) + ",\"args\":{" + args + "}}");
@@ -403,7 +403,7 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
     const double rel = op.has_analytic ? relative_error(op.time_s, op.analytic.time_s) : 0.0;
     const std::string err = op.has_analytic ? format("%+.2f%%", std::fabs(rel) < 5e-7 ? 0.0 : 100 * rel) : "-";
     std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", op.name.c_str(),
-                  std::string(to_string(op.kind)).c_str(), axes.c_str(), human_bytes(op.bytes).c_str(),
+                  op.kind_name().c_str(), axes.c_str(), human_bytes(op.bytes).c_str(),
                   human_time(op.time_s).c_str(), human_bandwidth(op.algbw_Bps).c_str(),
                   human_bandwidth(op.busbw_Bps).c_str(), book.c_str(), err.c_str());
     out += line;
