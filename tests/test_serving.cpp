@@ -1,6 +1,7 @@
 // Serving: the batching policies on costs simple enough to work out by hand (the step-cost
 // shortcut against whole-step replays is test_serving_costs.cpp).
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "workloads/requests.hpp"
 #include "workloads/serving.hpp"
@@ -64,6 +65,24 @@ TEST_CASE("static batching waits for the whole batch; continuous batching lets r
   CHECK(c.requests[2].first_token_s == Approx(0.12));
   // Request 1 lost one decode step to the prefill of request 2.
   CHECK(c.requests[1].end_s == Approx(0.05 + 20 * 0.01 + 0.05));
+}
+
+TEST_CASE("inter-token latencies: one gap per token after the first, summing to each request's decode", "[serving]") {
+  // The continuous case above: request 1's 20 gaps include one stretched by request 2's prefill.
+  const std::vector<Request> requests = {{0, 0, 100, 3}, {1, 0, 100, 21}, {2, 0.065, 100, 3}};
+  const auto c = simulate_serving(requests, config(BatchingPolicy::Continuous, 2), fixed(0.05, 0.01));
+  double decode = 0;
+  size_t tokens = 0;
+  for (const auto& q : c.requests) {
+    decode += q.end_s - q.first_token_s;
+    tokens += q.request.output_tokens - 1;
+  }
+  REQUIRE(c.inter_token_s.size() == tokens);
+  double sum = 0;
+  for (double gap : c.inter_token_s) sum += gap;
+  CHECK(sum == Approx(decode));
+  CHECK(*std::max_element(c.inter_token_s.begin(), c.inter_token_s.end()) == Approx(0.01 + 0.05));
+  CHECK(*std::min_element(c.inter_token_s.begin(), c.inter_token_s.end()) == Approx(0.01));
 }
 
 TEST_CASE("interleaving prefills one prompt at a time between decode steps", "[serving]") {

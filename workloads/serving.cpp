@@ -64,6 +64,7 @@ struct RequestState {
   std::vector<int> chunks;
   size_t chunks_done = 0;
   int generated = 0;
+  double last_token_s = 0;        // when its latest token appeared
   int offset = 0;                 // prompt tokens cached so far (padded)
 };
 
@@ -237,6 +238,7 @@ class Simulation {
         auto& record = result_.requests[r];
         record.first_token_s = now_;   // the prefill's logits give the first token
         st.generated = 1;
+        st.last_token_s = now_;
         if (record.request.output_tokens <= 1) {
           record.end_s = now_;
         } else if (disaggregated()) {
@@ -251,6 +253,8 @@ class Simulation {
     } else {
       for (int r : server.members) {
         auto& record = result_.requests[r];
+        result_.inter_token_s.push_back(now_ - state_[r].last_token_s);
+        state_[r].last_token_s = now_;
         if (++state_[r].generated >= record.request.output_tokens) record.end_s = now_;
       }
       // Sequences that joined during the step (KV transfers) stay; finished ones leave.

@@ -83,6 +83,9 @@ struct ServingResult {
   std::vector<RequestRecord> requests;   // in request order
   std::vector<StepRecord> steps;         // in start order per server
   double end_s = 0;                      // the last request's last token
+  // Every gap between two consecutive tokens of a request (vLLM's ITL samples): one per output
+  // token after the first.
+  std::vector<double> inter_token_s;
   long long decode_steps = 0;
   long long prefill_steps = 0;
   double decode_busy_s = 0;              // sum of decode step durations, all servers

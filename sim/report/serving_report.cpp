@@ -78,6 +78,7 @@ ServingStats serving_stats(const ServingResult& r, int chips) {
   st.latency = distribution(std::move(latency));
   st.per_token_latency = distribution(std::move(per_token));
   st.queueing = distribution(std::move(queueing));
+  st.itl = distribution(r.inter_token_s);
   st.prefill_step = distribution(std::move(prefill_steps));
   st.decode_step = distribution(std::move(decode_steps));
   // Throughput (tokens generated per second of the run) and latency are kept apart.
@@ -137,6 +138,7 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["total_token_throughput_per_s"] = st.total_tokens_per_s;
   j["ttft_s"] = distribution_json(st.ttft);
   j["tpot_s"] = distribution_json(st.tpot);
+  j["itl_s"] = distribution_json(st.itl);
   j["latency_s"] = distribution_json(st.latency);
   j["per_token_latency_s"] = distribution_json(st.per_token_latency);
   j["queueing_s"] = distribution_json(st.queueing);
@@ -239,12 +241,12 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
               " + " + std::to_string(w.config.servers) + " generate server(s) of " + std::to_string(run.generate_chips);
   std::snprintf(buf, sizeof buf,
                 "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
-                "  TTFT       %s\n  TPOT       %s\n  latency    %s\n  queueing   %s\n"
+                "  TTFT       %s\n  TPOT       %s\n  ITL        %s\n  latency    %s\n  queueing   %s\n"
                 "  steps      prefill %s mean (%lld), decode %s mean (%lld)\n"
                 "  throughput %.4g requests/s, output %.4g tokens/s (%.4g tokens/s/chip), total %.4g tokens/s over %s\n"
                 "  step costs %lld collectives replayed in %s\n",
                 scenario.name.c_str(), w.model.name.c_str(), run.result.requests.size(), w.requests_source.c_str(),
-                to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(),
+                to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(), d(st.itl).c_str(),
                 d(st.latency).c_str(), d(st.queueing).c_str(), human_time(st.prefill_step.mean).c_str(),
                 run.result.prefill_steps, human_time(st.decode_step.mean).c_str(), run.result.decode_steps,
                 st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, st.total_tokens_per_s,

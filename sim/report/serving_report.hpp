@@ -20,6 +20,7 @@ Distribution distribution(std::vector<double> values);
 // What the summary and the table report, computed once from a run.
 struct ServingStats {
   Distribution ttft, tpot, latency, per_token_latency, queueing;   // per request (tpot: output > 1)
+  Distribution itl;                                                // per token after a request's first
   Distribution prefill_step, decode_step;                          // per step
   double span_s = 0;            // first arrival to last token
   double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;   // tokens: output tokens
