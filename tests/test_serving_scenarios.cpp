@@ -210,3 +210,44 @@ TEST_CASE("vLLM benchmark conventions: all at once, std beside mean, token total
   CHECK(summary.at("ttft_s").at("std").get<double>() == Approx(std::sqrt(squares / ttft.size())).epsilon(1e-6));
   CHECK(summary.at("ttft_s").at("std").get<double>() > 0);
 }
+
+TEST_CASE("goodput under a latency SLO counts the requests that meet every bound", "[serving]") {
+  const auto dir = fresh_dir("goodput");
+  std::filesystem::create_directories(dir);
+  const std::string requests =
+      "    poisson: {rate: \"2 /s\", count: 60, prompt_tokens: [100, 2000], output_tokens: [2, 40], seed: 5}\n";
+  auto run = [&](const std::string& name, const std::string& slo) {
+    std::ofstream(dir / (name + ".yaml")) << serving_scenario(slo, requests);
+    const auto r = run_podsim("run " + (dir / (name + ".yaml")).string() + " -o " + (dir / name).string());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(read_file(dir / name / "summary.json"));
+  };
+  const auto loose = run("loose", "  slo: {ttft: \"3600 s\", tpot: \"10 s\"}\n");
+  CHECK(loose.at("slo_attainment").get<double>() == 1.0);
+  CHECK(loose.at("goodput_requests_per_s").get<double>() == Approx(loose.at("request_throughput_per_s").get<double>()));
+  // A TTFT bound at the median: about half the requests meet it, counted from requests.csv.
+  const double median = loose.at("ttft_s").at("p50").get<double>();
+  char bound[64];
+  std::snprintf(bound, sizeof bound, "  slo: {ttft: \"%.9g s\"}\n", median);
+  const auto half = run("half", bound);
+  size_t within = 0, total = 0;
+  std::istringstream rows(read_file(dir / "half" / "requests.csv"));
+  std::string line;
+  std::getline(rows, line);
+  while (std::getline(rows, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    within += std::stod(cells[8]) <= median * (1 + 1e-9);
+    ++total;
+  }
+  CHECK(half.at("slo_attainment").get<double>() == Approx(static_cast<double>(within) / total));
+  CHECK(half.at("slo_attainment").get<double>() >= 0.5);
+  CHECK(half.at("slo_attainment").get<double>() < 1.0);
+  // A bound that is not a time, or no bound at all, is refused.
+  std::ofstream(dir / "bad.yaml") << serving_scenario("  slo: {}\n", requests);
+  const auto bad = run_podsim("run " + (dir / "bad.yaml").string() + " -o " + (dir / "bad").string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("at least one of ttft, tpot, latency") != std::string::npos);
+}

@@ -56,7 +56,7 @@ ServingRun run_serving(const Scenario& scenario) {
   run.generate_chips = scenario.topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
-  run.stats = serving_stats(run.result, run.total_chips);
+  run.stats = serving_stats(run.result, run.total_chips, scenario.serving.slo);
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

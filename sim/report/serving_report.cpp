@@ -56,7 +56,7 @@ Distribution distribution(std::vector<double> values) {
   return d;
 }
 
-ServingStats serving_stats(const ServingResult& r, int chips) {
+ServingStats serving_stats(const ServingResult& r, int chips, const ServingWorkload::Slo& slo) {
   std::vector<double> ttft, tpot, latency, queueing, per_token, prefill_steps, decode_steps;
   double tokens = 0, prompt_tokens = 0;
   for (const auto& q : r.requests) {
@@ -88,6 +88,15 @@ ServingStats serving_stats(const ServingResult& r, int chips) {
     st.tokens_per_s = tokens / st.span_s;
     st.tokens_per_s_per_chip = st.tokens_per_s / chips;
     st.total_tokens_per_s = (tokens + prompt_tokens) / st.span_s;
+  }
+  if (slo.given() && !r.requests.empty()) {
+    size_t good = 0;
+    for (const auto& q : r.requests) {
+      good += (slo.ttft_s <= 0 || q.ttft_s() <= slo.ttft_s) && (slo.tpot_s <= 0 || q.tpot_s() <= slo.tpot_s) &&
+              (slo.latency_s <= 0 || q.latency_s() <= slo.latency_s);
+    }
+    st.slo_attainment = static_cast<double>(good) / r.requests.size();
+    if (st.span_s > 0) st.goodput_requests_per_s = good / st.span_s;
   }
   st.total_input_tokens = prompt_tokens;
   st.total_output_tokens = tokens;
@@ -136,6 +145,15 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["request_throughput_per_s"] = st.requests_per_s;
   j["output_token_throughput_per_s"] = st.tokens_per_s;
   j["total_token_throughput_per_s"] = st.total_tokens_per_s;
+  if (w.slo.given()) {
+    Json slo = Json::object();
+    if (w.slo.ttft_s > 0) slo["ttft_s"] = w.slo.ttft_s;
+    if (w.slo.tpot_s > 0) slo["tpot_s"] = w.slo.tpot_s;
+    if (w.slo.latency_s > 0) slo["latency_s"] = w.slo.latency_s;
+    j["slo"] = slo;
+    j["goodput_requests_per_s"] = st.goodput_requests_per_s;
+    j["slo_attainment"] = st.slo_attainment;
+  }
   j["ttft_s"] = distribution_json(st.ttft);
   j["tpot_s"] = distribution_json(st.tpot);
   j["itl_s"] = distribution_json(st.itl);
@@ -234,6 +252,13 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
     return human_time(x.mean) + " mean, " + human_time(x.std) + " std, " + human_time(x.p50) + " median, " +
            human_time(x.p99) + " p99";
   };
+  std::string goodput;
+  if (w.slo.given()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  goodput    %.4g requests/s (%.1f%% within the SLO)\n", st.goodput_requests_per_s,
+                  100 * st.slo_attainment);
+    goodput = line;
+  }
   std::string servers = std::to_string(w.config.servers) + " server(s) of " + std::to_string(run.generate_chips) +
                         " " + scenario.topology.chip.name;
   if (w.config.policy == BatchingPolicy::Disaggregated)
@@ -244,13 +269,14 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                 "  TTFT       %s\n  TPOT       %s\n  ITL        %s\n  latency    %s\n  queueing   %s\n"
                 "  steps      prefill %s mean (%lld), decode %s mean (%lld)\n"
                 "  throughput %.4g requests/s, output %.4g tokens/s (%.4g tokens/s/chip), total %.4g tokens/s over %s\n"
+                "%s"
                 "  step costs %lld collectives replayed in %s\n",
                 scenario.name.c_str(), w.model.name.c_str(), run.result.requests.size(), w.requests_source.c_str(),
                 to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(), d(st.itl).c_str(),
                 d(st.latency).c_str(), d(st.queueing).c_str(), human_time(st.prefill_step.mean).c_str(),
                 run.result.prefill_steps, human_time(st.decode_step.mean).c_str(), run.result.decode_steps,
                 st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, st.total_tokens_per_s,
-                human_time(run.result.end_s).c_str(),
+                human_time(run.result.end_s).c_str(), goodput.c_str(),
                 run.costs->collectives_replayed(), human_time(run.costs->wall_s()).c_str());
   return buf;
 }

@@ -27,6 +27,8 @@ struct ServingStats {
   // vLLM benchmark_serving's totals: prompt tokens (as given, not padded) and output tokens;
   // total token throughput counts both.
   double total_input_tokens = 0, total_output_tokens = 0, total_tokens_per_s = 0;
+  // With a latency SLO: requests that met it, per second of the run, and their share.
+  double goodput_requests_per_s = 0, slo_attainment = 0;
 };
 
 struct ServingRun {
@@ -39,7 +41,7 @@ struct ServingRun {
   double wall_time_s = 0;
 };
 
-ServingStats serving_stats(const ServingResult& result, int chips);
+ServingStats serving_stats(const ServingResult& result, int chips, const ServingWorkload::Slo& slo = {});
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options);
 std::string serving_requests_csv(const ServingRun& run);

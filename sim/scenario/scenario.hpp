@@ -65,6 +65,12 @@ struct ServingWorkload {
   std::string requests_source;       // "poisson" or the trace's path
   int max_context = 0;               // longest padded prompt + output: what a slot must hold
   int hbm_slots = 0;                 // sequences of max_context that fit beside the weights
+  // A latency SLO for goodput (vLLM benchmark_serving --goodput): a request counts when it meets
+  // every bound given; a bound <= 0 is not given.
+  struct Slo {
+    double ttft_s = 0, tpot_s = 0, latency_s = 0;
+    bool given() const { return ttft_s > 0 || tpot_s > 0 || latency_s > 0; }
+  } slo;
 };
 
 // A `training` workload: one training step of a model under a parallelism plan.

@@ -547,7 +547,7 @@ const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase
 const std::vector<std::string> kServingKeys = {
     "kind",       "model",      "weights",       "kv_cache",       "compute",        "efficiency",
     "prefill_efficiency", "attention_flops", "parallelism", "policy", "servers", "max_batch",
-    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul"};
+    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul", "slo"};
 
 void parse_workload(const Field& field, Scenario& scenario) {
   const Field kind = MapReader(field, {}).required("kind");

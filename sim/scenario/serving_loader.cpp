@@ -20,10 +20,12 @@ constexpr int kMaxTokens = 1 << 30;
 
 const std::vector<std::string> kServingFields = {
     "prefill_time_s",  "decode_step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "requests_per_s",
-    "kv_cache_bytes_per_token", "max_batch", "total_time_s", "requests", "prefill_servers", "servers"};
-const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "latency_s", "queueing_s",
+    "kv_cache_bytes_per_token", "max_batch", "total_time_s", "requests", "prefill_servers", "servers",
+    "total_input_tokens", "total_output_tokens", "request_throughput_per_s", "output_token_throughput_per_s",
+    "total_token_throughput_per_s", "goodput_requests_per_s", "slo_attainment"};
+const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "itl_s", "latency_s", "queueing_s",
                                                  "per_token_latency_s"};
-const std::vector<std::string> kStatistics = {"mean", "p50", "p90", "p99", "max"};
+const std::vector<std::string> kStatistics = {"mean", "std", "p50", "p90", "p99", "max"};
 
 LengthRange read_length(const Field& field) {
   if (field.node.IsScalar()) {
@@ -122,6 +124,20 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
   const auto output_field = parse_requests(reader.required("requests"), w);
+  if (auto slo = reader.optional("slo")) {
+    const MapReader bounds(*slo, {"ttft", "tpot", "latency"});
+    bounds.reject_unknown();
+    auto bound = [&](const char* key, double& target) {
+      if (auto value = bounds.optional(key)) {
+        target = read_quantity(*value, parse_time_s);
+        if (!(target > 0)) fail(*value, "a latency bound must be positive, e.g. \"200 ms\"");
+      }
+    };
+    bound("ttft", w.slo.ttft_s);
+    bound("tpot", w.slo.tpot_s);
+    bound("latency", w.slo.latency_s);
+    if (!w.slo.given()) fail(*slo, "expected at least one of ttft, tpot, latency, e.g. {ttft: \"500 ms\", tpot: \"50 ms\"}");
+  }
 
   // What a slot must hold: the longest request, its prompt padded as prefilled.
   for (const auto& r : w.requests)
