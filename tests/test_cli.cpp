@@ -51,6 +51,11 @@ TEST_CASE("version, help and presets", "[cli]") {
   CHECK(presets.exit_code == 0);
   for (const char* chip : {"v4p", "v5p", "v5e", "v6e"}) CHECK(presets.out.find(chip) != std::string::npos);
   CHECK(presets.out.find("B/s") != std::string::npos);
+  // Units one way, as the tables print them: binary bytes, decimal rates, no exponents.
+  CHECK(presets.out.find("459 TFLOP/s") != std::string::npos);
+  CHECK(presets.out.find("89.41 GiB") != std::string::npos);
+  CHECK(presets.out.find("45 GB/s") != std::string::npos);
+  CHECK(presets.out.find("e+") == std::string::npos);
 }
 
 TEST_CASE("temporaries an interrupted run left are removed by the next run", "[cli]") {

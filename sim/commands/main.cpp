@@ -318,10 +318,12 @@ int presets_command() {
   for (const auto& c : chip_presets()) {
     std::string host_shape;
     for (int e : c.host_shape) host_shape += (host_shape.empty() ? "" : "x") + std::to_string(e);
-    std::printf("%-5s %9.3g FLOP/s %9.3g OP/s %6.3g GB %9.3g B/s %9.3g B/s %6d %6.3g us %6s %9.3g B/s %9.3g B/s %s\n",
-                c.name.c_str(), c.bf16_flops_per_s, c.int8_ops_per_s, c.hbm_bytes / 1e9, c.hbm_bandwidth_Bps,
-                c.ici_bandwidth_Bps, c.ici_links_per_neighbor, c.hop_latency_s * 1e6, host_shape.c_str(),
-                c.dcn_bandwidth_per_host_Bps, c.pcie_bandwidth_Bps,
+    std::printf("%-5s %14s %14s %9s %14s %14s %6d %9s %6s %14s %14s %s\n", c.name.c_str(),
+                human_flops(c.bf16_flops_per_s).c_str(), human_flops(c.int8_ops_per_s, "OP/s").c_str(),
+                human_bytes(c.hbm_bytes).c_str(), human_bandwidth(c.hbm_bandwidth_Bps).c_str(),
+                human_bandwidth(c.ici_bandwidth_Bps).c_str(), c.ici_links_per_neighbor, human_time(c.hop_latency_s).c_str(),
+                host_shape.c_str(), human_bandwidth(c.dcn_bandwidth_per_host_Bps).c_str(),
+                human_bandwidth(c.pcie_bandwidth_Bps).c_str(),
                 c.wrap_rule == WrapRule::FullCubes ? "all axes on full 4x4x4 cubes" : "axes of size 16");
   }
   std::printf("override any field in a scenario's hardware.overrides (docs/scenario-schema.md)\n");

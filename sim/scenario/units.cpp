@@ -475,4 +475,15 @@ std::string human_bandwidth(double bytes_per_s) {
   return scaled(bytes_per_s, units, 5, 1000.0, "%.4g");
 }
 
+std::string human_flops(double per_s, const char* unit) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  std::string units[7];
+  const char* names[7];
+  for (int i = 0; i < 7; ++i) {
+    units[i] = std::string(prefixes[i]) + unit;
+    names[i] = units[i].c_str();
+  }
+  return scaled(per_s, names, 7, 1000.0, "%.4g");
+}
+
 }  // namespace podsim

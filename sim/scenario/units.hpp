@@ -74,5 +74,9 @@ void check_sharding_rank(const Sharding& sharding, const ArrayShape& array);
 std::string human_bytes(double bytes);
 std::string human_time(double seconds);
 std::string human_bandwidth(double bytes_per_s);
+// Compute rates with decimal prefixes: human_flops(1.97e14) is "197 TFLOP/s"; `unit` may be
+// "OP/s" for integer operations. Outputs print bytes in binary units (GiB) and rates in
+// decimal ones (GB/s, TFLOP/s), as frameworks and nccl-tests do.
+std::string human_flops(double per_s, const char* unit = "FLOP/s");
 
 }  // namespace podsim
