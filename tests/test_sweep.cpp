@@ -149,6 +149,20 @@ TEST_CASE("a point killed by a signal is not finished; a sweep of failures exits
   CHECK(all_bad.err.find("no point of the sweep succeeded") != std::string::npos);
 }
 
+TEST_CASE("a sweep and a compare report k of N points as they finish", "[sweep]") {
+  const auto out = fresh_dir("sweep-progress");
+  const auto r = run_podsim("-v sweep " + source_path("scenarios/v5e_8x4_allgather_y.yaml") +
+                            " --set topology.mesh.X=2,4,8 -j 1 -o " + out.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("sweep: 0 of 3 points") != std::string::npos);
+  CHECK(r.err.find("sweep: 1 of 3 points, about ") != std::string::npos);
+  CHECK(r.err.find("sweep: 3 of 3 points") != std::string::npos);
+  const auto c = run_podsim("-v compare " + source_path("scenarios/compare_alltoall_64_chips.yaml") +
+                            " --topologies 4x4x4,8x8 -o " + (out / "cmp").string());
+  CHECK(c.err.find("compare: 2 of 2 points") != std::string::npos);
+}
+
 TEST_CASE("a sweep for Slurm: a job-array script, one point per task, then collect", "[sweep]") {
   const auto out = fresh_dir("sweep-slurm");
   const std::string args = "sweep " + source_path("scenarios/v5e_8x4_allgather_y.yaml") +

@@ -77,6 +77,7 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
   sweep.out_dir = options.out_dir;
   sweep.jobs = options.jobs;
   sweep.podsim_binary = options.podsim_binary;
+  sweep.on_progress = options.on_progress;
   if (!chips.empty()) sweep.axes.push_back({"hardware.preset", chips});
   sweep.axes.push_back({"topology.mesh", topologies});
   run_sweep(sweep);

@@ -1,6 +1,7 @@
 #pragma once
 // `podsim compare`: one workload on several mesh shapes (and chips), each run as a sweep point;
 // a table, compare.csv and, through scripts/plot_compare.py, compare.png.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct CompareOptions {
   int jobs = 1;
   std::string podsim_binary;
   std::string plot_script;               // scripts/plot_compare.py; empty: no PNG
+  std::function<void(int, int, double)> on_progress;   // as SweepOptions::on_progress
 };
 
 struct CompareRow {

@@ -48,6 +48,19 @@ void set_verbosity(int verbose, bool quiet) {
 // Progress redraws a line on a terminal; otherwise (or with -q) it goes to the info log.
 bool stderr_is_terminal() { return !quiet_mode && ::isatty(STDERR_FILENO) != 0; }
 
+// "k of N points, ETA": redrawn on a terminal, a log line otherwise (-v shows it).
+std::function<void(int, int, double)> points_progress(const char* what) {
+  return [what](int finished, int total, double eta_s) {
+    std::string line = std::string(what) + ": " + std::to_string(finished) + " of " + std::to_string(total) + " points";
+    if (eta_s >= 0 && finished < total) line += ", about " + human_time(eta_s) + " left";
+    if (stderr_is_terminal()) {
+      std::fprintf(stderr, "\33[2K\r%s%s", line.c_str(), finished == total ? "\n" : "");
+    } else {
+      spdlog::info("{}", line);
+    }
+  };
+}
+
 int serve_command(const Scenario& scenario, const std::string& out_dir, bool reproducible) {
   ServingRun run;
   try {
@@ -88,6 +101,7 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   for (const auto& s : sets) options.axes.push_back(parse_set_option(s));
   options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   options.podsim_binary = self_binary();
+  options.on_progress = points_progress("sweep");
   load_scenario(scenario_path);   // the base scenario must load; points may still fail
   const size_t points = sweep_grid(options.axes).size();
   if (!emit.empty()) {
@@ -137,6 +151,7 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   options.chips = split(chips);
   options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   options.podsim_binary = self_binary();
+  options.on_progress = points_progress("compare");
   std::string name;
   const auto rows = run_compare(options, &name);
   std::cout << compare_table(rows);

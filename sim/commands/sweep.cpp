@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -234,6 +235,8 @@ SweepProgress run_sweep(const SweepOptions& options) {
   }
   std::map<pid_t, int> running;
   size_t next = 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (options.on_progress) options.on_progress(progress.already_done, progress.points, -1);
   while (next < pending.size() || !running.empty()) {
     while (next < pending.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
       const int index = pending[next++];
@@ -250,6 +253,11 @@ SweepProgress run_sweep(const SweepOptions& options) {
     if (fs::exists(dir / "interrupted.txt")) ++progress.interrupted;
     ++progress.ran;
     running.erase(it);
+    if (options.on_progress) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int left = static_cast<int>(pending.size()) - progress.ran;
+      options.on_progress(progress.already_done + progress.ran, progress.points, elapsed / progress.ran * left);
+    }
   }
   progress.succeeded = collect_sweep(options).ok;
   return progress;

@@ -7,6 +7,7 @@
 // the point's --set values, and the size and FNV-1a hash of each file it names (request
 // traces). Anything else is run again: a changed scenario, trace or grid, a point killed by a
 // signal (recorded as interrupted.txt), a point never finished.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct SweepOptions {
   std::vector<SweepAxis> axes;
   int jobs = 1;
   std::string podsim_binary;   // the executable that runs each point
+  // After each point run here: points finished (run now or before) of all, and the
+  // seconds left at the pace of the points run so far (negative before the first ends).
+  std::function<void(int finished, int total, double eta_s)> on_progress;
 };
 
 std::string point_dir(const std::string& out_dir, int index);
