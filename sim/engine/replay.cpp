@@ -129,6 +129,36 @@ size_t flow_batch(size_t flows) {
   return std::max<size_t>(64, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(flows)))));
 }
 
+// What a chip has in flight, by the slot number a Pending or a Message carries; freed slots
+// are reused, so memory follows what is in flight, not what was ever sent.
+template <typename T, typename Container = std::vector<T>>
+class SlotPool {
+ public:
+  int add(T value) {
+    if (free_.empty()) {
+      items_.push_back(std::move(value));
+      return static_cast<int>(items_.size() - 1);
+    }
+    const int slot = free_.back();
+    free_.pop_back();
+    items_[slot] = std::move(value);
+    return slot;
+  }
+  // Moves the value out and frees its slot.
+  T take(int slot) {
+    T value = std::move(items_[slot]);
+    free_.push_back(slot);
+    return value;
+  }
+  void release(int slot) { free_.push_back(slot); }
+  T& operator[](int slot) { return items_[slot]; }
+  Container& items() { return items_; }
+
+ private:
+  Container items_;
+  std::vector<int> free_;
+};
+
 struct OpState {
   int deps_left = 0;             // local ops still to finish
   int waits_left = 0;            // neighbours' sends still to arrive
@@ -303,7 +333,7 @@ class ChipLoop {
       pending_.pop_back();
       handle(what, comm);
     }
-    for (auto& put : puts_) {
+    for (auto& put : puts_.items()) {
       if (put) put->wait();
     }
     for (size_t op = 0; op < ops.size(); ++op) {
@@ -470,15 +500,7 @@ class ChipLoop {
       run.in->set_receiver(e_.actors_[chip_]);
       if (!e_.alternate_of_.empty()) e_.receiving_[chip_].insert(key);
     }
-    int slot;
-    if (!free_chains_.empty()) {
-      slot = free_chains_.back();
-      free_chains_.pop_back();
-      chains_[slot] = run;
-    } else {
-      slot = static_cast<int>(chains_.size());
-      chains_.push_back(run);
-    }
+    const int slot = chains_.add(run);
     if (chain.shape.sends_own) send(slot);
     if (chain.shape.receives > 0) post_receive(slot);
   }
@@ -498,7 +520,7 @@ class ChipLoop {
       message->alternate = run.alternate;
       bytes = 0;
     }
-    const int put = put_slot();
+    const int put = puts_.add(nullptr);
     message->put = put;
     sent(put, run.out->put_async(message, bytes));
   }
@@ -510,24 +532,15 @@ class ChipLoop {
   // meshes keep rings of 3, symmetry.hpp). Sent before the receiver started the chain, the
   // data waits as a message between actors would: see send().
   void relay(int alternate, Relay r) {
-    int index;
-    if (!free_relays_.empty()) {
-      index = free_relays_.back();
-      free_relays_.pop_back();
-      relays_[index] = r;
-    } else {
-      index = static_cast<int>(relays_.size());
-      relays_.push_back(r);
-    }
+    const int index = relays_.add(r);
     const auto& [from, to] = e_.alternate_hosts_[alternate];
     post(sg4::Comm::sendto_async(from, to, r.bytes), {Wait::Relay, index, 0});
   }
 
   void relay_landed(int index, const sg4::ActivityPtr& comm) {
-    const Relay r = relays_[index];
-    free_relays_.push_back(index);
+    const Relay r = relays_.take(index);
     if (r.after.slot < 0) {   // a ring hop: the receiver takes it from here
-      const int put = put_slot();
+      const int put = puts_.add(nullptr);
       r.message->put = put;
       sent(put, r.box->put_async(r.message, 0));
       return;
@@ -558,7 +571,7 @@ class ChipLoop {
     run.in->set_receiver(nullptr);
     if (!e_.alternate_of_.empty()) e_.receiving_[chip_].erase(run.key);
     e_.release_mailbox(chip_, run.key);
-    free_chains_.push_back(slot);
+    chains_.release(slot);
     Instance& in = instances_[id];
     if (--in.chains_left[part] > 0) return;
     in.phase[part] += 1;
@@ -682,7 +695,7 @@ class ChipLoop {
       }
       // Tell the receiver: a message of 0 bytes takes no time.
       if (&notices == &no_notices_) {
-        const int put = put_slot();
+        const int put = puts_.add(nullptr);
         sent(put, e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, put}, 0));
       } else {
         notices.push_back(e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, -1}, 0));
@@ -762,15 +775,7 @@ class ChipLoop {
         if (message.alternate >= 0) {   // taken now: its data crosses the second route
           const auto& [from, to] = e_.alternate_hosts_[message.alternate];
           message.alternate = -1;
-          int index;
-          if (!free_waiting_.empty()) {
-            index = free_waiting_.back();
-            free_waiting_.pop_back();
-            waiting_data_[index] = message;
-          } else {
-            index = static_cast<int>(waiting_data_.size());
-            waiting_data_.push_back(message);
-          }
+          const int index = waiting_data_.add(message);
           post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, what.slot, index});
           break;
         }
@@ -778,8 +783,7 @@ class ChipLoop {
         break;
       }
       case Wait::RelayIn: {   // at most one per chain: the next receive is posted after it
-        free_waiting_.push_back(what.index);
-        chain_received(what.slot, waiting_data_[what.index], now);
+        chain_received(what.slot, waiting_data_.take(what.index), now);
         break;
       }
       case Wait::Put: {
@@ -875,16 +879,6 @@ class ChipLoop {
   // activities until the sender waits on it (a test() does not take it back: the list, walked
   // at every completion, would grow), so the receiver reports it landed (landed_) and the
   // sender takes back landed ones in batches, with a wait() that returns at once.
-  int put_slot() {
-    if (free_puts_.empty()) {
-      puts_.emplace_back();
-      return static_cast<int>(puts_.size() - 1);
-    }
-    const int slot = free_puts_.back();
-    free_puts_.pop_back();
-    return slot;
-  }
-
   void sent(int slot, sg4::CommPtr put) {
     puts_[slot] = std::move(put);
     if (e_.landed_[chip_].size() >= kReapBatch) reap();
@@ -893,11 +887,7 @@ class ChipLoop {
   void reap() {
     std::vector<int> batch;
     batch.swap(e_.landed_[chip_]);   // wait() is a simcall: receivers may report more meanwhile
-    for (int slot : batch) {
-      puts_[slot]->wait();
-      puts_[slot] = nullptr;
-      free_puts_.push_back(slot);
-    }
+    for (int slot : batch) puts_.take(slot)->wait();
   }
   // Measured on an 8x8x8 AllReduce: taking each back at the next send beats batches of 8
   // (SimGrid walks the sender's list of activities at every completion) by 25%.
@@ -917,18 +907,14 @@ class ChipLoop {
   std::vector<OpState> state_;
   std::vector<std::vector<int>> dependents_;
   std::deque<Instance> instances_;
-  std::deque<ChainRun> chains_;
-  std::vector<int> free_chains_;
+  SlotPool<ChainRun, std::deque<ChainRun>> chains_;
   // What this chip waits on, as activities: Comm::wait_any_for would copy them into one
   // (a dynamic_cast and two reference counts each, per call) ...
   std::vector<sg4::ActivityPtr> comms_;
   std::vector<Pending> pending_;          // ... and why, index for index
-  std::vector<sg4::CommPtr> puts_;        // sends not yet taken back, by slot (see sent())
-  std::vector<int> free_puts_;
-  std::vector<Relay> relays_;             // second-route messages in flight, by slot
-  std::vector<Message> waiting_data_;     // taken messages whose data crosses a second route
-  std::vector<int> free_waiting_;
-  std::vector<int> free_relays_;
+  SlotPool<sg4::CommPtr> puts_;           // sends not yet taken back (see sent())
+  SlotPool<Relay> relays_;                // second-route messages in flight
+  SlotPool<Message> waiting_data_;        // taken messages whose data crosses a second route
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
   Notice* notice_buffer_ = nullptr;
