@@ -259,11 +259,17 @@ SweepProgress run_sweep(const SweepOptions& options) {
       options.on_progress(progress.already_done + progress.ran, progress.points, elapsed / progress.ran * left);
     }
   }
-  progress.succeeded = collect_sweep(options).ok;
+  progress.succeeded = collect_sweep(options, inputs).ok;
   return progress;
 }
 
 SweepCounts collect_sweep(const SweepOptions& options) {
+  std::vector<std::string> inputs;
+  for (const auto& p : sweep_grid(options.axes)) inputs.push_back(point_inputs(options, p));
+  return collect_sweep(options, inputs);
+}
+
+SweepCounts collect_sweep(const SweepOptions& options, const std::vector<std::string>& inputs) {
   const auto points = sweep_grid(options.axes);
   std::vector<std::vector<std::pair<std::string, std::string>>> metrics(points.size());
   std::vector<std::string> status(points.size()), error(points.size());
@@ -274,7 +280,7 @@ SweepCounts collect_sweep(const SweepOptions& options) {
   SweepCounts counts;
   for (const auto& p : points) {
     const fs::path dir = point_dir(options.out_dir, p.index);
-    if (!point_done(options.out_dir, p.index, point_inputs(options, p))) {
+    if (!point_done(options.out_dir, p.index, inputs[p.index])) {
       // Not run, killed, or run on other inputs (an older scenario, trace or grid).
       status[p.index] = fs::exists(dir / "interrupted.txt") ? "interrupted" : "missing";
       if (fs::exists(dir / "interrupted.txt")) error[p.index] = read_message((dir / "interrupted.txt").string());

@@ -62,6 +62,8 @@ struct SweepCounts {
 };
 // Merges the points' outputs into <out>/sweep.csv (a point run on other inputs is missing).
 SweepCounts collect_sweep(const SweepOptions& options);
+// Same, with each point's point_inputs already worked out (run_sweep has them).
+SweepCounts collect_sweep(const SweepOptions& options, const std::vector<std::string>& inputs);
 // Writes <out>/sweep.sbatch: a job array with a task per point and a final --collect step
 // to run after it (printed as a comment and run by the script's dependency line).
 std::string emit_slurm(const SweepOptions& options);
