@@ -796,16 +796,27 @@ void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::
 
 }  // namespace
 
+namespace {
+
+// The document as a run sees it: parsed, with the --set overrides applied.
+YAML::Node overridden_document(const std::string& text, const std::string& path,
+                               const std::vector<ScenarioOverride>& overrides) {
+  YAML::Node document = parse_yaml(text, path);
+  for (const auto& o : overrides) {
+    if (document.IsMap()) apply_override(document, o, path);
+  }
+  return document;
+}
+
+}  // namespace
+
 Scenario load_scenario_text(const std::string& text, const std::string& path,
                             const std::vector<ScenarioOverride>& overrides) {
   require_utf8(text, path);
   for (const auto& o : overrides) {
     require_utf8(o.key + "=" + o.value, "--set " + o.key);
   }
-  YAML::Node document = parse_yaml(text, path);
-  for (const auto& o : overrides) {
-    if (document.IsMap()) apply_override(document, o, path);
-  }
+  YAML::Node document = overridden_document(text, path, overrides);
   if (document.IsNull())
     throw InputError(SourceLocation{path, 0, 0}, "", "",
                      "empty scenario file; expected a mapping starting with version: 1");
@@ -829,18 +840,12 @@ Scenario load_scenario(const std::string& path, const std::vector<ScenarioOverri
 }
 
 ResolvedScenario resolve_scenario(const std::string& path, const std::vector<ScenarioOverride>& overrides) {
-  YAML::Node document = parse_yaml(read_file(path), path);
-  for (const auto& o : overrides) {
-    if (document.IsMap()) apply_override(document, o, path);
-  }
+  const YAML::Node document = overridden_document(read_file(path), path, overrides);
   ResolvedScenario out;
   YAML::Emitter emitter;
   emitter << document;
   out.text = emitter.c_str();
-  if (document.IsMap()) {
-    const YAML::Node& resolved = document;
-    out.input_files = detail::serving_input_files(resolved["workload"], path);
-  }
+  if (document.IsMap()) out.input_files = detail::serving_input_files(document["workload"], path);
   return out;
 }
 
