@@ -1,16 +1,12 @@
 #include "sim/commands/bench.hpp"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
 
+#include "sim/commands/child_process.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/serving_report.hpp"
@@ -121,42 +117,13 @@ workload:
 }  // namespace
 
 std::optional<double> run_naive_ring(int x, int y, int z, double bytes_per_hop) {
-  const std::string program = PODSIM_NAIVE_RING;
-  std::vector<std::string> args = {program, std::to_string(x), std::to_string(y), std::to_string(z),
-                                   std::to_string(static_cast<long long>(bytes_per_hop))};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int fds[2];
-  if (::pipe(fds) != 0) return std::nullopt;
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return std::nullopt;
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);   // SimGrid's configuration chatter
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execv(program.c_str(), argv.data());
-    _exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buffer[512];
-  ssize_t n;
-  while ((n = ::read(fds[0], buffer, sizeof buffer)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    out.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const auto at = out.find("messages_per_s=");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || at == std::string::npos) return std::nullopt;
-  return std::strtod(out.c_str() + at + 15, nullptr);
+  // Its result is a line of stdout; SimGrid's configuration chatter on stderr is dropped.
+  const ChildResult child = run_child({PODSIM_NAIVE_RING, std::to_string(x), std::to_string(y), std::to_string(z),
+                                       std::to_string(static_cast<long long>(bytes_per_hop))},
+                                      Captured::Stdout);
+  const auto at = child.output.find("messages_per_s=");
+  if (!child.succeeded() || at == std::string::npos) return std::nullopt;
+  return std::strtod(child.output.c_str() + at + 15, nullptr);
 }
 
 std::vector<BenchRow> run_bench(const BenchOptions& options) {

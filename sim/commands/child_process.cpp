@@ -26,7 +26,7 @@ std::string ChildResult::describe() const {
   return error.empty() ? what : what + ": " + error;
 }
 
-ChildResult run_child(const std::vector<std::string>& args) {
+ChildResult run_child(const std::vector<std::string>& args, Captured captured) {
   ChildResult result;
   std::vector<char*> argv;
   std::vector<std::string> copy = args;
@@ -39,8 +39,9 @@ ChildResult run_child(const std::vector<std::string>& args) {
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  const bool stdout_captured = captured == Captured::Stdout;
+  posix_spawn_file_actions_addopen(&actions, stdout_captured ? STDERR_FILENO : STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], stdout_captured ? STDOUT_FILENO : STDERR_FILENO);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -51,18 +52,20 @@ ChildResult run_child(const std::vector<std::string>& args) {
     return result;
   }
   result.started = true;
-  std::string err;
+  std::string& out = result.output;
   char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    err.append(buffer, static_cast<size_t>(n));
-    if (err.size() > 65536) err.erase(0, err.size() - 4096);   // only the end is reported
+    out.append(buffer, static_cast<size_t>(n));
+    if (out.size() > 2 * 65536) out.erase(0, out.size() - 65536);   // only the end is kept
   }
   ::close(fds[0]);
   while (::waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {
   }
+  if (stdout_captured) return result;
+  std::string err = out;
   while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
   const size_t last = err.rfind('\n');
   result.error = last == std::string::npos ? err : err.substr(last + 1);
