@@ -181,20 +181,13 @@ TEST_CASE("vLLM benchmark conventions: all at once, std beside mean, token total
   REQUIRE(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(read_file(dir / "out" / "summary.json"));
   // Every request at time 0, so the requests.csv arrivals are all 0.
-  const auto csv = read_file(dir / "out" / "requests.csv");
-  std::istringstream rows(csv);
-  std::string line;
-  std::getline(rows, line);
   double prompt_total = 0, output_total = 0;
   std::vector<double> ttft;
-  while (std::getline(rows, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cs(line);
-    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    CHECK(std::stod(cells[1]) == 0.0);
-    prompt_total += std::stod(cells[2]);
-    output_total += std::stod(cells[4]);
-    ttft.push_back(std::stod(cells[8]));
+  for (const auto& row : read_csv(read_file(dir / "out" / "requests.csv"))) {
+    CHECK(std::stod(row.at("arrival_s")) == 0.0);
+    prompt_total += std::stod(row.at("prompt_tokens"));
+    output_total += std::stod(row.at("output_tokens"));
+    ttft.push_back(std::stod(row.at("ttft_s")));
   }
   REQUIRE(ttft.size() == 40);
   CHECK(summary.at("total_input_tokens").get<double>() == prompt_total);
@@ -232,14 +225,8 @@ TEST_CASE("goodput under a latency SLO counts the requests that meet every bound
   std::snprintf(bound, sizeof bound, "  slo: {ttft: \"%.9g s\"}\n", median);
   const auto half = run("half", bound);
   size_t within = 0, total = 0;
-  std::istringstream rows(read_file(dir / "half" / "requests.csv"));
-  std::string line;
-  std::getline(rows, line);
-  while (std::getline(rows, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cs(line);
-    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    within += std::stod(cells[8]) <= median * (1 + 1e-9);
+  for (const auto& row : read_csv(read_file(dir / "half" / "requests.csv"))) {
+    within += std::stod(row.at("ttft_s")) <= median * (1 + 1e-9);
     ++total;
   }
   CHECK(half.at("slo_attainment").get<double>() == Approx(static_cast<double>(within) / total));
