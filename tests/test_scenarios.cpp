@@ -82,10 +82,17 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
         }
         const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
         check_spans_nest(trace);
+        // A span per step on the server tracks, and a track per request holding its phases.
         long long spans = 0;
-        for (const auto& e : trace.at("traceEvents")) spans += e.at("ph") == "X";
+        std::set<int> request_tracks;
+        for (const auto& e : trace.at("traceEvents")) {
+          if (e.at("ph") != "X") continue;
+          if (e.at("cat") == "request") request_tracks.insert(e.at("tid").get<int>());
+          else spans += 1;
+        }
         const auto steps = read_file(out / "steps.csv");
         CHECK(spans == std::count(steps.begin(), steps.end(), '\n') - 1);
+        CHECK(request_tracks.size() == scenario.serving.requests.size());
         continue;
       }
       for (const char* key : {"total_time_s", "hop_model", "podsim_version", "wall_time_s", "topology", "operations"}) {

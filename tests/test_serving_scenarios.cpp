@@ -1,6 +1,9 @@
 // Serving through the CLI: the prefill:generate ratio found by simulation (acceptance 4 of the
 // inference issue), and bad serving input.
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -8,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "sim/report/serving_files.hpp"
+#include "sim/scenario/scenario.hpp"
 
 using namespace podsim_test;
 
@@ -237,4 +242,97 @@ TEST_CASE("goodput under a latency SLO counts the requests that meet every bound
   const auto bad = run_podsim("run " + (dir / "bad.yaml").string() + " -o " + (dir / "bad").string());
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("at least one of ttft, tpot, latency") != std::string::npos);
+}
+
+TEST_CASE("selectable percentiles: each distribution reports the ones asked for, expectations may name them",
+          "[serving]") {
+  const auto dir = fresh_dir("percentiles");
+  std::filesystem::create_directories(dir);
+  const std::string requests =
+      "    poisson: {rate: \"2 /s\", count: 50, prompt_tokens: [100, 2000], output_tokens: [2, 40], seed: 5}\n";
+  std::ofstream(dir / "s.yaml") << serving_scenario("  metric_percentiles: [25, 99.9]\n", requests);
+  const auto r = run_podsim("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto summary = nlohmann::json::parse(read_file(dir / "out" / "summary.json"));
+  std::vector<double> ttft;
+  for (const auto& row : read_csv(read_file(dir / "out" / "requests.csv"))) ttft.push_back(std::stod(row.at("ttft_s")));
+  std::sort(ttft.begin(), ttft.end());
+  const auto& d = summary.at("ttft_s");
+  CHECK(d.contains("p25"));
+  CHECK(d.contains("p99.9"));
+  CHECK_FALSE(d.contains("p90"));
+  CHECK(d.at("median").get<double>() == Approx((ttft[24] + ttft[25]) / 2));   // numpy's, of 50 values
+  CHECK(d.at("p25").get<double>() == Approx(ttft[12] + 0.25 * (ttft[13] - ttft[12])));   // position 0.25 x 49
+  CHECK(r.out.find(" p99.9") != std::string::npos);
+  // A percentile not asked for is not a field; a bad list is refused where it is written.
+  auto with_expectation = [&](const std::string& percentiles, const std::string& field) {
+    return serving_scenario("  metric_percentiles: " + percentiles + "\n", requests) + "expect:\n  - {field: " + field +
+           ", value: \"1 s\", source: \"x\"}\n";
+  };
+  CHECK_NOTHROW(podsim::load_scenario_text(with_expectation("[25, 99.9]", "ttft_s.p99.9"), "p999.yaml"));
+  CHECK_NOTHROW(podsim::load_scenario_text(with_expectation("[25]", "ttft_s.median"), "median.yaml"));
+  CHECK_THROWS_WITH(podsim::load_scenario_text(with_expectation("[25]", "ttft_s.p90"), "p90.yaml"),
+                    Catch::Contains("add them to workload.metric_percentiles"));
+  for (const auto& [list, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "expected 1 to 20 percentiles"},
+           {"[50, 100]", "expected a percentile between 0 and 100"},
+           {"[99, 99]", "listed twice"}}) {
+    INFO(list);
+    const auto bad = run_text("percentiles-bad", serving_scenario("  metric_percentiles: " + list + "\n", requests));
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find(message) != std::string::npos);
+    CHECK(bad.err.find("metric_percentiles") != std::string::npos);
+  }
+}
+
+TEST_CASE("a long serving run streams its records: memory does not grow with the request count", "[serving]") {
+  // 200,000 requests: holding ~40 KB each, as serving once did, would take 8 GB. Streamed, the
+  // run keeps what is in flight; the bound below leaves room for the step-cost replay and the
+  // request list itself (32 B per request).
+  const auto dir = fresh_dir("streamed");
+  const auto r = run_podsim("run " + source_path("scenarios/serving_llama3_70b_continuous_v5e_4x4.yaml") + " -o " +
+                            (dir / "out").string() + " -q --set workload.requests.poisson.count=200000 --set expect=null");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  CHECK(usage.ru_maxrss < 400 * 1024);   // KiB
+  const auto summary = nlohmann::json::parse(read_file(dir / "out" / "summary.json"));
+  CHECK(summary.at("requests") == 200000);
+  CHECK(summary.at("peak_requests_in_memory").get<int>() < 2000);
+  const auto csv = read_file(dir / "out" / "requests.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 200001);
+  // The trace holds an event a line, as many as the summary says: the whole run, or up to the
+  // cap and a time before the run's end.
+  const auto trace = summary.at("trace");
+  if (trace.at("complete") == false)
+    CHECK(trace.at("until_s").get<double>() < summary.at("total_time_s").get<double>());
+  const auto text = read_file(dir / "out" / "trace.json");
+  CHECK(std::count(text.begin(), text.end(), '\n') == trace.at("events").get<long long>() + 2);
+  CHECK(text.substr(text.size() - 4) == "\n]}\n");
+}
+
+TEST_CASE("a serving trace past its cap stops at an event boundary, stays valid JSON and says where", "[serving]") {
+  const auto scenario = podsim::load_scenario_text(
+      serving_scenario("", "    poisson: {rate: \"2 /s\", count: 5, prompt_tokens: 100, output_tokens: 3, seed: 1}\n"),
+      "cap.yaml");
+  const auto dir = fresh_dir("trace-cap");
+  std::filesystem::create_directories(dir);
+  podsim::OutputFiles files(dir.string());
+  podsim::ServingFileSink sink(scenario, files, 6);   // 3 metadata events, then 3 more
+  for (int i = 0; i < 4; ++i)
+    sink.step({podsim::StepKind::Decode, false, 0, 0.1 * i, 0.1 * i + 0.05, 1, 1});
+  const auto extent = sink.finish();
+  files.add("summary.json", "{}\n");
+  files.commit();
+  CHECK_FALSE(extent.complete);
+  CHECK(extent.events == 6);
+  // Step 1's span went in, its counter did not: the trace ends where step 1 began.
+  CHECK(extent.until_s == Approx(0.1));
+  const auto trace = nlohmann::json::parse(read_file(dir / "trace.json"));
+  CHECK(trace.at("traceEvents").size() == 6);
+  // The CSV has every step.
+  const auto steps = read_file(dir / "steps.csv");
+  CHECK(std::count(steps.begin(), steps.end(), '\n') == 5);
 }

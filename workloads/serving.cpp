@@ -37,13 +37,13 @@ int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
 
 namespace {
 
-enum class EventKind { Arrival, StepDone, TransferDone };
+enum class EventKind { StepDone, TransferDone };
 
 struct Event {
   double t;
   long long seq;   // ties break in the order events were made: deterministic
   EventKind kind;
-  int index;       // request (Arrival, TransferDone) or server (StepDone)
+  int index;       // request slot (TransferDone) or server (StepDone)
   int pool;        // 0: colocated or generate servers, 1: prefill servers; TransferDone: the generate server
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
@@ -51,7 +51,7 @@ struct Event {
 struct Server {
   bool busy = false;
   bool last_was_prefill = false;
-  std::vector<int> active;        // decoding
+  std::vector<int> active;        // decoding (slots of live_)
   std::vector<int> prefilling;    // admitted, chunks left
   std::vector<int> static_batch;  // static policy: the batch until all of it is done
   StepKind step = StepKind::Decode;
@@ -60,65 +60,114 @@ struct Server {
   double ingress_free_s = 0;      // its DCN ingress is busy until then
 };
 
-struct RequestState {
-  std::vector<int> chunks;
-  size_t chunks_done = 0;
+// A request between its arrival and the moment its record is passed on.
+struct Live {
+  RequestRecord record;
+  int full_chunks = 0;            // chunks of the largest bucket before the last one
+  int last_chunk = 0;             // the last chunk, padded to its bucket
+  int chunks_done = 0;
   int generated = 0;
   double last_token_s = 0;        // when its latest token appeared
   int offset = 0;                 // prompt tokens cached so far (padded)
+  bool done = false;              // its last token exists
+  bool passed_on = false;         // its record went to the sink
+  bool in_static_batch = false;   // a static batch still counts it (its context sizes the decode step)
+  int largest = 0;                // the largest bucket
+  int chunks() const { return full_chunks + 1; }
+  int chunk(int i) const { return i < full_chunks ? largest : last_chunk; }
 };
 
 class Simulation {
  public:
-  Simulation(const std::vector<Request>& requests, const ServingConfig& config, const StepCosts& costs)
-      : config_(config), costs_(costs), state_(requests.size()) {
-    result_.requests.resize(requests.size());
-    for (size_t i = 0; i < requests.size(); ++i) {
-      auto& record = result_.requests[i];
-      record.request = requests[i];
-      state_[i].chunks = prefill_chunks(requests[i].prompt_tokens, config.buckets);
-      record.padded_prompt_tokens = padded_prompt_tokens(requests[i].prompt_tokens, config.buckets);
-      push(requests[i].arrival_s, EventKind::Arrival, static_cast<int>(i), 0);
-    }
+  Simulation(const std::vector<Request>& requests, const ServingConfig& config, const StepCosts& costs,
+             ServingSink& sink)
+      : requests_(requests), config_(config), costs_(costs), sink_(sink) {
     const bool split = config.policy == BatchingPolicy::Disaggregated;
     servers_.resize(config.servers);
     prefill_servers_.resize(split ? config.prefill_servers : 0);
+    totals_.request_count = requests.size();
+    totals_.first_arrival_s = requests.empty() ? 0.0 : requests.front().arrival_s;
   }
 
-  ServingResult run() {
-    while (!events_.empty()) {
+  ServingTotals run() {
+    // Arrivals are read from the sorted requests as time reaches them, not queued as events,
+    // so the event queue holds only steps and transfers under way. An arrival at the time of a
+    // step's end is seen first (as when arrivals were the first events queued).
+    const size_t n = requests_.size();
+    while (next_arrival_ < n || !events_.empty()) {
+      if (next_arrival_ < n && (events_.empty() || requests_[next_arrival_].arrival_s <= events_.top().t)) {
+        // Requests arriving together are seen together.
+        now_ = requests_[next_arrival_].arrival_s;
+        while (next_arrival_ < n && requests_[next_arrival_].arrival_s == now_) arrive(requests_[next_arrival_++]);
+        wake_all();
+        continue;
+      }
       const Event e = events_.top();
       events_.pop();
       now_ = e.t;
       switch (e.kind) {
-        case EventKind::Arrival:
-          // Requests arriving together are seen together.
-          waiting_.push_back(e.index);
-          while (!events_.empty() && events_.top().kind == EventKind::Arrival && events_.top().t == now_) {
-            waiting_.push_back(events_.top().index);
-            events_.pop();
-          }
-          wake_all();
-          break;
         case EventKind::StepDone: finish_step(e.pool == 1 ? prefill_servers_ : servers_, e.index, e.pool == 1); break;
         case EventKind::TransferDone: {
           Server& g = servers_[e.pool];
           --g.reserved;
           g.active.push_back(e.index);
-          result_.requests[e.index].decode_start_s = now_;
+          live_[e.index].record.decode_start_s = now_;
           wake(servers_, e.pool, false);
           break;
         }
       }
     }
-    for (const auto& r : result_.requests) result_.end_s = std::max(result_.end_s, r.end_s);
-    return std::move(result_);
+    return totals_;
   }
 
  private:
   bool disaggregated() const { return config_.policy == BatchingPolicy::Disaggregated; }
 
   void push(double t, EventKind kind, int index, int pool) { events_.push({t, seq_++, kind, index, pool}); }
+
+  void arrive(const Request& request) {
+    int slot;
+    if (free_.empty()) {
+      slot = static_cast<int>(live_.size());
+      live_.emplace_back();
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+    }
+    Live& l = live_[slot];
+    l = Live{};
+    l.record.request = request;
+    l.record.padded_prompt_tokens = padded_prompt_tokens(request.prompt_tokens, config_.buckets);
+    // prefill_chunks' arithmetic without its vector: (p - 1) / L chunks of the largest bucket L,
+    // then the rest padded up to a bucket.
+    l.largest = config_.buckets.back();
+    l.full_chunks = (request.prompt_tokens - 1) / l.largest;
+    l.last_chunk = *std::lower_bound(config_.buckets.begin(), config_.buckets.end(),
+                                     request.prompt_tokens - l.full_chunks * l.largest);
+    order_.push_back(slot);
+    waiting_.push_back(slot);
+    totals_.peak_records_held = std::max(totals_.peak_records_held, live_.size() - free_.size());
+  }
+
+  // Marks a request done and passes on every record now complete in request order.
+  void finish_request(int slot) {
+    Live& l = live_[slot];
+    l.done = true;
+    l.record.end_s = now_;
+    totals_.end_s = std::max(totals_.end_s, now_);
+    while (!order_.empty() && live_[order_.front()].done) {
+      const int front = order_.front();
+      order_.pop_front();
+      sink_.request(live_[front].record);
+      live_[front].passed_on = true;
+      release(front);
+    }
+  }
+
+  // A slot is reused once its record is passed on and no static batch counts it any more.
+  void release(int slot) {
+    if (live_[slot].passed_on && !live_[slot].in_static_batch) free_.push_back(slot);
+  }
 
   void wake_all() {
     for (size_t s = 0; s < prefill_servers_.size(); ++s) wake(prefill_servers_, static_cast<int>(s), true);
@@ -142,6 +191,7 @@ class Simulation {
       if (server.static_batch.empty()) {
         admit(server, config_.slots, config_.slots);
         server.static_batch = server.prefilling;
+        for (int r : server.static_batch) live_[r].in_static_batch = true;
       }
       if (!server.prefilling.empty()) start_prefill(server, s, false);
       else if (!server.static_batch.empty()) start_decode(server, s);
@@ -163,9 +213,9 @@ class Simulation {
   // buckets would waste compute on padding), oldest first.
   void admit_bucket(Server& server, int count) {
     if (!server.prefilling.empty() || waiting_.empty() || count < 1) return;
-    const int bucket = state_[waiting_.front()].chunks.front();
+    const int bucket = live_[waiting_.front()].chunk(0);
     for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int>(server.prefilling.size()) < count;) {
-      if (state_[*it].chunks.front() == bucket) {
+      if (live_[*it].chunk(0) == bucket) {
         server.prefilling.push_back(*it);
         it = waiting_.erase(it);
       } else {
@@ -186,39 +236,39 @@ class Simulation {
     // One chunk of every prompt being prefilled, padded to the longest chunk and offset.
     int chunk = 0, offset = 0;
     for (int r : server.prefilling) {
-      auto& st = state_[r];
-      chunk = std::max(chunk, st.chunks[st.chunks_done]);
-      offset = std::max(offset, st.offset);
-      if (st.chunks_done == 0) {
-        result_.requests[r].prefill_start_s = now_;
-        result_.requests[r].server = s;
+      Live& l = live_[r];
+      chunk = std::max(chunk, l.chunk(l.chunks_done));
+      offset = std::max(offset, l.offset);
+      if (l.chunks_done == 0) {
+        l.record.prefill_start_s = now_;
+        l.record.server = s;
       }
     }
     const int batch = static_cast<int>(server.prefilling.size());
     const double d = costs_.prefill_s(batch, chunk, offset);
     server.members = server.prefilling;
     begin(server, s, prefill_pool, StepKind::Prefill, d, batch, static_cast<double>(batch) * chunk);
-    result_.prefill_busy_s += d;
-    ++result_.prefill_steps;
+    totals_.prefill_busy_s += d;
+    ++totals_.prefill_steps;
   }
 
   void start_decode(Server& server, int s) {
     // Static batching keeps finished sequences in the batch until all are done.
     const auto& batch = config_.policy == BatchingPolicy::Static ? server.static_batch : server.active;
     double context = 0;
-    for (int r : batch) context += result_.requests[r].request.prompt_tokens + state_[r].generated;
+    for (int r : batch) context += live_[r].record.request.prompt_tokens + live_[r].generated;
     const double d = costs_.decode_s(static_cast<int>(batch.size()), context);
     server.members = server.active;
     begin(server, s, false, StepKind::Decode, d, static_cast<int>(batch.size()),
           static_cast<double>(server.active.size()));
-    result_.decode_busy_s += d;
-    ++result_.decode_steps;
+    totals_.decode_busy_s += d;
+    ++totals_.decode_steps;
   }
 
   void begin(Server& server, int s, bool prefill_pool, StepKind kind, double d, int batch, double tokens) {
     server.busy = true;
     server.step = kind;
-    result_.steps.push_back({kind, prefill_pool, s, now_, now_ + d, batch, tokens});
+    sink_.step({kind, prefill_pool, s, now_, now_ + d, batch, tokens});
     push(now_ + d, EventKind::StepDone, s, prefill_pool ? 1 : 0);
   }
 
@@ -229,38 +279,43 @@ class Simulation {
     if (server.step == StepKind::Prefill) {
       std::vector<int> still;
       for (int r : server.members) {
-        auto& st = state_[r];
-        st.offset += st.chunks[st.chunks_done];
-        if (++st.chunks_done < st.chunks.size()) {
+        Live& l = live_[r];
+        l.offset += l.chunk(l.chunks_done);
+        if (++l.chunks_done < l.chunks()) {
           still.push_back(r);
           continue;
         }
-        auto& record = result_.requests[r];
-        record.first_token_s = now_;   // the prefill's logits give the first token
-        st.generated = 1;
-        st.last_token_s = now_;
-        if (record.request.output_tokens <= 1) {
-          record.end_s = now_;
+        l.record.first_token_s = now_;   // the prefill's logits give the first token
+        l.generated = 1;
+        l.last_token_s = now_;
+        if (l.record.request.output_tokens <= 1) {
+          finish_request(r);
         } else if (disaggregated()) {
           handoff_.push_back(r);
         } else {
-          record.generate_server = s;
-          record.decode_start_s = now_;
+          l.record.generate_server = s;
+          l.record.decode_start_s = now_;
           server.active.push_back(r);
         }
       }
       server.prefilling = still;
     } else {
       for (int r : server.members) {
-        auto& record = result_.requests[r];
-        result_.inter_token_s.push_back(now_ - state_[r].last_token_s);
-        state_[r].last_token_s = now_;
-        if (++state_[r].generated >= record.request.output_tokens) record.end_s = now_;
+        Live& l = live_[r];
+        sink_.token_gap(now_ - l.last_token_s);
+        l.last_token_s = now_;
+        if (++l.generated >= l.record.request.output_tokens) finish_request(r);
       }
       // Sequences that joined during the step (KV transfers) stay; finished ones leave.
-      std::erase_if(server.active, [&](int r) { return result_.requests[r].end_s >= 0; });
+      std::erase_if(server.active, [&](int r) { return live_[r].done; });
     }
-    if (server.active.empty() && server.prefilling.empty()) server.static_batch.clear();
+    if (server.active.empty() && server.prefilling.empty()) {
+      for (int r : server.static_batch) {
+        live_[r].in_static_batch = false;
+        release(r);
+      }
+      server.static_batch.clear();
+    }
     if (disaggregated()) start_transfers();
     wake(pool, s, prefill_pool);
     if (!waiting_.empty() || disaggregated()) wake_all();
@@ -281,20 +336,24 @@ class Simulation {
       handoff_.pop_front();
       Server& g = servers_[best];
       ++g.reserved;
-      auto& record = result_.requests[r];
+      auto& record = live_[r].record;
       record.generate_server = best;
       const double start = std::max(now_, g.ingress_free_s);
       const double end = start + costs_.kv_transfer_s(record.padded_prompt_tokens);
       g.ingress_free_s = end;
-      result_.steps.push_back({StepKind::KvTransfer, false, best, start, end, 1,
-                               static_cast<double>(record.padded_prompt_tokens)});
+      sink_.step({StepKind::KvTransfer, false, best, start, end, 1, static_cast<double>(record.padded_prompt_tokens)});
       push(end, EventKind::TransferDone, r, best);
     }
   }
 
+  const std::vector<Request>& requests_;
   const ServingConfig& config_;
   const StepCosts& costs_;
-  std::vector<RequestState> state_;
+  ServingSink& sink_;
+  size_t next_arrival_ = 0;
+  std::vector<Live> live_;        // slots; free_ lists the reusable ones
+  std::vector<int> free_;
+  std::deque<int> order_;         // arrived slots in request order, until passed on
   std::vector<Server> servers_;
   std::vector<Server> prefill_servers_;
   std::deque<int> waiting_;
@@ -302,13 +361,25 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   long long seq_ = 0;
   double now_ = 0;
-  ServingResult result_;
+  ServingTotals totals_;
+};
+
+// Keeps every record (ServingResult).
+class CollectingSink : public ServingSink {
+ public:
+  explicit CollectingSink(ServingResult& result) : result_(result) {}
+  void step(const StepRecord& s) override { result_.steps.push_back(s); }
+  void request(const RequestRecord& r) override { result_.requests.push_back(r); }
+  void token_gap(double gap_s) override { result_.inter_token_s.push_back(gap_s); }
+
+ private:
+  ServingResult& result_;
 };
 
 }  // namespace
 
-ServingResult simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
-                               const StepCosts& costs) {
+ServingTotals simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
+                               const StepCosts& costs, ServingSink& sink) {
   if (config.servers < 1) throw std::invalid_argument("at least one server is needed");
   if (config.policy == BatchingPolicy::Disaggregated && config.prefill_servers < 1)
     throw std::invalid_argument("disaggregated serving needs at least one prefill server");
@@ -317,10 +388,20 @@ ServingResult simulate_serving(const std::vector<Request>& requests, const Servi
   if (config.buckets.empty() || !std::is_sorted(config.buckets.begin(), config.buckets.end()) ||
       config.buckets.front() < 1)
     throw std::invalid_argument("prompt buckets must be ascending and positive");
-  for (size_t i = 1; i < requests.size(); ++i) {
-    if (requests[i].arrival_s < requests[i - 1].arrival_s) throw std::invalid_argument("requests must be sorted by arrival");
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].prompt_tokens < 1) throw std::invalid_argument("a prompt needs at least one token");
+    if (i > 0 && requests[i].arrival_s < requests[i - 1].arrival_s)
+      throw std::invalid_argument("requests must be sorted by arrival");
   }
-  return Simulation(requests, config, costs).run();
+  return Simulation(requests, config, costs, sink).run();
+}
+
+ServingResult simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
+                               const StepCosts& costs) {
+  ServingResult result;
+  CollectingSink sink(result);
+  static_cast<ServingTotals&>(result) = simulate_serving(requests, config, costs, sink);
+  return result;
 }
 
 }  // namespace podsim

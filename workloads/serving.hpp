@@ -79,21 +79,65 @@ struct StepRecord {
   double tokens = 0;                // tokens produced (decode), prefilled incl. padding, or moved
 };
 
-struct ServingResult {
-  std::vector<RequestRecord> requests;   // in request order
-  std::vector<StepRecord> steps;         // in start order per server
+// Receives a serving run's records as they become final, so a run of millions of requests
+// holds only what is in flight (serve_command streams them to their files; docs/design.md,
+// "Serving at scale"). Called in this order within one run:
+// - step: when a step starts (its end is known then), per server in start order;
+// - request: when a request and every request before it are done, in request order (records
+//   done early wait for the ones before them: a run holds at most those);
+// - token_gap: for every output token after a request's first, the gap to its previous token
+//   (vLLM's ITL samples), as the tokens appear.
+class ServingSink {
+ public:
+  virtual ~ServingSink() = default;
+  virtual void step(const StepRecord&) {}
+  virtual void request(const RequestRecord&) {}
+  virtual void token_gap(double) {}
+};
+
+// Passes every record to each of several sinks (null ones skipped), in the order given.
+class ServingSinks : public ServingSink {
+ public:
+  explicit ServingSinks(std::vector<ServingSink*> sinks) : sinks_(std::move(sinks)) {
+    std::erase(sinks_, nullptr);
+  }
+  void step(const StepRecord& s) override {
+    for (auto* sink : sinks_) sink->step(s);
+  }
+  void request(const RequestRecord& r) override {
+    for (auto* sink : sinks_) sink->request(r);
+  }
+  void token_gap(double gap_s) override {
+    for (auto* sink : sinks_) sink->token_gap(gap_s);
+  }
+
+ private:
+  std::vector<ServingSink*> sinks_;
+};
+
+// What a run adds up, beside the streamed records.
+struct ServingTotals {
+  size_t request_count = 0;
+  double first_arrival_s = 0;
   double end_s = 0;                      // the last request's last token
-  // Every gap between two consecutive tokens of a request (vLLM's ITL samples): one per output
-  // token after the first.
-  std::vector<double> inter_token_s;
   long long decode_steps = 0;
   long long prefill_steps = 0;
   double decode_busy_s = 0;              // sum of decode step durations, all servers
   double prefill_busy_s = 0;
+  size_t peak_records_held = 0;          // request records in memory at once (arrived, not yet passed on)
 };
 
-// Runs the requests (sorted by arrival) through the servers. Throws std::invalid_argument for a
-// configuration that cannot serve (no slots, no servers, no buckets).
+// Runs the requests (sorted by arrival) through the servers, passing records to `sink`. Throws
+// std::invalid_argument for a configuration that cannot serve (no slots, no servers, no buckets).
+ServingTotals simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
+                               const StepCosts& costs, ServingSink& sink);
+
+// Every record of a run, kept (for small runs and tests).
+struct ServingResult : ServingTotals {
+  std::vector<RequestRecord> requests;   // in request order
+  std::vector<StepRecord> steps;         // in start order per server
+  std::vector<double> inter_token_s;     // one per output token after a request's first
+};
 ServingResult simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
                                const StepCosts& costs);
 

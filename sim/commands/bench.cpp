@@ -108,8 +108,8 @@ workload:
   row.mode = "reduced";
   row.chips = run.total_chips;
   row.simulated_chips = run.generate_chips;
-  row.messages = static_cast<unsigned long long>(run.result.decode_steps + run.result.prefill_steps);
-  row.simulated_time_s = run.result.end_s;
+  row.messages = static_cast<unsigned long long>(run.totals.decode_steps + run.totals.prefill_steps);
+  row.simulated_time_s = run.totals.end_s;
   row.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return row;
 }

@@ -23,6 +23,7 @@
 #include "sim/engine/run.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/serving_files.hpp"
 #include "sim/report/serving_report.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -62,18 +63,22 @@ std::function<void(int, int, double)> points_progress(const char* what) {
 }
 
 int serve_command(const Scenario& scenario, const std::string& out_dir, bool reproducible) {
+  // The per-request files are written while the run goes (memory stays bounded by what is in
+  // flight); all of them appear only once the summary is written too.
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  ServingFileSink outputs(scenario, files);
   ServingRun run;
   try {
-    run = run_serving(scenario);
+    run = run_serving(scenario, &outputs);
   } catch (const std::invalid_argument& e) {
     throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
   }
-  ensure_directory(out_dir);
-  OutputFiles files(out_dir);
+  run.trace = outputs.finish();
+  if (!run.trace->complete)
+    spdlog::warn("trace.json holds the first {} events, up to t = {} of {}; requests.csv and steps.csv hold the whole run",
+                 run.trace->events, human_time(run.trace->until_s), human_time(run.totals.end_s));
   files.add("summary.json", serving_summary_json(scenario, run, {reproducible}));
-  files.add("requests.csv", serving_requests_csv(run));
-  files.add("steps.csv", serving_steps_csv(run));
-  files.add("trace.json", serving_trace_json(scenario, run));
   files.commit();
   std::cout << serving_table(scenario, run);
   std::cout << "wrote " << files.path("summary.json") << ", " << files.path("requests.csv") << ", "

@@ -43,7 +43,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   return run_program(scenario.topology, simulation_settings(scenario), collectives_program(scenario), options);
 }
 
-ServingRun run_serving(const Scenario& scenario) {
+ServingRun run_serving(const Scenario& scenario, ServingSink* outputs) {
   const auto wall_start = std::chrono::steady_clock::now();
   const ServingWorkload& w = scenario.serving;
   const bool split = w.config.policy == BatchingPolicy::Disaggregated;
@@ -52,11 +52,13 @@ ServingRun run_serving(const Scenario& scenario) {
   ServingRun run;
   run.costs = std::make_unique<ServingCostModel>(w.model, prefill, generate, simulation_settings(scenario));
   run.costs->prepare(w.config, w.requests, !split);
-  run.result = simulate_serving(w.requests, w.config, run.costs->costs());
+  ServingStatsSink stats(w.metric_percentiles, w.slo);
+  ServingSinks sinks({&stats, outputs});
+  run.totals = simulate_serving(w.requests, w.config, run.costs->costs(), sinks);
   run.generate_chips = scenario.topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
-  run.stats = serving_stats(run.result, run.total_chips, scenario.serving.slo);
+  run.stats = stats.finish(run.totals, run.total_chips);
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

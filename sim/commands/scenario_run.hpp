@@ -17,6 +17,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 
 // A `serving` scenario: the step costs replayed on SimGrid, then the serving event loop.
 // Throws std::invalid_argument for a plan that cannot be served (main reports it as input).
-ServingRun run_serving(const Scenario& scenario);
+// `outputs`, when given, receives every record as the run produces it (serving_files.hpp).
+ServingRun run_serving(const Scenario& scenario, ServingSink* outputs = nullptr);
 
 }  // namespace podsim

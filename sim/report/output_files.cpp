@@ -26,6 +26,7 @@ void ensure_directory(const std::string& directory) {
 OutputFiles::OutputFiles(std::string directory) : directory_(std::move(directory)) {}
 
 OutputFiles::~OutputFiles() {
+  streams_.clear();   // closed before their files are removed
   for (const auto& [tmp, final_path] : pending_) std::remove(tmp.c_str());
 }
 
@@ -53,10 +54,24 @@ void remove_stale_temporaries(const std::string& directory, const std::string& n
 
 }  // namespace
 
+std::string OutputFiles::temporary(const std::string& name) const {
+  return (fs::path(directory_) / ("." + name + ".tmp" + std::to_string(::getpid()))).string();
+}
+
+std::ostream& OutputFiles::stream(const std::string& name) {
+  remove_stale_temporaries(directory_, name);
+  const std::string tmp = temporary(name);
+  auto out = std::make_unique<std::ofstream>(tmp, std::ios::binary | std::ios::trunc);
+  if (!*out) throw std::runtime_error("cannot write '" + tmp + "'");
+  pending_.emplace_back(tmp, path(name));
+  streams_.emplace_back(tmp, std::move(out));
+  return *streams_.back().second;
+}
+
 void OutputFiles::add(const std::string& name, const std::string& contents) {
   remove_stale_temporaries(directory_, name);
   const std::string final_path = path(name);
-  const std::string tmp = (fs::path(directory_) / ("." + name + ".tmp" + std::to_string(::getpid()))).string();
+  const std::string tmp = temporary(name);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write '" + tmp + "'");
@@ -68,6 +83,12 @@ void OutputFiles::add(const std::string& name, const std::string& contents) {
 }
 
 void OutputFiles::commit() {
+  for (auto& [tmp, out] : streams_) {
+    out->flush();
+    if (!*out) throw std::runtime_error("cannot write '" + tmp + "' (disk full?)");
+    out->close();
+  }
+  streams_.clear();
   for (const auto& [tmp, final_path] : pending_) {
     std::error_code ec;
     fs::rename(tmp, final_path, ec);

@@ -65,6 +65,8 @@ struct ServingWorkload {
   std::string requests_source;       // "poisson" or the trace's path
   int max_context = 0;               // longest padded prompt + output: what a slot must hold
   int hbm_slots = 0;                 // sequences of max_context that fit beside the weights
+  // The percentiles each latency distribution reports (vLLM's --metric-percentiles).
+  std::vector<double> metric_percentiles = {50, 90, 99};
   // A latency SLO for goodput (vLLM benchmark_serving --goodput): a request counts when it meets
   // every bound given; a bound <= 0 is not given.
   struct Slo {

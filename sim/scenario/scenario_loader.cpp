@@ -547,7 +547,7 @@ const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase
 const std::vector<std::string> kServingKeys = {
     "kind",       "model",      "weights",       "kv_cache",       "compute",        "efficiency",
     "prefill_efficiency", "attention_flops", "parallelism", "policy", "servers", "max_batch",
-    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul", "slo"};
+    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul", "slo", "metric_percentiles"};
 
 void parse_workload(const Field& field, Scenario& scenario) {
   const Field kind = MapReader(field, {}).required("kind");
@@ -622,7 +622,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     expectation.field = read_string(name);
     const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
                                : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
-                               : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name)
+                               : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name, scenario.serving.metric_percentiles)
                                                                                    : check_collectives_field(name, scenario.operations);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);

@@ -25,7 +25,8 @@ const std::vector<std::string> kServingFields = {
     "total_token_throughput_per_s", "goodput_requests_per_s", "slo_attainment"};
 const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "itl_s", "latency_s", "queueing_s",
                                                  "per_token_latency_s"};
-const std::vector<std::string> kStatistics = {"mean", "std", "p50", "p90", "p99", "max"};
+const std::vector<std::string> kStatistics = {"mean", "std", "median", "max"};
+constexpr size_t kMaxPercentiles = 20;
 
 LengthRange read_length(const Field& field) {
   if (field.node.IsScalar()) {
@@ -124,6 +125,19 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
   const auto output_field = parse_requests(reader.required("requests"), w);
+  if (auto percentiles = reader.optional("metric_percentiles")) {
+    w.metric_percentiles.clear();
+    const auto items = read_list(*percentiles);
+    if (items.empty() || items.size() > kMaxPercentiles)
+      fail(*percentiles, "expected 1 to " + std::to_string(kMaxPercentiles) + " percentiles, e.g. [50, 90, 99]");
+    for (const auto& item : items) {
+      const double p = read_real(item);
+      if (!(p > 0 && p < 100)) fail(item, "expected a percentile between 0 and 100, e.g. 99 or 99.9");
+      if (std::find(w.metric_percentiles.begin(), w.metric_percentiles.end(), p) != w.metric_percentiles.end())
+        fail(item, "listed twice; expected each percentile once");
+      w.metric_percentiles.push_back(p);
+    }
+  }
   if (auto slo = reader.optional("slo")) {
     const MapReader bounds(*slo, {"ttft", "tpot", "latency"});
     bounds.reject_unknown();
@@ -202,18 +216,20 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   return w;
 }
 
-std::string check_serving_field(const Field& field) {
+std::string check_serving_field(const Field& field, const std::vector<double>& percentiles) {
   const std::string text = read_string(field);
   if (std::find(kServingFields.begin(), kServingFields.end(), text) != kServingFields.end()) return text;
+  std::vector<std::string> statistics = kStatistics;
+  for (double p : percentiles) statistics.push_back(percentile_name(p));
   const size_t dot = text.find('.');
   if (dot != std::string::npos) {
     const std::string metric = text.substr(0, dot), statistic = text.substr(dot + 1);
     if (std::find(kDistributions.begin(), kDistributions.end(), metric) != kDistributions.end() &&
-        std::find(kStatistics.begin(), kStatistics.end(), statistic) != kStatistics.end())
+        std::find(statistics.begin(), statistics.end(), statistic) != statistics.end())
       return metric;
   }
   fail(field, "expected one of: " + join(kServingFields) + ", or <" + join(kDistributions, "|") + ">.<" +
-                  join(kStatistics, "|") + ">");
+                  join(statistics, "|") + "> (other percentiles: add them to workload.metric_percentiles)");
 }
 
 }  // namespace podsim::detail

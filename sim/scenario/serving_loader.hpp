@@ -23,7 +23,8 @@ std::string resolve_input_path(const std::string& named, const std::string& scen
 std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path);
 
 // An expectation's `field` for a serving workload: a summary field, or "<metric>.<statistic>"
-// for the latency distributions (ttft_s.p50 ...); returns the name whose suffix gives the unit.
-std::string check_serving_field(const yaml_fields::Field& field);
+// for the latency distributions (ttft_s.p99: mean, std, median, max or one of the workload's
+// metric_percentiles); returns the name whose suffix gives the unit.
+std::string check_serving_field(const yaml_fields::Field& field, const std::vector<double>& percentiles);
 
 }  // namespace podsim::detail

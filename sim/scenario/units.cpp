@@ -486,4 +486,10 @@ std::string human_flops(double per_s, const char* unit) {
   return scaled(per_s, names, 7, 1000.0, "%.4g");
 }
 
+std::string percentile_name(double percent) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p%.10g", percent);
+  return buf;
+}
+
 }  // namespace podsim

@@ -72,6 +72,8 @@ void check_sharding_rank(const Sharding& sharding, const ArrayShape& array);
 // The way back, for people: "8 MiB", "372.8 us", "45 GB/s" (4 significant digits). Input
 // errors quote sizes in these (a plan that does not fit HBM), as do the tables.
 std::string human_bytes(double bytes);
+// "p99", "p99.9", "p50": how summaries and expectations name a percentile (vLLM's names).
+std::string percentile_name(double percent);
 std::string human_time(double seconds);
 std::string human_bandwidth(double bytes_per_s);
 // Compute rates with decimal prefixes: human_flops(1.97e14) is "197 TFLOP/s"; `unit` may be
