@@ -116,6 +116,14 @@ int dcn_port(const Topology& topo, EndpointRegistry& registry, ChipId chip) {
   return registry.get(chip, "dcn", in_route, out_route);
 }
 
+// The ring of a mesh-axis phase. Neighbours are found on the simulated mesh, which may hold
+// fewer blocks than the real ring has (symmetry reduction); the schedule keeps the real length.
+SubRing phase_ring(const Topology& topo, const RingAxis& axis) {
+  return !axis.sliced        ? whole_axis(topo, axis.axis)
+         : axis.wraparound ? SubRing{axis.axis, axis.stride, topo.axis_size(axis.axis) / axis.stride, true, true}
+                           : SubRing{axis.axis, axis.stride, axis.size, false, true};
+}
+
 struct RingPlanner {
   const Topology& topo;
   const CollectiveSpec& spec;
@@ -144,11 +152,7 @@ struct RingPlanner {
       }
       return out;
     }
-    // Neighbours are found on the simulated mesh, which may hold fewer blocks than the real
-    // ring has (symmetry reduction); the schedule keeps the real length.
-    const SubRing ring = !axis.sliced ? whole_axis(topo, axis.axis)
-                         : axis.wraparound ? SubRing{axis.axis, axis.stride, topo.axis_size(axis.axis) / axis.stride, true, true}
-                                           : SubRing{axis.axis, axis.stride, axis.size, false, true};
+    const SubRing ring = phase_ring(topo, axis);
     for (auto shape : ring_chains(axis, ring.position(topo, chip), spec.bidirectional)) {
       const int self = ring.port(topo, registry, chip, shape.direction);
       int peer = -1;
@@ -176,34 +180,41 @@ struct RingPlanner {
   }
 };
 
-OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
-                 EndpointRegistry& registry) {
-  RingPlanner planner{topo, spec, registry, {}, {}};
+bool flat_ring(const Topology& topo, const CollectiveSpec& spec) {
+  return spec.over_dcn && topo.slice_count() > 1 && spec.dcn_algorithm == DcnAlgorithm::FlatRing;
+}
+
+// The ring schedule of a collective: its parts, each a list of phases over the real ring lengths.
+std::vector<PartSchedule> ring_schedule(const Topology& topo, const std::vector<int>& real_sizes,
+                                        const CollectiveSpec& spec) {
+  if (flat_ring(topo, spec)) return ring_parts(spec.kind, {RingAxis{kFlatAxis, topo.chip_count(), true}}, spec.bytes);
   std::vector<RingAxis> axes;
   RingAxis dcn{kDcnAxis, topo.slice_count(), true};
   const bool use_dcn = spec.over_dcn && topo.slice_count() > 1;
-  std::vector<PartSchedule> parts;
-  if (use_dcn && spec.dcn_algorithm == DcnAlgorithm::FlatRing) {
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    const int a = spec.axes[i];
+    const AxisSlice* slice = spec.slices.empty() ? nullptr : &spec.slices[i];
+    if (slice != nullptr && slice->size != 0) {
+      const SubRing ring = sliced_ring(topo, a, *slice, real_sizes.at(a));
+      if (ring.size > 1) axes.push_back({a, ring.size, ring.wraps, ring.stride, true});
+    } else if (real_sizes.at(a) > 1) {
+      axes.push_back({a, real_sizes[a], topo.wraps(a)});
+    }
+  }
+  return ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
+}
+
+OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
+                 EndpointRegistry& registry) {
+  RingPlanner planner{topo, spec, registry, {}, {}};
+  if (flat_ring(topo, spec)) {
     for (int s = 0; s < topo.slice_count(); ++s) {
       for (ChipId c : snake_order(topo, s)) planner.flat_order.push_back(c);
     }
     planner.flat_position.assign(topo.chip_count(), 0);
     for (size_t i = 0; i < planner.flat_order.size(); ++i) planner.flat_position[planner.flat_order[i]] = i;
-    RingAxis flat{kFlatAxis, static_cast<int>(planner.flat_order.size()), true};
-    parts = ring_parts(spec.kind, {flat}, spec.bytes);
-  } else {
-    for (size_t i = 0; i < spec.axes.size(); ++i) {
-      const int a = spec.axes[i];
-      const AxisSlice* slice = spec.slices.empty() ? nullptr : &spec.slices[i];
-      if (slice != nullptr && slice->size != 0) {
-        const SubRing ring = sliced_ring(topo, a, *slice, real_sizes.at(a));
-        if (ring.size > 1) axes.push_back({a, ring.size, ring.wraps, ring.stride, true});
-      } else if (real_sizes.at(a) > 1) {
-        axes.push_back({a, real_sizes[a], topo.wraps(a)});
-      }
-    }
-    parts = ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
   }
+  const std::vector<PartSchedule> parts = ring_schedule(topo, real_sizes, spec);
   OpPlan plan;
   plan.chips.resize(topo.chip_count());
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
@@ -388,6 +399,45 @@ std::vector<ChipId> snake_order(const Topology& topo, int slice) {
     order.push_back(topo.chip_at(slice, coords));
   }
   return order;
+}
+
+long long count_messages(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec) {
+  if (spec.kind == CollectiveKind::AllToAll) {
+    if (spec.over_dcn && topo.slice_count() > 1)
+      throw std::invalid_argument("all_to_all across slices over DCN is not supported");
+    // plan_all_to_all sends, from every chip, one block per destination and direction: per
+    // axis, a destination coordinate has one direction, except the one half way round a
+    // wrapped axis, which splits both ways. The chip itself is no destination.
+    long long per_chip = 1;
+    double group = 1;
+    for (int a : spec.axes) {
+      const int n = real_sizes.at(a);
+      if (n <= 1) continue;
+      group *= n;
+      per_chip *= n + (topo.wraps(a) && spec.bidirectional && n % 2 == 0 ? 1 : 0);
+    }
+    if (group <= 1 || spec.bytes <= 0) return 0;
+    return static_cast<long long>(topo.chip_count()) * (per_chip - 1);
+  }
+  long long messages = 0;
+  for (const auto& part : ring_schedule(topo, real_sizes, spec)) {
+    for (const auto& phase : part) {
+      const RingAxis& axis = phase.axis;
+      if (axis.axis == kDcnAxis || axis.axis == kFlatAxis) {
+        // Positions are the slices (each holding every chip of the mesh) or the flat ring's
+        // order, a permutation of the chips: one-way chains.
+        const int positions = axis.axis == kDcnAxis ? topo.slice_count() : topo.chip_count();
+        const long long per_position = axis.axis == kDcnAxis ? topo.chips_per_slice() : 1;
+        for (int p = 0; p < positions; ++p)
+          for (const auto& shape : ring_chains(axis, p, false)) messages += per_position * shape.sends();
+        continue;
+      }
+      const SubRing ring = phase_ring(topo, axis);
+      for (ChipId chip = 0; chip < topo.chip_count(); ++chip)
+        for (const auto& shape : ring_chains(axis, ring.position(topo, chip), spec.bidirectional)) messages += shape.sends();
+    }
+  }
+  return messages;
 }
 
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,

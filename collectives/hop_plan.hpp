@@ -77,6 +77,12 @@ class EndpointRegistry {
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes,
                        const CollectiveSpec& spec, EndpointRegistry& registry);
 
+// The messages plan_collective would plan (OpPlan::messages), counted without planning them:
+// what the preflight estimate of a run needs (sim/engine/preflight.hpp). It walks the same ring
+// schedule and chain shapes as the plan, so the two agree; tests/test_preflight.cpp checks it
+// on generated collectives.
+long long count_messages(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec);
+
 // Point to point along a line: every chip with a neighbour one step along `axis` in
 // `direction` sends it `bytes`; the op ends on the sender when the data has arrived.
 OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry);

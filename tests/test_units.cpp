@@ -52,10 +52,13 @@ TEST_CASE("times convert to seconds", "[units]") {
   CHECK(parse_time_s("560 us") == Approx(5.6e-4));
   CHECK(parse_time_s(".5 s") == Approx(0.5));
   CHECK(parse_time_s("0 us") == 0.0);   // a zero overhead is meaningful
+  CHECK(parse_time_s("1 min") == 60.0);
+  CHECK(parse_time_s("48 h") == 48 * 3600.0);
+  CHECK(parse_time_s("1.5d") == 1.5 * 86400);
 }
 
 TEST_CASE("bad times are rejected", "[units]") {
-  for (const char* text : {"1", "1e-6", "-1 us", "1 Ms", "1 min", "1 Gs", "nan s", "1 uss", "us", "1.2.3 s", "1e s"}) {
+  for (const char* text : {"1", "1e-6", "-1 us", "1 Ms", "1 mh", "1 kd", "h", "-2 h", "1 Gs", "nan s", "1 uss", "us", "1.2.3 s", "1e s"}) {
     INFO(text);
     CHECK_THROWS_AS(parse_time_s(text), std::invalid_argument);
   }

@@ -20,6 +20,7 @@
 #include "sim/commands/scenario_run.hpp"
 #include "sim/commands/sweep.hpp"
 #include "sim/commands/validate.hpp"
+#include "sim/commands/preflight_check.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
@@ -180,8 +181,27 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   return 0;
 }
 
+// --max-memory and --max-time: sizes and times as scenario files write them.
+PreflightLimits preflight_limits(const std::string& max_memory, const std::string& max_time) {
+  PreflightLimits limits;
+  try {
+    if (!max_memory.empty()) limits.max_memory_bytes = static_cast<double>(parse_bytes(max_memory));
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"command line", 0, 0}, "--max-memory", max_memory, std::string(e.what()) + "; expected a size, e.g. \"64 GiB\"");
+  }
+  try {
+    if (!max_time.empty()) limits.max_wall_s = parse_time_s(max_time);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"command line", 0, 0}, "--max-time", max_time, std::string(e.what()) + "; expected a time, e.g. \"48 h\"");
+  }
+  if (!max_time.empty() && !(limits.max_wall_s > 0))
+    throw InputError({"command line", 0, 0}, "--max-time", max_time, "expected a positive time, e.g. \"48 h\"");
+  return limits;
+}
+
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& fidelity, const std::string& detail, bool reproducible, bool strict) {
+                const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
+                const PreflightLimits& limits) {
   Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   if (strict) scenario.training.strict_memory = true;
   RunOptions options;
@@ -222,6 +242,7 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   } else {
     program = collectives_program(scenario);
   }
+  preflight_check(scenario, program, options.fidelity, limits);
   const RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
   std::optional<TrainingReport> training;
@@ -408,6 +429,10 @@ int main(int argc, char** argv) {
   run->add_flag("--strict", strict, "training: a plan that does not fit in HBM is an error (exit 2), not a report");
   std::vector<std::string> run_sets;
   run->add_option("--set", run_sets, "override a scenario value: key=value (dotted key, YAML value)");
+  std::string max_memory, max_time;
+  run->add_option("--max-memory", max_memory,
+                  "refuse a run estimated to need more memory than this (default: the machine's), e.g. \"64 GiB\"");
+  run->add_option("--max-time", max_time, "refuse a run estimated to take longer than this (default: 24 h), e.g. \"48 h\"");
 
   auto* compare = app.add_subcommand("compare", "run a scenario's workload on several meshes; table, CSV, PNG");
   std::string compare_scenario, topologies, compare_chips, compare_out = "out/compare";
@@ -469,7 +494,8 @@ int main(int argc, char** argv) {
   }
   set_verbosity(verbose, quiet);
   try {
-    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict);
+    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict,
+                                          preflight_limits(max_memory, max_time));
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);

@@ -118,9 +118,8 @@ long long message_count(const std::vector<OpPlan>& plans) {
 
 }  // namespace
 
-RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
-                      const RunOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationSettings& settings,
+                                 const Program& program, Fidelity fidelity) {
   std::vector<CollectiveSpec> specs;
   std::vector<std::string> spec_names;
   std::vector<DifferingAxis> differing;   // axes whose chips differ by position (pipelines)
@@ -137,10 +136,17 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
   }
-  Topology real(topology);
+  const Topology real(topology);
   for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
-  auto reduction = reduce_by_symmetry(topology, specs, options.fidelity == Fidelity::Full, differing, spec_names,
-                                      settings.hop_model == HopModel::Floor);
+  return reduce_by_symmetry(topology, specs, fidelity == Fidelity::Full, differing, spec_names,
+                            settings.hop_model == HopModel::Floor);
+}
+
+RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                      const RunOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  auto reduction = reduce_program(topology, settings, program, options.fidelity);
+  Topology real(topology);
   RunResult run{std::move(real), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
                 reduction.identity ? "full" : "reduced", {}};
   const Topology& sim = run.simulated;

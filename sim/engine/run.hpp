@@ -72,6 +72,11 @@ struct SimulationSettings {
   double launch_overhead_s = 0.0;
 };
 
+// The mesh a program is simulated on: symmetry-reduced where that is exact (and allowed by
+// `fidelity`), else the whole pod. run_program starts here; so does the preflight estimate.
+SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationSettings& settings,
+                                 const Program& program, Fidelity fidelity);
+
 // Runs one per-chip program on a pod.
 RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
                       const RunOptions& options);

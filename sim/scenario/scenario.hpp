@@ -2,6 +2,7 @@
 // A loaded, validated scenario: everything a run needs, in SI units.
 // The YAML schema that produces it is documented once, in docs/scenario-schema.md, beside
 // the loader (scenario_loader.cpp), with every key's default.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,6 +105,11 @@ struct Scenario {
   ServingWorkload serving;                 // Serving
   std::vector<Expectation> expectations;
   CompareSpec compare;
+  // Where some keys were written ("topology.slices", "workload.microbatches", "topology",
+  // "workload", ...: see record_locations), for errors found after loading.
+  std::map<std::string, SourceLocation> locations;
+  // The location of `key`, or of its section ("workload" for "workload.x"), or the file.
+  SourceLocation location_of(const std::string& key) const;
 };
 
 // A value set from the command line (`--set workload.batch=16`): a dotted key through the

@@ -676,6 +676,20 @@ std::string default_name(const std::string& path) {
   return stem.empty() ? "scenario" : stem;
 }
 
+// Where the keys a run's size grows with were written, for errors found after loading (the
+// preflight estimate: sim/commands/preflight_check.cpp). Only keys already validated.
+void record_locations(const MapReader& top, Scenario& scenario) {
+  auto record = [&](const Field& field) { scenario.locations[field.key] = field.where; };
+  for (const char* section : {"topology", "workload"}) {
+    const Field field = top.required(section);
+    record(field);
+    if (!field.node.IsMap()) continue;
+    const MapReader reader(field, {});
+    for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests"})
+      if (auto value = reader.optional(key)) record(*value);
+  }
+}
+
 Scenario parse_document(const Field& root) {
   const MapReader top(root, {"version", "name", "description", "hardware", "topology", "perturbations",
                              "simulation", "workload", "expect", "compare"});
@@ -704,6 +718,7 @@ Scenario parse_document(const Field& root) {
   }
   if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
   if (auto compare = top.optional("compare")) scenario.compare = parse_compare(*compare);
+  record_locations(top, scenario);
   return scenario;
 }
 
@@ -847,6 +862,19 @@ ResolvedScenario resolve_scenario(const std::string& path, const std::vector<Sce
   out.text = emitter.c_str();
   if (document.IsMap()) out.input_files = detail::serving_input_files(document["workload"], path);
   return out;
+}
+
+}  // namespace podsim
+
+namespace podsim {
+
+SourceLocation Scenario::location_of(const std::string& key) const {
+  for (std::string k = key;;) {
+    if (auto it = locations.find(k); it != locations.end()) return it->second;
+    const size_t dot = k.rfind('.');
+    if (dot == std::string::npos) return {path, 0, 0};
+    k.resize(dot);
+  }
 }
 
 }  // namespace podsim

@@ -1,6 +1,8 @@
 #include "sim/scenario/units.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <utility>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -19,7 +21,7 @@ constexpr std::string_view kBandwidthHint =
     "expected a positive bandwidth with a unit, e.g. \"45 GB/s\", \"90 GiB/s\" or \"400 Gbps\" "
     "(B = bytes, b = bits; a bare number is not accepted, so that units stay explicit)";
 constexpr std::string_view kTimeHint =
-    "expected a non-negative time with a unit, e.g. \"1 us\", \"1 µs\", \"2.5 ms\", \"10 ns\" or "
+    "expected a non-negative time with a unit, e.g. \"1 us\", \"1 µs\", \"2.5 ms\", \"10 ns\", \"2 h\" or "
     "\"1 s\" (a bare number is not accepted, so that units stay explicit)";
 constexpr std::string_view kRateHint =
     "expected a positive rate with a unit, e.g. \"3 /s\", \"180 /min\" or \"0.5 /s\", or \"inf /s\" (all at once)";
@@ -359,6 +361,17 @@ double parse_bandwidth_Bps(std::string_view text) {
 }
 
 double parse_time_s(std::string_view text) {
+  // Minutes, hours and days (long limits: --max-time "48 h"), without SI prefixes ("1 mh" is
+  // not a time): the number is read as seconds, then scaled.
+  for (const auto& [unit, factor] : {std::pair<std::string_view, double>{"min", 60}, {"h", 3600}, {"d", 86400}}) {
+    const size_t end = text.find_last_not_of(' ');
+    if (end == std::string_view::npos || end + 1 < unit.size()) continue;
+    const std::string_view number = text.substr(0, end + 1 - unit.size());
+    if (text.substr(end + 1 - unit.size(), unit.size()) != unit || number.empty() ||
+        !(number.back() == ' ' || std::isdigit(static_cast<unsigned char>(number.back())) || number.back() == '.'))
+      continue;
+    return factor * parse_real(std::string(number) + " s", kTimeUnits, kTimePrefixes, true, kTimeHint);
+  }
   return parse_real(text, kTimeUnits, kTimePrefixes, true, kTimeHint);
 }
 
@@ -466,6 +479,16 @@ std::string human_bytes(double bytes) {
 
 std::string human_time(double seconds) {
   if (seconds == 0) return "0 s";
+  // Past an hour, hours and days (a preflight estimate, a long serving run), still parseable.
+  char buf[32];
+  if (std::abs(seconds) >= 86400 * 10) {
+    std::snprintf(buf, sizeof buf, "%.4g d", seconds / 86400);
+    return buf;
+  }
+  if (std::abs(seconds) >= 3600 * 10) {
+    std::snprintf(buf, sizeof buf, "%.4g h", seconds / 3600);
+    return buf;
+  }
   static const char* units[] = {"ns", "us", "ms", "s"};
   return scaled(seconds * 1e9, units, 4, 1000.0, "%.4g");
 }

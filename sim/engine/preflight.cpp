@@ -1,0 +1,62 @@
+#include "sim/engine/preflight.hpp"
+
+namespace podsim {
+
+const EstimateCoefficients& estimate_coefficients() {
+  static const EstimateCoefficients coefficients;
+  return coefficients;
+}
+
+SimulationEstimate estimate_simulation(const TopologySpec& topology, const SimulationSettings& settings,
+                                       const Program& program, Fidelity fidelity) {
+  const SymmetryReduction reduction = reduce_program(topology, settings, program, fidelity);
+  const Topology simulated(reduction.reduced);
+  const auto& c = estimate_coefficients();
+  SimulationEstimate e;
+  double all_to_all_s = 0;
+  long long ring_messages = 0, flows = 0;
+  e.real_chips = topology.chips_per_slice() * topology.slices;
+  e.simulated_chips = simulated.chip_count();
+  e.ops = static_cast<long long>(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    const ProgramOp& op = program[i];
+    long long messages = 0;
+    if (op.kind == ProgramOpKind::Collective) {
+      messages = count_messages(simulated, reduction.real_sizes, op.collective);
+    } else if (op.kind == ProgramOpKind::Send) {
+      // plan_send: every chip with a neighbour that way sends one message.
+      for (ChipId chip = 0; chip < simulated.chip_count(); ++chip)
+        messages += simulated.step_along(chip, op.send_axis, op.send_direction).has_value() ? 1 : 0;
+    }
+    e.plan_messages += messages;
+    const long long all = messages * op.repeat;
+    if (op.kind == ProgramOpKind::Collective && op.collective.kind == CollectiveKind::AllToAll) {
+      // Every block at once: the solver's cost per block grows with the blocks in flight.
+      all_to_all_s += op.repeat * c.seconds_per_flow_squared * static_cast<double>(messages) * static_cast<double>(messages);
+      // A block's mean route: a quarter of a wrapped axis, a third of a line, per axis.
+      double hops = 0;
+      for (int a : op.collective.axes) {
+        const int n = reduction.real_sizes.at(a);
+        hops += simulated.wraps(a) ? n / 4.0 : n / 3.0;
+      }
+      e.flow_hops += hops * static_cast<double>(messages);
+      flows += messages;
+    } else {
+      ring_messages += all;
+    }
+    e.messages += all;
+    e.spans += static_cast<long long>(op.repeat) * e.simulated_chips;
+    if (all > e.heaviest_op_messages) {
+      e.heaviest_op_messages = all;
+      e.heaviest_op = static_cast<int>(i);
+    }
+  }
+  e.memory_bytes = c.base_bytes + c.bytes_per_real_chip * e.real_chips + c.bytes_per_simulated_chip * e.simulated_chips +
+                   c.bytes_per_flow * static_cast<double>(flows) + c.bytes_per_flow_hop * e.flow_hops +
+                   c.bytes_per_span * static_cast<double>(e.spans);
+  e.wall_s = c.seconds_per_message * static_cast<double>(ring_messages) + all_to_all_s +
+             c.seconds_per_span * static_cast<double>(e.spans);
+  return e;
+}
+
+}  // namespace podsim
