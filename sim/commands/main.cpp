@@ -69,12 +69,21 @@ int serve_command(const Scenario& scenario, const std::string& out_dir, bool rep
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
   ServingFileSink outputs(scenario, files);
+  std::function<void(const SimulationProgress&)> progress;
+  if (stderr_is_terminal()) {
+    progress = [&](const SimulationProgress& p) {
+      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", scenario.name.c_str(),
+                   static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
+    };
+  }
   ServingRun run;
   try {
-    run = run_serving(scenario, &outputs);
+    run = run_serving(scenario, &outputs, progress);
   } catch (const std::invalid_argument& e) {
+    if (progress) std::fprintf(stderr, "\33[2K\r");
     throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
   }
+  if (progress) std::fprintf(stderr, "\33[2K\r");
   run.trace = outputs.finish();
   if (!run.trace->complete)
     spdlog::warn("trace.json holds the first {} events, up to t = {} of {}; requests.csv and steps.csv hold the whole run",
@@ -189,8 +198,10 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   if (stderr_is_terminal()) {
-    options.progress = [&](double wall_s) {
-      std::fprintf(stderr, "\33[2K\rsimulating %s: %.1f s", scenario.name.c_str(), wall_s);
+    // Rounded down, so that 100% means done.
+    options.progress = [&](const SimulationProgress& p) {
+      std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", scenario.name.c_str(),
+                   static_cast<int>(std::floor(100 * p.fraction())), p.wall_s);
     };
   }
   if (scenario.workload_kind == WorkloadKind::Serving) return serve_command(scenario, out_dir, reproducible);
@@ -518,9 +529,11 @@ int main(int argc, char** argv) {
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
   } catch (const InputError& e) {
+    if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
+    if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return 1;
   }

@@ -169,6 +169,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   replay_options.launch_overhead_s = settings.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
   replay_options.progress = options.progress;
+  replay_options.progress_interval_s = options.progress_interval_s;
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
     if (sim.compute_slowdown(chip) != 1.0) {
       for (ChipId c = 0; c < sim.chip_count(); ++c) replay_options.chip_compute_scale.push_back(sim.compute_slowdown(c));

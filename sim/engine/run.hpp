@@ -22,7 +22,9 @@ enum class Fidelity {
 struct RunOptions {
   Fidelity fidelity = Fidelity::Auto;
   bool record_hops = false;
-  std::function<void(double wall_s)> progress;   // see ReplayOptions::progress
+  // Work done of the run's total while it runs (ReplayOptions::progress, which says when).
+  std::function<void(const SimulationProgress&)> progress;
+  double progress_interval_s = 0.25;
 };
 
 struct OperationResult {
