@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "cli_helpers.hpp"
+#include "sim/commands/planner.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "workloads/training.hpp"
 
@@ -169,4 +170,32 @@ TEST_CASE("progress is drawn on a terminal only, and -q silences it", "[progress
   CHECK(seen.find("\33[2K\r") != std::string::npos);
   CHECK(stderr_on_terminal({"-q", "run", scenario, "-o", out.string()}, &code).empty());
   CHECK(code == 0);
+}
+
+TEST_CASE("plan reports k of N plans as they finish", "[progress][planner]") {
+  Scenario s;
+  s.path = "<test>";
+  s.name = "planner-progress";
+  s.workload_kind = WorkloadKind::Training;
+  s.topology.chip = *find_chip_preset("v5p");
+  s.topology.axes = {{"X", 2, true}, {"Y", 2, true}};
+  s.training.model = *find_model_preset("llama2-7b");
+  s.training.model.layers = 2;
+  s.training.plan.sequence_length = 1024;
+  s.training.plan.global_batch_tokens = 1024.0 * 16;
+  s.training.plan.attention_flops = false;
+  std::vector<std::pair<int, double>> seen;
+  int total = 0;
+  const auto result = plan_training(s, [&](int finished, int n, double eta_s) {
+    seen.emplace_back(finished, eta_s);
+    total = n;
+  });
+  REQUIRE(total == static_cast<int>(result.candidates.size()));
+  REQUIRE(seen.size() == result.candidates.size() + 1);
+  CHECK(seen.front() == std::pair<int, double>{0, -1.0});
+  for (size_t k = 1; k < seen.size(); ++k) {
+    CHECK(seen[k].first == static_cast<int>(k));
+    CHECK(seen[k].second >= 0);
+  }
+  CHECK(seen.back().second == 0);
 }

@@ -315,11 +315,7 @@ int plan_command(const std::string& scenario_path, const std::string& out_dir) {
     throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
                      "podsim plan needs a training workload (kind: training)");
   }
-  std::function<void(const std::string&)> progress;
-  if (stderr_is_terminal()) progress = [](const std::string& what) { std::fprintf(stderr, "\33[2K\rsimulating %s", what.c_str()); };
-  else progress = [](const std::string& what) { spdlog::info("simulating {}", what); };
-  const PlannerResult result = plan_training(scenario, progress);
-  if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
+  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"));
   std::cout << planner_table(scenario, result);
   // A model that fits nowhere on this pod is bad input, not a ranking.
   double smallest = 1e300;
