@@ -357,6 +357,20 @@ double nccl_size_bytes(CollectiveKind kind, double bytes, int group_size) {
   return kind == CollectiveKind::AllToAll ? bytes / group_size : bytes;
 }
 
+double bytes_for_nccl_size(CollectiveKind kind, double size_bytes, int group_size) {
+  require_count(group_size, 1, "group_size");
+  require_non_negative(size_bytes, "size_bytes");
+  return kind == CollectiveKind::AllToAll ? size_bytes * group_size : size_bytes;
+}
+
+double nccl_count_elements(CollectiveKind kind, double size_bytes, int element_bits, int group_size) {
+  require_count(group_size, 1, "group_size");
+  require_count(element_bits, 1, "element_bits");
+  require_non_negative(size_bytes, "size_bytes");
+  const double shares = kind == CollectiveKind::AllReduce ? 1 : group_size;
+  return size_bytes * 8 / element_bits / shares;
+}
+
 double busbw_Bps(CollectiveKind kind, double bytes, double time_s, int group_size) {
   require_count(group_size, 1, "group_size");
   const double n = group_size;

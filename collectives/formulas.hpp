@@ -124,6 +124,17 @@ AllToAllRouteTime all_to_all_route_time(const std::vector<AxisInfo>& axes, doubl
 // each rank; an AllToAll's send buffer is one rank's share of it, bytes / group_size (nccl-tests
 // src/alltoall.cu: count/nranks elements to each of nranks peers).
 double nccl_size_bytes(CollectiveKind kind, double bytes, int group_size);
+// The way back: podsim's `bytes` for an nccl-tests size (`podsim perf` takes sizes as
+// nccl-tests' -b/-e do). Throws std::invalid_argument if group_size < 1 or size_bytes < 0.
+double bytes_for_nccl_size(CollectiveKind kind, double size_bytes, int group_size);
+// nccl-tests' `count` column for a size of elements of `element_bits`: the count nccl-tests
+// passes to the collective (src/*.cu GetCollByteCount's paramcount), which is the whole buffer
+// for AllReduce, one rank's share for AllGather (its send) and ReduceScatter (its receive),
+// and one peer's block for AllToAll: size / element / (1 for AllReduce, else group_size).
+// nccl-tests also rounds that share down to 16 bytes; podsim perf takes only sizes that split
+// exactly, so the division is exact. Throws std::invalid_argument if group_size < 1,
+// element_bits < 1 or size_bytes < 0.
+double nccl_count_elements(CollectiveKind kind, double size_bytes, int element_bits, int group_size);
 
 // nccl-tests algorithm bandwidth: size / time_s (B/s), size as nccl_size_bytes gives it. Throws std::invalid_argument if
 // time_s <= 0 or bytes < 0.

@@ -267,6 +267,63 @@ TEST_CASE("nccl-tests size: an AllToAll's is one rank's send buffer", "[formulas
   CHECK(algbw_Bps(nccl_size_bytes(CollectiveKind::AllToAll, v, 16), t) == Approx(4 * 9e10 / 16));
 }
 
+namespace {
+
+// nccl-tests 2.19.6 (src/common.cu setupArgs and TimeTest's preamble, src/{all_reduce,
+// all_gather,reduce_scatter,alltoall}.cu GetCollByteCount and GetBw), transcribed: for a
+// requested size, the size and count its table prints and the bandwidths it computes.
+struct NcclTestsRow {
+  size_t size = 0, count = 0;
+  double algbw_GBps = 0, busbw_GBps = 0;
+};
+NcclTestsRow nccl_tests_row(CollectiveKind kind, size_t size, size_t elt, int nranks, double sec) {
+  const size_t count = size / elt;
+  size_t send = 0, recv = 0, param = 0;
+  if (kind == CollectiveKind::AllReduce) {
+    send = recv = param = count;
+  } else {
+    const size_t base = (count / nranks) & ~(16 / elt - 1);
+    param = base;
+    send = kind == CollectiveKind::AllGather ? base : base * nranks;
+    recv = kind == CollectiveKind::ReduceScatter ? base : base * nranks;
+  }
+  NcclTestsRow row;
+  row.size = std::max(send, recv) * elt;
+  row.count = param;
+  const double base_bw = kind == CollectiveKind::AllReduce ? double(param * elt) / 1.0E9 / sec
+                                                           : double(param * elt * nranks) / 1.0E9 / sec;
+  row.algbw_GBps = base_bw;
+  row.busbw_GBps = base_bw * (kind == CollectiveKind::AllReduce ? double(2 * (nranks - 1)) / double(nranks)
+                                                                : double(nranks - 1) / double(nranks));
+  return row;
+}
+
+}  // namespace
+
+TEST_CASE("size, count, algbw and busbw as nccl-tests computes them", "[formulas]") {
+  const double sec = 123e-6;
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                              CollectiveKind::AllToAll}) {
+    for (int n : {2, 8, 16, 64}) {
+      for (size_t elt : {1, 2, 4}) {
+        // Sizes that split into 16-byte shares, where nccl-tests rounds nothing away.
+        for (size_t size : {size_t(16) * n, size_t(1024) * n, size_t(1) << 30}) {
+          INFO(to_string(kind) << " n " << n << " element " << elt << " size " << size);
+          const NcclTestsRow ref = nccl_tests_row(kind, size, elt, n, sec);
+          CHECK(ref.size == size);
+          const double bytes = bytes_for_nccl_size(kind, double(size), n);
+          CHECK(nccl_size_bytes(kind, bytes, n) == double(size));
+          CHECK(nccl_count_elements(kind, double(size), int(8 * elt), n) == double(ref.count));
+          CHECK(algbw_Bps(double(size), sec) / 1e9 == Approx(ref.algbw_GBps).epsilon(1e-15));
+          CHECK(busbw_Bps(kind, double(size), sec, n) / 1e9 == Approx(ref.busbw_GBps).epsilon(1e-15));
+        }
+      }
+    }
+  }
+  CHECK_THROWS_AS(nccl_count_elements(CollectiveKind::AllGather, 64, 0, 4), std::invalid_argument);
+  CHECK_THROWS_AS(bytes_for_nccl_size(CollectiveKind::AllToAll, 64, 0), std::invalid_argument);
+}
+
 TEST_CASE("nccl-tests algbw and busbw", "[formulas]") {
   const double bytes = 1e9, t = 0.01;
   CHECK(algbw_Bps(bytes, t) == Approx(1e11));

@@ -1,4 +1,4 @@
-// podsim command line: run, validate, presets, bench.
+// podsim command line: run, compare, sweep, perf, validate, plan, presets, bench.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,7 @@
 #include "sim/commands/child_process.hpp"
 #include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
+#include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/commands/sweep.hpp"
@@ -51,9 +52,9 @@ void set_verbosity(int verbose, bool quiet) {
 bool stderr_is_terminal() { return !quiet_mode && ::isatty(STDERR_FILENO) != 0; }
 
 // "k of N points, ETA": redrawn on a terminal, a log line otherwise (-v shows it).
-std::function<void(int, int, double)> points_progress(const char* what) {
-  return [what](int finished, int total, double eta_s) {
-    std::string line = std::string(what) + ": " + std::to_string(finished) + " of " + std::to_string(total) + " points";
+std::function<void(int, int, double)> points_progress(const char* what, const char* noun = "points") {
+  return [what, noun](int finished, int total, double eta_s) {
+    std::string line = std::string(what) + ": " + std::to_string(finished) + " of " + std::to_string(total) + " " + noun;
     if (eta_s >= 0 && finished < total) line += ", about " + human_time(eta_s) + " left";
     if (stderr_is_terminal()) {
       std::fprintf(stderr, "\33[2K\r%s%s", line.c_str(), finished == total ? "\n" : "");
@@ -69,12 +70,21 @@ int serve_command(const Scenario& scenario, const std::string& out_dir, bool rep
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
   ServingFileSink outputs(scenario, files);
+  std::function<void(const SimulationProgress&)> progress;
+  if (stderr_is_terminal()) {
+    progress = [&](const SimulationProgress& p) {
+      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", scenario.name.c_str(),
+                   static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
+    };
+  }
   ServingRun run;
   try {
-    run = run_serving(scenario, &outputs);
+    run = run_serving(scenario, &outputs, progress);
   } catch (const std::invalid_argument& e) {
+    if (progress) std::fprintf(stderr, "\33[2K\r");
     throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
   }
+  if (progress) std::fprintf(stderr, "\33[2K\r");
   run.trace = outputs.finish();
   if (!run.trace->complete)
     spdlog::warn("trace.json holds the first {} events, up to t = {} of {}; requests.csv and steps.csv hold the whole run",
@@ -208,8 +218,10 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   if (stderr_is_terminal()) {
-    options.progress = [&](double wall_s) {
-      std::fprintf(stderr, "\33[2K\rsimulating %s: %.1f s", scenario.name.c_str(), wall_s);
+    // Rounded down, so that 100% means done.
+    options.progress = [&](const SimulationProgress& p) {
+      std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", scenario.name.c_str(),
+                   static_cast<int>(std::floor(100 * p.fraction())), p.wall_s);
     };
   }
   if (scenario.workload_kind == WorkloadKind::Serving) return serve_command(scenario, out_dir, reproducible);
@@ -324,11 +336,7 @@ int plan_command(const std::string& scenario_path, const std::string& out_dir) {
     throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
                      "podsim plan needs a training workload (kind: training)");
   }
-  std::function<void(const std::string&)> progress;
-  if (stderr_is_terminal()) progress = [](const std::string& what) { std::fprintf(stderr, "\33[2K\rsimulating %s", what.c_str()); };
-  else progress = [](const std::string& what) { spdlog::info("simulating {}", what); };
-  const PlannerResult result = plan_training(scenario, progress);
-  if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
+  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"));
   std::cout << planner_table(scenario, result);
   // A model that fits nowhere on this pod is bad input, not a ranking.
   double smallest = 1e300;
@@ -350,6 +358,22 @@ int plan_command(const std::string& scenario_path, const std::string& out_dir) {
     files.commit();
     std::cout << "wrote " << files.path("plan.csv") << "\n";
   }
+  return 0;
+}
+
+int perf_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                 const PerfOptions& given) {
+  const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  PerfOptions options = given;
+  options.on_progress = points_progress("perf", "sizes");
+  const PerfResult result = run_perf(scenario, options);
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  files.add("perf.csv", perf_csv(result));
+  files.commit();
+  std::cout << perf_table(result);
+  // A comment line, so that the output still parses as nccl-tests' does.
+  std::cout << "# wrote " << files.path("perf.csv") << "\n";
   return 0;
 }
 
@@ -471,6 +495,26 @@ int main(int argc, char** argv) {
   plan->add_option("scenario", plan_scenario, "training scenario YAML (its parallelism block is ignored)")->required();
   plan->add_option("-o,--output", plan_out, "also write plan.csv here");
 
+  // nccl-tests' names and flags (all_gather_perf -b 8 -e 128M -f 2): "perf" as its binaries
+  // end; "sweep" and "bench" already name other things.
+  auto* perf = app.add_subcommand("perf", "nccl-tests' size sweep of a collectives scenario's operations; perf.csv");
+  std::string perf_scenario, perf_out = "out/perf", perf_fidelity = "auto";
+  std::vector<std::string> perf_sets;
+  PerfOptions perf_options;
+  perf->add_option("scenario", perf_scenario, "collectives scenario YAML (its operations' sizes are swept)")->required();
+  perf->add_option("-b,--minbytes", perf_options.sizes.begin, "smallest size: 8, 1K, 128M, 1G (binary) or \"8 MiB\"")
+      ->capture_default_str();
+  perf->add_option("-e,--maxbytes", perf_options.sizes.end, "largest size")->capture_default_str();
+  perf->add_option("-f,--stepfactor", perf_options.sizes.factor, "multiply the size by this (2 or more)");
+  perf->add_option("-i,--stepbytes", perf_options.sizes.increment, "or add this to it (default 1M)");
+  perf->add_option("-d,--datatype", perf_options.datatype,
+                   "element type, e.g. float, bfloat16, int8 (default: each operation's array type, else float)");
+  perf->add_option("-o,--output", perf_out, "output directory for perf.csv")->capture_default_str();
+  perf->add_option("--fidelity", perf_fidelity, "auto: symmetry-reduced where exact; full: every chip")
+      ->check(CLI::IsMember({"auto", "full"}))
+      ->capture_default_str();
+  perf->add_option("--set", perf_sets, "override a scenario value: key=value (dotted key, YAML value)");
+
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
   bool compare_naive = false;
@@ -500,12 +544,18 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
+    if (perf->parsed()) {
+      perf_options.fidelity = perf_fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
+      return perf_command(perf_scenario, perf_sets, perf_out, perf_options);
+    }
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
   } catch (const InputError& e) {
+    if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
+    if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);
     std::fprintf(stderr, "podsim: error: %s\n", e.what());
     return 1;
   }

@@ -1,8 +1,10 @@
 #include "sim/commands/planner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <spdlog/spdlog.h>
 
 #include "sim/commands/scenario_run.hpp"
 #include "sim/scenario/units.hpp"
@@ -95,10 +97,15 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
 
 }  // namespace
 
-PlannerResult plan_training(const Scenario& scenario, const std::function<void(const std::string&)>& progress) {
+PlannerResult plan_training(const Scenario& scenario,
+                            const std::function<void(int finished, int total, double eta_s)>& on_progress) {
   PlannerResult result;
-  for (auto& c : candidates(scenario)) {
-    if (progress) progress(c.label);
+  auto all = candidates(scenario);
+  const int total = static_cast<int>(all.size());
+  const auto start = std::chrono::steady_clock::now();
+  if (on_progress) on_progress(0, total, -1);
+  for (auto& c : all) {
+    spdlog::debug("simulating plan {}", c.label);
     try {
       TrainingLayout layout;
       const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
@@ -109,6 +116,11 @@ PlannerResult plan_training(const Scenario& scenario, const std::function<void(c
       c.error = e.what();
     }
     result.candidates.push_back(std::move(c));
+    if (on_progress) {
+      const int finished = static_cast<int>(result.candidates.size());
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      on_progress(finished, total, elapsed / finished * (total - finished));
+    }
   }
   std::stable_sort(result.candidates.begin(), result.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     if (a.feasible != b.feasible) return a.feasible;

@@ -2,9 +2,36 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace podsim {
 namespace {
+
+// Requests whose records are final, of all of them (ServingSink hears each once, in order).
+class RequestProgress : public ServingSink {
+ public:
+  RequestProgress(const std::function<void(const SimulationProgress&)>& report, size_t total, double interval_s)
+      : report_(report), interval_s_(interval_s), start_(std::chrono::steady_clock::now()) {
+    progress_.total = total;
+  }
+  void request(const RequestRecord&) override {
+    progress_.done += 1;
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (wall_s - reported_s_ >= interval_s_) report(wall_s);
+  }
+  void report(double wall_s) {
+    progress_.wall_s = reported_s_ = wall_s;
+    report_(progress_);
+  }
+  double wall_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  const std::function<void(const SimulationProgress&)>& report_;
+  double interval_s_;
+  std::chrono::steady_clock::time_point start_;
+  SimulationProgress progress_;
+  double reported_s_ = 0;
+};
 
 ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
   ServerRole r;
@@ -43,18 +70,26 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   return run_program(scenario.topology, simulation_settings(scenario), collectives_program(scenario), options);
 }
 
-ServingRun run_serving(const Scenario& scenario, ServingSink* outputs) {
+ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
+                       const std::function<void(const SimulationProgress&)>& progress, double progress_interval_s) {
   const auto wall_start = std::chrono::steady_clock::now();
   const ServingWorkload& w = scenario.serving;
   const bool split = w.config.policy == BatchingPolicy::Disaggregated;
   const ServerRole generate = role(scenario.topology, w.generate);
   const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
+  // 0 done while the step costs are priced (replays of their own), then requests as they end.
+  std::optional<RequestProgress> requests_done;
+  if (progress) {
+    requests_done.emplace(progress, w.requests.size(), progress_interval_s);
+    requests_done->report(requests_done->wall_s());
+  }
   ServingRun run;
   run.costs = std::make_unique<ServingCostModel>(w.model, prefill, generate, simulation_settings(scenario));
   run.costs->prepare(w.config, w.requests, !split);
   ServingStatsSink stats(w.metric_percentiles, w.slo);
-  ServingSinks sinks({&stats, outputs});
+  ServingSinks sinks({&stats, outputs, requests_done ? &*requests_done : nullptr});
   run.totals = simulate_serving(w.requests, w.config, run.costs->costs(), sinks);
+  if (requests_done) requests_done->report(requests_done->wall_s());
   run.generate_chips = scenario.topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;

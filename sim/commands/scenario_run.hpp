@@ -18,6 +18,10 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 // A `serving` scenario: the step costs replayed on SimGrid, then the serving event loop.
 // Throws std::invalid_argument for a plan that cannot be served (main reports it as input).
 // `outputs`, when given, receives every record as the run produces it (serving_files.hpp).
-ServingRun run_serving(const Scenario& scenario, ServingSink* outputs = nullptr);
+// `progress`, when given, hears requests done (their records final) of all, at most once per
+// progress_interval_s of wall time and once at the end.
+ServingRun run_serving(const Scenario& scenario, ServingSink* outputs = nullptr,
+                       const std::function<void(const SimulationProgress&)>& progress = {},
+                       double progress_interval_s = 0.25);
 
 }  // namespace podsim

@@ -1,5 +1,6 @@
 #include "sim/engine/replay.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -159,6 +160,30 @@ class SlotPool {
   std::vector<int> free_;
 };
 
+// The simulation process's side of ReplayOptions::progress: the work done so far, written to
+// a pipe the calling process reads, at most once per interval of wall time. The pipe does not
+// block: a report that does not fit is dropped, the next one carries the count.
+class ProgressWriter {
+ public:
+  ProgressWriter(int fd, double interval_s) : fd_(fd), interval_(interval_s), last_(std::chrono::steady_clock::now()) {}
+
+  void add(uint64_t work) {
+    done_ += work;
+    if (fd_ < 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_).count() < interval_) return;
+    last_ = now;
+    // Eight bytes are written whole or not at all (a pipe's writes up to PIPE_BUF are atomic).
+    [[maybe_unused]] const ssize_t n = ::write(fd_, &done_, sizeof done_);
+  }
+
+ private:
+  int fd_;
+  double interval_;
+  std::chrono::steady_clock::time_point last_;
+  uint64_t done_ = 0;
+};
+
 struct OpState {
   int deps_left = 0;             // local ops still to finish
   int waits_left = 0;            // neighbours' sends still to arrive
@@ -175,8 +200,9 @@ class ChipLoop;
 class Simulation {
  public:
   Simulation(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
-         const ReplayOptions& options)
-      : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()) {
+         const ReplayOptions& options, int progress_fd)
+      : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()),
+        progress_(progress_fd, options.progress_interval_s) {
     floor_model_ = options.platform.hop_model == HopModel::Floor;
     floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
     size_t spans = 0;
@@ -243,6 +269,11 @@ class Simulation {
 
   void forget_mailbox(ChipId chip, uint64_t key) { boxes_[chip].erase(key); }
 
+  void count_messages(uint64_t n) {
+    result.messages += n;
+    progress_.add(n);
+  }
+
   sg4::Mailbox* notice_box(ChipId chip) { return mailbox(chip, ~0ULL); }
   sg4::Mailbox* wake_box(ChipId chip) { return mailbox(chip, ~1ULL); }
 
@@ -251,6 +282,7 @@ class Simulation {
   const std::vector<ReplayOp>& ops_;
   const ReplayOptions& options_;
   const int chips_;
+  ProgressWriter progress_;
   bool floor_model_ = false;
   double floor_ = 0;
 
@@ -413,7 +445,7 @@ class ChipLoop {
         auto* message = new Message{sg4::Engine::get_clock(), flow.hops, chip_, -1, flow.extra_latency_s};
         in.flows_left += 1;
         const Pending delivered{Wait::Put, id, static_cast<int>(&flow - plan.flows.data())};
-        e_.result.messages += 1;
+        e_.count_messages(1);
         const int alternate = e_.alternate(flow.src_endpoint, flow.dst_endpoint);
         if (alternate >= 0) {
           relay(alternate, {box, message, wire_bytes(flow.bytes), delivered});
@@ -443,6 +475,7 @@ class ChipLoop {
     const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chips_ + chip_;
     e_.result.spans[span] = {in.op, in.rep, chip_, in.start_s, sg4::Engine::get_clock()};
     e_.spans_done += 1;
+    e_.progress_.add(1);
     const int op = in.op;
     in = Instance{};   // op -1: finished; its vectors freed
     if (++state_[op].rep < e_.ops_[op].repeat) {
@@ -508,7 +541,7 @@ class ChipLoop {
   void send(int slot) {
     ChainRun& run = chains_[slot];
     auto* message = new Message{sg4::Engine::get_clock(), run.plan->shape.hops, chip_, -1, run.plan->extra_latency_s};
-    e_.result.messages += 1;
+    e_.count_messages(1);
     if (run.alternate >= 0 && e_.receiving_[e_.endpoints_[run.plan->peer_endpoint].chip].count(run.key)) {
       relay(run.alternate, {run.out, message, wire_bytes(run.plan->message_bytes)});
       return;
@@ -584,7 +617,7 @@ class ChipLoop {
     Instance& in = instances_[id];
     const size_t flows = plan.flows.size();
     in.flows_left = static_cast<int>(flows);
-    e_.result.messages += flows;
+    e_.count_messages(flows);
     const size_t batch = flow_batch(flows);
     if (flows > batch) {
       // Waiting on every block here would cost O(blocks) per completion: helpers wait on a
@@ -1036,7 +1069,7 @@ void flow_endpoints(const std::vector<Endpoint>& endpoints, const std::vector<Re
 }
 
 ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                               const std::vector<ReplayOp>& ops, const ReplayOptions& options) {
+                               const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd) {
   // podsim logs through spdlog; SimGrid's own log stays quiet unless it is about to abort.
   int argc = 2;
   char name[] = "podsim";
@@ -1068,7 +1101,7 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   if (any_flows) flow_eps = endpoints;
   auto platform = build_chip_platform(topo, topo.chip_count(), routes, alternates, flow_eps,
                                       explicit_routes ? &pairs : nullptr, options.platform);
-  Simulation runtime(topo, endpoints, ops, options);
+  Simulation runtime(topo, endpoints, ops, options, progress_fd);
   runtime.start(platform, alternates);
   const auto run_start = std::chrono::steady_clock::now();
   engine.run();
@@ -1130,20 +1163,39 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
   std::fflush(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  // Progress comes from where the work happens, the simulation process, on a pipe of its own.
+  int progress_fds[2] = {-1, -1};
+  if (options.progress && ::pipe(progress_fds) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int error = errno;
+    for (int fd : {fds[0], fds[1], progress_fds[0], progress_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw std::runtime_error(std::string("fork failed: ") + std::strerror(error));
+  }
   if (pid == 0) {
     ::close(fds[0]);
+    if (progress_fds[0] >= 0) {
+      ::close(progress_fds[0]);
+      ::fcntl(progress_fds[1], F_SETFL, O_NONBLOCK);
+    }
     // The simulation dies with the process that wants its result (a killed `podsim run` left it
     // running on); if that one died before this line, nobody would send the signal.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) _exit(5);
     // The parent's handlers (a test framework's, say) must not run in the simulation process.
     for (int sig : {SIGABRT, SIGSEGV, SIGFPE, SIGILL, SIGBUS, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
+    // A caller gone (its pipes closed) is noticed at the next write, not by a signal.
+    std::signal(SIGPIPE, SIG_IGN);
     ReplayResult result;
     try {
-      result = replay_in_process(topo, endpoints, ops, options);
+      result = replay_in_process(topo, endpoints, ops, options, progress_fds[1]);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "podsim: simulation failed: %s\n", e.what());
       _exit(4);
@@ -1157,13 +1209,39 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     _exit(0);
   }
   ::close(fds[1]);
+  SimulationProgress progress;
+  const auto start = std::chrono::steady_clock::now();
   if (options.progress) {
-    // Wait for the first byte of the result, reporting progress meanwhile.
-    const auto start = std::chrono::steady_clock::now();
-    pollfd waiting{fds[0], POLLIN, 0};
-    while (::poll(&waiting, 1, 500) == 0) {
-      options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    ::close(progress_fds[1]);
+    for (const auto& op : ops) {
+      progress.total += static_cast<uint64_t>(op.repeat) *
+                        (static_cast<uint64_t>(topo.chip_count()) + (op.plan ? static_cast<uint64_t>(op.plan->messages) : 0));
     }
+    // Until the first byte of the result: the simulation's reports as they come, and the wall
+    // time between them, at most once per interval.
+    const int timeout_ms = std::clamp(static_cast<int>(options.progress_interval_s * 1000), 10, 250);
+    pollfd waiting[2] = {{fds[0], POLLIN, 0}, {progress_fds[0], POLLIN, 0}};
+    double reported_s = -1;
+    while (true) {
+      waiting[0].revents = waiting[1].revents = 0;
+      if (::poll(waiting, 2, timeout_ms) < 0 && errno != EINTR) break;
+      if (waiting[1].revents != 0) {
+        uint64_t reports[512];   // whole reports: each was written whole, 8 bytes
+        const ssize_t n = ::read(progress_fds[0], reports, sizeof reports);
+        if (n >= static_cast<ssize_t>(sizeof(uint64_t))) {
+          progress.done = std::max(progress.done, reports[n / sizeof(uint64_t) - 1]);
+        } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+          waiting[1].fd = -1;   // the simulation closed it (poll skips negative descriptors)
+        }
+      }
+      if (waiting[0].revents != 0) break;
+      progress.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (progress.wall_s - reported_s >= options.progress_interval_s) {
+        options.progress(progress);
+        reported_s = progress.wall_s;
+      }
+    }
+    ::close(progress_fds[0]);
   }
   ReplayResult result;
   bool ok = read_vector(fds[0], result.spans) && read_vector(fds[0], result.hops) &&
@@ -1178,6 +1256,11 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
   result.peak_rss_bytes = 1024.0 * static_cast<double>(usage.ru_maxrss);   // KiB on Linux
   if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error(describe_simulation_exit(status, result.peak_rss_bytes));
+  }
+  if (options.progress) {
+    progress.done = result.spans.size() + result.messages;   // all of it: the total, if the plans counted right
+    progress.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    options.progress(progress);
   }
   return result;
 }

@@ -2,6 +2,7 @@
 // Replays planned collectives on SimGrid with one actor per chip, each an event loop over its
 // own ops, messages and timers (docs/design.md, "The full replay"). Nothing about the result
 // is computed here: every time comes out of SimGrid's clock.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -50,14 +51,27 @@ struct ReplayResult {
   double peak_rss_bytes = 0;       // of the simulation process
 };
 
+// How far a simulation has got. Its work is the messages it sends and the op instances (one
+// repetition of one op on one simulated chip) it finishes; `total` is the work of the whole run,
+// known from the plans before it starts (messages per repetition, OpPlan::messages).
+struct SimulationProgress {
+  uint64_t done = 0;
+  uint64_t total = 0;
+  double wall_s = 0;   // since the simulation started
+  double fraction() const { return total == 0 ? 1.0 : std::min(1.0, double(done) / double(total)); }
+};
+
 struct ReplayOptions {
   PlatformOptions platform;
   double launch_overhead_s = 0;
   bool record_hops = false;
   // Per simulated chip, the factor on its compute ops' time (slow chips); empty: all 1.
   std::vector<double> chip_compute_scale;
-  // Called about twice a second with the wall time spent so far, while the simulation runs.
-  std::function<void(double wall_s)> progress;
+  // Called in the calling process while the simulation runs (in a process of its own), at most
+  // once per progress_interval_s of wall time, with `done` never decreasing, and once more when
+  // it has ended, with everything done.
+  std::function<void(const SimulationProgress&)> progress;
+  double progress_interval_s = 0.25;
 };
 
 ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,

@@ -66,6 +66,13 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
   return true;
 }
 
+int collective_group_size(const Topology& topo, const CollectiveSpec& spec) {
+  int n = 1;
+  for (const auto& axis : collective_axes(topo, spec)) n *= axis.size;
+  if (spec.over_dcn) n *= topo.slice_count();
+  return n;
+}
+
 const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) const {
   const ChipId sim_chip = reduction.representative(topology, simulated, real_chip);
   // spans are sorted by (op, repetition, chip) and hold every simulated chip.
@@ -73,13 +80,6 @@ const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) cons
 }
 
 namespace {
-
-int group_size(const Topology& topo, const CollectiveSpec& spec) {
-  int n = 1;
-  for (const auto& axis : collective_axes(topo, spec)) n *= axis.size;
-  if (spec.over_dcn) n *= topo.slice_count();
-  return n;
-}
 
 // The longest sequence of link hops a chip's messages take one after another: ring phases in
 // order (each as long as its longest chain: receives x links per message), or the longest
@@ -175,6 +175,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   replay_options.launch_overhead_s = settings.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
   replay_options.progress = options.progress;
+  replay_options.progress_interval_s = options.progress_interval_s;
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
     if (sim.compute_slowdown(chip) != 1.0) {
       for (ChipId c = 0; c < sim.chip_count(); ++c) replay_options.chip_compute_scale.push_back(sim.compute_slowdown(c));
@@ -244,7 +245,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       for (int a : op.collective.axes) result.axes.push_back(topology.axes[a].name);
       result.over_dcn = op.collective.over_dcn;
       result.bytes = op.collective.bytes;
-      result.group_size = group_size(run.topology, op.collective);
+      result.group_size = collective_group_size(run.topology, op.collective);
       result.hops = critical_hops(*ops[i].plan);
       result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
       if (result.time_s > 0) {

@@ -22,7 +22,9 @@ enum class Fidelity {
 struct RunOptions {
   Fidelity fidelity = Fidelity::Auto;
   bool record_hops = false;
-  std::function<void(double wall_s)> progress;   // see ReplayOptions::progress
+  // Work done of the run's total while it runs (ReplayOptions::progress, which says when).
+  std::function<void(const SimulationProgress&)> progress;
+  double progress_interval_s = 0.25;
 };
 
 struct OperationResult {
@@ -83,6 +85,10 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
 
 // The axes of a collective as the formulas see them (size and wraparound of each ring).
 std::vector<AxisInfo> collective_axes(const Topology& topo, const CollectiveSpec& spec);
+
+// Chips taking part in one instance of a collective: the product of its rings' sizes, times
+// the slices when it crosses DCN.
+int collective_group_size(const Topology& topo, const CollectiveSpec& spec);
 
 // The book's formula for one operation on a pod (has_analytic false where none applies).
 bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link_bandwidth_Bps,
