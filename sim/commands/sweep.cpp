@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -244,6 +245,18 @@ SweepProgress run_sweep(const SweepOptions& options) {
     }
     int status = 0;
     const pid_t done = waitpid(-1, &status, 0);
+    if (done < 0 && errno == EINTR) {
+      if (!options.stop_requested || !options.stop_requested()) continue;
+      for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);   // its simulation dies with it
+      for (const auto& [pid, index] : running) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        record_exit(options, index, status);
+        ++progress.ran;
+        if (WIFSIGNALED(status)) ++progress.interrupted;   // else it finished just before
+      }
+      break;
+    }
     if (done < 0) break;
     const auto it = running.find(done);
     if (it == running.end()) continue;
