@@ -244,9 +244,8 @@ SweepProgress run_sweep(const SweepOptions& options) {
       running[start_point(options, points[index], inputs[index])] = index;
     }
     int status = 0;
-    const pid_t done = waitpid(-1, &status, 0);
-    if (done < 0 && errno == EINTR) {
-      if (!options.stop_requested || !options.stop_requested()) continue;
+    // Asked before each wait, and again whenever a signal interrupts one.
+    if (options.stop_requested && options.stop_requested()) {
       for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);   // its simulation dies with it
       for (const auto& [pid, index] : running) {
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -257,6 +256,8 @@ SweepProgress run_sweep(const SweepOptions& options) {
       }
       break;
     }
+    const pid_t done = waitpid(-1, &status, 0);
+    if (done < 0 && errno == EINTR) continue;
     if (done < 0) break;
     const auto it = running.find(done);
     if (it == running.end()) continue;
