@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "sim/commands/compare.hpp"
+#include "sim/python/call_lock.hpp"
 #include "sim/python/cli_binary.hpp"
 #include "sim/python/interrupt.hpp"
 #include "sim/python/records.hpp"
@@ -41,6 +42,7 @@ py::list compare(const py::object& scenario_or_path, const py::object& topologie
   std::string csv;
   {
     const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     csv = compare_csv(run_compare(options));
   }
   raise_if_interrupted();

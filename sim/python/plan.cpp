@@ -1,6 +1,7 @@
 #include "sim/python/plan.hpp"
 
 #include "sim/commands/planner.hpp"
+#include "sim/python/call_lock.hpp"
 #include "sim/python/records.hpp"
 #include "sim/python/scenario_object.hpp"
 
@@ -17,6 +18,7 @@ py::dict plan(const py::object& scenario_or_path, const py::object& overrides) {
   std::string table, csv;
   {
     const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     result = plan_training(s.scenario, {});
     table = planner_table(s.scenario, result);
     csv = planner_csv(result);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "sim/commands/run_command.hpp"
+#include "sim/python/call_lock.hpp"
 #include "sim/python/records.hpp"
 #include "sim/python/scenario_object.hpp"
 #include "sim/python/work_dir.hpp"
@@ -39,6 +40,7 @@ RunResultObject run(const py::object& scenario_or_path, const py::object& overri
     // The simulation runs in a child process (sim/engine/replay.cpp) and the rest is C++:
     // other Python threads may go on meanwhile.
     const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     outputs = run_to_directory(s.scenario, dir.path(), options);
     const fs::path out = dir.path();
     summary = read_text_file((out / "summary.json").string());

@@ -139,9 +139,15 @@ LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object&
 std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
   if (!s.from_dict) return s.path;
   YAML::Node document = YAML::Load(s.text);
-  YAML::Node trace = document["workload"]["requests"]["trace"];
+  // The one path a scenario names (serving_input_files knows it). Looked up through a const
+  // view: yaml-cpp's non-const operator[] would add the keys it does not find.
+  const YAML::Node& view = document;
+  const YAML::Node workload = view["workload"];
+  // (IsDefined first: a key that is missing gives a node that throws on anything else.)
+  const YAML::Node requests = workload.IsDefined() && workload.IsMap() ? workload["requests"] : YAML::Node();
+  const YAML::Node trace = requests.IsDefined() && requests.IsMap() ? requests["trace"] : YAML::Node();
   if (trace.IsDefined() && trace.IsScalar() && fs::path(trace.Scalar()).is_relative())
-    trace = fs::absolute(fs::path(s.base_dir) / trace.Scalar()).string();
+    document["workload"]["requests"]["trace"] = fs::absolute(fs::path(s.base_dir) / trace.Scalar()).string();
   YAML::Emitter out;
   out << document;
   ensure_directory(directory);

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "sim/commands/sweep.hpp"
+#include "sim/python/call_lock.hpp"
 #include "sim/python/cli_binary.hpp"
 #include "sim/python/interrupt.hpp"
 #include "sim/python/records.hpp"
@@ -55,6 +56,7 @@ py::list sweep(const py::object& scenario_or_path, const py::dict& grid, const p
   const auto points = sweep_grid(options.axes);
   {
     const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     run_sweep(options);
     table = read_text_file((fs::path(dir.path()) / "sweep.csv").string());
     for (const auto& p : points)

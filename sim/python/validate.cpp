@@ -1,6 +1,7 @@
 #include "sim/python/validate.hpp"
 
 #include "sim/commands/validate.hpp"
+#include "sim/python/call_lock.hpp"
 #include "sim/python/records.hpp"
 
 namespace py = pybind11;
@@ -15,6 +16,7 @@ py::dict validate(bool quick) {
   ValidationResult result;
   {
     const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     result = run_validation(options);
   }
   int book = 0, explained = 0, unexplained = 0;

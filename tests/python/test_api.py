@@ -197,6 +197,22 @@ class SweepTest(TablesEqualTheCsv, unittest.TestCase):
         slow = podsim.run(podsim.load_dict(document)).summary["total_time_s"]
         self.assertAlmostEqual(slow / fast, 2, delta=0.05)   # the override reached every point
 
+    def test_a_dict_naming_a_request_trace(self):
+        # A relative trace path in a dict is taken from base_dir, in a run and in a sweep (which
+        # writes the scenario elsewhere).
+        document = {"version": 1, "hardware": {"preset": "v5e"}, "topology": {"mesh": {"X": 4, "Y": 4}},
+                    "workload": {"kind": "serving", "model": "llama3-70b", "weights": "int8", "kv_cache": "int8",
+                                 "policy": "continuous", "requests": {"trace": "requests.csv"}}}
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "requests.csv"), "w") as f:
+                f.write("arrival_s,prompt_tokens,output_tokens\n")
+                f.writelines(f"{0.5 * i},{256 + 100 * i},{16 + i}\n" for i in range(6))
+            scenario = podsim.load_dict(document, base_dir=tmp)
+            self.assertEqual(podsim.run(scenario).summary["requests"], 6)
+            points = podsim.sweep(scenario, {"workload.prefill_batch": [1, 2]})
+        self.assertEqual([p["status"] for p in points], ["ok", "ok"])
+        self.assertEqual(points[0]["summary"]["requests"], 6)
+
     def test_ctrl_c_stops_the_points_under_way(self):
         # As a notebook's interrupt does: SIGINT to this process while points run. A point of
         # this scenario takes seconds; it must be killed, not left running, and recorded.
