@@ -64,7 +64,7 @@ void fill_metrics(const nlohmann::json& j, CompareRow& row) {
 }  // namespace
 
 std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* scenario_name) {
-  const Scenario base = load_scenario(options.scenario_path);
+  const Scenario base = load_scenario(options.scenario_path, options.overrides);
   if (scenario_name != nullptr) *scenario_name = base.name;
   std::vector<std::string> topologies = options.topologies, chips = options.chips;
   if (topologies.empty()) topologies = base.compare.topologies;
@@ -78,13 +78,16 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
   sweep.jobs = options.jobs;
   sweep.podsim_binary = options.podsim_binary;
   sweep.on_progress = options.on_progress;
+  sweep.stop_requested = options.stop_requested;
+  // Fixed overrides are axes of one value: a point's --set list is then overrides, chip, shape.
+  for (const auto& o : options.overrides) sweep.axes.push_back({o.key, {o.value}});
   if (!chips.empty()) sweep.axes.push_back({"hardware.preset", chips});
   sweep.axes.push_back({"topology.mesh", topologies});
   run_sweep(sweep);
   std::vector<CompareRow> rows;
   for (const auto& point : sweep_grid(sweep.axes)) {
     CompareRow row;
-    row.chip = chips.empty() ? base.topology.chip.name : point.overrides.front().value;
+    row.chip = chips.empty() ? base.topology.chip.name : point.overrides[options.overrides.size()].value;
     row.topology = point.overrides.back().value;
     const fs::path dir = point_dir(options.out_dir, point.index);
     if (fs::exists(dir / "summary.json")) {

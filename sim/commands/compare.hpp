@@ -5,10 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/scenario.hpp"
+
 namespace podsim {
 
 struct CompareOptions {
   std::string scenario_path;
+  std::vector<ScenarioOverride> overrides;   // applied to every shape (as --set, before the shape's)
   std::string out_dir;
   std::vector<std::string> topologies;   // "4x4x4", ...; empty: the scenario's compare block
   std::vector<std::string> chips;        // presets; empty: the compare block's, else the scenario's
@@ -16,6 +19,7 @@ struct CompareOptions {
   std::string podsim_binary;
   std::string plot_script;               // scripts/plot_compare.py; empty: no PNG
   std::function<void(int, int, double)> on_progress;   // as SweepOptions::on_progress
+  std::function<bool()> stop_requested;                // as SweepOptions::stop_requested
 };
 
 struct CompareRow {

@@ -18,15 +18,12 @@
 #include "sim/commands/compare.hpp"
 #include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
-#include "sim/commands/scenario_run.hpp"
+#include "sim/commands/run_command.hpp"
 #include "sim/commands/sweep.hpp"
 #include "sim/commands/validate.hpp"
 #include "sim/commands/preflight_check.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/output_files.hpp"
-#include "sim/report/report.hpp"
-#include "sim/report/serving_files.hpp"
-#include "sim/report/serving_report.hpp"
 #include "sim/scenario/units.hpp"
 
 using namespace podsim;
@@ -62,39 +59,6 @@ std::function<void(int, int, double)> points_progress(const char* what, const ch
       spdlog::info("{}", line);
     }
   };
-}
-
-int serve_command(const Scenario& scenario, const std::string& out_dir, bool reproducible) {
-  // The per-request files are written while the run goes (memory stays bounded by what is in
-  // flight); all of them appear only once the summary is written too.
-  ensure_directory(out_dir);
-  OutputFiles files(out_dir);
-  ServingFileSink outputs(scenario, files);
-  std::function<void(const SimulationProgress&)> progress;
-  if (stderr_is_terminal()) {
-    progress = [&](const SimulationProgress& p) {
-      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", scenario.name.c_str(),
-                   static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
-    };
-  }
-  ServingRun run;
-  try {
-    run = run_serving(scenario, &outputs, progress);
-  } catch (const std::invalid_argument& e) {
-    if (progress) std::fprintf(stderr, "\33[2K\r");
-    throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
-  }
-  if (progress) std::fprintf(stderr, "\33[2K\r");
-  run.trace = outputs.finish();
-  if (!run.trace->complete)
-    spdlog::warn("trace.json holds the first {} events, up to t = {} of {}; requests.csv and steps.csv hold the whole run",
-                 run.trace->events, human_time(run.trace->until_s), human_time(run.totals.end_s));
-  files.add("summary.json", serving_summary_json(scenario, run, {reproducible}));
-  files.commit();
-  std::cout << serving_table(scenario, run);
-  std::cout << "wrote " << files.path("summary.json") << ", " << files.path("requests.csv") << ", "
-            << files.path("steps.csv") << ", " << files.path("trace.json") << "\n";
-  return 0;
 }
 
 std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
@@ -212,70 +176,35 @@ PreflightLimits preflight_limits(const std::string& max_memory, const std::strin
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
                 const PreflightLimits& limits) {
-  Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
-  if (strict) scenario.training.strict_memory = true;
-  RunOptions options;
+  const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
+  options.reproducible = reproducible;
+  options.strict = strict;
   if (stderr_is_terminal()) {
     // Rounded down, so that 100% means done.
     options.progress = [&](const SimulationProgress& p) {
       std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", scenario.name.c_str(),
                    static_cast<int>(std::floor(100 * p.fraction())), p.wall_s);
     };
+    options.serving_progress = [&](const SimulationProgress& p) {
+      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", scenario.name.c_str(),
+                   static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
+    };
   }
-  if (scenario.workload_kind == WorkloadKind::Serving) return serve_command(scenario, out_dir, reproducible);
-  Program program;
-  TrainingLayout layout;
-  InferenceLayout inference_layout;
-  if (scenario.workload_kind == WorkloadKind::Inference) {
-    try {
-      program = inference_program(scenario.inference.model, scenario.inference.plan, scenario.topology, inference_layout);
-    } catch (const std::invalid_argument& e) {
-      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
-    }
-    if (strict && !inference_layout.fits_hbm) {
-      throw InputError({scenario.path, 0, 0}, "workload.batch", std::to_string(scenario.inference.plan.batch),
-                       "needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
-                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
-                           std::to_string(inference_layout.max_batch) + ")");
-    }
-  } else if (scenario.workload_kind == WorkloadKind::Training) {
-    try {
-      program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
-    } catch (const std::invalid_argument& e) {
-      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
-    }
-    if (scenario.training.strict_memory && !layout.fits_hbm) {
-      throw InputError({scenario.path, 0, 0}, "workload.strict_memory", "true",
-                       layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
-                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
-    }
-  } else {
-    program = collectives_program(scenario);
+  options.limits = limits;
+  RunCommandOutputs outputs;
+  try {
+    outputs = run_to_directory(scenario, out_dir, options);
+  } catch (...) {
+    if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");   // an error starts on a clean line
+    throw;
   }
-  preflight_check(scenario, program, options.fidelity, limits);
-  const RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
-  std::optional<TrainingReport> training;
-  std::optional<InferenceReport> inference;
-  if (scenario.workload_kind == WorkloadKind::Training) {
-    training = training_report(scenario.training, layout, program, run);
-  } else if (scenario.workload_kind == WorkloadKind::Inference) {
-    inference = inference_report(scenario.inference.plan, inference_layout, program, run);
-  }
-  ensure_directory(out_dir);
-  OutputFiles files(out_dir);
-  files.add("summary.json", summary_json(scenario, run, {reproducible}, training ? &*training : nullptr,
-                                         inference ? &*inference : nullptr));
-  files.add("operations.csv", operations_csv(run));
-  files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
-  files.commit();
-  std::cout << (training    ? training_table(scenario, run, *training)
-                : inference ? inference_table(scenario, run, *inference)
-                            : summary_table(scenario, run));
-  std::cout << "wrote " << files.path("summary.json") << ", " << files.path("trace.json") << ", "
-            << files.path("operations.csv") << "\n";
+  std::cout << outputs.table << "wrote ";
+  for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << outputs.files[i];
+  std::cout << "\n";
   return 0;
 }
 
@@ -332,25 +261,10 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
 
 int plan_command(const std::string& scenario_path, const std::string& out_dir) {
   const Scenario scenario = load_scenario(scenario_path);
-  if (scenario.workload_kind != WorkloadKind::Training) {
-    throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
-                     "podsim plan needs a training workload (kind: training)");
-  }
+  require_training(scenario);
   const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"));
   std::cout << planner_table(scenario, result);
-  // A model that fits nowhere on this pod is bad input, not a ranking.
-  double smallest = 1e300;
-  bool any_fits = false;
-  for (const auto& c : result.candidates) {
-    if (!c.feasible) continue;
-    any_fits = any_fits || c.report.fits_hbm;
-    smallest = std::min(smallest, c.report.memory.total_bytes);
-  }
-  if (!any_fits) {
-    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training.model.name,
-                     "fits nowhere on this pod: the leanest plan needs " + human_bytes(smallest) +
-                         " per chip, more than " + human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
-  }
+  require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
     ensure_directory(out_dir);
     OutputFiles files(out_dir);

@@ -198,4 +198,26 @@ std::string planner_csv(const PlannerResult& result) {
   return out;
 }
 
+void require_training(const Scenario& scenario) {
+  if (scenario.workload_kind != WorkloadKind::Training) {
+    throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
+                     "podsim plan needs a training workload (kind: training)");
+  }
+}
+
+void require_some_plan_fits(const Scenario& scenario, const PlannerResult& result) {
+  double smallest = 1e300;
+  bool any_fits = false;
+  for (const auto& c : result.candidates) {
+    if (!c.feasible) continue;
+    any_fits = any_fits || c.report.fits_hbm;
+    smallest = std::min(smallest, c.report.memory.total_bytes);
+  }
+  if (!any_fits) {
+    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training.model.name,
+                     "fits nowhere on this pod: the leanest plan needs " + human_bytes(smallest) +
+                         " per chip, more than " + human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+  }
+}
+
 }  // namespace podsim

@@ -32,4 +32,9 @@ PlannerResult plan_training(const Scenario& scenario,
 std::string planner_table(const Scenario& scenario, const PlannerResult& result);
 std::string planner_csv(const PlannerResult& result);
 
+// `podsim plan`'s checks, shared with the Python module: the scenario must be a training one,
+// and a model that fits nowhere on the pod is bad input, not a ranking (InputError).
+void require_training(const Scenario& scenario);
+void require_some_plan_fits(const Scenario& scenario, const PlannerResult& result);
+
 }  // namespace podsim

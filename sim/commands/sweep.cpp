@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -243,7 +244,20 @@ SweepProgress run_sweep(const SweepOptions& options) {
       running[start_point(options, points[index], inputs[index])] = index;
     }
     int status = 0;
+    // Asked before each wait, and again whenever a signal interrupts one.
+    if (options.stop_requested && options.stop_requested()) {
+      for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);   // its simulation dies with it
+      for (const auto& [pid, index] : running) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        record_exit(options, index, status);
+        ++progress.ran;
+        if (WIFSIGNALED(status)) ++progress.interrupted;   // else it finished just before
+      }
+      break;
+    }
     const pid_t done = waitpid(-1, &status, 0);
+    if (done < 0 && errno == EINTR) continue;
     if (done < 0) break;
     const auto it = running.find(done);
     if (it == running.end()) continue;

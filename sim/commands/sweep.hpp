@@ -41,6 +41,10 @@ struct SweepOptions {
   // After each point run here: points finished (run now or before) of all, and the
   // seconds left at the pace of the points run so far (negative before the first ends).
   std::function<void(int finished, int total, double eta_s)> on_progress;
+  // Asked before each wait for points and whenever a signal the process handles interrupts one
+  // (the Python module's Ctrl-C; the CLI handles none and dies with its points): true kills the
+  // points under way, recorded as interrupted (they run again next time), and starts no more.
+  std::function<bool()> stop_requested;
 };
 
 std::string point_dir(const std::string& out_dir, int index);

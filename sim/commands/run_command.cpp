@@ -1,0 +1,101 @@
+#include "sim/commands/run_command.hpp"
+
+#include <optional>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+#include "sim/commands/scenario_run.hpp"
+#include "sim/report/output_files.hpp"
+#include "sim/report/report.hpp"
+#include "sim/report/serving_files.hpp"
+#include "sim/report/serving_report.hpp"
+#include "sim/scenario/units.hpp"
+
+namespace podsim {
+
+namespace {
+
+RunCommandOutputs serve_to_directory(const Scenario& scenario, const std::string& out_dir,
+                                     const RunCommandOptions& options) {
+  // The per-request files are written while the run goes (memory stays bounded by what is in
+  // flight); all of them appear only once the summary is written too.
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  ServingFileSink outputs(scenario, files);
+  ServingRun run;
+  try {
+    run = run_serving(scenario, &outputs, options.serving_progress);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible serving plan: ") + e.what());
+  }
+  run.trace = outputs.finish();
+  if (!run.trace->complete)
+    spdlog::warn("trace.json holds the first {} events, up to t = {} of {}; requests.csv and steps.csv hold the whole run",
+                 run.trace->events, human_time(run.trace->until_s), human_time(run.totals.end_s));
+  files.add("summary.json", serving_summary_json(scenario, run, {options.reproducible}));
+  files.commit();
+  return {serving_table(scenario, run),
+          {files.path("summary.json"), files.path("requests.csv"), files.path("steps.csv"), files.path("trace.json")}};
+}
+
+}  // namespace
+
+RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {
+  if (command.strict) scenario.training.strict_memory = true;
+  if (scenario.workload_kind == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
+  RunOptions options;
+  options.fidelity = command.fidelity;
+  options.record_hops = command.record_hops;
+  options.progress = command.progress;
+  Program program;
+  TrainingLayout layout;
+  InferenceLayout inference_layout;
+  if (scenario.workload_kind == WorkloadKind::Inference) {
+    try {
+      program = inference_program(scenario.inference.model, scenario.inference.plan, scenario.topology, inference_layout);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
+    }
+    if (command.strict && !inference_layout.fits_hbm) {
+      throw InputError({scenario.path, 0, 0}, "workload.batch", std::to_string(scenario.inference.plan.batch),
+                       "needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
+                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
+                           std::to_string(inference_layout.max_batch) + ")");
+    }
+  } else if (scenario.workload_kind == WorkloadKind::Training) {
+    try {
+      program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
+    }
+    if (scenario.training.strict_memory && !layout.fits_hbm) {
+      throw InputError({scenario.path, 0, 0}, "workload.strict_memory", "true",
+                       layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
+                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+    }
+  } else {
+    program = collectives_program(scenario);
+  }
+  preflight_check(scenario, program, options.fidelity, command.limits);
+  const RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
+  std::optional<TrainingReport> training;
+  std::optional<InferenceReport> inference;
+  if (scenario.workload_kind == WorkloadKind::Training) {
+    training = training_report(scenario.training, layout, program, run);
+  } else if (scenario.workload_kind == WorkloadKind::Inference) {
+    inference = inference_report(scenario.inference.plan, inference_layout, program, run);
+  }
+  ensure_directory(out_dir);
+  OutputFiles files(out_dir);
+  files.add("summary.json", summary_json(scenario, run, {command.reproducible}, training ? &*training : nullptr,
+                                         inference ? &*inference : nullptr));
+  files.add("operations.csv", operations_csv(run));
+  files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
+  files.commit();
+  return {training    ? training_table(scenario, run, *training)
+          : inference ? inference_table(scenario, run, *inference)
+                      : summary_table(scenario, run),
+          {files.path("summary.json"), files.path("trace.json"), files.path("operations.csv")}};
+}
+
+}  // namespace podsim

@@ -1,0 +1,35 @@
+#pragma once
+// `podsim run` as a function: simulate a loaded scenario and write its outputs into a directory
+// (summary.json, trace.json and operations.csv; a serving run's summary.json, requests.csv,
+// steps.csv and trace.json). The CLI and the Python module (sim/python/) both call it, so their
+// files are the same by construction.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/commands/preflight_check.hpp"
+#include "sim/engine/run.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace podsim {
+
+struct RunCommandOptions {
+  Fidelity fidelity = Fidelity::Auto;
+  bool record_hops = false;     // --trace-detail hops
+  bool reproducible = false;    // wall_time_s written as 0
+  bool strict = false;          // a training or inference plan that does not fit HBM is an InputError
+  // While the simulation runs (RunOptions::progress); a serving run reports requests done.
+  std::function<void(const SimulationProgress&)> progress;
+  std::function<void(const SimulationProgress&)> serving_progress;
+  PreflightLimits limits;       // a run estimated beyond them is refused (preflight_check.hpp)
+};
+
+struct RunCommandOutputs {
+  std::string table;                 // what `podsim run` prints
+  std::vector<std::string> files;    // the paths written, in the order the CLI names them
+};
+
+// Throws InputError for a plan that cannot be built (or, with `strict`, does not fit).
+RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& options);
+
+}  // namespace podsim

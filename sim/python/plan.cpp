@@ -1,0 +1,47 @@
+#include "sim/python/plan.hpp"
+
+#include "sim/commands/planner.hpp"
+#include "sim/python/call_lock.hpp"
+#include "sim/python/records.hpp"
+#include "sim/python/scenario_object.hpp"
+
+namespace py = pybind11;
+
+namespace podsim::python {
+
+namespace {
+
+py::dict plan(const py::object& scenario_or_path, const py::object& overrides) {
+  const LoadedScenario s = as_scenario(scenario_or_path, overrides);
+  require_training(s.scenario);
+  PlannerResult result;
+  std::string table, csv;
+  {
+    const py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(call_lock());
+    result = plan_training(s.scenario, {});
+    table = planner_table(s.scenario, result);
+    csv = planner_csv(result);
+  }
+  require_some_plan_fits(s.scenario, result);
+  py::dict out;
+  out["plans"] = csv_records(csv);
+  out["x_opt"] = result.x_opt;
+  out["x_opt_note"] = result.x_opt_note;
+  out["table"] = table;
+  return out;
+}
+
+}  // namespace
+
+void bind_plan(py::module_& m) {
+  m.def("plan", &plan, py::arg("scenario"), py::arg("overrides") = py::none(),
+        R"(Rank parallelism plans for a training scenario by simulated step time, as `podsim plan`
+does (its own parallelism block is ignored). Returns {'plans': [...], 'x_opt': float,
+'x_opt_note': str, 'table': str}: plans as plan.csv has them (rank, plan, feasible,
+step_time_s, mfu, tokens_per_s_per_chip, exposed_comm_s, memory_per_chip_bytes, fits_hbm,
+error), best first. Raises podsim.InputError for a scenario that is not a training one, or a
+model that fits nowhere on the pod.)");
+}
+
+}  // namespace podsim::python

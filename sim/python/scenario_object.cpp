@@ -1,0 +1,227 @@
+#include "sim/python/scenario_object.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/report/output_files.hpp"
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+
+namespace podsim::python {
+
+namespace {
+
+// A Python value as YAML. Strings inside a document are strings (the emitter quotes what would
+// read otherwise); floats keep Python's shortest round-trip form.
+void emit(YAML::Emitter& out, py::handle value, const std::string& key) {
+  if (value.is_none()) {
+    out << YAML::Null;
+  } else if (py::isinstance<py::bool_>(value)) {
+    out << value.cast<bool>();
+  } else if (py::isinstance<py::int_>(value)) {
+    out << py::str(value).cast<std::string>();
+  } else if (py::isinstance<py::float_>(value)) {
+    const double v = value.cast<double>();
+    out << (std::isnan(v) ? std::string(".nan")
+            : std::isinf(v) ? std::string(v > 0 ? ".inf" : "-.inf")
+                            : py::repr(value).cast<std::string>());
+  } else if (py::isinstance<py::str>(value)) {
+    out << value.cast<std::string>();
+  } else if (py::hasattr(value, "__fspath__")) {
+    out << py::module_::import("os").attr("fspath")(value).cast<std::string>();
+  } else if (py::isinstance<py::dict>(value)) {
+    out << YAML::BeginMap;
+    for (auto item : py::reinterpret_borrow<py::dict>(value)) {
+      if (!py::isinstance<py::str>(item.first))
+        throw py::type_error("podsim: scenario keys must be str; got " + py::repr(item.first).cast<std::string>() +
+                             (key.empty() ? std::string() : " under '" + key + "'"));
+      const std::string name = item.first.cast<std::string>();
+      out << YAML::Key << name << YAML::Value;
+      emit(out, item.second, key.empty() ? name : key + "." + name);
+    }
+    out << YAML::EndMap;
+  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    out << YAML::BeginSeq;
+    int i = 0;
+    for (auto item : value) emit(out, item, key + "[" + std::to_string(i++) + "]");
+    out << YAML::EndSeq;
+  } else {
+    throw py::type_error("podsim: cannot write a " + py::str(py::type::of(value).attr("__name__")).cast<std::string>() +
+                         (key.empty() ? std::string() : " (at '" + key + "')") +
+                         " into a scenario; expected dict, list, str, int, float, bool or None");
+  }
+}
+
+std::string fspath(const py::handle& path) {
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::string override_text(const py::handle& value) {
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  YAML::Emitter out;
+  // One line, as a --set value is.
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  emit(out, value, "");
+  return out.c_str();
+}
+
+std::vector<ScenarioOverride> to_overrides(const py::object& overrides) {
+  std::vector<ScenarioOverride> out;
+  if (overrides.is_none()) return out;
+  if (!py::isinstance<py::dict>(overrides))
+    throw py::type_error("podsim: overrides must be a dict of dotted keys to values, e.g. {'workload.batch': 8}");
+  for (auto item : py::reinterpret_borrow<py::dict>(overrides)) {
+    if (!py::isinstance<py::str>(item.first)) throw py::type_error("podsim: override keys must be str (dotted keys)");
+    out.push_back({item.first.cast<std::string>(), override_text(item.second)});
+  }
+  return out;
+}
+
+LoadedScenario load_file(const std::string& path, std::vector<ScenarioOverride> overrides) {
+  LoadedScenario s;
+  s.scenario = load_scenario(path, overrides);   // the CLI's reader and checks, its messages
+  s.path = path;
+  s.base_dir = fs::path(path).parent_path().string();
+  if (s.base_dir.empty()) s.base_dir = ".";
+  s.text = read_whole(path);
+  s.overrides = std::move(overrides);
+  return s;
+}
+
+LoadedScenario load_dict(const py::dict& document, const std::string& base_dir, std::vector<ScenarioOverride> overrides) {
+  YAML::Emitter out;
+  emit(out, document, "");
+  LoadedScenario s;
+  s.from_dict = true;
+  s.base_dir = base_dir.empty() ? "." : base_dir;
+  // Messages name "<dict>"; relative paths in it (a request trace) resolve against base_dir.
+  s.path = s.base_dir == "." ? "<dict>" : (fs::path(s.base_dir) / "<dict>").string();
+  s.text = std::string(out.c_str()) + "\n";
+  s.scenario = load_scenario_text(s.text, s.path, overrides);
+  s.overrides = std::move(overrides);
+  return s;
+}
+
+LoadedScenario with_overrides(const LoadedScenario& base, const std::vector<ScenarioOverride>& more) {
+  LoadedScenario s = base;
+  s.overrides.insert(s.overrides.end(), more.begin(), more.end());
+  // A file is read again, as `podsim run FILE --set ...` would read it.
+  s.scenario = s.from_dict ? load_scenario_text(s.text, s.path, s.overrides) : load_scenario(s.path, s.overrides);
+  return s;
+}
+
+LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object& overrides) {
+  const auto extra = to_overrides(overrides);
+  if (py::isinstance<LoadedScenario>(scenario_or_path)) {
+    const auto& s = scenario_or_path.cast<const LoadedScenario&>();
+    return extra.empty() ? s : with_overrides(s, extra);
+  }
+  if (py::isinstance<py::str>(scenario_or_path) || py::hasattr(scenario_or_path, "__fspath__"))
+    return load_file(fspath(scenario_or_path), extra);
+  throw py::type_error("podsim: expected a podsim.Scenario or a path to a scenario file");
+}
+
+std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
+  if (!s.from_dict) return s.path;
+  YAML::Node document = YAML::Load(s.text);
+  // The one path a scenario names (serving_input_files knows it). Looked up through a const
+  // view: yaml-cpp's non-const operator[] would add the keys it does not find.
+  const YAML::Node& view = document;
+  const YAML::Node workload = view["workload"];
+  // (IsDefined first: a key that is missing gives a node that throws on anything else.)
+  const YAML::Node requests = workload.IsDefined() && workload.IsMap() ? workload["requests"] : YAML::Node();
+  const YAML::Node trace = requests.IsDefined() && requests.IsMap() ? requests["trace"] : YAML::Node();
+  if (trace.IsDefined() && trace.IsScalar() && fs::path(trace.Scalar()).is_relative())
+    document["workload"]["requests"]["trace"] = fs::absolute(fs::path(s.base_dir) / trace.Scalar()).string();
+  YAML::Emitter out;
+  out << document;
+  ensure_directory(directory);
+  OutputFiles files(directory);
+  files.add("scenario.yaml", std::string(out.c_str()) + "\n");
+  files.commit();
+  return files.path("scenario.yaml");
+}
+
+std::string workload_kind_name(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::Collectives: return "collectives";
+    case WorkloadKind::Training: return "training";
+    case WorkloadKind::Inference: return "inference";
+    case WorkloadKind::Serving: return "serving";
+  }
+  return "?";
+}
+
+namespace {
+
+py::dict overrides_dict(const std::vector<ScenarioOverride>& overrides) {
+  py::dict d;
+  for (const auto& o : overrides) d[py::str(o.key)] = o.value;
+  return d;
+}
+
+}  // namespace
+
+void bind_scenario(py::module_& m) {
+  py::class_<LoadedScenario>(m, "Scenario",
+                             "A scenario loaded and checked, overrides applied: podsim.load(path) or "
+                             "podsim.load_dict(dict). Pass it to run, sweep, compare or plan.")
+      .def_property_readonly("name", [](const LoadedScenario& s) { return s.scenario.name; })
+      .def_property_readonly("description", [](const LoadedScenario& s) { return s.scenario.description; })
+      .def_property_readonly("kind", [](const LoadedScenario& s) { return workload_kind_name(s.scenario.workload_kind); },
+                             "collectives, training, inference or serving")
+      .def_property_readonly(
+          "path", [](const LoadedScenario& s) -> py::object { return s.from_dict ? py::object(py::none()) : py::object(py::str(s.path)); },
+          "the file it was loaded from (None for a dict)")
+      .def_property_readonly("base_dir", [](const LoadedScenario& s) { return s.base_dir; },
+                             "where relative paths in it (a request trace) are taken from")
+      .def_property_readonly("text", [](const LoadedScenario& s) { return s.text; },
+                             "the YAML document before overrides (a dict's as podsim wrote it)")
+      .def_property_readonly("overrides", [](const LoadedScenario& s) { return overrides_dict(s.overrides); },
+                             "the overrides applied, as --set texts")
+      .def(
+          "with_overrides",
+          [](const LoadedScenario& s, const py::object& overrides) { return with_overrides(s, to_overrides(overrides)); },
+          py::arg("overrides"), "The same scenario with more overrides, e.g. {'workload.batch': 16}.")
+      .def("__repr__", [](const LoadedScenario& s) {
+        return "<podsim.Scenario '" + s.scenario.name + "' (" + workload_kind_name(s.scenario.workload_kind) + ") from " +
+               (s.from_dict ? std::string("a dict") : s.path) + ">";
+      });
+
+  m.def(
+      "load",
+      [](const py::object& path, const py::object& overrides) { return load_file(fspath(path), to_overrides(overrides)); },
+      py::arg("path"), py::arg("overrides") = py::none(),
+      R"(Load and check a scenario file, as `podsim run FILE --set key=value ...` does.
+
+overrides: {dotted key: value}, e.g. {'workload.batch': 8}; a str value is YAML text as after
+--set (so '8' is a number), other values are written as YAML; None removes the key.
+Raises podsim.InputError, located in the file (or naming the override), for bad input.)");
+  m.def(
+      "load_dict",
+      [](const py::dict& document, const py::object& base_dir, const py::object& overrides) {
+        return load_dict(document, fspath(base_dir), to_overrides(overrides));
+      },
+      py::arg("document"), py::arg("base_dir") = ".", py::arg("overrides") = py::none(),
+      R"(Load and check a scenario given as a dict (the YAML file's structure: version, name,
+hardware, topology, workload, ...). It is written as YAML (Scenario.text) and checked as a file
+would be; messages name '<dict>' and the line in Scenario.text. base_dir: where relative paths
+in it (a request trace) are taken from. A dict without 'name' is named '<dict>'.)");
+}
+
+}  // namespace podsim::python
