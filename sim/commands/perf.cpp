@@ -1,5 +1,7 @@
 #include "sim/commands/perf.hpp"
 
+#include <numeric>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -186,25 +188,13 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
     p.type = type->name;
     p.element_bits = type->bits;
     p.redop = p.kind == CollectiveKind::AllReduce || p.kind == CollectiveKind::ReduceScatter ? "sum" : "none";
-    // nccl-tests rounds each rank's share down (to 16 bytes); podsim simulates only sizes that
-    // split exactly, so that the size in the table is the size simulated.
+    // As nccl-tests does, a size is rounded down to whole elements on every rank (nccl-tests
+    // also aligns each share to 16 bytes; podsim needs only whole elements), so `-b 8 -e 128M
+    // -f 2` gives a table on any group; the size column is the size simulated. Sizes that
+    // round to nothing are left out, and the table says so.
     const uint64_t shares = p.kind == CollectiveKind::AllReduce ? 1 : static_cast<uint64_t>(p.group_size);
-    const unsigned __int128 unit_bits = static_cast<unsigned __int128>(shares) * static_cast<unsigned>(p.element_bits);
-    auto splits = [&](uint64_t bytes) { return (static_cast<unsigned __int128>(bytes) * 8) % unit_bits == 0; };
-    const bool stepping = options.sizes.factor.empty() && sizes.sizes_bytes.size() > 1;
-    const uint64_t step = stepping ? sizes.sizes_bytes[1] - sizes.sizes_bytes[0] : 0;
-    if (!splits(sizes.sizes_bytes[0]) || (stepping && !splits(step))) {
-      const bool blame_begin = !splits(sizes.sizes_bytes[0]);
-      const uint64_t bad = blame_begin ? sizes.sizes_bytes[0] : step;
-      const std::string unit = unit_bits % 8 == 0 ? human_bytes(double(unit_bits / 8)) : std::to_string(uint64_t(unit_bits)) + " bits";
-      const std::string shared = shares == 1 ? "a whole number of " + p.type + " elements"
-                                             : "a whole number of " + p.type + " elements on each of the " +
-                                                   std::to_string(p.group_size) + " ranks";
-      throw InputError({blame_begin ? "-b" : "-i", 0, 0}, "",
-                       blame_begin ? options.sizes.begin : options.sizes.increment,
-                       human_bytes(double(bad)) + " is not " + shared + " of operation '" + op.name + "' (" +
-                           std::string(to_string(p.kind)) + " over " + p.axes + "); expected a multiple of " + unit);
-    }
+    const uint64_t unit_bits = std::lcm(shares * static_cast<uint64_t>(p.element_bits), uint64_t{8});
+    p.unit_bytes = unit_bits / 8;
     result.operations.push_back(std::move(p));
   }
 
@@ -217,7 +207,13 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
   for (size_t i = 0; i < scenario.operations.size(); ++i) {
     PerfOperation& p = result.operations[i];
     double busbw_sum = 0;
-    for (uint64_t size : sizes.sizes_bytes) {
+    for (uint64_t requested : sizes.sizes_bytes) {
+      const uint64_t size = requested / p.unit_bytes * p.unit_bytes;
+      if (size == 0) {
+        ++p.below_unit;
+        ++finished;
+        continue;
+      }
       // The operation alone, once: a simulation is deterministic, so nccl-tests' iterations
       // and warm-up would repeat the same time.
       Scenario point = scenario;
@@ -248,7 +244,7 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
         options.on_progress(finished, total, elapsed / finished * (total - finished));
       }
     }
-    p.avg_busbw_Bps = busbw_sum / static_cast<double>(p.rows.size());
+    p.avg_busbw_Bps = p.rows.empty() ? 0.0 : busbw_sum / static_cast<double>(p.rows.size());
   }
   return result;
 }
@@ -270,6 +266,12 @@ std::string perf_table(const PerfResult& result) {
                   std::string(to_string(op.kind)).c_str(), op.axes.c_str(), op.group_size, op.simulated_chips,
                   op.fidelity.c_str());
     out += line;
+    if (op.unit_bytes > 1) {
+      std::snprintf(line, sizeof line, "# sizes rounded down to a multiple of %llu B (whole %s elements on every rank)%s\n",
+                    static_cast<unsigned long long>(op.unit_bytes), op.type.c_str(),
+                    op.below_unit > 0 ? (", " + std::to_string(op.below_unit) + " size(s) below that left out").c_str() : "");
+      out += line;
+    }
     out += "#\n";
     // nccl-tests prints an out-of-place and an in-place set; a simulation has one time for both.
     std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s           simulated\n", "", "", "", "", "");

@@ -67,6 +67,8 @@ struct PerfOperation {
   int simulated_chips = 0;
   std::vector<PerfRow> rows;
   double avg_busbw_Bps = 0;  // nccl-tests' "Avg bus bandwidth": the mean of the rows' busbw
+  uint64_t unit_bytes = 1;   // sizes are rounded down to this (whole elements on every rank)
+  int below_unit = 0;        // sizes asked for that round to 0 bytes: left out
 };
 
 struct PerfResult {

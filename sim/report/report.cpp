@@ -408,8 +408,8 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
                   human_bandwidth(op.busbw_Bps).c_str(), book.c_str(), err.c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "total simulated time %s, wall time %.3f s\n", human_time(run.total_time_s).c_str(),
-                run.wall_time_s);
+  std::snprintf(line, sizeof line, "total simulated time %s, wall time %s\n", human_time(run.total_time_s).c_str(),
+                human_time(run.wall_time_s).c_str());
   out += line;
   return out;
 }
@@ -458,7 +458,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                   human_time(l.book_t_comms_s).c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "wall time %.3f s\n", run.wall_time_s);
+  std::snprintf(line, sizeof line, "wall time %s\n", human_time(run.wall_time_s).c_str());
   out += line;
   return out;
 }
