@@ -95,10 +95,7 @@ void apply_host_overrides(const MapReader& overrides, ChipSpec& chip) {
 }
 
 void apply_overrides(const Field& field, ChipSpec& chip) {
-  const MapReader overrides(field, {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity",
-                                    "bf16_flops", "int8_ops", "ici_links_per_neighbor",
-                                    "chips_per_host", "host_shape", "dcn_bandwidth_per_host",
-                                    "pcie_bandwidth"});
+  const MapReader overrides(field, SchemaMap::HardwareOverrides);
   overrides.reject_unknown();
   // Each value valid on its own can still break what is derived from it (15000 PiB of HBM
   // overflowed the max batch; 1e-300 B/s stalled SimGrid), so every override stays within a
@@ -126,7 +123,7 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
 }
 
 ChipSpec parse_hardware(const Field& field) {
-  const MapReader hardware(field, {"preset", "overrides"});
+  const MapReader hardware(field, SchemaMap::Hardware);
   hardware.reject_unknown();
   ChipSpec chip = read_preset(hardware.required("preset"));
   if (auto overrides = hardware.optional("overrides")) apply_overrides(*overrides, chip);
@@ -181,12 +178,12 @@ std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
     axes = parse_mesh_shorthand(field);
   } else if (field.node.IsSequence()) {
     for (const Field& item : read_list(field)) {
-      const MapReader axis(item, {"name", "size"});
+      const MapReader axis(item, SchemaMap::MeshAxis);
       axis.reject_unknown();
       add_axis(axes, axis.required("name"), axis.required("size"));
     }
   } else {
-    const MapReader mesh(field, {});
+    const MapReader mesh = MapReader::open(field);
     for (const auto& entry : mesh.entries()) add_axis(axes, entry.key, entry.value);
   }
   const int max_axes = std::min(3, chip.max_torus_dims);
@@ -213,7 +210,7 @@ void parse_wraparound(const std::optional<Field>& field, const ChipSpec& chip,
   if (field && field->node.IsScalar()) {
     std::fill(chosen.begin(), chosen.end(), read_wrap(*field));
   } else if (field) {
-    const MapReader wrap(*field, {});
+    const MapReader wrap = MapReader::open(*field);
     for (const auto& entry : wrap.entries()) {
       const int index = axis_index(axes, entry.name);
       if (index < 0) MapReader::fail_key(entry, "not a mesh axis; the mesh has " + axis_names(axes));
@@ -233,11 +230,11 @@ void check_chip_count(const Field& field, const TopologySpec& topology) {
 
 // topology.split: {Z: {inner: Zi, outer: Zo, inner_size: 4}}
 void parse_splits(const Field& field, TopologySpec& topology) {
-  const MapReader reader(field, {});
+  const MapReader reader = MapReader::open(field);
   for (const auto& entry : reader.entries()) {
     const int axis = axis_index(topology.axes, entry.name);
     if (axis < 0) fail(entry.key, "not a mesh axis; the mesh has " + axis_names(topology.axes));
-    const MapReader split(entry.value, {"inner", "outer", "inner_size"});
+    const MapReader split(entry.value, SchemaMap::AxisSplit);
     split.reject_unknown();
     AxisSplit s;
     s.axis = axis;
@@ -264,7 +261,7 @@ void parse_splits(const Field& field, TopologySpec& topology) {
 }
 
 TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
-  const MapReader reader(field, {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"});
+  const MapReader reader(field, SchemaMap::Topology);
   reader.reject_unknown();
   TopologySpec topology;
   topology.chip = chip;
@@ -285,7 +282,7 @@ TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
 // ---- simulation ----
 
 void parse_simulation(const Field& field, Scenario& scenario) {
-  const MapReader reader(field, {"hop_model", "link_efficiency", "launch_overhead"});
+  const MapReader reader(field, SchemaMap::Simulation);
   reader.reject_unknown();
   if (auto model = reader.optional("hop_model"))
     scenario.hop_model = read_choice<HopModel>(
@@ -427,8 +424,7 @@ void parse_dcn(const MapReader& reader, OperationSpec& op, const TopologySpec& t
 }
 
 ParsedOperation parse_operation(const Field& entry, int index, const TopologySpec& topology) {
-  const MapReader reader(entry, {"name", "kind", "axes", "dcn", "dcn_algorithm", "bytes", "array",
-                                 "sharding", "bidirectional", "repeat", "after"});
+  const MapReader reader(entry, SchemaMap::Operation);
   reader.reject_unknown();
   ParsedOperation parsed{OperationSpec{}, entry, reader.optional("after")};
   OperationSpec& op = parsed.spec;
@@ -457,7 +453,7 @@ void check_unique_names(const std::vector<ParsedOperation>& ops) {
   for (size_t i = 0; i < ops.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (ops[i].spec.name == ops[j].spec.name) {
-        const MapReader reader(ops[i].entry, {});
+        const MapReader reader = MapReader::open(ops[i].entry);
         fail(reader.optional("name").value_or(ops[i].entry),
              "operation name used twice (first at line " + std::to_string(ops[j].entry.where.line) + ")");
       }
@@ -536,35 +532,26 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
 
 // ---- workload ----
 
-const std::vector<std::string> kCollectivesKeys = {"kind", "operations"};
-const std::vector<std::string> kTrainingKeys = {"kind", "model", "batch_tokens", "sequence_length", "microbatches",
-                                                "parallelism", "checkpointing", "matmul_efficiency",
-                                                "attention_flops", "strict_memory"};
-const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase",   "batch",      "context_length",
-                                                 "prompt_length", "weights", "kv_cache", "compute", "efficiency",
-                                                 "attention_flops", "parallelism", "collective_matmul"};
-
-const std::vector<std::string> kServingKeys = {
-    "kind",       "model",      "weights",       "kv_cache",       "compute",        "efficiency",
-    "prefill_efficiency", "attention_flops", "parallelism", "policy", "servers", "max_batch",
-    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul", "slo", "metric_percentiles"};
-
 void parse_workload(const Field& field, Scenario& scenario) {
-  const Field kind = MapReader(field, {}).required("kind");
+  const Field kind = MapReader::open(field).required("kind");
   scenario.workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
                                                            {"training", WorkloadKind::Training},
                                                            {"inference", WorkloadKind::Inference},
                                                            {"serving", WorkloadKind::Serving}});
-  const std::vector<std::pair<std::string, const std::vector<std::string>*>> kinds = {
-      {"collectives", &kCollectivesKeys}, {"training", &kTrainingKeys}, {"inference", &kInferenceKeys},
-      {"serving", &kServingKeys}};
-  const auto& own = *kinds[static_cast<size_t>(scenario.workload_kind)].second;
-  const MapReader reader(field, own);
+  // In WorkloadKind order.
+  const std::vector<std::pair<std::string, SchemaMap>> kinds = {{"collectives", SchemaMap::WorkloadCollectives},
+                                                                {"training", SchemaMap::WorkloadTraining},
+                                                                {"inference", SchemaMap::WorkloadInference},
+                                                                {"serving", SchemaMap::WorkloadServing}};
+  const SchemaMap own_map = kinds[static_cast<size_t>(scenario.workload_kind)].second;
+  const std::vector<std::string>& own = key_table(own_map).keys;
+  const MapReader reader(field, own_map);
   // A key of another kind gets a clearer message than "unknown key".
   for (const auto& entry : reader.entries()) {
     if (std::find(own.begin(), own.end(), entry.name) != own.end()) continue;
-    for (const auto& [name, keys] : kinds) {
-      if (std::find(keys->begin(), keys->end(), entry.name) != keys->end()) {
+    for (const auto& [name, map] : kinds) {
+      const std::vector<std::string>& keys = key_table(map).keys;
+      if (std::find(keys.begin(), keys.end(), entry.name) != keys.end()) {
         MapReader::fail_key(entry, "applies only to kind: " + name + "; expected one of: " + join(own));
       }
     }
@@ -615,7 +602,7 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
   for (const Field& item : read_list(field)) {
-    const MapReader reader(item, {"field", "value", "rel_tolerance", "rel_tolerance_above", "tolerance_reason", "source"});
+    const MapReader reader(item, SchemaMap::Expectation);
     reader.reject_unknown();
     Expectation expectation;
     const Field name = reader.required("field");
@@ -655,7 +642,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
 // ---- compare ----
 
 CompareSpec parse_compare(const Field& field) {
-  const MapReader reader(field, {"topologies", "chips"});
+  const MapReader reader(field, SchemaMap::Compare);
   reader.reject_unknown();
   CompareSpec spec;
   for (const Field& item : read_list(reader.required("topologies"))) {
@@ -677,8 +664,7 @@ std::string default_name(const std::string& path) {
 }
 
 Scenario parse_document(const Field& root) {
-  const MapReader top(root, {"version", "name", "description", "hardware", "topology", "perturbations",
-                             "simulation", "workload", "expect", "compare"});
+  const MapReader top(root, SchemaMap::Document);
   Scenario scenario;
   scenario.path = root.where.file;
   // The version comes first: a newer file's keys should be reported as a version problem.

@@ -55,7 +55,7 @@ std::vector<int> server_axes(const std::optional<Field>& parallelism, const Topo
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
 // request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
-  const MapReader reader(field, {"poisson", "trace"});
+  const MapReader reader(field, SchemaMap::Requests);
   reader.reject_unknown();
   const auto poisson = reader.optional("poisson");
   const auto trace = reader.optional("trace");
@@ -66,7 +66,7 @@ std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
     w.requests_source = read_string(*trace);
     return std::nullopt;
   }
-  const MapReader p(*poisson, {"rate", "count", "prompt_tokens", "output_tokens", "seed"});
+  const MapReader p(*poisson, SchemaMap::Poisson);
   p.reject_unknown();
   PoissonArrivals arrivals;
   arrivals.rate_per_s = read_quantity(p.required("rate"), parse_rate_per_s);
@@ -139,7 +139,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     }
   }
   if (auto slo = reader.optional("slo")) {
-    const MapReader bounds(*slo, {"ttft", "tpot", "latency"});
+    const MapReader bounds(*slo, SchemaMap::Slo);
     bounds.reject_unknown();
     auto bound = [&](const char* key, double& target) {
       if (auto value = bounds.optional(key)) {
@@ -191,7 +191,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (split) {
     c.prefill_servers = 1;
     if (prefill) {
-      const MapReader p(*prefill, {"servers", "topology", "parallelism", "efficiency", "collective_matmul"});
+      const MapReader p(*prefill, SchemaMap::Prefill);
       p.reject_unknown();
       if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, 100000);
       if (auto t = p.optional("topology")) {

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <system_error>
 
@@ -54,13 +55,32 @@ std::string child_key(const std::string& parent, std::string_view name) {
 
 // ---- mappings and sequences ----
 
-MapReader::MapReader(const Field& self, std::vector<std::string> allowed)
-    : self_(self), allowed_(std::move(allowed)) {
+MapReader::MapReader(const Field& self, std::vector<std::string> allowed, bool closed)
+    : self_(self), allowed_(std::move(allowed)), closed_(closed) {
   if (!self.node.IsMap()) fail(self, "expected a mapping (key: value lines)");
   for (auto it = self.node.begin(); it != self.node.end(); ++it) add_entry(it->first, it->second);
 }
 
+namespace {
+
+std::vector<std::string> table_keys(SchemaMap map, const std::vector<std::string>& axis_keys) {
+  const KeyTable& table = key_table(map);
+  if (!axis_keys.empty() && !table.axis_keys)
+    throw std::logic_error("MapReader: table " + table.id + " takes no axis names");
+  std::vector<std::string> keys = table.keys;
+  keys.insert(keys.end(), axis_keys.begin(), axis_keys.end());
+  return keys;
+}
+
+}  // namespace
+
+MapReader::MapReader(const Field& self, SchemaMap map, const std::vector<std::string>& axis_keys)
+    : MapReader(self, table_keys(map, axis_keys), true) {}
+
+MapReader MapReader::open(const Field& self) { return MapReader(self, {}, false); }
+
 void MapReader::reject_unknown() const {
+  if (!closed_) throw std::logic_error("MapReader: an open mapping (keys are data) has no unknown keys to reject");
   for (const Entry& entry : entries_)
     if (std::find(allowed_.begin(), allowed_.end(), entry.name) == allowed_.end())
       fail_key(entry, "unknown key; expected one of: " + join(allowed_));
