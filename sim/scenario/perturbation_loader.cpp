@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "sim/scenario/units.hpp"
 
@@ -309,11 +310,12 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
 
 std::vector<Perturbation> parse_perturbations(const Field& field, const TopologySpec& topology) {
   std::vector<Perturbation> out;
+  std::unordered_set<std::string> names;   // a set: 30,000 entries took 6 s to compare pairwise
   int index = 0;
   for (const Field& entry : read_list(field)) {
     Perturbation p = read_perturbation(entry, index++, topology);
-    const bool taken = std::any_of(out.begin(), out.end(), [&](const Perturbation& o) { return o.name == p.name; });
-    if (taken) fail(MapReader::open(entry).optional("name").value_or(entry), "perturbation name used twice");
+    if (!names.insert(p.name).second)
+      fail(MapReader::open(entry).optional("name").value_or(entry), "perturbation name used twice");
     out.push_back(std::move(p));
   }
   return out;

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
@@ -449,34 +451,35 @@ ParsedOperation parse_operation(const Field& entry, int index, const TopologySpe
   return parsed;
 }
 
-void check_unique_names(const std::vector<ParsedOperation>& ops) {
-  for (size_t i = 0; i < ops.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (ops[i].spec.name == ops[j].spec.name) {
-        const MapReader reader = MapReader::open(ops[i].entry);
-        fail(reader.optional("name").value_or(ops[i].entry),
-             "operation name used twice (first at line " + std::to_string(ops[j].entry.where.line) + ")");
-      }
+// Operation index by name. Lists are as long as a 16 MiB file allows (200,000 operations):
+// every check below is linear in them, as a name-by-name search took minutes.
+using OperationIndex = std::unordered_map<std::string, int>;
+
+OperationIndex index_operations(const std::vector<ParsedOperation>& ops) {
+  OperationIndex index;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto [first, is_new] = index.emplace(ops[i].spec.name, static_cast<int>(i));
+    if (!is_new) {
+      const MapReader reader = MapReader::open(ops[i].entry);
+      fail(reader.optional("name").value_or(ops[i].entry),
+           "operation name used twice (first at line " + std::to_string(ops[first->second].entry.where.line) + ")");
+    }
+  }
+  return index;
 }
 
-int find_operation(const std::vector<ParsedOperation>& ops, const std::string& name) {
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].spec.name == name) return static_cast<int>(i);
-  return -1;
-}
-
-void resolve_after(std::vector<ParsedOperation>& ops) {
+void resolve_after(std::vector<ParsedOperation>& ops, const OperationIndex& index) {
   for (size_t i = 0; i < ops.size(); ++i) {
     OperationSpec& op = ops[i].spec;
     if (!ops[i].after) {
       if (i > 0) op.after = {ops[i - 1].spec.name};
       continue;
     }
+    std::unordered_set<std::string> listed;
     for (const Field& item : read_list(*ops[i].after)) {
       const std::string name = read_string(item);
-      if (find_operation(ops, name) < 0) fail(item, "no operation has this name");
-      if (std::find(op.after.begin(), op.after.end(), name) != op.after.end())
-        fail(item, "operation listed twice");
+      if (!index.contains(name)) fail(item, "no operation has this name");
+      if (!listed.insert(name).second) fail(item, "operation listed twice");
       op.after.push_back(name);
     }
   }
@@ -493,28 +496,39 @@ void resolve_after(std::vector<ParsedOperation>& ops) {
        "operations wait on each other in a cycle: " + join(names, " after "));
 }
 
-// Depth-first search; a node met again while still on the stack closes a cycle.
-void check_acyclic(const std::vector<ParsedOperation>& ops) {
-  enum class Mark { New, OnStack, Done };
+// Depth-first search; a node met again while still on the path closes a cycle. The path is a
+// vector, not the call stack: 60,000 operations each `after` the next (4.7 MB of YAML)
+// overflowed the stack when this recursed, and podsim died of SIGSEGV.
+void check_acyclic(const std::vector<ParsedOperation>& ops, const OperationIndex& index) {
+  enum class Mark { New, OnPath, Done };
   std::vector<Mark> marks(ops.size(), Mark::New);
-  std::vector<int> stack;
-  auto visit = [&](auto&& self, int node) -> void {
-    marks[node] = Mark::OnStack;
-    stack.push_back(node);
-    for (const std::string& name : ops[node].spec.after) {
-      const int next = find_operation(ops, name);
-      if (marks[next] == Mark::OnStack) {
-        std::vector<int> cycle(std::find(stack.begin(), stack.end(), next), stack.end());
+  std::vector<std::pair<int, size_t>> path;   // an operation, and the next of its `after` to follow
+  for (size_t root = 0; root < ops.size(); ++root) {
+    if (marks[root] != Mark::New) continue;
+    marks[root] = Mark::OnPath;
+    path.emplace_back(static_cast<int>(root), 0);
+    while (!path.empty()) {
+      const int node = path.back().first;
+      const std::vector<std::string>& after = ops[node].spec.after;
+      if (path.back().second == after.size()) {
+        marks[node] = Mark::Done;
+        path.pop_back();
+        continue;
+      }
+      const int next = index.at(after[path.back().second++]);
+      if (marks[next] == Mark::OnPath) {
+        std::vector<int> cycle;
+        const auto from = std::find_if(path.begin(), path.end(), [&](const auto& step) { return step.first == next; });
+        for (auto step = from; step != path.end(); ++step) cycle.push_back(step->first);
         cycle.push_back(next);
         fail_cycle(ops, cycle);
       }
-      if (marks[next] == Mark::New) self(self, next);
+      if (marks[next] == Mark::New) {
+        marks[next] = Mark::OnPath;
+        path.emplace_back(next, 0);
+      }
     }
-    stack.pop_back();
-    marks[node] = Mark::Done;
-  };
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (marks[i] == Mark::New) visit(visit, static_cast<int>(i));
+  }
 }
 
 std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpec& topology) {
@@ -522,9 +536,9 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
   for (const Field& entry : read_list(list))
     ops.push_back(parse_operation(entry, static_cast<int>(ops.size()), topology));
   if (ops.empty()) fail(list, "expected at least one operation");
-  check_unique_names(ops);
-  resolve_after(ops);
-  check_acyclic(ops);
+  const OperationIndex index = index_operations(ops);
+  resolve_after(ops, index);
+  check_acyclic(ops, index);
   std::vector<OperationSpec> specs;
   for (auto& op : ops) specs.push_back(std::move(op.spec));
   return specs;
@@ -586,7 +600,7 @@ double read_expected_value(const Field& field, const std::string& metric) {
 }
 
 // "total_time_s" or "operations.<name>.<metric>"; returns the metric.
-std::string check_collectives_field(const Field& field, const std::vector<OperationSpec>& ops) {
+std::string check_collectives_field(const Field& field, const std::unordered_set<std::string>& operation_names) {
   const std::string text = read_string(field);
   if (text == "total_time_s") return text;
   const std::string prefix = "operations.";
@@ -594,13 +608,14 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
   if (!text.starts_with(prefix) || dot == std::string::npos || dot + 1 == text.size())
     fail(field, "expected total_time_s or operations.<name>.<metric>, e.g. operations.ag_y.time_s");
   const std::string name = text.substr(prefix.size(), dot - prefix.size());
-  const bool known = std::any_of(ops.begin(), ops.end(), [&](const OperationSpec& op) { return op.name == name; });
-  if (!known) fail(field, "no operation is named '" + name + "'");
+  if (!operation_names.contains(name)) fail(field, "no operation is named '" + name + "'");
   return text.substr(dot + 1);
 }
 
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
+  std::unordered_set<std::string> operation_names;   // a set: both lists may be long
+  for (const OperationSpec& op : scenario.operations) operation_names.insert(op.name);
   for (const Field& item : read_list(field)) {
     const MapReader reader(item, SchemaMap::Expectation);
     reader.reject_unknown();
@@ -610,7 +625,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
                                : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
                                : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name, scenario.serving.metric_percentiles)
-                                                                                   : check_collectives_field(name, scenario.operations);
+                                                                                   : check_collectives_field(name, operation_names);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);
     auto read_fraction = [](const Field& tolerance) {

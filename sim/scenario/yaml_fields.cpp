@@ -87,9 +87,9 @@ void MapReader::reject_unknown() const {
 }
 
 std::optional<Field> MapReader::optional(std::string_view name) const {
-  for (const Entry& entry : entries_)
-    if (entry.name == name) return entry.value;
-  return std::nullopt;
+  const auto it = index_.find(std::string(name));
+  if (it == index_.end()) return std::nullopt;
+  return entries_[it->second].value;
 }
 
 Field MapReader::required(std::string_view name) const {
@@ -111,9 +111,9 @@ void MapReader::add_entry(const YAML::Node& key, const YAML::Node& value) {
                                    ? key_field.where
                                    : locate(self_.where.file, value.Mark());
   const Entry added{name, key_field, Field{value, key_field.key, where}};
-  for (const Entry& entry : entries_)
-    if (entry.name == name)
-      fail_key(added, "key given twice (first at line " + std::to_string(entry.key.where.line) + ")");
+  const auto [it, is_new] = index_.emplace(name, entries_.size());
+  if (!is_new)
+    fail_key(added, "key given twice (first at line " + std::to_string(entries_[it->second].key.where.line) + ")");
   entries_.push_back(added);
 }
 

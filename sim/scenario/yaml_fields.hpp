@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -89,6 +90,8 @@ class MapReader {
   std::vector<std::string> allowed_;
   bool closed_ = true;
   std::vector<Entry> entries_;
+  // Entry by key: a mapping of 100,000 keys took 100 s to check for repeats one by one.
+  std::unordered_map<std::string, size_t> index_;
 };
 
 // The items of a sequence, each keyed "<key>[<index>]".
