@@ -1134,3 +1134,25 @@ TEST_CASE("long lists and mappings: no recursion and no pairwise search over the
     CHECK(contains(taken.what(), "perturbation name used twice"));
   }
 }
+
+TEST_CASE("serving: a small model beside a large HBM fits as many sequences as there can be requests", "[scenario]") {
+  // 16 chips of 1 PiB hold 7e13 sequences of 2 tokens of this model (256 B each). Converting that
+  // to an int was undefined (clang's UBSan: "7.03687e+13 is outside the range of representable
+  // values of type 'int'"); on x86 it gave INT_MIN, and the 2-token requests "did not fit".
+  const std::string text = R"(version: 1
+hardware:
+  preset: v5e
+  overrides: {hbm_capacity: "1 PiB"}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: {layers: 1, d_model: 64, d_ff: 64, heads: 1, kv_heads: 1, head_dim: 64, vocab: 0}
+  kv_cache: int8
+  prompt_buckets: [1]
+  requests:
+    poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
+)";
+  const Scenario s = load_scenario_text(text, kFile);
+  CHECK(s.serving.hbm_slots == 10000000);   // the most requests a workload has
+  CHECK(s.serving.config.slots == 10000000);
+}

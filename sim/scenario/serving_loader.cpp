@@ -159,7 +159,12 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   const double weights = param_count(w.model) * w.generate.weight_bytes;
   const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
-  w.hbm_slots = static_cast<int>(std::max(0.0, std::floor((hbm - weights) / (w.max_context * kv_per_token))));
+  // Clamped before the conversion: a small model beside a large HBM fits more sequences than an
+  // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined
+  // (clang's UBSan reports it; x86 gave INT_MIN, and 2 tokens "did not fit" in 16,384 TiB).
+  // A server never decodes more sequences than there can be requests.
+  const double fit = std::floor((hbm - weights) / (w.max_context * kv_per_token));
+  w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
     const Field where = output_field.value_or(reader.required("requests"));
     fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens does not fit beside " +
