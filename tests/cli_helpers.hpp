@@ -23,6 +23,24 @@ inline std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// Under AddressSanitizer (the sanitizer job), each simulation child prints one warning when
+// SimGrid, which is not instrumented, throws on an actor stack it allocated itself
+// (`__cxa_throw` is intercepted; ASan cannot unpoison a stack it does not know, and says so
+// once per process). It is about SimGrid's stacks, not podsim, and no report ever followed it;
+// tests that read stderr see podsim's output without it.
+inline std::string without_asan_stack_warning(std::string err) {
+  const std::string first = "WARNING: ASan is ignoring requested __asan_handle_no_return";
+  const std::string last = "https://github.com/google/sanitizers/issues/189\n";
+  for (size_t at = err.find(first); at != std::string::npos; at = err.find(first)) {
+    const size_t line = err.rfind('\n', at);   // the line starts "==<pid>==WARNING"
+    const size_t begin = line == std::string::npos ? 0 : line + 1;
+    const size_t end = err.find(last, at);
+    if (end == std::string::npos) break;
+    err.erase(begin, end + last.size() - begin);
+  }
+  return err;
+}
+
 // Runs `podsim <args>` with stdout and stderr captured in files under a fresh temp dir.
 inline CommandResult run_podsim(const std::string& args) {
   static int counter = 0;
@@ -35,7 +53,7 @@ inline CommandResult run_podsim(const std::string& args) {
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = read_file(dir / "out");
-  result.err = read_file(dir / "err");
+  result.err = without_asan_stack_warning(read_file(dir / "err"));
   std::filesystem::remove_all(dir);
   return result;
 }

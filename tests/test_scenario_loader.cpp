@@ -3,10 +3,14 @@
 // the file, the line, the key and the offending value (design.md, habits 3 and 9).
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "sim/scenario/scenario.hpp"
@@ -1037,4 +1041,118 @@ workload:
     CHECK(error.key().rfind("hardware.overrides.", 0) == 0);
   }
   CHECK_NOTHROW(load_scenario_text(with("\"16 GiB\"", "\"1 PiB\"", inference), kFile));
+}
+
+namespace {
+
+// Loads `text` on a thread with a 1 MiB stack (pthread's default is 8 MiB, and `ulimit -s
+// unlimited` grows the main thread's without bound): reading must not need stack in proportion
+// to the length of a list. Returns the InputError, if any.
+std::optional<InputError> load_on_small_stack(const std::string& text) {
+  struct Job {
+    const std::string* text;
+    std::exception_ptr error;
+  } job{&text, nullptr};
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, 1u << 20);
+  pthread_t thread;
+  const int created = pthread_create(
+      &thread, &attributes,
+      [](void* arg) -> void* {
+        auto* j = static_cast<Job*>(arg);
+        try {
+          load_scenario_text(*j->text, kFile);
+        } catch (...) {
+          j->error = std::current_exception();
+        }
+        return nullptr;
+      },
+      &job);
+  pthread_attr_destroy(&attributes);
+  REQUIRE(created == 0);
+  pthread_join(thread, nullptr);
+  if (!job.error) return std::nullopt;
+  try {
+    std::rethrow_exception(job.error);
+  } catch (const InputError& error) {
+    return error;
+  }
+}
+
+std::string collectives_with(const std::string& operations) {
+  return "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4}}\nworkload:\n  kind: collectives\n"
+         "  operations:\n" + operations;
+}
+
+}  // namespace
+
+TEST_CASE("long lists and mappings: no recursion and no pairwise search over them", "[scenario]") {
+  SECTION("operations each after the next: the cycle search walks the chain without recursing") {
+    // 60,000 of these in a 4.7 MB file crashed podsim (SIGSEGV: the search recursed once per
+    // operation). On a 1 MiB stack, 20,000 are plenty to show it.
+    const int n = 20000;
+    std::string operations;
+    for (int i = 0; i < n; ++i)
+      operations += "    - {name: op" + std::to_string(i) + ", kind: all_reduce, axes: [X], bytes: 1, after: [op" +
+                    std::to_string((i + 1) % n) + "]}\n";
+    const auto error = load_on_small_stack(collectives_with(operations));
+    REQUIRE(error.has_value());
+    CHECK(contains(error->what(), "operations wait on each other in a cycle: op0 after op1 after op2"));
+    CHECK(error->key() == "workload.operations[0].after");
+    // Without the closing edge the chain loads.
+    const size_t last = operations.rfind("after: [op0]");
+    REQUIRE(last != std::string::npos);
+    const auto loaded = load_on_small_stack(collectives_with(operations.replace(last, 12, "after: []")));
+    CHECK_FALSE(loaded.has_value());
+  }
+  SECTION("100,000 keys of one mapping are checked for repeats by lookup, not pairwise") {
+    // Pairwise, this took 100 s to report the first unknown key; a 16 MiB file would take hours.
+    std::string text = "version: 1\n";
+    for (int i = 0; i < 100000; ++i) text += "k" + std::to_string(i) + ": 1\n";
+    const auto start = std::chrono::steady_clock::now();
+    const InputError error = error_from(text + "k7: 2\n");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(error.key() == "k7");
+    CHECK(contains(error.what(), "key given twice (first at line 9)"));
+    CHECK(seconds < 20);   // about 0.5 s; 100 s pairwise
+  }
+  SECTION("repeated names among many operations, afters and perturbations") {
+    std::string operations;
+    for (int i = 0; i < 3000; ++i)
+      operations += "    - {name: op" + std::to_string(i) + ", kind: all_reduce, axes: [X], bytes: 1}\n";
+    require_error(collectives_with(operations + "    - {name: op5, kind: all_reduce, axes: [X], bytes: 2}\n"),
+                  "workload.operations[3000].name", "op5", "name: op5, kind: all_reduce, axes: [X], bytes: 2}");
+    const InputError twice = error_from(collectives_with(operations + "    - {kind: all_reduce, axes: [X], bytes: 1, after: [op1, op2, op1]}\n"));
+    CHECK(twice.key() == "workload.operations[3000].after[2]");
+    CHECK(contains(twice.what(), "operation listed twice"));
+    std::string perturbations = "perturbations:\n";
+    for (int i = 0; i < 3000; ++i) perturbations += "  - {name: p" + std::to_string(i) + ", chips: [0], compute_slowdown: 2}\n";
+    const InputError taken = error_from(collectives_with("    - {kind: all_reduce, axes: [X], bytes: 1}\n") + perturbations +
+                                        "  - {name: p9, chips: [1], compute_slowdown: 2}\n");
+    CHECK(taken.key() == "perturbations[3000].name");
+    CHECK(contains(taken.what(), "perturbation name used twice"));
+  }
+}
+
+TEST_CASE("serving: a small model beside a large HBM fits as many sequences as there can be requests", "[scenario]") {
+  // 16 chips of 1 PiB hold 7e13 sequences of 2 tokens of this model (256 B each). Converting that
+  // to an int was undefined (clang's UBSan: "7.03687e+13 is outside the range of representable
+  // values of type 'int'"); on x86 it gave INT_MIN, and the 2-token requests "did not fit".
+  const std::string text = R"(version: 1
+hardware:
+  preset: v5e
+  overrides: {hbm_capacity: "1 PiB"}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: {layers: 1, d_model: 64, d_ff: 64, heads: 1, kv_heads: 1, head_dim: 64, vocab: 0}
+  kv_cache: int8
+  prompt_buckets: [1]
+  requests:
+    poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
+)";
+  const Scenario s = load_scenario_text(text, kFile);
+  CHECK(s.serving.hbm_slots == 10000000);   // the most requests a workload has
+  CHECK(s.serving.config.slots == 10000000);
 }

@@ -38,6 +38,20 @@ TEST_CASE("prompts are padded to buckets and chunked by the largest", "[serving]
   CHECK(prefill_chunks(1100, buckets) == std::vector<int>{512, 512, 128});
 }
 
+TEST_CASE("a padded prompt is the sum of its chunks, worked out without listing them", "[serving]") {
+  for (const std::vector<int>& buckets : std::vector<std::vector<int>>{{128, 256, 512}, {1}, {3, 7}, {1000}}) {
+    for (int prompt = 1; prompt <= 3000; ++prompt) {
+      int sum = 0;
+      for (int chunk : prefill_chunks(prompt, buckets)) sum += chunk;
+      REQUIRE(padded_prompt_tokens(prompt, buckets) == sum);
+    }
+  }
+  // The loader asks this of every request: 2^30 chunks of 1 token were listed (4 GB) each time.
+  CHECK(padded_prompt_tokens(1 << 30, {1}) == 1 << 30);
+  CHECK(padded_prompt_tokens(1 << 30, {1 << 30}) == 1 << 30);
+  CHECK(padded_prompt_tokens((1 << 30) - 1, {2, 1 << 30}) == 1 << 30);
+}
+
 TEST_CASE("one request: TTFT is its prefill, then one decode step per further token", "[serving]") {
   for (auto policy : {BatchingPolicy::Static, BatchingPolicy::Interleaved, BatchingPolicy::Continuous}) {
     const auto r = simulate_serving({{0, 1.0, 100, 11}}, config(policy, 4), fixed(0.5, 0.01));

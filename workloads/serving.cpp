@@ -30,9 +30,12 @@ std::vector<int> prefill_chunks(int prompt_tokens, const std::vector<int>& bucke
 }
 
 int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
-  int total = 0;
-  for (int chunk : prefill_chunks(prompt_tokens, buckets)) total += chunk;
-  return total;
+  // The sum of prefill_chunks without listing them: the loader asks this of every request, and
+  // a 2^30-token prompt over a bucket of 1 would list 2^30 chunks (4 GB) each time.
+  const int largest = buckets.back();
+  const int full = prompt_tokens > largest ? (prompt_tokens - 1) / largest : 0;   // chunks of `largest`
+  const int left = prompt_tokens - full * largest;                                  // in (0, largest]
+  return full * largest + *std::lower_bound(buckets.begin(), buckets.end(), left);
 }
 
 namespace {

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
@@ -95,10 +97,7 @@ void apply_host_overrides(const MapReader& overrides, ChipSpec& chip) {
 }
 
 void apply_overrides(const Field& field, ChipSpec& chip) {
-  const MapReader overrides(field, {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity",
-                                    "bf16_flops", "int8_ops", "ici_links_per_neighbor",
-                                    "chips_per_host", "host_shape", "dcn_bandwidth_per_host",
-                                    "pcie_bandwidth"});
+  const MapReader overrides(field, SchemaMap::HardwareOverrides);
   overrides.reject_unknown();
   // Each value valid on its own can still break what is derived from it (15000 PiB of HBM
   // overflowed the max batch; 1e-300 B/s stalled SimGrid), so every override stays within a
@@ -126,7 +125,7 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
 }
 
 ChipSpec parse_hardware(const Field& field) {
-  const MapReader hardware(field, {"preset", "overrides"});
+  const MapReader hardware(field, SchemaMap::Hardware);
   hardware.reject_unknown();
   ChipSpec chip = read_preset(hardware.required("preset"));
   if (auto overrides = hardware.optional("overrides")) apply_overrides(*overrides, chip);
@@ -181,12 +180,12 @@ std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
     axes = parse_mesh_shorthand(field);
   } else if (field.node.IsSequence()) {
     for (const Field& item : read_list(field)) {
-      const MapReader axis(item, {"name", "size"});
+      const MapReader axis(item, SchemaMap::MeshAxis);
       axis.reject_unknown();
       add_axis(axes, axis.required("name"), axis.required("size"));
     }
   } else {
-    const MapReader mesh(field, {});
+    const MapReader mesh = MapReader::open(field);
     for (const auto& entry : mesh.entries()) add_axis(axes, entry.key, entry.value);
   }
   const int max_axes = std::min(3, chip.max_torus_dims);
@@ -213,7 +212,7 @@ void parse_wraparound(const std::optional<Field>& field, const ChipSpec& chip,
   if (field && field->node.IsScalar()) {
     std::fill(chosen.begin(), chosen.end(), read_wrap(*field));
   } else if (field) {
-    const MapReader wrap(*field, {});
+    const MapReader wrap = MapReader::open(*field);
     for (const auto& entry : wrap.entries()) {
       const int index = axis_index(axes, entry.name);
       if (index < 0) MapReader::fail_key(entry, "not a mesh axis; the mesh has " + axis_names(axes));
@@ -233,11 +232,11 @@ void check_chip_count(const Field& field, const TopologySpec& topology) {
 
 // topology.split: {Z: {inner: Zi, outer: Zo, inner_size: 4}}
 void parse_splits(const Field& field, TopologySpec& topology) {
-  const MapReader reader(field, {});
+  const MapReader reader = MapReader::open(field);
   for (const auto& entry : reader.entries()) {
     const int axis = axis_index(topology.axes, entry.name);
     if (axis < 0) fail(entry.key, "not a mesh axis; the mesh has " + axis_names(topology.axes));
-    const MapReader split(entry.value, {"inner", "outer", "inner_size"});
+    const MapReader split(entry.value, SchemaMap::AxisSplit);
     split.reject_unknown();
     AxisSplit s;
     s.axis = axis;
@@ -264,7 +263,7 @@ void parse_splits(const Field& field, TopologySpec& topology) {
 }
 
 TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
-  const MapReader reader(field, {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"});
+  const MapReader reader(field, SchemaMap::Topology);
   reader.reject_unknown();
   TopologySpec topology;
   topology.chip = chip;
@@ -285,7 +284,7 @@ TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
 // ---- simulation ----
 
 void parse_simulation(const Field& field, Scenario& scenario) {
-  const MapReader reader(field, {"hop_model", "link_efficiency", "launch_overhead"});
+  const MapReader reader(field, SchemaMap::Simulation);
   reader.reject_unknown();
   if (auto model = reader.optional("hop_model"))
     scenario.hop_model = read_choice<HopModel>(
@@ -427,8 +426,7 @@ void parse_dcn(const MapReader& reader, OperationSpec& op, const TopologySpec& t
 }
 
 ParsedOperation parse_operation(const Field& entry, int index, const TopologySpec& topology) {
-  const MapReader reader(entry, {"name", "kind", "axes", "dcn", "dcn_algorithm", "bytes", "array",
-                                 "sharding", "bidirectional", "repeat", "after"});
+  const MapReader reader(entry, SchemaMap::Operation);
   reader.reject_unknown();
   ParsedOperation parsed{OperationSpec{}, entry, reader.optional("after")};
   OperationSpec& op = parsed.spec;
@@ -453,34 +451,35 @@ ParsedOperation parse_operation(const Field& entry, int index, const TopologySpe
   return parsed;
 }
 
-void check_unique_names(const std::vector<ParsedOperation>& ops) {
-  for (size_t i = 0; i < ops.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (ops[i].spec.name == ops[j].spec.name) {
-        const MapReader reader(ops[i].entry, {});
-        fail(reader.optional("name").value_or(ops[i].entry),
-             "operation name used twice (first at line " + std::to_string(ops[j].entry.where.line) + ")");
-      }
+// Operation index by name. Lists are as long as a 16 MiB file allows (200,000 operations):
+// every check below is linear in them, as a name-by-name search took minutes.
+using OperationIndex = std::unordered_map<std::string, int>;
+
+OperationIndex index_operations(const std::vector<ParsedOperation>& ops) {
+  OperationIndex index;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto [first, is_new] = index.emplace(ops[i].spec.name, static_cast<int>(i));
+    if (!is_new) {
+      const MapReader reader = MapReader::open(ops[i].entry);
+      fail(reader.optional("name").value_or(ops[i].entry),
+           "operation name used twice (first at line " + std::to_string(ops[first->second].entry.where.line) + ")");
+    }
+  }
+  return index;
 }
 
-int find_operation(const std::vector<ParsedOperation>& ops, const std::string& name) {
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].spec.name == name) return static_cast<int>(i);
-  return -1;
-}
-
-void resolve_after(std::vector<ParsedOperation>& ops) {
+void resolve_after(std::vector<ParsedOperation>& ops, const OperationIndex& index) {
   for (size_t i = 0; i < ops.size(); ++i) {
     OperationSpec& op = ops[i].spec;
     if (!ops[i].after) {
       if (i > 0) op.after = {ops[i - 1].spec.name};
       continue;
     }
+    std::unordered_set<std::string> listed;
     for (const Field& item : read_list(*ops[i].after)) {
       const std::string name = read_string(item);
-      if (find_operation(ops, name) < 0) fail(item, "no operation has this name");
-      if (std::find(op.after.begin(), op.after.end(), name) != op.after.end())
-        fail(item, "operation listed twice");
+      if (!index.contains(name)) fail(item, "no operation has this name");
+      if (!listed.insert(name).second) fail(item, "operation listed twice");
       op.after.push_back(name);
     }
   }
@@ -497,28 +496,39 @@ void resolve_after(std::vector<ParsedOperation>& ops) {
        "operations wait on each other in a cycle: " + join(names, " after "));
 }
 
-// Depth-first search; a node met again while still on the stack closes a cycle.
-void check_acyclic(const std::vector<ParsedOperation>& ops) {
-  enum class Mark { New, OnStack, Done };
+// Depth-first search; a node met again while still on the path closes a cycle. The path is a
+// vector, not the call stack: 60,000 operations each `after` the next (4.7 MB of YAML)
+// overflowed the stack when this recursed, and podsim died of SIGSEGV.
+void check_acyclic(const std::vector<ParsedOperation>& ops, const OperationIndex& index) {
+  enum class Mark { New, OnPath, Done };
   std::vector<Mark> marks(ops.size(), Mark::New);
-  std::vector<int> stack;
-  auto visit = [&](auto&& self, int node) -> void {
-    marks[node] = Mark::OnStack;
-    stack.push_back(node);
-    for (const std::string& name : ops[node].spec.after) {
-      const int next = find_operation(ops, name);
-      if (marks[next] == Mark::OnStack) {
-        std::vector<int> cycle(std::find(stack.begin(), stack.end(), next), stack.end());
+  std::vector<std::pair<int, size_t>> path;   // an operation, and the next of its `after` to follow
+  for (size_t root = 0; root < ops.size(); ++root) {
+    if (marks[root] != Mark::New) continue;
+    marks[root] = Mark::OnPath;
+    path.emplace_back(static_cast<int>(root), 0);
+    while (!path.empty()) {
+      const int node = path.back().first;
+      const std::vector<std::string>& after = ops[node].spec.after;
+      if (path.back().second == after.size()) {
+        marks[node] = Mark::Done;
+        path.pop_back();
+        continue;
+      }
+      const int next = index.at(after[path.back().second++]);
+      if (marks[next] == Mark::OnPath) {
+        std::vector<int> cycle;
+        const auto from = std::find_if(path.begin(), path.end(), [&](const auto& step) { return step.first == next; });
+        for (auto step = from; step != path.end(); ++step) cycle.push_back(step->first);
         cycle.push_back(next);
         fail_cycle(ops, cycle);
       }
-      if (marks[next] == Mark::New) self(self, next);
+      if (marks[next] == Mark::New) {
+        marks[next] = Mark::OnPath;
+        path.emplace_back(next, 0);
+      }
     }
-    stack.pop_back();
-    marks[node] = Mark::Done;
-  };
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (marks[i] == Mark::New) visit(visit, static_cast<int>(i));
+  }
 }
 
 std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpec& topology) {
@@ -526,9 +536,9 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
   for (const Field& entry : read_list(list))
     ops.push_back(parse_operation(entry, static_cast<int>(ops.size()), topology));
   if (ops.empty()) fail(list, "expected at least one operation");
-  check_unique_names(ops);
-  resolve_after(ops);
-  check_acyclic(ops);
+  const OperationIndex index = index_operations(ops);
+  resolve_after(ops, index);
+  check_acyclic(ops, index);
   std::vector<OperationSpec> specs;
   for (auto& op : ops) specs.push_back(std::move(op.spec));
   return specs;
@@ -536,35 +546,26 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
 
 // ---- workload ----
 
-const std::vector<std::string> kCollectivesKeys = {"kind", "operations"};
-const std::vector<std::string> kTrainingKeys = {"kind", "model", "batch_tokens", "sequence_length", "microbatches",
-                                                "parallelism", "checkpointing", "matmul_efficiency",
-                                                "attention_flops", "strict_memory"};
-const std::vector<std::string> kInferenceKeys = {"kind",      "model",    "phase",   "batch",      "context_length",
-                                                 "prompt_length", "weights", "kv_cache", "compute", "efficiency",
-                                                 "attention_flops", "parallelism", "collective_matmul"};
-
-const std::vector<std::string> kServingKeys = {
-    "kind",       "model",      "weights",       "kv_cache",       "compute",        "efficiency",
-    "prefill_efficiency", "attention_flops", "parallelism", "policy", "servers", "max_batch",
-    "prefill_batch", "prompt_buckets", "requests", "prefill", "collective_matmul", "slo", "metric_percentiles"};
-
 void parse_workload(const Field& field, Scenario& scenario) {
-  const Field kind = MapReader(field, {}).required("kind");
+  const Field kind = MapReader::open(field).required("kind");
   scenario.workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
                                                            {"training", WorkloadKind::Training},
                                                            {"inference", WorkloadKind::Inference},
                                                            {"serving", WorkloadKind::Serving}});
-  const std::vector<std::pair<std::string, const std::vector<std::string>*>> kinds = {
-      {"collectives", &kCollectivesKeys}, {"training", &kTrainingKeys}, {"inference", &kInferenceKeys},
-      {"serving", &kServingKeys}};
-  const auto& own = *kinds[static_cast<size_t>(scenario.workload_kind)].second;
-  const MapReader reader(field, own);
+  // In WorkloadKind order.
+  const std::vector<std::pair<std::string, SchemaMap>> kinds = {{"collectives", SchemaMap::WorkloadCollectives},
+                                                                {"training", SchemaMap::WorkloadTraining},
+                                                                {"inference", SchemaMap::WorkloadInference},
+                                                                {"serving", SchemaMap::WorkloadServing}};
+  const SchemaMap own_map = kinds[static_cast<size_t>(scenario.workload_kind)].second;
+  const std::vector<std::string>& own = key_table(own_map).keys;
+  const MapReader reader(field, own_map);
   // A key of another kind gets a clearer message than "unknown key".
   for (const auto& entry : reader.entries()) {
     if (std::find(own.begin(), own.end(), entry.name) != own.end()) continue;
-    for (const auto& [name, keys] : kinds) {
-      if (std::find(keys->begin(), keys->end(), entry.name) != keys->end()) {
+    for (const auto& [name, map] : kinds) {
+      const std::vector<std::string>& keys = key_table(map).keys;
+      if (std::find(keys.begin(), keys.end(), entry.name) != keys.end()) {
         MapReader::fail_key(entry, "applies only to kind: " + name + "; expected one of: " + join(own));
       }
     }
@@ -599,7 +600,7 @@ double read_expected_value(const Field& field, const std::string& metric) {
 }
 
 // "total_time_s" or "operations.<name>.<metric>"; returns the metric.
-std::string check_collectives_field(const Field& field, const std::vector<OperationSpec>& ops) {
+std::string check_collectives_field(const Field& field, const std::unordered_set<std::string>& operation_names) {
   const std::string text = read_string(field);
   if (text == "total_time_s") return text;
   const std::string prefix = "operations.";
@@ -607,15 +608,16 @@ std::string check_collectives_field(const Field& field, const std::vector<Operat
   if (!text.starts_with(prefix) || dot == std::string::npos || dot + 1 == text.size())
     fail(field, "expected total_time_s or operations.<name>.<metric>, e.g. operations.ag_y.time_s");
   const std::string name = text.substr(prefix.size(), dot - prefix.size());
-  const bool known = std::any_of(ops.begin(), ops.end(), [&](const OperationSpec& op) { return op.name == name; });
-  if (!known) fail(field, "no operation is named '" + name + "'");
+  if (!operation_names.contains(name)) fail(field, "no operation is named '" + name + "'");
   return text.substr(dot + 1);
 }
 
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
+  std::unordered_set<std::string> operation_names;   // a set: both lists may be long
+  for (const OperationSpec& op : scenario.operations) operation_names.insert(op.name);
   for (const Field& item : read_list(field)) {
-    const MapReader reader(item, {"field", "value", "rel_tolerance", "rel_tolerance_above", "tolerance_reason", "source"});
+    const MapReader reader(item, SchemaMap::Expectation);
     reader.reject_unknown();
     Expectation expectation;
     const Field name = reader.required("field");
@@ -623,7 +625,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
     const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
                                : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
                                : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name, scenario.serving.metric_percentiles)
-                                                                                   : check_collectives_field(name, scenario.operations);
+                                                                                   : check_collectives_field(name, operation_names);
     expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
                                              : read_expected_value(reader.required("value"), metric);
     auto read_fraction = [](const Field& tolerance) {
@@ -655,7 +657,7 @@ std::vector<Expectation> parse_expectations(const Field& field, const Scenario& 
 // ---- compare ----
 
 CompareSpec parse_compare(const Field& field) {
-  const MapReader reader(field, {"topologies", "chips"});
+  const MapReader reader(field, SchemaMap::Compare);
   reader.reject_unknown();
   CompareSpec spec;
   for (const Field& item : read_list(reader.required("topologies"))) {
@@ -684,15 +686,14 @@ void record_locations(const MapReader& top, Scenario& scenario) {
     const Field field = top.required(section);
     record(field);
     if (!field.node.IsMap()) continue;
-    const MapReader reader(field, {});
+    const MapReader reader = MapReader::open(field);
     for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests"})
       if (auto value = reader.optional(key)) record(*value);
   }
 }
 
 Scenario parse_document(const Field& root) {
-  const MapReader top(root, {"version", "name", "description", "hardware", "topology", "perturbations",
-                             "simulation", "workload", "expect", "compare"});
+  const MapReader top(root, SchemaMap::Document);
   Scenario scenario;
   scenario.path = root.where.file;
   // The version comes first: a newer file's keys should be reported as a version problem.

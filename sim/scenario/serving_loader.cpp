@@ -55,7 +55,7 @@ std::vector<int> server_axes(const std::optional<Field>& parallelism, const Topo
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
 // request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
-  const MapReader reader(field, {"poisson", "trace"});
+  const MapReader reader(field, SchemaMap::Requests);
   reader.reject_unknown();
   const auto poisson = reader.optional("poisson");
   const auto trace = reader.optional("trace");
@@ -66,7 +66,7 @@ std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
     w.requests_source = read_string(*trace);
     return std::nullopt;
   }
-  const MapReader p(*poisson, {"rate", "count", "prompt_tokens", "output_tokens", "seed"});
+  const MapReader p(*poisson, SchemaMap::Poisson);
   p.reject_unknown();
   PoissonArrivals arrivals;
   arrivals.rate_per_s = read_quantity(p.required("rate"), parse_rate_per_s);
@@ -139,7 +139,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     }
   }
   if (auto slo = reader.optional("slo")) {
-    const MapReader bounds(*slo, {"ttft", "tpot", "latency"});
+    const MapReader bounds(*slo, SchemaMap::Slo);
     bounds.reject_unknown();
     auto bound = [&](const char* key, double& target) {
       if (auto value = bounds.optional(key)) {
@@ -159,7 +159,12 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   const double weights = param_count(w.model) * w.generate.weight_bytes;
   const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
-  w.hbm_slots = static_cast<int>(std::max(0.0, std::floor((hbm - weights) / (w.max_context * kv_per_token))));
+  // Clamped before the conversion: a small model beside a large HBM fits more sequences than an
+  // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined
+  // (clang's UBSan reports it; x86 gave INT_MIN, and 2 tokens "did not fit" in 16,384 TiB).
+  // A server never decodes more sequences than there can be requests.
+  const double fit = std::floor((hbm - weights) / (w.max_context * kv_per_token));
+  w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
     const Field where = output_field.value_or(reader.required("requests"));
     fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens does not fit beside " +
@@ -191,7 +196,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (split) {
     c.prefill_servers = 1;
     if (prefill) {
-      const MapReader p(*prefill, {"servers", "topology", "parallelism", "efficiency", "collective_matmul"});
+      const MapReader p(*prefill, SchemaMap::Prefill);
       p.reject_unknown();
       if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, 100000);
       if (auto t = p.optional("topology")) {

@@ -65,8 +65,7 @@ const TransformerSpec& read_model_preset(const Field& field) {
 // A preset name, or a mapping: a preset with overrides, or a whole custom shape.
 TransformerSpec parse_model(const Field& field, int sequence_length) {
   if (field.node.IsScalar()) return read_model_preset(field);
-  const MapReader reader(field, {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim",
-                                 "vocab", "gated_mlp", "tied_embeddings", "max_sequence_length"});
+  const MapReader reader(field, SchemaMap::Model);
   reader.reject_unknown();
   TransformerSpec model;
   const auto preset = reader.optional("preset");
@@ -178,7 +177,7 @@ void check_stages(const Field& field, int stages, const TransformerSpec& model) 
 void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
                        TrainingPlan& plan) {
   const int slices = topology.slices;
-  const MapReader reader(field, {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"});
+  const MapReader reader(field, SchemaMap::TrainingParallelism);
   reader.reject_unknown();
   std::vector<std::pair<std::string, std::string>> used;
   if (auto data = reader.optional("data")) {
@@ -355,7 +354,7 @@ double read_fraction(const Field& field) {
 }
 
 std::vector<int> parse_model_axes(const Field& parallelism, const TopologySpec& topology) {
-  const MapReader axes_reader(parallelism, {"model"});
+  const MapReader axes_reader(parallelism, SchemaMap::ModelParallelism);
   axes_reader.reject_unknown();
   auto model_axes = axes_reader.optional("model");
   if (!model_axes) return {};

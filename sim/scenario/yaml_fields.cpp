@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <system_error>
 
@@ -54,22 +55,41 @@ std::string child_key(const std::string& parent, std::string_view name) {
 
 // ---- mappings and sequences ----
 
-MapReader::MapReader(const Field& self, std::vector<std::string> allowed)
-    : self_(self), allowed_(std::move(allowed)) {
+MapReader::MapReader(const Field& self, std::vector<std::string> allowed, bool closed)
+    : self_(self), allowed_(std::move(allowed)), closed_(closed) {
   if (!self.node.IsMap()) fail(self, "expected a mapping (key: value lines)");
   for (auto it = self.node.begin(); it != self.node.end(); ++it) add_entry(it->first, it->second);
 }
 
+namespace {
+
+std::vector<std::string> table_keys(SchemaMap map, const std::vector<std::string>& axis_keys) {
+  const KeyTable& table = key_table(map);
+  if (!axis_keys.empty() && !table.axis_keys)
+    throw std::logic_error("MapReader: table " + table.id + " takes no axis names");
+  std::vector<std::string> keys = table.keys;
+  keys.insert(keys.end(), axis_keys.begin(), axis_keys.end());
+  return keys;
+}
+
+}  // namespace
+
+MapReader::MapReader(const Field& self, SchemaMap map, const std::vector<std::string>& axis_keys)
+    : MapReader(self, table_keys(map, axis_keys), true) {}
+
+MapReader MapReader::open(const Field& self) { return MapReader(self, {}, false); }
+
 void MapReader::reject_unknown() const {
+  if (!closed_) throw std::logic_error("MapReader: an open mapping (keys are data) has no unknown keys to reject");
   for (const Entry& entry : entries_)
     if (std::find(allowed_.begin(), allowed_.end(), entry.name) == allowed_.end())
       fail_key(entry, "unknown key; expected one of: " + join(allowed_));
 }
 
 std::optional<Field> MapReader::optional(std::string_view name) const {
-  for (const Entry& entry : entries_)
-    if (entry.name == name) return entry.value;
-  return std::nullopt;
+  const auto it = index_.find(std::string(name));
+  if (it == index_.end()) return std::nullopt;
+  return entries_[it->second].value;
 }
 
 Field MapReader::required(std::string_view name) const {
@@ -91,9 +111,9 @@ void MapReader::add_entry(const YAML::Node& key, const YAML::Node& value) {
                                    ? key_field.where
                                    : locate(self_.where.file, value.Mark());
   const Entry added{name, key_field, Field{value, key_field.key, where}};
-  for (const Entry& entry : entries_)
-    if (entry.name == name)
-      fail_key(added, "key given twice (first at line " + std::to_string(entry.key.where.line) + ")");
+  const auto [it, is_new] = index_.emplace(name, entries_.size());
+  if (!is_new)
+    fail_key(added, "key given twice (first at line " + std::to_string(entries_[it->second].key.where.line) + ")");
   entries_.push_back(added);
 }
 

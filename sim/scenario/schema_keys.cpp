@@ -1,0 +1,77 @@
+#include "sim/scenario/schema_keys.hpp"
+
+#include <stdexcept>
+
+namespace podsim {
+
+namespace {
+
+std::vector<KeyTable> make_tables() {
+  using M = SchemaMap;
+  std::vector<KeyTable> tables = {
+      {M::Document, "document", "",
+       {"version", "name", "description", "hardware", "topology", "perturbations", "simulation", "workload", "expect",
+        "compare"}},
+      {M::Hardware, "hardware", "hardware", {"preset", "overrides"}},
+      {M::HardwareOverrides, "hardware_overrides", "hardware.overrides",
+       {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops",
+        "ici_links_per_neighbor", "chips_per_host", "host_shape", "dcn_bandwidth_per_host", "pcie_bandwidth"}},
+      {M::Topology, "topology", "topology (and workload.prefill.topology)",
+       {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"}},
+      {M::MeshAxis, "mesh_axis", "topology.mesh[i] (the list form)", {"name", "size"}},
+      {M::AxisSplit, "axis_split", "topology.split.<axis>", {"inner", "outer", "inner_size"}},
+      {M::Simulation, "simulation", "simulation", {"hop_model", "link_efficiency", "launch_overhead"}},
+      {M::WorkloadCollectives, "workload_collectives", "workload (kind: collectives)", {"kind", "operations"}},
+      {M::WorkloadTraining, "workload_training", "workload (kind: training)",
+       {"kind", "model", "batch_tokens", "sequence_length", "microbatches", "parallelism", "checkpointing",
+        "matmul_efficiency", "attention_flops", "strict_memory"}},
+      {M::WorkloadInference, "workload_inference", "workload (kind: inference)",
+       {"kind", "model", "phase", "batch", "context_length", "prompt_length", "weights", "kv_cache", "compute",
+        "efficiency", "attention_flops", "parallelism", "collective_matmul"}},
+      {M::WorkloadServing, "workload_serving", "workload (kind: serving)",
+       {"kind", "model", "weights", "kv_cache", "compute", "efficiency", "prefill_efficiency", "attention_flops",
+        "parallelism", "policy", "servers", "max_batch", "prefill_batch", "prompt_buckets", "requests", "prefill",
+        "collective_matmul", "slo", "metric_percentiles"}},
+      {M::Operation, "operation", "workload.operations[i]",
+       {"name", "kind", "axes", "dcn", "dcn_algorithm", "bytes", "array", "sharding", "bidirectional", "repeat",
+        "after"}},
+      {M::Model, "model", "workload.model (a mapping)",
+       {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab", "gated_mlp",
+        "tied_embeddings", "max_sequence_length"}},
+      {M::TrainingParallelism, "training_parallelism", "workload.parallelism (kind: training)",
+       {"data", "fsdp", "tensor", "tensor_overlap", "pipeline", "schedule", "dcn_data"}},
+      {M::ModelParallelism, "model_parallelism", "workload.parallelism (inference, serving), workload.prefill.parallelism",
+       {"model"}},
+      {M::Requests, "requests", "workload.requests", {"poisson", "trace"}},
+      {M::Poisson, "poisson", "workload.requests.poisson", {"rate", "count", "prompt_tokens", "output_tokens", "seed"}},
+      {M::Slo, "slo", "workload.slo", {"ttft", "tpot", "latency"}},
+      {M::Prefill, "prefill", "workload.prefill",
+       {"servers", "topology", "parallelism", "efficiency", "collective_matmul"}},
+      {M::Perturbation, "perturbation", "perturbations[i]",
+       {"name", "chips", "links", "nics", "compute_slowdown", "bandwidth_scale", "extra_latency"}},
+      {M::ChipSelection, "chip_selection", "perturbations[i].chips (a mapping)", {"chip", "chips", "slice"}, true},
+      {M::LinkSelection, "link_selection", "perturbations[i].links",
+       {"chip", "chips", "slice", "axis", "direction"}, true},
+      {M::NicSelection, "nic_selection", "perturbations[i].nics", {"slice", "host", "chip"}},
+      {M::Expectation, "expectation", "expect[i]",
+       {"field", "value", "rel_tolerance", "rel_tolerance_above", "tolerance_reason", "source"}},
+      {M::Compare, "compare", "compare", {"topologies", "chips"}},
+  };
+  // key_table indexes by the enum: a table out of order or missing would hand a reader the
+  // wrong keys, so refuse to start rather than load anything with them.
+  if (tables.size() != static_cast<size_t>(M::Count)) throw std::logic_error("schema_keys: a SchemaMap has no table");
+  for (size_t i = 0; i < tables.size(); ++i)
+    if (static_cast<size_t>(tables[i].map) != i) throw std::logic_error("schema_keys: table " + tables[i].id + " out of order");
+  return tables;
+}
+
+}  // namespace
+
+const std::vector<KeyTable>& key_tables() {
+  static const std::vector<KeyTable> tables = make_tables();
+  return tables;
+}
+
+const KeyTable& key_table(SchemaMap map) { return key_tables().at(static_cast<size_t>(map)); }
+
+}  // namespace podsim
