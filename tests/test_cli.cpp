@@ -307,8 +307,14 @@ workload:
   const auto strict_out = fresh_dir("nofit-strict");
   auto strict = run_podsim("run " + input.string() + " -o " + strict_out.string() + " --strict");
   CHECK(strict.exit_code == 2);
-  CHECK(strict.err.find("nofit.yaml") != std::string::npos);
+  // The flag set it, so the flag is blamed; set in the file, the file's key is.
+  CHECK(strict.err.find("command line: key '--strict'") != std::string::npos);
   CHECK_FALSE(fs::exists(strict_out / "summary.json"));
+  const auto in_file = write_scenario("nofit-file.yaml", read_file(input) + "  strict_memory: true\n");
+  auto file_strict = run_podsim("run " + in_file.string() + " -o " + strict_out.string());
+  CHECK(file_strict.exit_code == 2);
+  CHECK(file_strict.err.find("nofit-file.yaml:") != std::string::npos);
+  CHECK(file_strict.err.find("key 'workload.strict_memory'") != std::string::npos);
 }
 
 TEST_CASE("plan: a model that fits nowhere is an error", "[cli]") {

@@ -41,7 +41,12 @@ RunCommandOutputs serve_to_directory(const Scenario& scenario, const std::string
 }  // namespace
 
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {
+  // An error the flag causes blames the flag, not a key the file does not have.
+  const bool strict_from_flag = command.strict && !scenario.training.strict_memory;
   if (command.strict) scenario.training.strict_memory = true;
+  const SourceLocation strict_where = strict_from_flag ? SourceLocation{"command line", 0, 0}
+                                                       : scenario.location_of("workload.strict_memory");
+  const std::string strict_key = strict_from_flag ? "--strict" : "workload.strict_memory";
   if (scenario.workload_kind == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
   RunOptions options;
   options.fidelity = command.fidelity;
@@ -57,8 +62,8 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
       throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
     }
     if (command.strict && !inference_layout.fits_hbm) {
-      throw InputError({scenario.path, 0, 0}, "workload.batch", std::to_string(scenario.inference.plan.batch),
-                       "needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
+      throw InputError(scenario.location_of("workload.batch"), "workload.batch", std::to_string(scenario.inference.plan.batch),
+                       "(--strict) needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
                            human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
                            std::to_string(inference_layout.max_batch) + ")");
     }
@@ -69,7 +74,7 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
       throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
     }
     if (scenario.training.strict_memory && !layout.fits_hbm) {
-      throw InputError({scenario.path, 0, 0}, "workload.strict_memory", "true",
+      throw InputError(strict_where, strict_key, "true",
                        layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
                            human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
     }

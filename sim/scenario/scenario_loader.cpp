@@ -687,7 +687,7 @@ void record_locations(const MapReader& top, Scenario& scenario) {
     record(field);
     if (!field.node.IsMap()) continue;
     const MapReader reader = MapReader::open(field);
-    for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests"})
+    for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests", "strict_memory"})
       if (auto value = reader.optional(key)) record(*value);
   }
 }
