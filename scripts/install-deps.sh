@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
           libsimgrid-dev libboost-graph-dev libspdlog-dev libyaml-cpp-dev
           catch2 libcli11-dev nlohmann-json3-dev libjemalloc-dev python3-matplotlib
-          python3-dev pybind11-dev python3-pybind11)
+          python3-dev pybind11-dev python3-pybind11 zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
