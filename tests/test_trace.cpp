@@ -86,7 +86,7 @@ TEST_CASE("send flows: pipeline sends point at the stage that waits for them", "
   CHECK(counts.hbm_counters == 2 * nlohmann::json::parse(read_file(out / "summary.json")).at("topology").at("slices").get<size_t>());
 }
 
-TEST_CASE("--trace-gzip writes trace.json.gz holding the same JSON", "[trace]") {
+TEST_CASE("gzipped trace: --trace-gzip writes trace.json.gz holding the same JSON", "[trace]") {
   const auto file = source_path("scenarios/v5p_two_slices_hierarchical_allreduce.yaml");
   const auto plain = fresh_dir("trace-plain"), zipped = fresh_dir("trace-gzip");
   REQUIRE(run_podsim("run " + file + " -o " + plain.string() + " --reproducible --trace-detail hops").exit_code == 0);
