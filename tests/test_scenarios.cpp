@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli_helpers.hpp"
+#include "trace_checks.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace {
@@ -108,6 +109,7 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
       // (every chip up to 256, one per symmetry class beyond).
       const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
       check_spans_nest(trace);
+      check_flows_and_counters(trace);
       size_t spans = 0;
       std::set<std::pair<int, int>> tracks;
       for (const auto& e : trace.at("traceEvents")) {

@@ -175,13 +175,14 @@ PreflightLimits preflight_limits(const std::string& max_memory, const std::strin
 
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
-                const PreflightLimits& limits) {
+                bool trace_gzip, const PreflightLimits& limits) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   options.reproducible = reproducible;
   options.strict = strict;
+  options.trace_gzip = trace_gzip;
   if (stderr_is_terminal()) {
     // Rounded down, so that 100% means done.
     options.progress = [&](const SimulationProgress& p) {
@@ -363,6 +364,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"collectives", "hops"}))
       ->capture_default_str();
   run->add_flag("--reproducible", reproducible, "write wall_time_s as 0 so outputs are byte-identical");
+  bool trace_gzip = false;
+  run->add_flag("--trace-gzip", trace_gzip, "write the trace gzipped, as trace.json.gz (Perfetto opens it directly)");
   bool strict = false;
   run->add_flag("--strict", strict, "training: a plan that does not fit in HBM is an error (exit 2), not a report");
   std::vector<std::string> run_sets;
@@ -452,7 +455,7 @@ int main(int argc, char** argv) {
   }
   set_verbosity(verbose, quiet);
   try {
-    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict,
+    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
                                           preflight_limits(max_memory, max_time));
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);

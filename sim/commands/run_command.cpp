@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/commands/scenario_run.hpp"
+#include "sim/report/gzip.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/serving_files.hpp"
@@ -95,12 +96,23 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
   files.add("summary.json", summary_json(scenario, run, {command.reproducible}, training ? &*training : nullptr,
                                          inference ? &*inference : nullptr));
   files.add("operations.csv", operations_csv(run));
-  files.add("trace.json", trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives));
+  TraceOptions trace_options;
+  if (training) trace_options.hbm_used_bytes = training->memory.total_bytes;
+  if (inference) trace_options.hbm_used_bytes = inference->layout.memory_per_chip_bytes;
+  TraceStats trace_stats;
+  std::string trace = trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives,
+                                 trace_options, &trace_stats);
+  if (trace_stats.hop_flows_omitted > 0)
+    spdlog::warn("trace: {} hop arrows drawn, {} left out (at most {}, or between chips not traced)",
+                 trace_stats.hop_flows, trace_stats.hop_flows_omitted, trace_options.max_hop_flows);
+  const std::string trace_name = command.trace_gzip ? "trace.json.gz" : "trace.json";
+  files.add(trace_name, command.trace_gzip ? gzip_compress(trace) : trace);
+  trace.clear();
   files.commit();
   return {training    ? training_table(scenario, run, *training)
           : inference ? inference_table(scenario, run, *inference)
                       : summary_table(scenario, run),
-          {files.path("summary.json"), files.path("trace.json"), files.path("operations.csv")}};
+          {files.path("summary.json"), files.path(trace_name), files.path("operations.csv")}};
 }
 
 }  // namespace podsim

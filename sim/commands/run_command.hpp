@@ -17,6 +17,7 @@ struct RunCommandOptions {
   Fidelity fidelity = Fidelity::Auto;
   bool record_hops = false;     // --trace-detail hops
   bool reproducible = false;    // wall_time_s written as 0
+  bool trace_gzip = false;      // trace.json.gz instead of trace.json (not for serving runs)
   bool strict = false;          // a training or inference plan that does not fit HBM is an InputError
   // While the simulation runs (RunOptions::progress); a serving run reports requests done.
   std::function<void(const SimulationProgress&)> progress;

@@ -218,6 +218,14 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
     result.time_s = sum / op.repeat;
     if (op.kind == ProgramOpKind::Send) {
       result.send = true;
+      result.send_axis = op.send_axis;
+      result.send_direction = op.send_direction;
+      for (size_t j = 0; j < program.size(); ++j) {
+        for (const auto& dep : program[j].after_neighbour) {
+          if (dep.op == static_cast<int>(i) && dep.axis == op.send_axis && dep.direction == op.send_direction)
+            result.received_by.push_back(static_cast<int>(j));
+        }
+      }
       result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
       result.over_dcn = op.send_axis == Topology::kSliceAxis;
       result.bytes = op.collective.bytes;

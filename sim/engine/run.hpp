@@ -31,6 +31,9 @@ struct OperationResult {
   std::string name;
   bool compute = false;        // a compute op (then kind, axes, bytes do not apply)
   bool send = false;           // a point-to-point send (pipeline stages): kind does not apply
+  int send_axis = -1;          // for a send: the axis (or Topology::kSliceAxis) and direction it
+  int send_direction = +1;     // goes, one step, never round a wraparound (ProgramOp)
+  std::vector<int> received_by;   // for a send: ops that wait for it on the receiving chip (after_neighbour)
   std::string category;
   int layer = -1;
   CollectiveKind kind = CollectiveKind::AllGather;

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/trace_counters.hpp"
 #include "sim/report/trace_time.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -270,10 +271,37 @@ std::string ts_dur(double start_s, double end_s) {
 
 }  // namespace
 
-std::string trace_json(const RunResult& run, TraceDetail detail) {
+namespace {
+
+// A whole-nanosecond time strictly inside a span as the trace writes it (trace_time.hpp), as
+// near `want_s` as allowed: Perfetto binds a flow event to the slice open on its track at its
+// time ("s" always, "f" with bp "e"), and at a span's first or last nanosecond a neighbour
+// touching it may be the one open. Spans of 1 ns or less give their start.
+long long inside_ns(double start_s, double end_s, double want_s) {
+  const long long start_ns = std::llround(start_s * 1e9);
+  const long long end_ns = std::max(start_ns, std::llround(end_s * 1e9));
+  const long long lo = end_ns - start_ns >= 2 ? start_ns + 1 : start_ns;
+  const long long hi = std::max(lo, end_ns - 1);
+  return std::clamp(std::llround(want_s * 1e9), lo, hi);
+}
+
+std::string ns_as_us(long long ns) { return nlohmann::json(static_cast<double>(ns) / 1e3).dump(); }
+
+// The tracks of one traced chip: a lane per (op, repetition) and per hop it receives.
+struct ChipTracks {
+  std::vector<int> span_lane;   // by flat (op, repetition) index
+  int collective_lanes = 0;     // compute (if any) and communication lanes
+  std::vector<int> hop_lane;    // by position in the receiving chip's hop list
+  int hop_lanes = 0;
+};
+
+}  // namespace
+
+std::string trace_json(const RunResult& run, TraceDetail detail, const TraceOptions& options, TraceStats* stats) {
   const Topology& topo = run.topology;
   const Topology& sim = run.simulated;
   constexpr int kLaneStride = 1000;
+  TraceStats counts;
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   bool first = true;
   auto emit = [&](const std::string& event) {
@@ -295,56 +323,83 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
       seen[rep] = true;
     }
   }
+  // The traced real chips of each simulated chip: hops are recorded on the simulated mesh and
+  // drawn on every traced chip that repeats their receiver.
+  std::vector<std::vector<ChipId>> drawn_as(sim.chip_count());
+  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    if (traced[chip]) drawn_as[run.reduction.representative(topo, sim, chip)].push_back(chip);
+  }
   // Hops per receiving simulated chip, in time order.
-  std::vector<std::vector<const HopRecord*>> hops_by_chip(sim.chip_count());
+  std::vector<std::vector<size_t>> hops_by_chip(sim.chip_count());
   if (detail == TraceDetail::Hops) {
-    for (const auto& h : run.replay.hops) hops_by_chip[h.dst_chip].push_back(&h);
+    for (size_t i = 0; i < run.replay.hops.size(); ++i) hops_by_chip[run.replay.hops[i].dst_chip].push_back(i);
   }
   const bool has_compute = std::any_of(run.operations.begin(), run.operations.end(),
                                        [](const OperationResult& op) { return op.compute; });
+  std::vector<size_t> op_base(run.operations.size() + 1, 0);   // flat (op, repetition) index
+  for (size_t op = 0; op < run.operations.size(); ++op) op_base[op + 1] = op_base[op] + run.operations[op].repeat;
+  // Lanes first, for every traced chip, so flows can name the track of a span on another chip.
+  // Lane 0 is the compute units (a program chains its compute ops, so they never overlap);
+  // communication takes the next lanes, hops the ones after.
+  const int comm_base = has_compute ? 1 : 0;
+  std::vector<ChipTracks> tracks(topo.chip_count());
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
     if (!traced[chip]) continue;
-    const int pid = topo.slice_of(chip);
-    const int local = chip - pid * topo.chips_per_slice();
-    const std::string name = topo.chip_name(chip);
-    // Lane 0 is the compute units (a program chains its compute ops, so they never overlap);
-    // communication takes the next lanes.
+    ChipTracks& t = tracks[chip];
+    t.span_lane.resize(op_base.back());
     Lanes comm_lanes;
-    auto span_event = [&](const OperationResult& op, const SpanRecord& span, int lane, int rep) {
-      std::string args = "\"repetition\":" + std::to_string(rep);
-      if (!op.compute) args += ",\"bytes\":" + format("%.17g", op.bytes);
-      const std::string cat = op.compute ? op.category : op.kind_name();
-      emit("{\"name\":\"" + op.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + ts_dur(span.start_s, span.end_s) +
-           ",\"pid\":" + std::to_string(pid) +
-           ",\"tid\":" + std::to_string(local * kLaneStride + lane) + ",\"args\":{" + args + "}}");
-    };
-    const int comm_base = has_compute ? 1 : 0;
     for (size_t op = 0; op < run.operations.size(); ++op) {
       for (int rep = 0; rep < run.operations[op].repeat; ++rep) {
         const auto& span = run.span(static_cast<int>(op), rep, chip);
-        const bool compute = run.operations[op].compute;
-        const int lane = compute ? 0 : comm_base + comm_lanes.place(span.start_s, span.end_s);
-        span_event(run.operations[op], span, lane, rep);
+        t.span_lane[op_base[op] + rep] =
+            run.operations[op].compute ? 0 : comm_base + comm_lanes.place(span.start_s, span.end_s);
       }
     }
-    const int collective_lanes = comm_base + comm_lanes.count();
+    t.collective_lanes = comm_base + comm_lanes.count();
     Lanes hop_lanes;
-    const ChipId rep_chip = run.reduction.representative(topo, sim, chip);
-    for (const HopRecord* h : hops_by_chip[rep_chip]) {
-      const int lane = collective_lanes + hop_lanes.place(h->start_s, h->end_s);
-      emit("{\"name\":\"hop\",\"cat\":\"hop\",\"ph\":\"X\"," + ts_dur(h->start_s, h->end_s) +
-           ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
-           std::to_string(local * kLaneStride + lane) + ",\"args\":{\"op\":\"" + run.operations[h->op].name +
-           "\",\"bytes\":" + format("%.17g", h->bytes) + "}}");
+    for (size_t i : hops_by_chip[run.reduction.representative(topo, sim, chip)]) {
+      const HopRecord& h = run.replay.hops[i];
+      t.hop_lane.push_back(t.collective_lanes + hop_lanes.place(h.start_s, h.end_s));
     }
-    const int total_lanes = std::max(1, collective_lanes + hop_lanes.count());
+    t.hop_lanes = hop_lanes.count();
+  }
+  auto tid_of = [&](ChipId chip, int lane) {
+    const int local = chip - topo.slice_of(chip) * topo.chips_per_slice();
+    return local * kLaneStride + lane;
+  };
+  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+    if (!traced[chip]) continue;
+    const ChipTracks& t = tracks[chip];
+    const int pid = topo.slice_of(chip);
+    const std::string name = topo.chip_name(chip);
+    for (size_t op = 0; op < run.operations.size(); ++op) {
+      const OperationResult& o = run.operations[op];
+      for (int rep = 0; rep < o.repeat; ++rep) {
+        const auto& span = run.span(static_cast<int>(op), rep, chip);
+        std::string args = "\"repetition\":" + std::to_string(rep);
+        if (!o.compute) args += ",\"bytes\":" + format("%.17g", o.bytes);
+        const std::string cat = o.compute ? o.category : o.kind_name();
+        emit("{\"name\":\"" + o.name + "\",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + ts_dur(span.start_s, span.end_s) +
+             ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid_of(chip, t.span_lane[op_base[op] + rep])) +
+             ",\"args\":{" + args + "}}");
+      }
+    }
+    const auto& hops = hops_by_chip[run.reduction.representative(topo, sim, chip)];
+    for (size_t k = 0; k < hops.size(); ++k) {
+      const HopRecord& h = run.replay.hops[hops[k]];
+      emit("{\"name\":\"hop\",\"cat\":\"hop\",\"ph\":\"X\"," + ts_dur(h.start_s, h.end_s) + ",\"pid\":" +
+           std::to_string(pid) + ",\"tid\":" + std::to_string(tid_of(chip, t.hop_lane[k])) + ",\"args\":{\"op\":\"" +
+           run.operations[h.op].name + "\",\"bytes\":" + format("%.17g", h.bytes) + "}}");
+    }
+    const int total_lanes = std::max(1, t.collective_lanes + t.hop_lanes);
     for (int lane = 0; lane < total_lanes; ++lane) {
-      const int tid = local * kLaneStride + lane;
+      const int tid = tid_of(chip, lane);
       std::string label = name;
       if (has_compute && lane == 0) label += " compute";
-      else if (lane < collective_lanes) label += has_compute ? " comm" : "";
+      else if (lane < t.collective_lanes) label += has_compute ? " comm" : "";
       else label += " hops";
-      const int index_in_group = lane < comm_base ? 0 : lane < collective_lanes ? lane - comm_base : lane - collective_lanes;
+      const int index_in_group =
+          lane < comm_base ? 0 : lane < t.collective_lanes ? lane - comm_base : lane - t.collective_lanes;
       if (index_in_group > 0) label += " #" + std::to_string(index_in_group + 1);
       emit("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
            ",\"args\":{\"name\":\"" + label + "\"}}");
@@ -352,7 +407,136 @@ std::string trace_json(const RunResult& run, TraceDetail detail) {
            std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) + "}}");
     }
   }
-  out += "\n]}\n";
+
+  // Flows. Perfetto pairs "s" and "f" by (id, cat, name) (json_trace_parser: flow v1); ids
+  // count up from 1 in the order written, so they are unique and the same on every run.
+  unsigned long long next_flow_id = 1;
+  auto flow = [&](const std::string& cat, const std::string& name, ChipId from, int from_lane, long long from_ns,
+                  ChipId to, int to_lane, long long to_ns) {
+    const std::string id = std::to_string(next_flow_id++);
+    emit("{\"name\":\"" + name + "\",\"cat\":\"" + cat + "\",\"ph\":\"s\",\"id\":" + id + ",\"ts\":" + ns_as_us(from_ns) +
+         ",\"pid\":" + std::to_string(topo.slice_of(from)) + ",\"tid\":" + std::to_string(tid_of(from, from_lane)) + "}");
+    // bp "e": bind to the slice enclosing ts, not the next slice to begin on the track.
+    emit("{\"name\":\"" + name + "\",\"cat\":\"" + cat + "\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" + id + ",\"ts\":" +
+         ns_as_us(to_ns) + ",\"pid\":" + std::to_string(topo.slice_of(to)) + ",\"tid\":" +
+         std::to_string(tid_of(to, to_lane)) + "}");
+  };
+  // Pipeline sends: from the end of the sender's span to the start of the span of the op on
+  // the receiving chip that waited for it (ProgramOp::after_neighbour).
+  for (size_t op = 0; op < run.operations.size(); ++op) {
+    const OperationResult& o = run.operations[op];
+    if (!o.send) continue;
+    for (int rep = 0; rep < o.repeat; ++rep) {
+      for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+        if (!traced[chip]) continue;
+        const auto to = topo.step_along(chip, o.send_axis, o.send_direction);
+        if (!to || !traced[*to]) continue;
+        const auto& from_span = run.span(static_cast<int>(op), rep, chip);
+        const long long from_ns = inside_ns(from_span.start_s, from_span.end_s, from_span.end_s);
+        for (int dependent : o.received_by) {
+          if (rep >= run.operations[dependent].repeat) continue;
+          const auto& to_span = run.span(dependent, rep, *to);
+          const long long to_ns = inside_ns(to_span.start_s, to_span.end_s, to_span.start_s);
+          if (to_ns < from_ns) continue;   // an arrow back in time would not be a dependency
+          flow("send_flow", o.name, chip, tracks[chip].span_lane[op_base[op] + rep], from_ns, *to,
+               tracks[*to].span_lane[op_base[dependent] + rep], to_ns);
+          counts.send_flows += 1;
+        }
+      }
+    }
+  }
+  // Hops: from the source chip's span of the op at the hop's start to the hop on the
+  // destination's hop track.
+  if (detail == TraceDetail::Hops) {
+    std::vector<size_t> position(run.replay.hops.size(), 0);   // in its receiver's hop list
+    for (const auto& list : hops_by_chip) {
+      for (size_t k = 0; k < list.size(); ++k) position[list[k]] = k;
+    }
+    for (size_t i = 0; i < run.replay.hops.size(); ++i) {
+      const HopRecord& h = run.replay.hops[i];
+      // The step the hop takes on the simulated mesh, if it is one link of an axis: each real
+      // receiver's sender is then its real neighbour the other way (a real chip of the same
+      // class as the simulated sender). Other hops join the first traced chips of their classes.
+      int axis = -1, direction = 0;
+      for (int a = 0; a < sim.axis_count() && axis < 0; ++a) {
+        for (int d : {+1, -1}) {
+          if (sim.neighbor(h.src_chip, a, d) == std::optional<ChipId>(h.dst_chip)) {
+            axis = a;
+            direction = d;
+            break;
+          }
+        }
+      }
+      for (ChipId to : drawn_as[h.dst_chip]) {
+        ChipId from = -1;
+        if (axis >= 0) {
+          const auto n = topo.neighbor(to, axis, -direction);
+          if (n && traced[*n] && run.reduction.representative(topo, sim, *n) == h.src_chip) from = *n;
+        } else if (to == drawn_as[h.dst_chip].front() && !drawn_as[h.src_chip].empty()) {
+          from = drawn_as[h.src_chip].front();
+        }
+        if (from < 0 || counts.hop_flows >= options.max_hop_flows) {
+          counts.hop_flows_omitted += 1;
+          continue;
+        }
+        const auto& from_span = run.span(h.op, h.repetition, from);
+        const long long from_ns = inside_ns(from_span.start_s, from_span.end_s, h.start_s);
+        const long long to_ns = inside_ns(h.start_s, h.end_s, h.start_s);
+        if (to_ns < from_ns) {
+          counts.hop_flows_omitted += 1;
+          continue;
+        }
+        flow("hop_flow", "hop", from, tracks[from].span_lane[op_base[h.op] + h.repetition], from_ns, to,
+             tracks[to].hop_lane[position[i]], to_ns);
+        counts.hop_flows += 1;
+      }
+    }
+  }
+
+  // Counters, on a process of their own after the slices.
+  const std::string pod_pid = std::to_string(topo.slice_count());
+  emit("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pod_pid + ",\"args\":{\"name\":\"pod counters\"}}");
+  auto counter = [&](const std::string& name, const std::string& pid, long long ns, const std::string& args) {
+    emit("{\"name\":\"" + name + "\",\"ph\":\"C\",\"ts\":" + ns_as_us(ns) + ",\"pid\":" + pid + ",\"args\":{" + args +
+         "}}");
+  };
+  auto number = [](double v) { return nlohmann::json(v).dump(); };
+  if (detail == TraceDetail::Hops) {
+    const LinkUse use = link_use_from_hops(run);
+    if (!use.axes.empty() && use.bucket_s > 0) {
+      const size_t buckets = use.bytes[0].size();
+      for (size_t b = 0; b <= buckets; ++b) {   // the last one returns to 0 at the end
+        std::string args;
+        for (size_t a = 0; a < use.axes.size(); ++a) {
+          args += (a ? ",\"" : "\"") + use.axes[a] + "\":" + number(b < buckets ? use.utilisation(a, b) : 0.0);
+        }
+        counter("link utilisation (fraction of capacity)", pod_pid, std::llround(b * use.bucket_s * 1e9), args);
+      }
+    }
+  } else {
+    for (const AxisActivity& activity : collective_activity(run, traced)) {
+      const std::string name = "collective activity " + activity.axis + " (fraction of traced chips)";
+      // One step per whole nanosecond: where rounding merges two, the later value holds.
+      for (size_t k = 0; k < activity.steps.size(); ++k) {
+        const long long ns = std::llround(activity.steps[k].time_s * 1e9);
+        if (k + 1 < activity.steps.size() && std::llround(activity.steps[k + 1].time_s * 1e9) == ns) continue;
+        counter(name, pod_pid, ns, "\"value\":" + number(activity.steps[k].fraction));
+      }
+    }
+  }
+  if (options.hbm_used_bytes >= 0) {
+    // The memory report's static figure: the same on every chip (every chip runs the same program).
+    for (int s = 0; s < topo.slice_count(); ++s) {
+      for (long long ns : {0LL, std::llround(run.total_time_s * 1e9)}) {
+        counter("HBM used (bytes)", std::to_string(s), ns, "\"per chip\":" + number(options.hbm_used_bytes));
+      }
+    }
+  }
+  out += "\n],\"otherData\":{\"send_flows\":" + std::to_string(counts.send_flows) +
+         ",\"hop_flows\":" + std::to_string(counts.hop_flows) +
+         ",\"hop_flows_omitted\":" + std::to_string(counts.hop_flows_omitted) +
+         ",\"max_hop_flows\":" + std::to_string(options.max_hop_flows) + "}}\n";
+  if (stats != nullptr) *stats = counts;
   return out;
 }
 
