@@ -14,6 +14,7 @@
 #include <string>
 
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/training_loader.hpp"
 
 using namespace podsim;
 namespace fs = std::filesystem;
@@ -1155,4 +1156,131 @@ workload:
   const Scenario s = load_scenario_text(text, kFile);
   CHECK(s.serving.hbm_slots == 10000000);   // the most requests a workload has
   CHECK(s.serving.config.slots == 10000000);
+}
+
+// ---- Mixture-of-experts models (issue 11): loaded and checked, not yet simulated ----
+
+namespace {
+
+// The model mapping `text` as the loader reads workload.model (no workload around it).
+TransformerSpec model_from(const std::string& text) {
+  return detail::parse_model_field({YAML::Load(text), "workload.model", {kFile, 1, 1}}, 4096);
+}
+
+}  // namespace
+
+TEST_CASE("MoE and MLA model mappings", "[scenario][moe]") {
+  SECTION("an MoE preset by name") {
+    const TransformerSpec m = model_from("mixtral-8x7b");
+    REQUIRE(m.moe.has_value());
+    CHECK(m.moe->experts == 8);
+    CHECK(m.moe->experts_per_token == 2);
+    CHECK(find_model_preset("deepseek-v3") != nullptr);
+    CHECK(model_from("deepseek-v3").attention == AttentionKind::Mla);
+    CHECK(model_from("seed-moe-e16-k2").moe->experts == 16);
+    CHECK(model_from("qwen3-235b-a22b").moe->expert_d_ff == 1536);
+  }
+  SECTION("overriding one MoE key of a preset") {
+    const TransformerSpec m = model_from("{preset: mixtral-8x7b, moe: {experts_per_token: 1}}");
+    CHECK(m.name == "mixtral-8x7b-modified");
+    CHECK(m.moe->experts == 8);
+    CHECK(m.moe->experts_per_token == 1);
+    CHECK(m.moe->expert_d_ff == 14336);
+  }
+  SECTION("a dense preset made MoE: the seed's Question 5") {
+    const TransformerSpec m = model_from(
+        "{layers: 64, d_model: 4096, d_ff: 16384, heads: 32, kv_heads: 8, head_dim: 256, vocab: 32128,\n"
+        " tied_embeddings: true, moe: {experts: 16, experts_per_token: 2, expert_d_ff: 16384}}");
+    REQUIRE(m.moe.has_value());
+    CHECK(m.moe->shared_experts == 0);
+    CHECK(m.moe->dense_layers == 0);
+    CHECK(param_count(m) == Approx(param_count(*find_model_preset("seed-moe-e16-k2"))));
+    CHECK(activated_param_count(m) == Approx(31.2e9).epsilon(0.01));
+  }
+  SECTION("MLA attention on a custom shape, and back to GQA") {
+    const TransformerSpec m = model_from(
+        "{preset: llama2-7b, attention: {kind: mla, kv_lora_rank: 512, qk_nope_head_dim: 128,\n"
+        " qk_rope_head_dim: 64, v_head_dim: 128}}");
+    CHECK(m.attention == AttentionKind::Mla);
+    CHECK(m.mla.q_lora_rank == 0);
+    CHECK(kv_cache_elements_per_token(m) == 32 * (512 + 64));
+    CHECK(model_from("{preset: deepseek-v3, attention: {kind: gqa}}").attention == AttentionKind::Gqa);
+    CHECK(model_from("{preset: deepseek-v3, attention: {kv_lora_rank: 256}}").mla.kv_lora_rank == 256);
+  }
+}
+
+TEST_CASE("bad MoE and MLA models name file, line, key and value", "[scenario][moe]") {
+  SECTION("more experts per token than experts") {
+    const std::string text = training_with(
+        "model: llama2-13b",
+        "model:\n    preset: llama2-13b\n    moe:\n      experts: 2\n      experts_per_token: 3\n      expert_d_ff: 4096");
+    require_error(text, "workload.model.moe.experts_per_token", "3", "experts_per_token");
+    CHECK(contains(error_from(text).what(), "moe.experts_per_token (3) must be at most moe.experts (2)"));
+  }
+  SECTION("a preset's experts cut below its experts per token blames experts") {
+    const std::string text = training_with("model: llama2-13b", "model:\n    preset: mixtral-8x7b\n    moe: {experts: 1}");
+    require_error(text, "workload.model.moe.experts", "1", "moe:");
+    CHECK(contains(error_from(text).what(), "must be at most moe.experts (1)"));
+  }
+  SECTION("more dense layers than layers") {
+    const std::string text =
+        training_with("model: llama2-13b", "model:\n    preset: deepseek-v3\n    moe: {dense_layers: 62}");
+    require_error(text, "workload.model.moe.dense_layers", "62", "moe:");
+    CHECK(contains(error_from(text).what(), "at most layers (61)"));
+    // Cutting the layers below the preset's dense ones blames layers.
+    require_error(training_with("model: llama2-13b", "model:\n    preset: deepseek-v3\n    layers: 2"),
+                  "workload.model.layers", "2", "layers:");
+  }
+  SECTION("an expert width that is not positive") {
+    require_error(training_with("model: llama2-13b", "model:\n    preset: mixtral-8x7b\n    moe: {expert_d_ff: 0}"),
+                  "workload.model.moe.expert_d_ff", "0", "moe:");
+  }
+  SECTION("a dense model made MoE without its expert width") {
+    const std::string text =
+        training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    moe: {experts: 8, experts_per_token: 2}");
+    require_error(text, "workload.model.moe", "{experts: 8, experts_per_token: 2}", "moe:");
+    CHECK(contains(error_from(text).what(), "expert_d_ff"));
+  }
+  SECTION("an unknown MoE key") {
+    require_error(training_with("model: llama2-13b", "model:\n    preset: mixtral-8x7b\n    moe: {top_k: 2}"),
+                  "workload.model.moe.top_k", "2", "moe:");
+  }
+  SECTION("an unknown attention kind, and MLA dims on GQA") {
+    const std::string text =
+        training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: linear}");
+    require_error(text, "workload.model.attention.kind", "linear", "attention:");
+    CHECK(contains(error_from(text).what(), "gqa, mla"));
+    require_error(training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kv_lora_rank: 512}"),
+                  "workload.model.attention.kv_lora_rank", "512", "attention:");
+    const std::string partial =
+        training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: mla, kv_lora_rank: 512}");
+    require_error(partial, "workload.model.attention", "{kind: mla, kv_lora_rank: 512}", "attention:");
+    CHECK(contains(error_from(partial).what(), "qk_nope_head_dim"));
+  }
+  SECTION("an MoE model reaching a workload that cannot simulate it") {
+    const std::string training = training_with("model: llama2-13b", "model: mixtral-8x7b");
+    require_error(training, "workload.model", "mixtral-8x7b", "mixtral-8x7b");
+    CHECK(contains(error_from(training).what(), "MoE models are not simulated by the training workload yet"));
+    const std::string mla = training_with(
+        "model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: mla, kv_lora_rank: 512, "
+                             "qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}");
+    const InputError error = error_from(mla);
+    CHECK(error.key() == "workload.model");
+    CHECK(error.where().line == line_of(mla, "preset: llama2-13b"));   // where the mapping starts
+    CHECK(contains(error_from(mla).what(), "multi-head latent attention is not simulated by the training workload"));
+    const std::string inference = with("model: llama3-70b", "model: deepseek-v3", kInference);
+    require_error(inference, "workload.model", "deepseek-v3", "deepseek-v3");
+    CHECK(contains(error_from(inference).what(), "MoE models are not simulated by the inference workload yet"));
+    const std::string serving = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: qwen3-235b-a22b
+  requests:
+    poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
+)";
+    require_error(serving, "workload.model", "qwen3-235b-a22b", "qwen3-235b-a22b");
+    CHECK(contains(error_from(serving).what(), "MoE models are not simulated by the serving workload yet"));
+  }
 }

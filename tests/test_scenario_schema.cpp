@@ -447,3 +447,22 @@ TEST_CASE("the schema's example documents: valid ones load, invalid ones fail wh
     CHECK(error.key() == line.substr(std::string("# rejects: ").size()));
   }
 }
+
+TEST_CASE("the schema's MoE presets and attention kinds are the loader's", "[schema][moe]") {
+  std::set<std::string> moe_models;
+  for (const auto& model : moe_model_presets()) moe_models.insert(model.name);
+  CHECK(enum_of("moe_model_preset") == moe_models);
+  const std::string attention = R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 4}}
+workload:
+  kind: training
+  model: {preset: llama2-7b, attention: {kind: @}}
+  batch_tokens: 16384
+  sequence_length: 4096
+)";
+  const InputError error = load_error(replaced(attention, "sparse"));
+  INFO(error.what());
+  CHECK(error.key() == "workload.model.attention.kind");
+  CHECK(choices_in(error.expected()) == enum_of("attention_kind"));
+}

@@ -10,8 +10,9 @@
 namespace podsim {
 
 double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes) {
-  // A K and a V vector of K heads x H per layer (inference.md, "KV cache").
-  return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_bytes;
+  // GQA: 2 L K H elements (inference.md, "KV cache"); MLA: L (kv_lora_rank + qk_rope_head_dim)
+  // (model_spec.hpp, kv_cache_elements_per_token).
+  return kv_cache_elements_per_token(model) * kv_bytes;
 }
 
 SmallestSlice smallest_slice(const TransformerSpec& model, double weight_bytes, double kv_bytes, int context,

@@ -92,7 +92,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
 Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                           InferenceLayout& layout);
 
-// KV cache bytes per token of context for the whole model (2 x L x K x H x kv_bytes).
+// KV cache bytes per token of context for the whole model: kv_cache_elements_per_token x kv_bytes
+// (GQA: 2 x L x K x H x kv_bytes; MLA: L x (kv_lora_rank + qk_rope_head_dim) x kv_bytes).
 double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes);
 
 // The smallest slice of `shapes` (chip counts, ascending) whose HBM holds the weights, and how

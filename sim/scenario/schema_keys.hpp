@@ -26,6 +26,8 @@ enum class SchemaMap {
   WorkloadServing,
   Operation,
   Model,
+  ModelMoe,
+  ModelAttention,
   TrainingParallelism,
   ModelParallelism,
   Requests,

@@ -110,6 +110,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
                             std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
   w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
+  reject_unsimulated_model(reader.required("model"), w.model, "serving");
   parse_inference_numerics(reader, w.generate);
   w.generate.model_axes = server_axes(reader.optional("parallelism"), topology);
   w.prefill = w.generate;

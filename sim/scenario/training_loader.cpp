@@ -44,12 +44,15 @@ const TransformerSpec& read_model_preset(const Field& field) {
   if (const TransformerSpec* model = find_model_preset(name)) return *model;
   std::vector<std::string> names;
   for (const TransformerSpec& model : model_presets()) names.push_back(model.name);
+  for (const TransformerSpec& model : moe_model_presets()) names.push_back(model.name);
   fail(field, "unknown model preset; expected one of: " + join(names) + ", or a mapping of the model's shape");
 }
 
-// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ..."); blame
-// that key where the scenario gave it, else the whole model.
-[[noreturn]] void fail_model(const MapReader& reader, const std::string& message) {
+// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ...", or
+// "moe.<key>" / "mla.<key>" for the nested mappings); blame that key where the scenario gave it,
+// else the mapping it belongs to, else the whole model.
+[[noreturn]] void fail_model(const MapReader& reader, const MapReader* moe, const MapReader* attention,
+                             const std::string& message) {
   const size_t start = message.find("': ");
   std::string key;
   if (start != std::string::npos) {
@@ -59,7 +62,72 @@ const TransformerSpec& read_model_preset(const Field& field) {
   // "heads (N) must be a multiple of kv_heads (K)": the override is likelier the kv_heads.
   if (key == "heads" && message.find("kv_heads") != std::string::npos && reader.optional("kv_heads"))
     key = "kv_heads";
-  fail(reader.optional(key).value_or(reader.self()), message);
+  const MapReader* where = &reader;
+  if (key.starts_with("moe.") || key.starts_with("mla.")) {
+    where = key.starts_with("moe.") ? moe : attention;
+    key = key.substr(4);
+    // "experts_per_token (k) must be at most experts (E)": when only experts was given, blame it;
+    // "dense_layers (n) must be at most layers (L)": when only layers was, blame that.
+    if (key == "experts_per_token" && where && !where->optional(key) && where->optional("experts")) key = "experts";
+    if (key == "dense_layers" && (!where || !where->optional(key)) && reader.optional("layers")) {
+      where = &reader;
+      key = "layers";
+    }
+    if (!where) fail(reader.self(), message);
+  }
+  fail(where->optional(key).value_or(where->self()), message);
+}
+
+// `moe:` over the preset's experts, or, on a dense model, a whole MoE block.
+MoeSpec parse_moe(const MapReader& moe, const std::optional<MoeSpec>& base) {
+  moe.reject_unknown();
+  if (!base) {
+    for (const char* key : {"experts", "experts_per_token", "expert_d_ff"})
+      if (!moe.optional(key))
+        fail(moe.self(), std::string("missing ") + key +
+                             "; a dense model made MoE needs experts, experts_per_token and expert_d_ff "
+                             "(shared_experts and dense_layers default to 0)");
+  }
+  MoeSpec m = base.value_or(MoeSpec{});
+  auto set = [&](std::string_view key, int& target, int64_t min) {
+    if (auto value = moe.optional(key)) target = read_int(*value, min, kMaxModelDim);
+  };
+  set("experts", m.experts, 1);
+  set("experts_per_token", m.experts_per_token, 1);
+  set("shared_experts", m.shared_experts, 0);
+  set("expert_d_ff", m.expert_d_ff, 1);
+  set("dense_layers", m.dense_layers, 0);
+  return m;
+}
+
+// `attention:`: the kind (gqa, the default, or mla) and, for mla, its latent dims.
+void parse_attention(const MapReader& attention, TransformerSpec& model) {
+  attention.reject_unknown();
+  const bool was_mla = model.attention == AttentionKind::Mla;
+  if (auto kind = attention.optional("kind"))
+    model.attention = read_choice<AttentionKind>(*kind, {{"gqa", AttentionKind::Gqa}, {"mla", AttentionKind::Mla}});
+  const std::vector<std::string> dims = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                         "v_head_dim"};
+  if (model.attention != AttentionKind::Mla) {
+    for (const std::string& dim : dims)
+      if (auto value = attention.optional(dim))
+        fail(*value, "applies to kind: mla; expected kind: mla beside it, or no " + dim + " for gqa attention");
+    return;
+  }
+  if (!was_mla) {
+    for (const char* dim : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+      if (!attention.optional(dim))
+        fail(attention.self(), std::string("missing ") + dim + "; kind: mla needs kv_lora_rank, qk_nope_head_dim, "
+                               "qk_rope_head_dim and v_head_dim (q_lora_rank defaults to 0: no query latent)");
+  }
+  auto set = [&](std::string_view key, int& target, int64_t min) {
+    if (auto value = attention.optional(key)) target = read_int(*value, min, kMaxModelDim);
+  };
+  set("q_lora_rank", model.mla.q_lora_rank, 0);
+  set("kv_lora_rank", model.mla.kv_lora_rank, 1);
+  set("qk_nope_head_dim", model.mla.qk_nope_head_dim, 1);
+  set("qk_rope_head_dim", model.mla.qk_rope_head_dim, 1);
+  set("v_head_dim", model.mla.v_head_dim, 1);
 }
 
 // A preset name, or a mapping: a preset with overrides, or a whole custom shape.
@@ -92,12 +160,21 @@ TransformerSpec parse_model(const Field& field, int sequence_length) {
   set("max_sequence_length", model.max_sequence_length, 1);
   if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
   if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
+  std::optional<MapReader> moe, attention;
+  if (auto field = reader.optional("moe")) {
+    moe.emplace(*field, SchemaMap::ModelMoe);
+    model.moe = parse_moe(*moe, model.moe);
+  }
+  if (auto field = reader.optional("attention")) {
+    attention.emplace(*field, SchemaMap::ModelAttention);
+    parse_attention(*attention, model);
+  }
   if (auto name = reader.optional("name")) model.name = read_string(*name);
   else if (preset && reader.entries().size() > 1) model.name += "-modified";
   try {
     validate_transformer_spec(model);
   } catch (const std::invalid_argument& error) {
-    fail_model(reader, error.what());
+    fail_model(reader, moe ? &*moe : nullptr, attention ? &*attention : nullptr, error.what());
   }
   return model;
 }
@@ -288,6 +365,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   const Field length = reader.required("sequence_length");
   plan.sequence_length = read_int(length, 1, kMaxModelDim);
   workload.model = parse_model(reader.required("model"), plan.sequence_length);
+  reject_unsimulated_model(reader.required("model"), workload.model, "training");
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
@@ -333,6 +411,16 @@ const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefil
 }  // namespace
 
 TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
+
+void reject_unsimulated_model(const Field& field, const TransformerSpec& model, std::string_view kind) {
+  // Issue 11: the models come first; until a workload learns routed experts (and MLA), it must
+  // not quietly run such a model as a dense one.
+  if (model.moe)
+    fail(field, "MoE models are not simulated by the " + std::string(kind) + " workload yet; expected a dense model");
+  if (model.attention == AttentionKind::Mla)
+    fail(field, "multi-head latent attention is not simulated by the " + std::string(kind) +
+                    " workload yet; expected attention kind gqa");
+}
 
 void parse_inference_numerics(const MapReader& reader, InferencePlan& plan) {
   if (auto weights = reader.optional("weights")) {
@@ -381,6 +469,7 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
                         : "applies to phase: decode; expected prompt_length for a prefill");
   }
   workload.model = parse_model(reader.required("model"), tokens);
+  reject_unsimulated_model(reader.required("model"), workload.model, "inference");
   if (tokens > workload.model.max_sequence_length) {
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");

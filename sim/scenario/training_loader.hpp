@@ -2,6 +2,7 @@
 // Internal to the scenario loader: the part of the schema for `workload.kind: training`
 // (docs/scenario-schema.md), parsed by training_loader.cpp for scenario_loader.cpp.
 #include <string>
+#include <string_view>
 
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/yaml_fields.hpp"
@@ -26,6 +27,9 @@ void parse_inference_numerics(const yaml_fields::MapReader& reader, InferencePla
 std::vector<int> parse_model_axes(const yaml_fields::Field& parallelism, const TopologySpec& topology);
 // A preset name or a model mapping (see parse_training's `model`).
 TransformerSpec parse_model_field(const yaml_fields::Field& field, int sequence_length);
+// Throws at `field` when the model has routed experts or MLA, which no workload simulates yet;
+// `kind` is the workload's ("training", "inference", "serving").
+void reject_unsimulated_model(const yaml_fields::Field& field, const TransformerSpec& model, std::string_view kind);
 // A number in (0, 1].
 double read_fraction(const yaml_fields::Field& field);
 
