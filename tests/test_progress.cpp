@@ -86,7 +86,10 @@ std::string stderr_on_terminal(const std::vector<std::string>& args, int* exit_c
   int status = 0;
   ::waitpid(pid, &status, 0);
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return seen;
+  // The terminal turns "\n" into "\r\n"; undone, so that the sanitizer job's one warning about
+  // SimGrid's stacks (cli_helpers.hpp) is recognised and left out here too.
+  for (size_t at = seen.find("\r\n"); at != std::string::npos; at = seen.find("\r\n", at)) seen.erase(at, 1);
+  return podsim_test::without_asan_stack_warning(seen);
 }
 
 }  // namespace
