@@ -14,7 +14,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
   const auto& c = estimate_coefficients();
   SimulationEstimate e;
   double all_to_all_s = 0;
-  long long ring_messages = 0, flows = 0;
+  long long ring_messages = 0, flows = 0, dcn_messages = 0;
   e.real_chips = topology.chips_per_slice() * topology.slices;
   e.simulated_chips = simulated.chip_count();
   e.ops = static_cast<long long>(program.size());
@@ -43,6 +43,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
       flows += messages;
     } else {
       ring_messages += all;
+      if (op.kind == ProgramOpKind::Collective && op.collective.over_dcn) dcn_messages += messages;
     }
     e.messages += all;
     e.spans += static_cast<long long>(op.repeat) * e.simulated_chips;
@@ -53,6 +54,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
   }
   e.memory_bytes = c.base_bytes + c.bytes_per_real_chip * e.real_chips + c.bytes_per_simulated_chip * e.simulated_chips +
                    c.bytes_per_flow * static_cast<double>(flows) + c.bytes_per_flow_hop * e.flow_hops +
+                   c.bytes_per_dcn_message * static_cast<double>(dcn_messages) +
                    c.bytes_per_span * static_cast<double>(e.spans);
   e.wall_s = c.seconds_per_message * static_cast<double>(ring_messages) + all_to_all_s +
              c.seconds_per_span * static_cast<double>(e.spans);

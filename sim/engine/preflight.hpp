@@ -46,6 +46,9 @@ struct EstimateCoefficients {
   double bytes_per_simulated_chip = 48e3;   // host, links, actor and its stack, mailboxes, chains
   double bytes_per_flow = 712;              // an AllToAll block's plan, endpoint and comm
   double bytes_per_flow_hop = 294;          // each link of its route, in the plan and in SimGrid
+  double bytes_per_dcn_message = 40;        // messages of a ring across slices: held until delivered
+                                            // (4x4 slices over DCN: 1,000: 64M messages, 2.5 GB;
+                                            // 2,000: 257M, over 9 GB when stopped)
   double bytes_per_span = 200;              // a recorded span, its reports and trace events
   double seconds_per_message = 10e-6;       // ring, send and DCN messages
   double seconds_per_flow_squared = 1e-8;   // an AllToAll repetition: this x flows^2
