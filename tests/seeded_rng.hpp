@@ -5,20 +5,15 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "workloads/splitmix.hpp"
+
 namespace podsim_test {
 
-// splitmix64.
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+// splitmix64 (workloads/splitmix.hpp), with the draws the tests use.
+struct Rng : podsim::SplitMix64 {
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  bool chance(double p) { return unit() < p; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * unit(); }
 };
 
 // Case `index` of a run seeded `seed`: its own stream, so one case replays alone.

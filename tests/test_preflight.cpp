@@ -103,7 +103,9 @@ TEST_CASE("preflight: the estimate counts the messages and spans a run moves and
     INFO("case " << c);
     std::optional<RunResult> result;
     try {
-      result.emplace(run_program(pod, {}, program, {fidelity}));
+      RunOptions options;
+      options.fidelity = fidelity;
+      result.emplace(run_program(pod, {}, program, options));
     } catch (const std::invalid_argument&) {
       continue;   // AllToAll over DCN: refused by both
     }

@@ -6,21 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "workloads/splitmix.hpp"
+
 namespace podsim {
 
 namespace {
-
-// splitmix64: the same stream on every platform (<random>'s distributions are not).
-struct Stream {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }   // [0, 1)
-};
 
 std::vector<double> routing_weights(int experts, const RoutingSpec& spec) {
   std::vector<double> w(experts, 1.0);
@@ -74,7 +64,7 @@ ExpertLoads route_tokens(long long tokens, int experts, int experts_per_token, c
     for (double x : w) positive += x > 0;
     if (!(total > 0) || positive < experts_per_token)
       throw std::invalid_argument("routing: fewer experts with weight > 0 than experts_per_token");
-    Stream rng{spec.seed ^ (0xd1b54a32d192ed03ULL * (layer + 1))};
+    SplitMix64 rng{spec.seed ^ (0xd1b54a32d192ed03ULL * (layer + 1))};
     std::vector<int> chosen;
     double taken_weight = 0;
     for (long long t = 0; t < tokens; ++t) {

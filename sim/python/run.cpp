@@ -16,10 +16,6 @@ namespace podsim::python {
 
 namespace {
 
-std::string optional_path(const py::object& path) {
-  return path.is_none() ? std::string() : py::module_::import("os").attr("fspath")(path).cast<std::string>();
-}
-
 RunResultObject run(const py::object& scenario_or_path, const py::object& overrides, const std::string& fidelity,
                     const std::string& trace_detail, bool strict, bool reproducible, const py::object& output_dir) {
   if (fidelity != "auto" && fidelity != "full")

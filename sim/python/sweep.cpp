@@ -19,10 +19,6 @@ namespace podsim::python {
 
 namespace {
 
-std::string optional_path(const py::object& path) {
-  return path.is_none() ? std::string() : py::module_::import("os").attr("fspath")(path).cast<std::string>();
-}
-
 py::list sweep(const py::object& scenario_or_path, const py::dict& grid, const py::object& overrides,
                const py::object& output_dir, int jobs, const std::string& podsim_binary) {
   // The base scenario must load (as `podsim sweep` checks); points may still fail.

@@ -35,4 +35,9 @@ WorkDir::~WorkDir() {
   fs::remove_all(path_, ignored);
 }
 
+std::string optional_path(const pybind11::object& path) {
+  return path.is_none() ? std::string()
+                        : pybind11::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
 }  // namespace podsim::python

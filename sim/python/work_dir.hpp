@@ -5,7 +5,12 @@
 // its results the CLI's by construction.
 #include <string>
 
+#include <pybind11/pybind11.h>
+
 namespace podsim::python {
+
+// A Python path argument (str, pathlib.Path, any os.PathLike) as text; None is "" (not given).
+std::string optional_path(const pybind11::object& path);
 
 class WorkDir {
  public:
