@@ -38,6 +38,13 @@ struct CollectiveSpec {
                                   // AllGather, the unreduced input for ReduceScatter/AllReduce,
                                   // the whole array for AllToAll)
   bool bidirectional = true;
+  // AllToAll with uneven blocks (an MoE layer's dispatch and combine under skewed routing):
+  // pair_bytes[i * G + j] is what the chip at group position i sends the one at position j,
+  // positions counted in mixed radix over `axes` in ascending axis order, the lowest axis
+  // fastest, G the group size. Empty: every block is bytes / G^2. Blocks of 0 bytes are not
+  // sent. `bytes` is then the sum of pair_bytes (for reports); chips differ along these axes,
+  // so the symmetry reduction keeps them whole.
+  std::vector<double> pair_bytes;
 };
 
 std::string_view to_string(CollectiveKind kind);

@@ -255,12 +255,18 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
   std::sort(axes.begin(), axes.end());   // dimension order
   double group = 1;
   for (int a : axes) group *= real_sizes[a];
-  if (group <= 1 || spec.bytes <= 0) return plan;
+  if (group <= 1 || (spec.bytes <= 0 && spec.pair_bytes.empty())) return plan;
   const double block = spec.bytes / (group * group);
+  const bool uneven = !spec.pair_bytes.empty();
+  if (uneven && spec.pair_bytes.size() != static_cast<size_t>(group * group))
+    throw std::invalid_argument("all_to_all: " + std::to_string(spec.pair_bytes.size()) + " pair sizes for a group of " +
+                                std::to_string(static_cast<long long>(group)));
 
   for (ChipId src = 0; src < topo.chip_count(); ++src) {
     const auto from = topo.coords(src);
     const int src_endpoint = registry.get(src, "a2a-out", {});
+    long long from_index = 0;   // the source's group position (pair_bytes' row)
+    for (size_t i = axes.size(); i-- > 0;) from_index = from_index * real_sizes[axes[i]] + from[axes[i]];
     // Every destination of the real group, by its real coordinate.
     std::vector<int> target(axes.size(), 0);
     for (long long index = 0; index < static_cast<long long>(group); ++index) {
@@ -272,6 +278,8 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
         self = self && target[i] == from[axes[i]];
       }
       if (self) continue;
+      const double pair = uneven ? spec.pair_bytes[from_index * static_cast<long long>(group) + index] : block;
+      if (pair <= 0) continue;
       // Directions per axis; a tie (offset n/2 on a wrapped axis) takes both.
       std::vector<std::vector<int>> variants{{}};
       for (size_t i = 0; i < axes.size(); ++i) {
@@ -311,7 +319,7 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
         std::string channel = "a2a";
         for (const auto& link : route) channel += (link.forward ? "+" : "-") + std::to_string(link.link);
         const int dst_endpoint = registry.get(at, channel, route);
-        plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, at, block / variants.size(), hops});
+        plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, at, pair / variants.size(), hops});
         plan.chips[at].incoming_flows += 1;
         plan.messages += 1;
       }
@@ -416,8 +424,35 @@ long long count_messages(const Topology& topo, const std::vector<int>& real_size
       group *= n;
       per_chip *= n + (topo.wraps(a) && spec.bidirectional && n % 2 == 0 ? 1 : 0);
     }
-    if (group <= 1 || spec.bytes <= 0) return 0;
-    return static_cast<long long>(topo.chip_count()) * (per_chip - 1);
+    if (group <= 1 || (spec.bytes <= 0 && spec.pair_bytes.empty())) return 0;
+    if (spec.pair_bytes.empty()) return static_cast<long long>(topo.chip_count()) * (per_chip - 1);
+    // Uneven blocks: the pairs with bytes, each once or (half way round a wrapped axis) twice.
+    // Axes with pair sizes are never reduced, so every simulated chip is its real self.
+    std::vector<int> axes;
+    for (int a : spec.axes)
+      if (real_sizes.at(a) > 1) axes.push_back(a);
+    std::sort(axes.begin(), axes.end());
+    const long long g = static_cast<long long>(group);
+    if (spec.pair_bytes.size() != static_cast<size_t>(g * g))
+      throw std::invalid_argument("all_to_all: pair sizes do not match the group");
+    long long messages = 0;
+    for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
+      const auto c = topo.coords(chip);
+      long long i = 0;
+      for (size_t k = axes.size(); k-- > 0;) i = i * real_sizes[axes[k]] + c[axes[k]];
+      for (long long j = 0; j < g; ++j) {
+        if (j == i || spec.pair_bytes[i * g + j] <= 0) continue;
+        long long rest = j, variants = 1;
+        for (int a : axes) {
+          const int n = real_sizes[a], to = static_cast<int>(rest % n);
+          rest /= n;
+          const int forward = ((to - c[a]) % n + n) % n;
+          if (topo.wraps(a) && spec.bidirectional && n % 2 == 0 && 2 * forward == n) variants *= 2;
+        }
+        messages += variants;
+      }
+    }
+    return messages;
   }
   long long messages = 0;
   for (const auto& part : ring_schedule(topo, real_sizes, spec)) {

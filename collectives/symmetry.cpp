@@ -58,6 +58,9 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
       // strides, one-way too, since other traffic on the axis (a line's closing hop, another
       // op) may go the other way.
       const bool ring = op.kind != CollectiveKind::AllToAll;
+      if (!ring && !op.pair_bytes.empty() && need.keep_whole.empty()) {
+        need.keep_whole = describe(op, i, names) + " sends uneven blocks along it (per-pair sizes), so chips differ by position";
+      }
       auto ring_needs = [&](int stride, int positions) {
         if (!ring || positions < 3 || (two_route_rings && positions % 2 == 0)) return 2 * stride;
         return 3 * stride;

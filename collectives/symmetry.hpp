@@ -23,7 +23,9 @@
 //    length for slices that are blocks (a line of k chips: k), the stride for outer rings
 //    (their neighbour is `stride` chips on); b must divide n;
 //  - with DCN traffic, a host's chips share its NIC: b includes the host's extent;
-//  - pipelines (sends, position-dependent orders) and a flat DCN ring keep their axes whole;
+//  - pipelines (sends, position-dependent orders), an AllToAll with per-pair sizes (uneven MoE
+//    routing), compute that differs by position (ProgramOp::vary_axes) and a flat DCN ring
+//    keep their axes whole;
 //  - perturbations (topology/perturbation.hpp): an axis along which some perturbation's
 //    selection is not invariant under translation by one chip stays whole (the caller passes
 //    it as a DifferingAxis); along the others every selection is invariant, so the reduced

@@ -51,6 +51,16 @@ ProgramOp generated_collective(podsim_test::Rng& rng, const TopologySpec& t, int
       op.collective.slices.push_back(rng.chance(0.5) ? AxisSlice{1, block} : AxisSlice{block, n / block});
     }
   }
+  if (kind == CollectiveKind::AllToAll && rng.chance(0.4)) {
+    // Uneven blocks (MoE routing), a fifth of them empty.
+    long long g = 1;
+    for (int a : axes) g *= t.axes[a].size;
+    op.collective.bytes = 0;
+    for (long long k = 0; k < g * g; ++k) {
+      op.collective.pair_bytes.push_back(rng.chance(0.2) ? 0.0 : 1e3 * (1 + rng.below(100)));
+      op.collective.bytes += op.collective.pair_bytes.back();
+    }
+  }
   if (kind != CollectiveKind::AllToAll && t.slices > 1 && rng.chance(0.5)) {
     op.collective.over_dcn = true;
     op.collective.dcn_algorithm = rng.chance(0.5) ? DcnAlgorithm::Hierarchical : DcnAlgorithm::FlatRing;

@@ -12,6 +12,11 @@
 // block's transfer time whatever the perturbations (design.md, known limits);
 // tests/test_perturbation_replay.cpp checks the additive model's extra latency separately.
 //
+// Another share (kUnevenShare, from a third stream) adds MoE-shaped work that differs by
+// position: an AllToAll with per-pair sizes (some pairs empty) and a compute op whose time
+// depends on the chip's coordinates (ProgramOp::vary_axes), with a collective after both; the
+// reduction must keep those axes whole and may still reduce the others.
+//
 // The default suite runs kDefaultCases cases. For thousands:
 //   PODSIM_PROPERTY_CASES=3000 build/tests/podsim_tests "[property]"
 // PODSIM_PROPERTY_SEED=<n> changes the seed; a failure prints the case index and its program,
@@ -24,6 +29,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "seeded_rng.hpp"
 #include "sim/engine/run.hpp"
@@ -37,6 +43,7 @@ namespace {
 constexpr int kDefaultCases = 240;
 constexpr uint64_t kDefaultSeed = 20261122;
 constexpr double kPerturbedShare = 0.35;
+constexpr double kUnevenShare = 0.3;
 
 struct Case {
   TopologySpec topology;
@@ -149,7 +156,56 @@ void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   d << " +compute";
 }
 
-Case generate(uint64_t seed, int index) {
+Rng rng_for_uneven(uint64_t seed, int index) {
+  return Rng{seed ^ (0x94d049bb133111ebULL * static_cast<uint64_t>(index + 1)) ^ 0xbf58476d1ce4e5b9ULL};
+}
+
+// An uneven AllToAll over 1-2 used axes, a compute op that varies along one of them, and an
+// AllReduce over any axis after both (so the uneven finish times propagate).
+void add_uneven(Rng rng, Case& c, std::ostringstream& d, int& uneven_cases) {
+  if (!rng.chance(kUnevenShare)) return;
+  const auto& t = c.topology;
+  std::vector<int> usable;
+  for (int a = 0; a < static_cast<int>(t.axes.size()); ++a)
+    if (t.axes[a].size > 1) usable.push_back(a);
+  if (usable.empty()) return;
+  ++uneven_cases;
+  ProgramOp a2a;
+  a2a.name = "uneven_a2a";
+  a2a.collective.kind = CollectiveKind::AllToAll;
+  for (int a : usable)
+    if (rng.chance(0.5)) a2a.collective.axes.push_back(a);
+  if (a2a.collective.axes.empty()) a2a.collective.axes.push_back(usable[rng.below(static_cast<int>(usable.size()))]);
+  long long g = 1;
+  for (int a : a2a.collective.axes) g *= t.axes[a].size;
+  a2a.collective.bidirectional = rng.chance(0.75);
+  for (long long k = 0; k < g * g; ++k) {
+    const double b = rng.chance(0.2) ? 0.0 : std::exp(rng.uniform(std::log(1e2), std::log(4e6)));
+    a2a.collective.pair_bytes.push_back(b);
+    a2a.collective.bytes += b;
+  }
+  if (!c.program.empty() && rng.chance(0.5)) a2a.after.push_back(rng.below(static_cast<int>(c.program.size())));
+  const int a2a_index = static_cast<int>(c.program.size());
+  c.program.push_back(a2a);
+  ProgramOp work;
+  work.name = "uneven_compute";
+  work.kind = ProgramOpKind::Compute;
+  work.vary_axes = {a2a.collective.axes[rng.below(static_cast<int>(a2a.collective.axes.size()))]};
+  for (int p = 0; p < t.axes[work.vary_axes[0]].size; ++p) work.compute_s_by_position.push_back(rng.uniform(1e-6, 1e-3));
+  if (rng.chance(0.6)) work.after.push_back(a2a_index);
+  const int work_index = static_cast<int>(c.program.size());
+  c.program.push_back(work);
+  ProgramOp after;
+  after.name = "after_uneven";
+  after.collective.kind = CollectiveKind::AllReduce;
+  after.collective.axes = {usable[rng.below(static_cast<int>(usable.size()))]};
+  after.collective.bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
+  after.after = {a2a_index, work_index};
+  c.program.push_back(after);
+  d << " +uneven A2A(" << g << " chips) compute on " << work.vary_axes[0];
+}
+
+Case generate(uint64_t seed, int index, int& uneven_cases) {
   Rng rng = podsim_test::case_rng(seed, index);
   Case c;
   std::ostringstream d;
@@ -223,6 +279,7 @@ Case generate(uint64_t seed, int index) {
     c.program.push_back(std::move(op));
   }
   add_perturbations(rng_for_perturbations(seed, index), c, d);
+  add_uneven(rng_for_uneven(seed, index), c, d, uneven_cases);
   c.description = d.str();
   return c;
 }
@@ -237,8 +294,11 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
   const int only = env_int("PODSIM_PROPERTY_CASE", -1);
   int reduced_cases = 0;
   int perturbed_cases = 0, perturbed_reduced_cases = 0, perturbation_kept_axes = 0;
+  int uneven_cases = 0, uneven_reduced_cases = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
-    const Case c = generate(seed, index);
+    const int uneven_before = uneven_cases;
+    const Case c = generate(seed, index, uneven_cases);
+    const bool uneven = uneven_cases > uneven_before;
     INFO("seed " << seed << " case " << index << ": " << c.description);
     std::optional<RunResult> reduced_run, full_run;
     try {
@@ -254,6 +314,7 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
     const RunResult& reduced = *reduced_run;
     const RunResult& full = *full_run;
     if (reduced.simulated.chip_count() < full.simulated.chip_count()) ++reduced_cases;
+    if (uneven && reduced.simulated.chip_count() < full.simulated.chip_count()) ++uneven_reduced_cases;
     if (!c.topology.perturbations.empty()) {
       ++perturbed_cases;
       if (reduced.simulated.chip_count() < full.simulated.chip_count()) ++perturbed_reduced_cases;
@@ -284,6 +345,12 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
   }
   // The generator must exercise the reduction, not only meshes it leaves whole.
   if (only < 0) CHECK(reduced_cases * 3 >= cases);
+  // ... with uneven work, some of which still reduces along the axes it does not vary on.
+  if (only < 0) {
+    INFO(uneven_cases << " cases with uneven work, " << uneven_reduced_cases << " of them reduced");
+    CHECK(uneven_cases * 5 >= cases);
+    CHECK(uneven_reduced_cases * 10 >= uneven_cases);
+  }
   // ... and with perturbations: some cases keep axes whole for them, some still reduce (their
   // perturbations invariant along the reduced axes).
   if (only < 0) {

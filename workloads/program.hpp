@@ -1,6 +1,7 @@
 #pragma once
 // A per-chip program: the ops every chip runs, with their dependencies. Every chip runs the
-// same program (the symmetry reduction relies on it); collectives name mesh axes, not chips.
+// same ops; collectives name mesh axes, not chips. Where chips differ by position (pipeline
+// stages, uneven MoE work) the op says along which axes, and the symmetry reduction keeps them.
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ struct ProgramOp {
   std::vector<NeighbourDependency> after_neighbour;
   int send_axis = -1;          // for Send
   int send_direction = +1;     // for Send
+  // Compute that differs from chip to chip by position along `vary_axes` (an MoE layer's
+  // experts compute the tokens routed to them): compute_s_by_position[i] on the chip whose
+  // coordinates on vary_axes read i in mixed radix, the first axis fastest; `compute_s` and
+  // `flops` are then the mean over positions. Chips differ along these axes, so the symmetry
+  // reduction keeps them whole.
+  std::vector<int> vary_axes;
+  std::vector<double> compute_s_by_position;
   std::string category;        // groups ops in outputs, e.g. "fsdp_allgather", "matmul"
   int layer = -1;              // the model layer it belongs to, -1 for none
 };

@@ -434,7 +434,8 @@ class ChipLoop {
     const ReplayOp& r = e_.ops_[in.op];
     if (r.plan == nullptr) {
       const auto& scale = e_.options_.chip_compute_scale;   // slow chips (perturbations)
-      set_timer(sg4::Engine::get_clock() + r.compute_s * (scale.empty() ? 1.0 : scale[chip_]), TimerKind::Compute, id, 0);
+      const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
+      set_timer(sg4::Engine::get_clock() + busy_s * (scale.empty() ? 1.0 : scale[chip_]), TimerKind::Compute, id, 0);
       return;
     }
     const ChipOpPlan& plan = r.plan->chips[chip_];

@@ -16,6 +16,7 @@ namespace podsim {
 struct ReplayOp {
   const OpPlan* plan = nullptr;   // a collective's messages; null for compute
   double compute_s = 0;           // compute: busy time on the chip
+  std::vector<double> compute_s_by_chip;   // compute: per simulated chip, when chips differ
   int repeat = 1;
   std::vector<int> after;   // indices of ops that must finish on a chip before this starts there
   int position_axis = -1;   // with after_at_position: `after` by the chip's position on it

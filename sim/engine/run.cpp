@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <spdlog/spdlog.h>
 
 namespace podsim {
@@ -110,6 +111,24 @@ std::string differing_reason(const PerturbationDifference& d) {
          (d.axis == Topology::kSliceAxis ? " differ from slice to slice" : " differ along it");
 }
 
+// Per simulated chip, the compute time of an op that differs by position (ProgramOp::vary_axes).
+// Those axes are never reduced, so a simulated chip's coordinates on them are its real ones.
+std::vector<double> compute_by_chip(const Topology& sim, const ProgramOp& op) {
+  long long positions = 1;
+  for (int a : op.vary_axes) positions *= sim.axis_size(a);
+  if (static_cast<long long>(op.compute_s_by_position.size()) != positions)
+    throw std::invalid_argument("op '" + op.name + "': " + std::to_string(op.compute_s_by_position.size()) +
+                                " compute times for " + std::to_string(positions) + " positions");
+  std::vector<double> out(sim.chip_count());
+  for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
+    const auto c = sim.coords(chip);
+    long long index = 0;
+    for (size_t k = op.vary_axes.size(); k-- > 0;) index = index * sim.axis_size(op.vary_axes[k]) + c[op.vary_axes[k]];
+    out[chip] = op.compute_s_by_position[index];
+  }
+  return out;
+}
+
 long long message_count(const std::vector<OpPlan>& plans) {
   long long n = 0;
   for (const auto& p : plans) n += p.messages;
@@ -135,6 +154,7 @@ SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationS
     if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) {
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
+    for (int a : op.vary_axes) differing.push_back({a, "op '" + op.name + "' computes more on some chips than others"});
   }
   const Topology real(topology);
   for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
@@ -167,8 +187,9 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   size_t next_plan = 0;
   for (const auto& op : program) {
     const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
-    ops.push_back({plan, op.compute_s, op.repeat, op.after, op.position_axis, op.after_at_position,
+    ops.push_back({plan, op.compute_s, {}, op.repeat, op.after, op.position_axis, op.after_at_position,
                    op.after_neighbour, op.release_s});
+    if (!op.compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
   ReplayOptions replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
