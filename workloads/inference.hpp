@@ -10,6 +10,7 @@
 
 #include "topology/topology.hpp"
 #include "workloads/model_spec.hpp"
+#include "workloads/moe_routing.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {
@@ -19,6 +20,11 @@ enum class InferencePhase { Decode, Prefill };
 struct InferencePlan {
   InferencePhase phase = InferencePhase::Decode;
   std::vector<int> model_axes;       // mesh axes the weights are split over (Megatron)
+  // MoE models: mesh axes the experts are split over (expert parallelism). The batch is split
+  // over them outside the MoE blocks (data-parallel attention, each group its sequences' KV
+  // caches) and an AllToAll over them takes each token to its experts' chips and back.
+  std::vector<int> expert_axes;
+  MoeRouting routing;
   int batch = 1;                     // sequences decoded together, or prompts prefilled together
   int context_length = 2048;         // decode: tokens already in each sequence's KV cache
   int prompt_length = 2048;          // prefill: tokens per prompt

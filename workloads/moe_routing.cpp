@@ -110,4 +110,26 @@ ExpertLoads route_tokens(long long tokens, int experts, int experts_per_token, c
   return loads;
 }
 
+ExpertLoads route_layer(const MoeRouting& routing, long long tokens, int experts, int experts_per_token,
+                        int moe_layer, int sample) {
+  RoutingSpec spec = routing.spec;
+  const uint64_t draw = static_cast<uint64_t>(sample) * 1000003ULL + static_cast<uint64_t>(moe_layer);
+  if (spec.kind == RoutingKind::Weights && !routing.layer_weights.empty()) {
+    spec.weights = routing.layer_weights[routing.layer_weights.size() == 1 ? 0 : moe_layer % routing.layer_weights.size()];
+  }
+  if (spec.kind == RoutingKind::Zipf && routing.shuffle) {
+    // The layer's ranking of its experts: a Fisher-Yates permutation from the seed and layer
+    // (not the sample: a router's hot experts stay hot from step to step).
+    std::vector<int> rank(experts);
+    std::iota(rank.begin(), rank.end(), 0);
+    SplitMix64 rng{spec.seed ^ (0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(moe_layer) + 1)) ^ 0x5bd1e995ULL};
+    for (int i = experts - 1; i > 0; --i) std::swap(rank[i], rank[static_cast<int>(rng.next() % (i + 1))]);
+    spec.kind = RoutingKind::Weights;
+    spec.weights.assign(experts, 0);
+    if (!(spec.zipf_s >= 0) || !std::isfinite(spec.zipf_s)) throw std::invalid_argument("routing: zipf s must be finite and >= 0");
+    for (int e = 0; e < experts; ++e) spec.weights[e] = 1.0 / std::pow(rank[e] + 1.0, spec.zipf_s);
+  }
+  return route_tokens(tokens, experts, experts_per_token, spec, draw);
+}
+
 }  // namespace podsim

@@ -34,6 +34,27 @@ struct ExpertLoads {
   double mean() const;              // kept load per expert
 };
 
+// How a run routes its MoE layers: the distribution, per-layer loads read from a CSV, and
+// what a capacity does (the YAML's workload.routing; docs/scenario-schema.md).
+struct MoeRouting {
+  RoutingSpec spec;   // kind, zipf_s, capacity_factor, seed (weights: see layer_weights)
+  // kind Weights: one row of E weights per MoE layer (in layer order), or one row for them all
+  // (an expert-load CSV, sim/scenario/expert_loads.hpp).
+  std::vector<std::vector<double>> layer_weights;
+  // Zipf: each layer ranks its experts in its own order, drawn from the seed, so the hot experts
+  // differ from layer to layer (and land on different chips); false: expert 0 is hottest in all.
+  bool shuffle = true;
+  // With a capacity: every expert's buffer holds `capacity` tokens whatever it receives (the
+  // fixed shapes of GShard and Switch on TPU: dispatch and expert compute are even, tokens past
+  // the capacity dropped); false: buffers hold what is kept (dropless, uneven).
+  bool pad_to_capacity = true;
+};
+
+// The loads of MoE layer `moe_layer` (0 = the first MoE layer) in sample `sample` (a step or a
+// microbatch): route_tokens with the layer's weights (shuffled Zipf ranks, or its CSV row).
+ExpertLoads route_layer(const MoeRouting& routing, long long tokens, int experts, int experts_per_token,
+                        int moe_layer, int sample);
+
 // The loads of one layer (`layer` and the spec's seed select the sample, so every layer and
 // step differs and every run repeats). Throws std::invalid_argument for k > E, k < 1, E < 1,
 // tokens < 0, or weights that do not fit the experts.

@@ -22,6 +22,7 @@
 #include "topology/topology.hpp"
 #include "workloads/memory.hpp"
 #include "workloads/model_spec.hpp"
+#include "workloads/moe_routing.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {
@@ -36,6 +37,12 @@ struct TrainingPlan {
   std::vector<AxisSlice> data_slices;   // empty, or per data axis: the part of it used
                                         // (a device mesh reshape: inner block or outer ring)
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
+  // MoE models: the mesh axes experts are split over (expert parallelism), a subset of the
+  // data axes (whole axes): tokens are data-parallel outside the MoE blocks and an AllToAll
+  // over these axes takes each to its experts' chips and back. Expert weights are sharded
+  // FSDP-wise over the other data axes only.
+  std::vector<int> expert_axes;
+  MoeRouting routing;
   std::vector<int> tensor_axes;     // Megatron axes
   std::vector<AxisSlice> tensor_slices; // as data_slices
   bool tensor_overlap = false;      // collective matmuls: TP gathers/scatters overlap the matmuls
