@@ -1,5 +1,6 @@
 #include "workloads/memory.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -78,20 +79,35 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   const double weight_shards =
       static_cast<double>(degrees.fsdp) * degrees.tensor * degrees.pipeline;
 
+  require_degree("expert", degrees.expert);
+  // Routed experts live on their expert-parallel chips: sharded expert x tensor x pipeline ways,
+  // or FSDP's shards when those are more (expert axes are data axes, so FSDP covers them).
+  const double routed = spec.moe ? moe_layer_count(spec) * static_cast<double>(spec.moe->experts) * expert_params(spec) : 0.0;
+  const double expert_shards = static_cast<double>(std::max(degrees.fsdp, degrees.expert)) * degrees.tensor * degrees.pipeline;
+  const double local = (p - routed) / weight_shards + routed / expert_shards;
+
   MemoryBreakdown m;
-  m.params_bytes = p * spec.param_bytes / weight_shards;
-  m.grads_bytes = p * spec.param_bytes / weight_shards;  // gradients in the weights' dtype (bf16)
+  m.params_bytes = local * spec.param_bytes;
+  m.grads_bytes = local * spec.param_bytes;  // gradients in the weights' dtype (bf16)
   // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments.
-  m.optimizer_bytes =
-      p * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param) / weight_shards;
+  m.optimizer_bytes = local * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param);
 
   // Activations of the layers on the fullest pipeline stage (ceil(L / pipeline)), for every
   // token on this chip and every microbatch in flight. training.md:L678-L682 keeps only the
   // per-layer checkpoints ("all other activations more or less negligible"), so embeddings and
   // logits are not counted.
   const double layers_on_chip = std::ceil(static_cast<double>(spec.layers) / degrees.pipeline);
-  m.activations_bytes = activation_bytes_per_token_per_layer(spec, policy, degrees.tensor) *
-                        layers_on_chip * tokens_per_chip_per_microbatch * microbatches_in_flight;
+  // An MoE layer's MLP activations: each token's k routed experts and the shared ones, each an
+  // MLP of expert_d_ff (the layer's per-token tensors as a dense MLP (k + shared) x expert_d_ff wide).
+  double per_token_per_layer = activation_bytes_per_token_per_layer(spec, policy, degrees.tensor);
+  if (spec.moe) {
+    TransformerSpec moe_layer = spec;
+    moe_layer.d_ff = (spec.moe->experts_per_token + spec.moe->shared_experts) * spec.moe->expert_d_ff;
+    const double moe_share = static_cast<double>(moe_layer_count(spec)) / spec.layers;
+    per_token_per_layer = (1 - moe_share) * per_token_per_layer +
+                          moe_share * activation_bytes_per_token_per_layer(moe_layer, policy, degrees.tensor);
+  }
+  m.activations_bytes = per_token_per_layer * layers_on_chip * tokens_per_chip_per_microbatch * microbatches_in_flight;
 
   m.total_bytes = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes;
   return m;

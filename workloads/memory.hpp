@@ -12,6 +12,7 @@ struct ShardingDegrees {
   int fsdp = 1;      // ZeRO-3: params, grads and optimizer state sharded, batch split
   int tensor = 1;    // Megatron: weights split; F- and head-sized activations split
   int pipeline = 1;  // layers split into stages
+  int expert = 1;    // MoE: routed experts split over this many chips (within the data ones)
 };
 
 // Which activations the forward pass keeps for the backward pass.

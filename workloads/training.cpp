@@ -1,5 +1,9 @@
 #include "workloads/training.hpp"
 
+#include "workloads/moe_training.hpp"
+#include "workloads/program_builder.hpp"
+#include "workloads/roofline.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -100,10 +104,6 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   }
 }
 
-// A roofline: the slower of the FLOPs and the HBM traffic, scaled by the efficiency achieved.
-double roofline_s(double flops, double bytes, const ChipSpec& chip, double efficiency) {
-  return std::max(flops / chip.bf16_flops_per_s, bytes / chip.hbm_bandwidth_Bps) / efficiency;
-}
 
 std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const TrainingPlan& plan,
                                         const TrainingLayout& layout, const ChipSpec& chip) {
@@ -132,68 +132,19 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
     blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
+    if (model.moe && l >= model.moe->dense_layers) {
+      // An MoE layer's MLP block: here its router and shared experts, the dense part every
+      // token passes through; the routed experts are MoeTrainingBlocks'.
+      blocks.push_back(make("L" + std::to_string(l) + ".mlp", l,
+                            router_params_per_layer(model) + model.moe->shared_experts * expert_params(model), 0.0));
+      blocks.back().moe_layer = l - model.moe->dense_layers;
+      continue;
+    }
     blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0));
   }
   blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0));
   return blocks;
 }
-
-class ProgramBuilder {
- public:
-  ProgramBuilder() = default;
-  explicit ProgramBuilder(Program program) : program_(std::move(program)) {}
-  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category) {
-    ProgramOp op;
-    op.name = std::move(name);
-    op.kind = ProgramOpKind::Send;
-    op.send_axis = axis;
-    op.send_direction = direction;
-    op.collective.bytes = bytes;
-    op.after = clean(std::move(after));
-    op.category = std::move(category);
-    return add(std::move(op));
-  }
-  int add(ProgramOp op) {
-    program_.push_back(std::move(op));
-    return static_cast<int>(program_.size() - 1);
-  }
-  int compute(std::string name, double seconds, double flops, std::vector<int> after, int layer,
-              std::string category) {
-    ProgramOp op;
-    op.name = std::move(name);
-    op.kind = ProgramOpKind::Compute;
-    op.compute_s = seconds;
-    op.flops = flops;
-    op.after = clean(std::move(after));
-    op.layer = layer;
-    op.category = std::move(category);
-    return add(std::move(op));
-  }
-  int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes,
-                 const std::vector<AxisSlice>& slices, double bytes, std::vector<int> after, int layer,
-                 std::string category, bool over_dcn = false) {
-    ProgramOp op;
-    op.name = std::move(name);
-    op.kind = ProgramOpKind::Collective;
-    op.collective.kind = kind;
-    op.collective.axes = axes;
-    op.collective.slices = slices;
-    op.collective.over_dcn = over_dcn;
-    op.collective.bytes = bytes;
-    op.after = clean(std::move(after));
-    op.layer = layer;
-    op.category = std::move(category);
-    return add(std::move(op));
-  }
-  Program take() { return std::move(program_); }
-
- private:
-  static std::vector<int> clean(std::vector<int> after) {
-    after.erase(std::remove(after.begin(), after.end(), -1), after.end());
-    return after;
-  }
-  Program program_;
-};
 
 // Pipeline stages: along a mesh axis, or one per slice (sends then cross the DCN).
 int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
@@ -225,6 +176,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   if (plan.fsdp || !plan.tensor_axes.empty()) {
     throw std::invalid_argument("pipeline parallelism combines with data parallelism only (no FSDP or TP yet)");
   }
+  if (model.moe) throw std::invalid_argument("pipeline parallelism with a mixture-of-experts model is not supported yet");
   const int stages = stage_count(plan, topology);
   if (stages > model.layers) {
     throw std::invalid_argument(std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) +
@@ -321,6 +273,10 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
   degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
   degrees.tensor = layout.tensor_degree;
+  if (model.moe) {
+    degrees.expert = 1;
+    for (int a : plan.expert_axes) degrees.expert *= topology.axes.at(a).size;
+  }
   if (plan.pipeline_axis >= 0) {
     degrees.pipeline = stage_count(plan, topology);
     layout.strategy = std::string(plan.schedule == PipelineSchedule::GPipe ? "PP(GPipe)" : "PP(1F1B)") +
@@ -336,8 +292,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
 
   ProgramBuilder b;
+  MoeTrainingBlocks moe(model, plan, topology, layout, b, fsdp);
+  if (model.moe && layout.moe.expert_degree > 1) layout.strategy += "+EP";
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
+  std::vector<int> expert_compute(n, -1);   // the routed experts' last backward, per block
   std::vector<int> grad_ops;
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
@@ -398,6 +357,13 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                                      "fsdp_allgather");
         inputs.push_back(fwd_gather[i]);
       }
+      if (blk.moe_layer >= 0) {
+        const std::vector<int> gather_after = fsdp ? std::vector<int>{fwd_gather[i]} : std::vector<int>{};
+        const auto ops = moe.forward(mb + blk.name + ".fwd", blk, m, inputs, gather_after);
+        fwd_compute[i] = ops.last_compute;
+        previous_end = ops.end;
+        continue;
+      }
       const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward");
       fwd_compute[i] = ops.last_compute;
       previous_end = ops.end;
@@ -418,11 +384,19 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                                      "fsdp_allgather");
         inputs.push_back(bwd_gather[i]);
       }
-      const auto ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs,
-                                  "backward");
+      BlockOps ops;
+      if (blk.moe_layer >= 0) {
+        const std::vector<int> gather_after = fsdp ? std::vector<int>{bwd_gather[i]} : std::vector<int>{};
+        const auto moe_ops = moe.backward(mb + blk.name + ".bwd", blk, m, inputs, gather_after);
+        ops = {moe_ops.last_compute, moe_ops.end};
+        expert_compute[i] = moe_ops.expert_compute;
+      } else {
+        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, "backward");
+      }
       bwd_compute[i] = ops.last_compute;
       last_compute_all = ops.last_compute;
       previous_end = ops.end;
+      if (blk.moe_layer >= 0 && last_microbatch) moe.gradients(blk, expert_compute[i], grad_ops);
       if (data && last_microbatch) {
         // Gradients leave as soon as the block's backward is done; nothing waits on them but
         // the optimizer. Across slices (training.md, "scaling beyond a pod"): FSDP reduces
@@ -447,7 +421,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     }
   }
   // The optimizer reads gradients, parameters and moments and writes parameters and moments.
-  const double local_params = param_count(model) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1));
+  // Routed experts are split over the expert axes as well when FSDP does not shard them already.
+  const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
+  const double local_params =
+      (param_count(model) - routed) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1)) +
+      routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   layout.optimizer_s = bytes_touched / chip.hbm_bandwidth_Bps;
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
@@ -455,8 +433,12 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
 
   layout.total_flops = 0;
-  for (const auto& blk : blocks) layout.total_flops += 3 * blk.forward_flops_per_chip;
+  for (const auto& blk : blocks) {
+    layout.total_flops += 3 * blk.forward_flops_per_chip;
+    if (blk.moe_layer >= 0) layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
+  }
   layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+  moe.finish();
   return b.take();
 }
 

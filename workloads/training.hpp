@@ -68,8 +68,25 @@ struct TrainingBlock {
   double forward_bytes_per_chip = 0;   // HBM traffic: weights and activations
   double forward_s = 0;
   double backward_s = 0;
+  int moe_layer = -1;                  // an MoE layer's MLP block: its index among the MoE layers
+                                       // (params, FLOPs and V are then the router and shared experts;
+                                       // the routed experts are workloads/moe_training.hpp's)
   double weight_bytes_per_group = 0;   // V of the FSDP AllGather / gradient reduction
   double activation_bytes_per_group = 0;  // V of the TP AllGather / ReduceScatter
+};
+
+// What an MoE step's routing did, over every MoE layer and microbatch (zero for a dense model).
+struct MoeStepStats {
+  int expert_degree = 1;                 // expert-parallel chips: the product of the expert axes
+  int experts_per_chip = 0;              // routed experts each chip holds (E / expert_degree)
+  double dropped_fraction = 0;           // token-expert assignments past an expert's capacity
+  double busiest_expert_over_mean = 0;   // busiest expert's kept tokens / the mean, averaged
+  double busiest_chip_over_mean = 0;     // the same per expert-parallel chip (what a step waits for)
+  double max_busiest_chip_over_mean = 0; // the worst layer's
+  // Bytes one chip sends other chips at one dispatch (and at one combine), mean over layers
+  // and microbatches: tokens x k x D x bytes x (EP-1)/EP under uniform routing.
+  double dispatch_bytes_per_chip = 0;
+  int moe_layers = 0;
 };
 
 struct TrainingLayout {
@@ -86,6 +103,7 @@ struct TrainingLayout {
   bool fits_hbm = true;
   std::string strategy;                // "DP", "FSDP", "TP", "FSDP+TP", "PP", ...
   int pipeline_stages = 1;
+  MoeStepStats moe;
 };
 
 // Builds one training step's program. Throws std::invalid_argument naming the problem for

@@ -1,0 +1,222 @@
+#include "workloads/moe_training.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "workloads/roofline.hpp"
+
+namespace podsim {
+
+MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const TrainingPlan& plan,
+                                     const TopologySpec& topology, TrainingLayout& layout, ProgramBuilder& builder,
+                                     bool fsdp)
+    : model_(model), plan_(plan), topology_(topology), layout_(layout), b_(builder), fsdp_(fsdp) {
+  if (!model.moe) {
+    if (!plan.expert_axes.empty()) throw std::invalid_argument("expert parallelism needs a model with experts");
+    return;
+  }
+  expert_axes_ = plan.expert_axes;
+  std::sort(expert_axes_.begin(), expert_axes_.end());
+  int degree = 1;
+  for (int a : expert_axes_) {
+    const auto it = std::find(plan.data_axes.begin(), plan.data_axes.end(), a);
+    if (it == plan.data_axes.end())
+      throw std::invalid_argument("expert axis " + topology.axes.at(a).name +
+                                  " is not a data axis (tokens are split over the expert-parallel chips)");
+    const size_t k = static_cast<size_t>(it - plan.data_axes.begin());
+    if (!plan.data_slices.empty() && plan.data_slices[k].size != 0 &&
+        plan.data_slices[k].size != topology.axes[a].size)
+      throw std::invalid_argument("expert axis " + topology.axes[a].name + " must be a whole axis");
+    degree *= topology.axes[a].size;
+  }
+  const int experts = model.moe->experts;
+  if (experts % degree != 0)
+    throw std::invalid_argument(std::to_string(experts) + " experts do not split evenly over " +
+                                std::to_string(degree) + " expert-parallel chips");
+  for (size_t k = 0; k < plan.data_axes.size(); ++k) {
+    if (std::count(expert_axes_.begin(), expert_axes_.end(), plan.data_axes[k]) != 0) continue;
+    expert_fsdp_axes_.push_back(plan.data_axes[k]);
+    const AxisSlice slice = plan.data_slices.empty() ? AxisSlice{} : plan.data_slices[k];
+    expert_fsdp_slices_.push_back(slice);
+    expert_fsdp_degree_ *= slice.size != 0 ? slice.size : topology.axes[plan.data_axes[k]].size;
+  }
+  if (std::all_of(expert_fsdp_slices_.begin(), expert_fsdp_slices_.end(), [](const AxisSlice& s) { return s.size == 0; }))
+    expert_fsdp_slices_.clear();
+  expert_params_per_chip_ = static_cast<double>(experts / degree) * expert_params(model) / layout.tensor_degree;
+  layout.moe.expert_degree = degree;
+  layout.moe.experts_per_chip = experts / degree;
+  layout.moe.moe_layers = moe_layer_count(model);
+  works_.assign(plan.microbatches, std::vector<MoeLayerWork>(moe_layer_count(model)));
+  drawn_.assign(plan.microbatches, std::vector<bool>(moe_layer_count(model), false));
+}
+
+const MoeLayerWork& MoeTrainingBlocks::work(int moe_layer, int microbatch) {
+  if (!drawn_[microbatch][moe_layer]) {
+    works_[microbatch][moe_layer] = moe_layer_work(model_, plan_.routing, layout_.tokens_per_microbatch,
+                                                   layout_.moe.expert_degree, moe_layer, microbatch);
+    drawn_[microbatch][moe_layer] = true;
+  }
+  return works_[microbatch][moe_layer];
+}
+
+double MoeTrainingBlocks::expert_forward_flops_per_chip() const {
+  return 2.0 * layout_.tokens_per_microbatch * model_.moe->experts_per_token * expert_params(model_) /
+         layout_.tensor_degree;
+}
+
+int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
+                                 bool backward, std::vector<int> after) {
+  const ChipSpec& chip = topology_.chip;
+  const double row_bytes = model_.d_model * model_.activation_bytes;
+  const double passes = backward ? 2.0 : 1.0;   // backward: gradients for inputs and for weights
+  auto seconds = [&](double rows) {
+    // Every local expert's weights are read; each row goes in and out (twice backward).
+    const double flops = passes * 2.0 * rows * expert_params(model_) / layout_.tensor_degree;
+    const double bytes = expert_params_per_chip_ * model_.param_bytes + 2 * passes * rows * row_bytes;
+    return roofline_s(flops, bytes, chip, plan_.matmul_efficiency);
+  };
+  std::vector<double> by_rank;
+  for (double rows : w.rows_per_rank) by_rank.push_back(seconds(rows));
+  const double mean = std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
+  const int op = b_.compute(name, w.uniform ? by_rank[0] : mean, passes * expert_forward_flops_per_chip(),
+                            std::move(after), block.layer, backward ? "backward" : "forward");
+  if (!w.uniform) {
+    b_.op(op).vary_axes = expert_axes_;
+    b_.op(op).compute_s_by_position = std::move(by_rank);
+  }
+  return op;
+}
+
+int MoeTrainingBlocks::all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
+                                  bool transposed, std::vector<int> after, const char* category) {
+  if (w.ranks <= 1) return -1;
+  const double row_bytes = model_.d_model * model_.activation_bytes;
+  std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
+  const double total = std::accumulate(pairs.begin(), pairs.end(), 0.0);
+  const int op = b_.collective(name, CollectiveKind::AllToAll, expert_axes_, {}, total, std::move(after), block.layer,
+                               category);
+  if (!w.uniform) b_.op(op).collective.pair_bytes = std::move(pairs);
+  return op;
+}
+
+MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const TrainingBlock& block, int microbatch,
+                                                  std::vector<int> inputs, const std::vector<int>& gather_after) {
+  const MoeLayerWork& w = work(block.moe_layer, microbatch);
+  const bool tensor = layout_.tensor_degree > 1;
+  Ops ops;
+  if (tensor) {
+    inputs.push_back(b_.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan_.tensor_axes,
+                                   plan_.tensor_slices, block.activation_bytes_per_group, inputs, block.layer,
+                                   "tp_allgather"));
+  }
+  // The router (and shared experts) decide where each token goes before it can be sent.
+  const int shared = b_.compute(name + ".router_shared", block.forward_s, block.forward_flops_per_chip, inputs,
+                                block.layer, "forward");
+  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, "moe_dispatch");
+  std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
+  if (fsdp_ && expert_fsdp_degree_ > 1) {
+    expert_inputs.push_back(b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather,
+                                          expert_fsdp_axes_, expert_fsdp_slices_,
+                                          expert_params_per_chip_ * model_.param_bytes, gather_after, block.layer,
+                                          "fsdp_allgather"));
+  }
+  ops.expert_compute = expert_op(name + ".experts", block, w, false, expert_inputs);
+  const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, "moe_combine");
+  ops.last_compute = ops.expert_compute;
+  std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
+  if (tensor) {
+    done = {b_.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan_.tensor_axes,
+                          plan_.tensor_slices, block.activation_bytes_per_group, done, block.layer, "tp_reducescatter")};
+  }
+  ops.end = done;
+  return ops;
+}
+
+MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, const TrainingBlock& block, int microbatch,
+                                                   std::vector<int> inputs, const std::vector<int>& gather_after) {
+  const MoeLayerWork& w = work(block.moe_layer, microbatch);
+  const bool tensor = layout_.tensor_degree > 1;
+  Ops ops;
+  if (tensor) {
+    inputs.push_back(b_.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan_.tensor_axes,
+                                   plan_.tensor_slices, block.activation_bytes_per_group, inputs, block.layer,
+                                   "tp_allgather"));
+  }
+  // The combine's mirror takes each output gradient to the experts its token went to.
+  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, "moe_combine");
+  std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
+  if (fsdp_ && expert_fsdp_degree_ > 1) {
+    expert_inputs.push_back(b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather,
+                                          expert_fsdp_axes_, expert_fsdp_slices_,
+                                          expert_params_per_chip_ * model_.param_bytes, gather_after, block.layer,
+                                          "fsdp_allgather"));
+  }
+  ops.expert_compute = expert_op(name + ".experts", block, w, true, expert_inputs);
+  // The dispatch's mirror takes the input gradients home while the router and shared experts'
+  // backward runs (their output gradients are local).
+  const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, "moe_dispatch");
+  const int shared = b_.compute(name + ".router_shared", block.backward_s, 2 * block.forward_flops_per_chip,
+                                {ops.expert_compute}, block.layer, "backward");
+  ops.last_compute = shared;
+  std::vector<int> done{shared};
+  if (home >= 0) done.push_back(home);
+  if (tensor) {
+    done = {b_.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan_.tensor_axes,
+                          plan_.tensor_slices, block.activation_bytes_per_group, done, block.layer, "tp_reducescatter")};
+  }
+  ops.end = done;
+  return ops;
+}
+
+void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute, std::vector<int>& grad_ops) {
+  const double bytes = expert_params_per_chip_ * model_.param_bytes;
+  if (expert_fsdp_degree_ > 1) {
+    if (fsdp_) {
+      const int scatter = b_.collective(block.name + ".reducescatter_expert_grads", CollectiveKind::ReduceScatter,
+                                        expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
+                                        "fsdp_reducescatter");
+      grad_ops.push_back(scatter);
+      if (plan_.dcn_data_parallel)
+        grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
+                                         bytes / expert_fsdp_degree_, {scatter}, block.layer, "dcn_allreduce", true));
+      return;
+    }
+    grad_ops.push_back(b_.collective(block.name + ".allreduce_expert_grads", CollectiveKind::AllReduce,
+                                     expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
+                                     "dp_allreduce", plan_.dcn_data_parallel));
+  } else if (plan_.dcn_data_parallel) {
+    grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
+                                     bytes, {expert_compute}, block.layer, "dcn_allreduce", true));
+  }
+}
+
+void MoeTrainingBlocks::finish() {
+  if (!model_.moe) return;
+  auto& stats = layout_.moe;
+  double samples = 0, dropped = 0, expert_ratio = 0, chip_ratio = 0, dispatch = 0;
+  const double row_bytes = model_.d_model * model_.activation_bytes;
+  for (size_t m = 0; m < works_.size(); ++m) {
+    for (size_t l = 0; l < works_[m].size(); ++l) {
+      const MoeLayerWork& w = work(static_cast<int>(l), static_cast<int>(m));
+      samples += 1;
+      dropped += w.loads.dropped_fraction();
+      if (w.loads.mean() > 0) expert_ratio += w.loads.busiest() / w.loads.mean();
+      const double ratio = w.mean_rank_rows() > 0 ? w.busiest_rank_rows() / w.mean_rank_rows() : 1.0;
+      chip_ratio += ratio;
+      stats.max_busiest_chip_over_mean = std::max(stats.max_busiest_chip_over_mean, ratio);
+      // What chip 0 sends the others: its row of pair sizes without itself (every source alike).
+      double sent = 0;
+      for (int s = 1; s < w.ranks; ++s) sent += w.pair_rows[s] * row_bytes;
+      dispatch += sent;
+    }
+  }
+  if (samples > 0) {
+    stats.dropped_fraction = dropped / samples;
+    stats.busiest_expert_over_mean = expert_ratio / samples;
+    stats.busiest_chip_over_mean = chip_ratio / samples;
+    stats.dispatch_bytes_per_chip = dispatch / samples;
+  }
+}
+
+}  // namespace podsim

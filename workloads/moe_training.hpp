@@ -1,0 +1,74 @@
+#pragma once
+// The MoE block of a training step (issue 11): per MoE layer and microbatch, the router and
+// shared experts (dense, as an MLP block), then the routed experts under expert parallelism:
+//   forward:  dispatch AllToAll over the expert axes -> each chip's experts compute the rows
+//             routed to them -> combine AllToAll back (pair sizes transposed);
+//   backward: the combine's mirror (output gradients to the experts) -> the experts' backward
+//             (2x the FLOPs) -> the dispatch's mirror (input gradients home), and the router and
+//             shared experts' backward after the experts' (one chip computes one thing at a time);
+//   gradients: expert weights are sharded over the expert axes and, under FSDP, over the other
+//             data axes, where their gradients are ReduceScattered (AllReduced without FSDP).
+// Tensor parallelism splits every expert's d_ff as it splits a dense MLP's (the activations
+// gathered before the block and scattered after, blocking). Routing (workloads/moe_layer.hpp) is
+// drawn per MoE layer and microbatch; uneven rows make the expert compute differ by chip
+// (ProgramOp::vary_axes) and the AllToAlls uneven (CollectiveSpec::pair_bytes), so the chips
+// holding hot experts finish late and everyone else waits in the combine: the timeline shows it.
+#include <string>
+#include <vector>
+
+#include "workloads/moe_layer.hpp"
+#include "workloads/program_builder.hpp"
+#include "workloads/training.hpp"
+
+namespace podsim {
+
+class MoeTrainingBlocks {
+ public:
+  // Throws std::invalid_argument for expert axes that are not whole data axes, or experts that
+  // do not divide over them. Fills layout.moe's degrees.
+  MoeTrainingBlocks(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                    TrainingLayout& layout, ProgramBuilder& builder, bool fsdp);
+
+  struct Ops {
+    int last_compute = -1;      // the block's last compute (what later prefetches wait for)
+    int expert_compute = -1;    // the routed experts' compute (what their gradients wait for)
+    std::vector<int> end;       // what the next block waits for
+  };
+  // `gather_after`: when the experts' FSDP weight gather may start (the block's own prefetch).
+  Ops forward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
+              const std::vector<int>& gather_after);
+  Ops backward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
+               const std::vector<int>& gather_after);
+  // The experts' gradient reduction after their last backward; appends to grad_ops.
+  void gradients(const TrainingBlock& block, int expert_compute, std::vector<int>& grad_ops);
+
+  // Routed-expert weights one chip holds (before FSDP's sharding over the other data axes).
+  double expert_params_per_chip() const { return expert_params_per_chip_; }
+  // Useful FLOPs of the routed experts in one microbatch's forward, per chip (k experts per token).
+  double expert_forward_flops_per_chip() const;
+  // Averages the routing statistics into layout.moe; call once after the passes.
+  void finish();
+
+ private:
+  const MoeLayerWork& work(int moe_layer, int microbatch);
+  int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool backward,
+                std::vector<int> after);
+  int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
+                 std::vector<int> after, const char* category);
+
+  const TransformerSpec& model_;
+  const TrainingPlan& plan_;
+  const TopologySpec& topology_;
+  TrainingLayout& layout_;
+  ProgramBuilder& b_;
+  bool fsdp_ = false;
+  std::vector<int> expert_axes_;             // ascending: the pair and position order
+  std::vector<int> expert_fsdp_axes_;        // data axes that are not expert axes
+  std::vector<AxisSlice> expert_fsdp_slices_;
+  int expert_fsdp_degree_ = 1;
+  double expert_params_per_chip_ = 0;
+  std::vector<std::vector<MoeLayerWork>> works_;   // [microbatch][moe layer], drawn on first use
+  std::vector<std::vector<bool>> drawn_;
+};
+
+}  // namespace podsim

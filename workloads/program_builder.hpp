@@ -1,0 +1,71 @@
+#pragma once
+// Appends ops to a Program and returns their indices, so a workload states dependencies by
+// index (training.cpp's passes, the MoE blocks). Dependencies of -1 (an op not emitted) drop out.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "workloads/program.hpp"
+
+namespace podsim {
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder() = default;
+  explicit ProgramBuilder(Program program) : program_(std::move(program)) {}
+  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Send;
+    op.send_axis = axis;
+    op.send_direction = direction;
+    op.collective.bytes = bytes;
+    op.after = clean(std::move(after));
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
+  int add(ProgramOp op) {
+    program_.push_back(std::move(op));
+    return static_cast<int>(program_.size() - 1);
+  }
+  int compute(std::string name, double seconds, double flops, std::vector<int> after, int layer,
+              std::string category) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Compute;
+    op.compute_s = seconds;
+    op.flops = flops;
+    op.after = clean(std::move(after));
+    op.layer = layer;
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
+  int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes,
+                 const std::vector<AxisSlice>& slices, double bytes, std::vector<int> after, int layer,
+                 std::string category, bool over_dcn = false) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.kind = ProgramOpKind::Collective;
+    op.collective.kind = kind;
+    op.collective.axes = axes;
+    op.collective.slices = slices;
+    op.collective.over_dcn = over_dcn;
+    op.collective.bytes = bytes;
+    op.after = clean(std::move(after));
+    op.layer = layer;
+    op.category = std::move(category);
+    return add(std::move(op));
+  }
+  ProgramOp& op(int index) { return program_.at(index); }
+  Program take() { return std::move(program_); }
+
+ private:
+  static std::vector<int> clean(std::vector<int> after) {
+    after.erase(std::remove(after.begin(), after.end(), -1), after.end());
+    return after;
+  }
+  Program program_;
+};
+
+}  // namespace podsim

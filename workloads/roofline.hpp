@@ -1,0 +1,14 @@
+#pragma once
+// A compute op's time on one chip: the slower of its FLOPs and its HBM traffic, scaled by the
+// fraction of the roofline achieved (the book's max(T_math, T_memory); roofline.md).
+#include <algorithm>
+
+#include "topology/chip_spec.hpp"
+
+namespace podsim {
+
+inline double roofline_s(double flops, double bytes, const ChipSpec& chip, double efficiency) {
+  return std::max(flops / chip.bf16_flops_per_s, bytes / chip.hbm_bandwidth_Bps) / efficiency;
+}
+
+}  // namespace podsim
