@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "workloads/moe_layer.hpp"
+
 namespace podsim {
 
 double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes) {
@@ -45,9 +47,29 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
                                 std::to_string(model.max_sequence_length) + " for " + model.name);
   }
   if (plan.efficiency <= 0 || plan.efficiency > 1) throw std::invalid_argument("efficiency must be in (0, 1]");
+  if (!plan.expert_axes.empty() && !model.moe) throw std::invalid_argument("expert parallelism needs a model with experts");
+  for (int a : plan.expert_axes) {
+    if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("expert axis not in the mesh");
+    if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " carries both experts and weights");
+  }
+  const int ep = expert_parallel_degree(plan, topology);
+  if (model.moe && model.moe->experts % ep != 0) {
+    throw std::invalid_argument(std::to_string(model.moe->experts) + " experts do not split evenly over " +
+                                std::to_string(ep) + " expert-parallel chips");
+  }
+  if (plan.batch % ep != 0) {
+    throw std::invalid_argument("a batch of " + std::to_string(plan.batch) + " does not split over " + std::to_string(ep) +
+                                " expert-parallel groups (the batch is data-parallel across them outside the experts)");
+  }
 }
 
 }  // namespace
+
+int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
+  int degree = 1;
+  for (int a : plan.expert_axes) degree *= topology.axes.at(a).size;
+  return degree;
+}
 
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
   int degree = 1;
@@ -110,7 +132,14 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                                const StepShape& shape) {
   const int model_degree = model_parallel_degree(plan, topology);
-  const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, shape);
+  // Expert parallelism: outside the experts each group of model-parallel chips serves its
+  // 1/EP of the batch (data-parallel attention, its sequences' caches).
+  const int ep = expert_parallel_degree(plan, topology);
+  StepShape local = shape;
+  local.tokens /= ep;
+  local.attended_tokens /= ep;
+  local.kv_tokens /= ep;
+  const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, local);
   Program program;
   std::vector<int> previous;
   auto add = [&](ProgramOp op, std::vector<int> after) {
@@ -174,12 +203,74 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
     previous = {second, scatter};
   };
+  // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
+  // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
+  // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
+  const double C = plan.int8_compute ? topology.chip.int8_ops_per_s : topology.chip.bf16_flops_per_s;
+  auto moe_block = [&](const std::string& name, int layer) {
+    const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
+    const double io = 2 * local.tokens * model.d_model * 2.0;
+    const double shared_flops = 2 * local.tokens * dense_params / model_degree;
+    const double shared_s = std::max(shared_flops / C, (dense_params * plan.weight_bytes + io) / model_degree /
+                                                           topology.chip.hbm_bandwidth_Bps) / plan.efficiency;
+    std::vector<int> before = previous;
+    if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
+    const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
+    const MoeLayerWork w = moe_layer_work(model, plan.routing, local.tokens, ep, layer - model.moe->dense_layers, 0);
+    const double row_bytes = model.d_model * 2.0;   // bf16 activations
+    auto all_to_all = [&](const std::string& op_name, bool transposed, std::vector<int> after, const char* category) {
+      if (ep <= 1) return after;
+      std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
+      ProgramOp op;
+      op.name = op_name;
+      op.collective.kind = CollectiveKind::AllToAll;
+      op.collective.axes = plan.expert_axes;
+      std::sort(op.collective.axes.begin(), op.collective.axes.end());
+      for (double b : pairs) op.collective.bytes += b;
+      if (!w.uniform) op.collective.pair_bytes = std::move(pairs);
+      op.layer = layer;
+      op.category = category;
+      return std::vector<int>{add(std::move(op), std::move(after))};
+    };
+    const std::vector<int> arrived = all_to_all(name + ".dispatch", false, {shared}, "moe_dispatch");
+    // Each rank reads the weights of its experts that received tokens (a grouped matmul skips
+    // the empty ones; padded buffers fill every expert) and computes its rows.
+    const int per_rank = model.moe->experts / ep;
+    const bool padded = plan.routing.spec.capacity_factor > 0 && plan.routing.pad_to_capacity;
+    std::vector<double> by_rank(ep);
+    double flops_sum = 0;
+    for (int r = 0; r < ep; ++r) {
+      int used = 0;
+      for (int e = r * per_rank; e < (r + 1) * per_rank; ++e) used += padded || w.loads.kept[e] > 0;
+      const double rows = w.rows_per_rank[r];
+      const double flops = 2 * rows * expert_params(model) / model_degree;
+      const double bytes = (used * expert_params(model) * plan.weight_bytes + 2 * rows * row_bytes) / model_degree;
+      by_rank[r] = std::max(flops / C, bytes / topology.chip.hbm_bandwidth_Bps) / plan.efficiency;
+      flops_sum += flops;
+    }
+    const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);
+    const bool even = std::all_of(by_rank.begin(), by_rank.end(), [&](double t) { return t == by_rank[0]; });
+    if (even) {
+      program[experts].compute_s = by_rank[0];
+    } else {
+      double mean = 0;
+      for (double t : by_rank) mean += t / ep;
+      program[experts].compute_s = mean;
+      program[experts].vary_axes = plan.expert_axes;
+      std::sort(program[experts].vary_axes.begin(), program[experts].vary_axes.end());
+      program[experts].compute_s_by_position = by_rank;
+    }
+    previous = all_to_all(name + ".combine", true, {experts}, "moe_combine");
+    if (model_degree > 1)
+      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", previous)};
+  };
   for (int l = 0; l < model.layers; ++l) {
     const std::string name = "L" + std::to_string(l);
     // Attention projects, attends over the cache (read when decoding, written when
     // prefilling) and projects back; then the MLP.
     block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
-    block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
+    if (model.moe && l >= model.moe->dense_layers) moe_block(name + ".mlp", l);
+    else block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
   }
   compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed", previous);
   return program;
@@ -204,11 +295,18 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   layout.kv_cache_bytes_per_token = kv_cache_bytes_per_token(model, plan.kv_bytes);
   layout.param_bytes = param_count(model) * plan.weight_bytes;
   const double kv_batch_bytes = B * context * layout.kv_cache_bytes_per_token;
-  layout.memory_per_chip_bytes = (layout.param_bytes + kv_batch_bytes) / y;
+  // Expert parallelism: routed experts split EP ways, the rest replicated over the expert
+  // axes; each group holds its 1/EP of the batch's caches.
+  const int ep = expert_parallel_degree(plan, topology);
+  layout.expert_degree = ep;
+  const double routed_bytes =
+      model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) * plan.weight_bytes : 0.0;
+  const double weights_per_group = layout.param_bytes - routed_bytes + routed_bytes / ep;
+  layout.memory_per_chip_bytes = (weights_per_group + kv_batch_bytes / ep) / y;
   layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
   // Clamped before the conversion: a double beyond int's range is undefined behaviour to cast.
-  const double max_batch = std::floor((y * chip.hbm_bytes - layout.param_bytes) /
-                                      (context * layout.kv_cache_bytes_per_token));
+  const double max_batch = ep * std::floor((y * chip.hbm_bytes - weights_per_group) /
+                                           (context * layout.kv_cache_bytes_per_token));
   layout.max_batch = static_cast<int>(std::clamp(max_batch, 0.0, double(std::numeric_limits<int>::max())));
   std::vector<int> powers_of_two;
   for (int chips = 1; chips <= 8192; chips *= 2) powers_of_two.push_back(chips);
@@ -217,9 +315,14 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   layout.smallest_slice_chips = smallest.chips;
   layout.smallest_slice_kv_caches = smallest.kv_caches;
   const double p_matmul = matmul_flops_per_token_forward(model) / 2;   // weights a token passes through
+  // MoE: the FLOPs follow the activated weights, the HBM term every weight the slice holds
+  // (at batches where every expert gets tokens: inference.md Question 5 (2), B_crit x E / k),
+  // over the y x EP chips.
+  const double p_read = model.moe ? param_count(model) - (model.tied_embeddings ? 0.0 : static_cast<double>(model.vocab) * model.d_model) : p_matmul;
+  const double chips_used = y * ep;
   layout.rule_of_thumb_s =
-      (decode ? kv_batch_bytes / (y * W) : 0.0) +
-      std::max(2 * tokens * p_matmul / (y * C * plan.efficiency), p_matmul * plan.weight_bytes / (y * W));
+      (decode ? kv_batch_bytes / (chips_used * W) : 0.0) +
+      std::max(2 * tokens * p_matmul / (chips_used * C * plan.efficiency), p_read * plan.weight_bytes / (chips_used * W));
 
   const StepShape shape = decode ? decode_shape(plan.batch, plan.context_length)
                                   : prefill_shape(plan.batch, plan.prompt_length, 0);

@@ -40,6 +40,7 @@ struct InferencePlan {
 
 struct InferenceLayout {
   int model_degree = 1;
+  int expert_degree = 1;                 // expert-parallel groups (the batch split over them)
   int chips = 1;
   double kv_cache_bytes_per_token = 0;   // whole model: 2 L K H x kv_bytes (inference.md)
   double param_bytes = 0;                // whole model at its weight dtype
@@ -57,6 +58,8 @@ struct InferenceLayout {
 
 // Chips the weights are split over: the product of the model axes' sizes.
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
+// Chips the experts are split over: the product of the expert axes' sizes (1 without).
+int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
 
 // What one step pushes through the model: the rows through the weights and the context they
 // attend over. Decode of B sequences: B rows; a prefill chunk: B x chunk rows.

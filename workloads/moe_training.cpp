@@ -79,6 +79,8 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
   std::vector<double> by_rank;
   for (double rows : w.rows_per_rank) by_rank.push_back(seconds(rows));
   const double mean = std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
+  layout_.moe.expert_compute_mean_s += mean;
+  layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
   const int op = b_.compute(name, w.uniform ? by_rank[0] : mean, passes * expert_forward_flops_per_chip(),
                             std::move(after), block.layer, backward ? "backward" : "forward");
   if (!w.uniform) {

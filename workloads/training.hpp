@@ -87,6 +87,11 @@ struct MoeStepStats {
   // and microbatches: tokens x k x D x bytes x (EP-1)/EP under uniform routing.
   double dispatch_bytes_per_chip = 0;
   int moe_layers = 0;
+  // The routed experts' compute over the step, forward and backward, on a chip of mean load and
+  // on each layer's busiest chip: if every MoE layer waits for its busiest chip, the step is
+  // (busiest - mean) longer than with even routing (the formula skewed runs are checked against).
+  double expert_compute_mean_s = 0;
+  double expert_compute_busiest_s = 0;
 };
 
 struct TrainingLayout {

@@ -135,6 +135,25 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     Json by_axis = Json::object();
     for (const auto& [axis, seconds] : training->exposed_comm_by_axis_s) by_axis[axis] = seconds;
     j["exposed_comm_by_axis_s"] = by_axis;
+    Json by_category = Json::object();
+    for (const auto& [category, seconds] : training->exposed_comm_by_category_s) by_category[category] = seconds;
+    j["exposed_comm_by_category_s"] = by_category;
+    if (training->moe) {
+      const auto& m = training->moe_stats;
+      j["moe"] = {{"expert_parallelism", m.expert_degree},
+                  {"experts_per_chip", m.experts_per_chip},
+                  {"moe_layers", m.moe_layers},
+                  {"all_to_all_time_s", training->all_to_all_time_s},
+                  {"exposed_all_to_all_s", training->exposed_all_to_all_s},
+                  {"dispatch_bytes_per_chip", m.dispatch_bytes_per_chip},
+                  {"dropped_fraction", m.dropped_fraction},
+                  {"busiest_expert_over_mean", m.busiest_expert_over_mean},
+                  {"busiest_chip_over_mean", m.busiest_chip_over_mean},
+                  {"max_busiest_chip_over_mean", m.max_busiest_chip_over_mean},
+                  {"expert_compute_mean_s", m.expert_compute_mean_s},
+                  {"expert_compute_busiest_s", m.expert_compute_busiest_s},
+                  {"busiest_extra_s", m.expert_compute_busiest_s - m.expert_compute_mean_s}};
+    }
     j["total_flops"] = training->total_flops;
     j["pipeline_bubble_fraction"] = training->pipeline_bubble_fraction;
     j["memory_per_chip_bytes"] = training->memory.total_bytes;
@@ -626,6 +645,16 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 human_time(r.exposed_comm_s).c_str());
   out += line;
   out += by_axis.empty() ? "\n" : " (by axis:" + by_axis + ")\n";
+  if (r.moe) {
+    const auto& m = r.moe_stats;
+    std::snprintf(line, sizeof line,
+                  "MoE: %d-way expert parallel (%d experts per chip); AllToAll %s, %s exposed; %.2f%% of tokens "
+                  "dropped; busiest expert %.2fx the mean, busiest chip %.2fx (worst layer %.2fx)\n",
+                  m.expert_degree, m.experts_per_chip, human_time(r.all_to_all_time_s).c_str(),
+                  human_time(r.exposed_all_to_all_s).c_str(), 100 * m.dropped_fraction, m.busiest_expert_over_mean,
+                  m.busiest_chip_over_mean, m.max_busiest_chip_over_mean);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s\n",
                 human_bytes(r.memory.total_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
                 r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),

@@ -9,6 +9,7 @@ namespace {
 // or a send (from a neighbouring pipeline stage).
 struct Blocker {
   std::vector<std::string> axes;   // empty: compute elsewhere (or nothing) held it up
+  std::string category;            // the communication op's category
   double comm_s = 1e300;           // how much of the wait the communication itself took
 };
 
@@ -18,6 +19,7 @@ Blocker blocker_of(const Program& program, const RunResult& run, int latest, dou
   Blocker blocker;
   if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;
   for (const auto& a : run.operations[latest].axes) blocker.axes.push_back(a);
+  blocker.category = program[latest].category;
   if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) {
     blocker.axes.push_back("DCN");
   }
@@ -100,6 +102,8 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     const double comm = blocker.axes.empty() ? 0.0 : std::min(wait, blocker.comm_s);
     for (const auto& a : blocker.axes) report.exposed_comm_by_axis_s[a] += comm / blocker.axes.size();
     if (wait > comm) report.exposed_comm_by_axis_s[elsewhere] += wait - comm;
+    if (comm > 0) report.exposed_comm_by_category_s[blocker.category] += comm;
+    if (wait > comm) report.exposed_comm_by_category_s[elsewhere] += wait - comm;
   };
   std::vector<int> computes;
   for (size_t i = 0; i < program.size(); ++i) {
@@ -120,6 +124,19 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   const double trailing = report.step_time_s - busy_until;
   if (trailing > 0) charge(trailing, step_end_blocker(program, run));
   report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
+  report.moe = workload.model.moe.has_value();
+  report.moe_stats = layout.moe;
+  for (const char* category : {"moe_dispatch", "moe_combine"}) {
+    const auto it = report.exposed_comm_by_category_s.find(category);
+    if (it != report.exposed_comm_by_category_s.end()) report.exposed_all_to_all_s += it->second;
+  }
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (program[i].category != "moe_dispatch" && program[i].category != "moe_combine") continue;
+    for (int rep = 0; rep < program[i].repeat; ++rep) {
+      const auto& span = run.span(static_cast<int>(i), rep, chip0);
+      report.all_to_all_time_s += span.end_s - span.start_s;
+    }
+  }
   if (layout.pipeline_stages > 1) {
     double busy = 0, first = 1e300, last = 0;
     for (int i : computes) {

@@ -29,6 +29,11 @@ struct TrainingReport {
   // exposed_comm_s split by mesh axis ("X", ...), "DCN", and "pipeline_bubble" or "other"
   // (waits on compute elsewhere); the parts sum to exposed_comm_s.
   std::map<std::string, double> exposed_comm_by_axis_s;
+  // The same split by what the waits were for (the ops' categories: "fsdp_allgather",
+  // "moe_dispatch", "moe_combine", ...; "other" for compute elsewhere).
+  std::map<std::string, double> exposed_comm_by_category_s;
+  double exposed_all_to_all_s = 0;      // MoE: exposed waits on the dispatch and combine AllToAlls
+  double all_to_all_time_s = 0;         // MoE: chip 0's time inside them (overlapped or not)
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
   double tokens_per_s_per_chip = 0;
   // As MaxText and Megatron log it: model FLOPs per second per chip (mfu x peak), and the
@@ -42,6 +47,8 @@ struct TrainingReport {
   std::vector<LayerCost> per_layer;
   MemoryBreakdown memory;
   bool fits_hbm = true;
+  bool moe = false;
+  MoeStepStats moe_stats;
 };
 
 TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
