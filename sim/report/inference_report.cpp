@@ -15,6 +15,31 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
                                                                        run.span(static_cast<int>(i), 0, 0).start_s;
   }
   r.exposed_comm_s = std::max(0.0, r.step_time_s - r.compute_time_s);
+  int dispatches = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const auto& op = program[i];
+    if (op.category == "experts") {
+      r.moe = true;
+      r.expert_compute_mean_s += op.compute_s;
+      r.expert_compute_busiest_s += op.compute_s_by_position.empty()
+                                        ? op.compute_s
+                                        : *std::max_element(op.compute_s_by_position.begin(), op.compute_s_by_position.end());
+    }
+    if (op.category == "moe_dispatch" || op.category == "moe_combine") {
+      const auto& span = run.span(static_cast<int>(i), 0, 0);
+      r.all_to_all_time_s += span.end_s - span.start_s;
+    }
+    if (op.category == "moe_dispatch") {
+      // Chip 0's row of the pair sizes without itself (uniform: V / G^2 to each of G - 1 others).
+      const int g = layout.expert_degree;
+      double sent = 0;
+      for (int j = 1; j < g; ++j)
+        sent += op.collective.pair_bytes.empty() ? op.collective.bytes / (double(g) * g) : op.collective.pair_bytes[j];
+      r.dispatch_bytes_per_chip += sent;
+      ++dispatches;
+    }
+  }
+  if (dispatches > 0) r.dispatch_bytes_per_chip /= dispatches;
   if (r.step_time_s > 0) {
     r.tokens_per_s = layout.tokens / r.step_time_s;
     r.tokens_per_s_per_chip = r.tokens_per_s / layout.chips;

@@ -13,6 +13,14 @@ struct InferenceReport {
   double exposed_comm_s = 0;     // step - compute: the collectives on the critical path
   double tokens_per_s = 0;       // decode: batch / step; prefill: prompt tokens / step
   double tokens_per_s_per_chip = 0;
+  // MoE models (ops of category "experts"): the routed experts' compute over the step on a chip
+  // of mean load and on each layer's busiest chip, and chip 0's time in the dispatch and combine
+  // AllToAlls (bytes: what one chip sends others at one dispatch, mean over layers).
+  bool moe = false;
+  double expert_compute_mean_s = 0;
+  double expert_compute_busiest_s = 0;
+  double all_to_all_time_s = 0;
+  double dispatch_bytes_per_chip = 0;
   InferenceLayout layout;
 };
 

@@ -184,10 +184,18 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                      {"context_length", inference->decode ? plan.context_length : plan.prompt_length},
                      {"weight_bytes", plan.weight_bytes},
                      {"kv_bytes", plan.kv_bytes},
-                     {"model_parallelism", inference->layout.model_degree}};
+                     {"model_parallelism", inference->layout.model_degree},
+                     {"expert_parallelism", inference->layout.expert_degree}};
     j[inference->decode ? "decode_step_time_s" : "prefill_time_s"] = inference->step_time_s;
     j["compute_time_s"] = inference->compute_time_s;
     j["exposed_comm_s"] = inference->exposed_comm_s;
+    if (inference->moe) {
+      j["moe"] = {{"expert_parallelism", inference->layout.expert_degree},
+                  {"expert_compute_mean_s", inference->expert_compute_mean_s},
+                  {"expert_compute_busiest_s", inference->expert_compute_busiest_s},
+                  {"all_to_all_time_s", inference->all_to_all_time_s},
+                  {"dispatch_bytes_per_chip", inference->dispatch_bytes_per_chip}};
+    }
     j["rule_of_thumb_s"] = inference->layout.rule_of_thumb_s;
     j["tokens_per_s"] = inference->tokens_per_s;
     j["tokens_per_s_per_chip"] = inference->tokens_per_s_per_chip;
