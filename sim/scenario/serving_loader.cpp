@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
+#include "sim/scenario/input_file.hpp"
 #include "sim/scenario/request_trace.hpp"
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
@@ -241,13 +241,6 @@ std::string check_serving_field(const Field& field, const std::vector<double>& p
 }  // namespace podsim::detail
 
 namespace podsim::detail {
-
-std::string resolve_input_path(const std::string& named, const std::string& scenario_path) {
-  namespace fs = std::filesystem;
-  fs::path path = named;
-  if (path.is_relative()) path = fs::path(scenario_path).parent_path() / path;
-  return path.string();
-}
 
 std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path) {
   // yaml-cpp: a missing key gives an invalid node, which throws on anything but IsDefined().
