@@ -15,13 +15,15 @@
 
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/training_loader.hpp"
+#include "scenario_errors.hpp"
 
 using namespace podsim;
+using namespace podsim_test;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kFile = "bad.yaml";
+const std::string& kFile = kScenarioFile;
 
 // A valid scenario the bad-input cases each break in one place.
 const std::string kBase = R"(version: 1
@@ -49,44 +51,7 @@ expect:
 
 // kBase with the first occurrence of `from` replaced by `to`.
 std::string with(const std::string& from, const std::string& to, const std::string& base = kBase) {
-  const size_t at = base.find(from);
-  REQUIRE(at != std::string::npos);
-  return base.substr(0, at) + to + base.substr(at + from.size());
-}
-
-// 1-based line of the first occurrence of `needle`.
-int line_of(const std::string& text, const std::string& needle) {
-  const size_t at = text.find(needle);
-  REQUIRE(at != std::string::npos);
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-InputError error_from(const std::string& text) {
-  try {
-    load_scenario_text(text, kFile);
-  } catch (const InputError& error) {
-    return error;
-  }
-  FAIL("expected an InputError");
-  return InputError({}, "", "", "");   // not reached: FAIL throws
-}
-
-// The error names file, line (that of `line_needle` in the text), key and value.
-void require_error(const std::string& text, const std::string& key, const std::string& value,
-                   const std::string& line_needle) {
-  const InputError error = error_from(text);
-  const std::string message = error.what();
-  const int line = line_of(text, line_needle);
-  INFO(message);
-  CHECK(error.where().file == kFile);
-  CHECK(error.where().line == line);
-  CHECK(contains(message, kFile + ":" + std::to_string(line) + ":"));
-  CHECK(error.key() == key);
-  if (!key.empty()) CHECK(contains(message, "key '" + key + "'"));
-  CHECK(error.value() == value);
-  if (!value.empty()) CHECK(contains(message, "value '" + value + "'"));
+  return replaced_in(base, from, to);
 }
 
 struct TempDir {
