@@ -1222,30 +1222,4 @@ TEST_CASE("bad MoE and MLA models name file, line, key and value", "[scenario][m
     require_error(partial, "workload.model.attention", "{kind: mla, kv_lora_rank: 512}", "attention:");
     CHECK(contains(error_from(partial).what(), "qk_nope_head_dim"));
   }
-  SECTION("an MoE model reaching a workload that cannot simulate it") {
-    const std::string training = training_with("model: llama2-13b", "model: mixtral-8x7b");
-    require_error(training, "workload.model", "mixtral-8x7b", "mixtral-8x7b");
-    CHECK(contains(error_from(training).what(), "MoE models are not simulated by the training workload yet"));
-    const std::string mla = training_with(
-        "model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: mla, kv_lora_rank: 512, "
-                             "qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}");
-    const InputError error = error_from(mla);
-    CHECK(error.key() == "workload.model");
-    CHECK(error.where().line == line_of(mla, "preset: llama2-13b"));   // where the mapping starts
-    CHECK(contains(error_from(mla).what(), "multi-head latent attention is not simulated by the training workload"));
-    const std::string inference = with("model: llama3-70b", "model: deepseek-v3", kInference);
-    require_error(inference, "workload.model", "deepseek-v3", "deepseek-v3");
-    CHECK(contains(error_from(inference).what(), "MoE models are not simulated by the inference workload yet"));
-    const std::string serving = R"(version: 1
-hardware: {preset: v5e}
-topology: {mesh: {X: 4, Y: 4}}
-workload:
-  kind: serving
-  model: qwen3-235b-a22b
-  requests:
-    poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
-)";
-    require_error(serving, "workload.model", "qwen3-235b-a22b", "qwen3-235b-a22b");
-    CHECK(contains(error_from(serving).what(), "MoE models are not simulated by the serving workload yet"));
-  }
 }
