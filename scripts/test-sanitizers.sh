@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer job: the whole test suite built with clang under AddressSanitizer and
-# UndefinedBehaviorSanitizer (build-asan/, beside the normal build/), then the scenario and
-# trace fuzzers for a minute each under both. Any sanitizer report stops the test that hit it
+# UndefinedBehaviorSanitizer (build-asan/, beside the normal build/), then the scenario, trace
+# and expert-load fuzzers for a minute each under both. Any sanitizer report stops the test that hit it
 # (-fno-sanitize-recover=all, halt_on_error) and fails the job.
 #
 #   scripts/test-sanitizers.sh                     # what CI runs after scripts/test.sh

@@ -15,13 +15,15 @@
 
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/training_loader.hpp"
+#include "scenario_errors.hpp"
 
 using namespace podsim;
+using namespace podsim_test;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kFile = "bad.yaml";
+const std::string& kFile = kScenarioFile;
 
 // A valid scenario the bad-input cases each break in one place.
 const std::string kBase = R"(version: 1
@@ -49,44 +51,7 @@ expect:
 
 // kBase with the first occurrence of `from` replaced by `to`.
 std::string with(const std::string& from, const std::string& to, const std::string& base = kBase) {
-  const size_t at = base.find(from);
-  REQUIRE(at != std::string::npos);
-  return base.substr(0, at) + to + base.substr(at + from.size());
-}
-
-// 1-based line of the first occurrence of `needle`.
-int line_of(const std::string& text, const std::string& needle) {
-  const size_t at = text.find(needle);
-  REQUIRE(at != std::string::npos);
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-InputError error_from(const std::string& text) {
-  try {
-    load_scenario_text(text, kFile);
-  } catch (const InputError& error) {
-    return error;
-  }
-  FAIL("expected an InputError");
-  return InputError({}, "", "", "");   // not reached: FAIL throws
-}
-
-// The error names file, line (that of `line_needle` in the text), key and value.
-void require_error(const std::string& text, const std::string& key, const std::string& value,
-                   const std::string& line_needle) {
-  const InputError error = error_from(text);
-  const std::string message = error.what();
-  const int line = line_of(text, line_needle);
-  INFO(message);
-  CHECK(error.where().file == kFile);
-  CHECK(error.where().line == line);
-  CHECK(contains(message, kFile + ":" + std::to_string(line) + ":"));
-  CHECK(error.key() == key);
-  if (!key.empty()) CHECK(contains(message, "key '" + key + "'"));
-  CHECK(error.value() == value);
-  if (!value.empty()) CHECK(contains(message, "value '" + value + "'"));
+  return replaced_in(base, from, to);
 }
 
 struct TempDir {
@@ -1256,31 +1221,5 @@ TEST_CASE("bad MoE and MLA models name file, line, key and value", "[scenario][m
         training_with("model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: mla, kv_lora_rank: 512}");
     require_error(partial, "workload.model.attention", "{kind: mla, kv_lora_rank: 512}", "attention:");
     CHECK(contains(error_from(partial).what(), "qk_nope_head_dim"));
-  }
-  SECTION("an MoE model reaching a workload that cannot simulate it") {
-    const std::string training = training_with("model: llama2-13b", "model: mixtral-8x7b");
-    require_error(training, "workload.model", "mixtral-8x7b", "mixtral-8x7b");
-    CHECK(contains(error_from(training).what(), "MoE models are not simulated by the training workload yet"));
-    const std::string mla = training_with(
-        "model: llama2-13b", "model:\n    preset: llama2-13b\n    attention: {kind: mla, kv_lora_rank: 512, "
-                             "qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}");
-    const InputError error = error_from(mla);
-    CHECK(error.key() == "workload.model");
-    CHECK(error.where().line == line_of(mla, "preset: llama2-13b"));   // where the mapping starts
-    CHECK(contains(error_from(mla).what(), "multi-head latent attention is not simulated by the training workload"));
-    const std::string inference = with("model: llama3-70b", "model: deepseek-v3", kInference);
-    require_error(inference, "workload.model", "deepseek-v3", "deepseek-v3");
-    CHECK(contains(error_from(inference).what(), "MoE models are not simulated by the inference workload yet"));
-    const std::string serving = R"(version: 1
-hardware: {preset: v5e}
-topology: {mesh: {X: 4, Y: 4}}
-workload:
-  kind: serving
-  model: qwen3-235b-a22b
-  requests:
-    poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
-)";
-    require_error(serving, "workload.model", "qwen3-235b-a22b", "qwen3-235b-a22b");
-    CHECK(contains(error_from(serving).what(), "MoE models are not simulated by the serving workload yet"));
   }
 }

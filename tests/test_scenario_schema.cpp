@@ -201,6 +201,17 @@ workload:
     poisson: {rate: "1 /s", count: 2, prompt_tokens: 128, output_tokens: 16}
 )";
 
+const std::string kRouting = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: inference
+  model: mixtral-8x7b
+  batch: 1
+  context_length: 128
+  routing: {distribution: @}
+)";
+
 // Builds strings from pieces of a grammar, good and bad, so that a parser sees near misses.
 std::string pick(podsim_test::Rng& rng, const std::vector<std::string>& pieces) {
   return pieces[static_cast<size_t>(rng.below(static_cast<int>(pieces.size())))];
@@ -368,6 +379,7 @@ TEST_CASE("the schema's enumerations are the loader's choices", "[schema]") {
       {"kv_cache_dtype", replaced(kInference, "kv_cache: @"), "workload.kv_cache"},
       {"compute_dtype", replaced(kInference, "compute: @"), "workload.compute"},
       {"policy", kServing, "workload.policy"},
+      {"routing_distribution", kRouting, "workload.routing.distribution"},
   };
   for (const Choice& choice : choices) {
     INFO("definitions/" << choice.id);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "sim/report/output_files.hpp"
 
@@ -109,7 +110,7 @@ LoadedScenario load_dict(const py::dict& document, const std::string& base_dir, 
   LoadedScenario s;
   s.from_dict = true;
   s.base_dir = base_dir.empty() ? "." : base_dir;
-  // Messages name "<dict>"; relative paths in it (a request trace) resolve against base_dir.
+  // Messages name "<dict>"; relative paths in it (a request trace, an expert-load CSV) resolve against base_dir.
   s.path = s.base_dir == "." ? "<dict>" : (fs::path(s.base_dir) / "<dict>").string();
   s.text = std::string(out.c_str()) + "\n";
   s.scenario = load_scenario_text(s.text, s.path, overrides);
@@ -139,15 +140,19 @@ LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object&
 std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
   if (!s.from_dict) return s.path;
   YAML::Node document = YAML::Load(s.text);
-  // The one path a scenario names (serving_input_files knows it). Looked up through a const
-  // view: yaml-cpp's non-const operator[] would add the keys it does not find.
+  // The paths a scenario names (serving_input_files and routing_input_files know them): a request
+  // trace and an expert-load CSV. Looked up through a const view: yaml-cpp's non-const
+  // operator[] would add the keys it does not find.
   const YAML::Node& view = document;
   const YAML::Node workload = view["workload"];
-  // (IsDefined first: a key that is missing gives a node that throws on anything else.)
-  const YAML::Node requests = workload.IsDefined() && workload.IsMap() ? workload["requests"] : YAML::Node();
-  const YAML::Node trace = requests.IsDefined() && requests.IsMap() ? requests["trace"] : YAML::Node();
-  if (trace.IsDefined() && trace.IsScalar() && fs::path(trace.Scalar()).is_relative())
-    document["workload"]["requests"]["trace"] = fs::absolute(fs::path(s.base_dir) / trace.Scalar()).string();
+  const std::pair<const char*, const char*> named_files[] = {{"requests", "trace"}, {"routing", "loads"}};
+  for (const auto& [section, key] : named_files) {
+    // (IsDefined first: a key that is missing gives a node that throws on anything else.)
+    const YAML::Node parent = workload.IsDefined() && workload.IsMap() ? workload[section] : YAML::Node();
+    const YAML::Node file = parent.IsDefined() && parent.IsMap() ? parent[key] : YAML::Node();
+    if (file.IsDefined() && file.IsScalar() && fs::path(file.Scalar()).is_relative())
+      document["workload"][section][key] = fs::absolute(fs::path(s.base_dir) / file.Scalar()).string();
+  }
   YAML::Emitter out;
   out << document;
   ensure_directory(directory);
@@ -189,7 +194,7 @@ void bind_scenario(py::module_& m) {
           "path", [](const LoadedScenario& s) -> py::object { return s.from_dict ? py::object(py::none()) : py::object(py::str(s.path)); },
           "the file it was loaded from (None for a dict)")
       .def_property_readonly("base_dir", [](const LoadedScenario& s) { return s.base_dir; },
-                             "where relative paths in it (a request trace) are taken from")
+                             "where relative paths in it (a request trace, an expert-load CSV) are taken from")
       .def_property_readonly("text", [](const LoadedScenario& s) { return s.text; },
                              "the YAML document before overrides (a dict's as podsim wrote it)")
       .def_property_readonly("overrides", [](const LoadedScenario& s) { return overrides_dict(s.overrides); },
@@ -221,7 +226,7 @@ Raises podsim.InputError, located in the file (or naming the override), for bad 
       R"(Load and check a scenario given as a dict (the YAML file's structure: version, name,
 hardware, topology, workload, ...). It is written as YAML (Scenario.text) and checked as a file
 would be; messages name '<dict>' and the line in Scenario.text. base_dir: where relative paths
-in it (a request trace) are taken from. A dict without 'name' is named '<dict>'.)");
+in it (a request trace, an expert-load CSV) are taken from. A dict without 'name' is named '<dict>'.)");
 }
 
 }  // namespace podsim::python

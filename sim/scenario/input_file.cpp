@@ -33,6 +33,12 @@ std::string read_input_file(const std::string& path, const std::string& what, ui
   return text.str();
 }
 
+std::string resolve_input_path(const std::string& named, const std::string& scenario_path) {
+  fs::path path = named;
+  if (path.is_relative()) path = fs::path(scenario_path).parent_path() / path;
+  return path.string();
+}
+
 namespace {
 
 // Length of the UTF-8 sequence at text[i], or 0 if it is not one (overlong forms, surrogates

@@ -11,6 +11,10 @@ namespace podsim {
 // trace") when it is missing, not a regular file, larger than max_bytes, or unreadable.
 std::string read_input_file(const std::string& path, const std::string& what, uintmax_t max_bytes);
 
+// A file a scenario names (a request trace, an expert-load CSV): relative to the scenario's
+// directory, so a scenario and its inputs move together.
+std::string resolve_input_path(const std::string& named, const std::string& scenario_path);
+
 // Throws InputError at the line and column of the first byte that is not UTF-8 (outputs are
 // JSON, which must be UTF-8: a bad name would fail only after the whole simulation).
 void require_utf8(const std::string& text, const std::string& path);

@@ -5,28 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/scenario/csv_cells.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
-
-namespace {
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) {
-    const size_t a = cell.find_first_not_of(" \t\r");
-    const size_t b = cell.find_last_not_of(" \t\r");
-    cells.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
-  }
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-}  // namespace
 
 std::vector<Request> parse_request_trace(const std::string& text, const std::string& path, int max_tokens,
                                          const std::string& model_name) {
@@ -41,7 +25,7 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
   while (std::getline(in, line)) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    if (csv_line_skipped(line)) continue;
     const auto cells = split_csv_line(line);
     if (!header) {
       for (size_t c = 0; c < cells.size(); ++c) {

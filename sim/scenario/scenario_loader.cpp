@@ -27,6 +27,7 @@
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/serving_loader.hpp"
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
@@ -861,7 +862,10 @@ ResolvedScenario resolve_scenario(const std::string& path, const std::vector<Sce
   YAML::Emitter emitter;
   emitter << document;
   out.text = emitter.c_str();
-  if (document.IsMap()) out.input_files = detail::serving_input_files(document["workload"], path);
+  if (document.IsMap()) {
+    out.input_files = detail::serving_input_files(document["workload"], path);
+    for (auto& file : detail::routing_input_files(document["workload"], path)) out.input_files.push_back(std::move(file));
+  }
   return out;
 }
 

@@ -30,6 +30,7 @@ enum class SchemaMap {
   ModelAttention,
   TrainingParallelism,
   ModelParallelism,
+  Routing,
   Requests,
   Poisson,
   Slo,

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
+#include "sim/scenario/input_file.hpp"
 #include "sim/scenario/request_trace.hpp"
+#include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"
@@ -40,16 +41,29 @@ LengthRange read_length(const Field& field) {
   return range;
 }
 
-// Every axis of the slice: one model replica per server.
-std::vector<int> server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology) {
+// A server is one model replica on its whole slice: its model and expert axes together are
+// every mesh axis. Without parallelism.model, the model axes are those the expert axes leave.
+void server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology, const TransformerSpec& model,
+                 InferencePlan& plan) {
   std::vector<int> all;
   for (size_t a = 0; a < topology.axes.size(); ++a) all.push_back(static_cast<int>(a));
-  if (!parallelism) return all;
-  auto axes = parse_model_axes(*parallelism, topology);
-  if (axes.size() != all.size())
-    fail(*parallelism, "a server is one model replica on its whole slice; expected parallelism.model to list "
-                       "every mesh axis (" + axis_names(topology.axes) + "), or servers: for more replicas");
-  return axes;
+  plan.model_axes = all;
+  plan.expert_axes.clear();
+  if (!parallelism) return;
+  const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
+  plan.expert_axes = axes.expert;
+  if (axes.model_given) {
+    plan.model_axes = axes.model;
+  } else {
+    plan.model_axes.clear();
+    for (int a : all)
+      if (std::find(axes.expert.begin(), axes.expert.end(), a) == axes.expert.end()) plan.model_axes.push_back(a);
+  }
+  if (plan.model_axes.size() + plan.expert_axes.size() != all.size())
+    fail(*parallelism, "a server is one model replica on its whole slice; expected parallelism.model" +
+                           std::string(axes.expert.empty() ? "" : " and parallelism.expert together") +
+                           " to list every mesh axis (" + axis_names(topology.axes) + "), or servers: for more "
+                           "replicas");
 }
 
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
@@ -110,9 +124,9 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
                             std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
   w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
-  reject_unsimulated_model(reader.required("model"), w.model, "serving");
   parse_inference_numerics(reader, w.generate);
-  w.generate.model_axes = server_axes(reader.optional("parallelism"), topology);
+  server_axes(reader.optional("parallelism"), topology, w.model, w.generate);
+  if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
   ServingConfig& c = w.config;
@@ -204,7 +218,11 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
         w.prefill_topology = parse_topology(*t);
         if (w.prefill_topology.slices != 1) fail(*t, "expected one slice per prefill server");
       }
-      w.prefill.model_axes = server_axes(p.optional("parallelism"), w.prefill_topology);
+      // Without its own parallelism a prefill server on the workload's slice keeps the workload's
+      // axes; on a slice of its own, the workload's axis indices mean nothing, so it takes every axis.
+      const auto prefill_parallelism = p.optional("parallelism");
+      if (prefill_parallelism || p.optional("topology"))
+        server_axes(prefill_parallelism, w.prefill_topology, w.model, w.prefill);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
       if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
     }
@@ -241,13 +259,6 @@ std::string check_serving_field(const Field& field, const std::vector<double>& p
 }  // namespace podsim::detail
 
 namespace podsim::detail {
-
-std::string resolve_input_path(const std::string& named, const std::string& scenario_path) {
-  namespace fs = std::filesystem;
-  fs::path path = named;
-  if (path.is_relative()) path = fs::path(scenario_path).parent_path() / path;
-  return path.string();
-}
 
 std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path) {
   // yaml-cpp: a missing key gives an invalid node, which throws on anything but IsDefined().

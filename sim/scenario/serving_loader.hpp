@@ -16,9 +16,6 @@ using TopologyParser = std::function<TopologySpec(const yaml_fields::Field&)>;
 ServingWorkload parse_serving(const yaml_fields::MapReader& reader, const TopologySpec& topology,
                               const TopologyParser& parse_topology);
 
-// A file named in a scenario (a request trace), relative to the scenario's directory.
-std::string resolve_input_path(const std::string& named, const std::string& scenario_path);
-
 // The files a serving workload reads, from its resolved `workload` node (none if malformed).
 std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path);
 

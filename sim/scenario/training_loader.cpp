@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -187,8 +189,8 @@ struct PlanAxes {
   std::vector<AxisSlice> slices;
 };
 
-PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
-                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
+// The names an axes value lists: a list, one name, or `all` (every mesh axis, in order).
+std::vector<Field> axis_items(const Field& field, const TopologySpec& topology) {
   std::vector<Field> items;
   if (field.node.IsScalar() && field.node.Scalar() == "all") {   // every mesh axis, in order
     for (const auto& axis : topology.axes) {
@@ -201,6 +203,12 @@ PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
   } else {
     items = read_list(field);
   }
+  return items;
+}
+
+PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
+  const std::vector<Field> items = axis_items(field, topology);
   PlanAxes out;
   const auto& mesh = topology.axes;
   for (const Field& item : items) {
@@ -251,6 +259,40 @@ void check_stages(const Field& field, int stages, const TransformerSpec& model) 
   }
 }
 
+// `expert:` axes (expert parallelism): whole mesh axes, each once, on a model with experts, and
+// as many expert ranks as divide the experts. `check` adds what the workload needs of each axis
+// (training: a data axis; inference: not a model axis), before the divisibility is checked.
+using ExpertAxisCheck = std::function<void(int axis, const Field& item)>;
+
+std::vector<int> parse_expert_axes(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
+                                   const ExpertAxisCheck& check) {
+  // Its own list of used axes: in training the expert axes are data axes too.
+  std::vector<std::pair<std::string, std::string>> used;
+  const PlanAxes parsed = parse_plan_axes(field, topology, used, "expert");
+  const std::vector<Field> items = axis_items(field, topology);
+  for (size_t i = 0; i < parsed.axes.size(); ++i) {
+    if (parsed.slices[i].size != 0)
+      fail(items[i], "part of a split axis; expected whole mesh axes for expert parallelism");
+  }
+  if (parsed.axes.empty()) return {};
+  if (!model.moe)
+    fail(field, "the model has no experts (" + model.name + " is dense); expected no expert axes, or a model with moe");
+  for (size_t i = 0; i < parsed.axes.size(); ++i) check(parsed.axes[i], items[i]);
+  int64_t ranks = 1;
+  std::vector<std::string> sizes;
+  for (int axis : parsed.axes) {
+    ranks *= topology.axes[axis].size;
+    sizes.push_back(topology.axes[axis].name + "=" + std::to_string(topology.axes[axis].size));
+  }
+  const int experts = model.moe->experts;
+  if (experts % ranks != 0)
+    fail(field, std::to_string(experts) + " experts do not divide over the expert axes (" + join(sizes, " x ") +
+                    (sizes.size() > 1 ? " = " + std::to_string(ranks) : std::string()) +
+                    " ranks); expected expert axes whose sizes multiply to a divisor of " + model.name + "'s " +
+                    std::to_string(experts) + " experts");
+  return parsed.axes;
+}
+
 void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
                        TrainingPlan& plan) {
   const int slices = topology.slices;
@@ -267,12 +309,33 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.tensor_axes = parsed.axes;
     plan.tensor_slices = parsed.slices;
   }
+  if (auto expert = reader.optional("expert")) {
+    plan.expert_axes = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
+      const std::string& name = topology.axes[axis].name;
+      for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+        if (plan.data_axes[i] != axis) continue;
+        if (plan.data_slices.empty() || plan.data_slices[i].size == 0) return;
+        fail(item, "only part of " + name + " (a split axis) carries data parallelism; expected whole data axes "
+                   "as expert axes");
+      }
+      std::vector<std::string> data;
+      for (int a : plan.data_axes) data.push_back(topology.axes[a].name);
+      fail(item, name + " is not a data axis (data: " + (data.empty() ? std::string("none") : join(data)) +
+                     "); expected expert axes among parallelism.data: tokens are data-parallel across the expert "
+                     "ranks, and an AllToAll over the expert axes takes each token to its experts' chips and back");
+    });
+  }
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
   if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
   }
+  // Expert parallelism is planned over data axes of one step, not across pipeline stages
+  // (issue 11): refused here, at the key, rather than left to the program.
+  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe)
+    fail(*pipeline, "pipeline parallelism with an MoE model is not supported; expected data, fsdp, tensor and "
+                    "expert axes without a pipeline");
   if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
                                                    pipeline->node.Scalar() == "slices") {
     if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
@@ -365,7 +428,6 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   const Field length = reader.required("sequence_length");
   plan.sequence_length = read_int(length, 1, kMaxModelDim);
   workload.model = parse_model(reader.required("model"), plan.sequence_length);
-  reject_unsimulated_model(reader.required("model"), workload.model, "training");
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
@@ -385,6 +447,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
   if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
+  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;
 }
 
@@ -412,16 +475,6 @@ const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefil
 
 TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
 
-void reject_unsimulated_model(const Field& field, const TransformerSpec& model, std::string_view kind) {
-  // Issue 11: the models come first; until a workload learns routed experts (and MLA), it must
-  // not quietly run such a model as a dense one.
-  if (model.moe)
-    fail(field, "MoE models are not simulated by the " + std::string(kind) + " workload yet; expected a dense model");
-  if (model.attention == AttentionKind::Mla)
-    fail(field, "multi-head latent attention is not simulated by the " + std::string(kind) +
-                    " workload yet; expected attention kind gqa");
-}
-
 void parse_inference_numerics(const MapReader& reader, InferencePlan& plan) {
   if (auto weights = reader.optional("weights")) {
     plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"int4", 0.5}});
@@ -441,17 +494,29 @@ double read_fraction(const Field& field) {
   return value;
 }
 
-std::vector<int> parse_model_axes(const Field& parallelism, const TopologySpec& topology) {
-  const MapReader axes_reader(parallelism, SchemaMap::ModelParallelism);
-  axes_reader.reject_unknown();
-  auto model_axes = axes_reader.optional("model");
-  if (!model_axes) return {};
-  std::vector<std::pair<std::string, std::string>> used;
-  const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
-  for (const auto& slice : parsed.slices) {
-    if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
+ModelParallelAxes parse_model_parallelism(const Field& parallelism, const TopologySpec& topology,
+                                          const TransformerSpec& model) {
+  const MapReader reader(parallelism, SchemaMap::ModelParallelism);
+  reader.reject_unknown();
+  ModelParallelAxes out;
+  if (auto model_axes = reader.optional("model")) {
+    std::vector<std::pair<std::string, std::string>> used;
+    const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
+    for (const auto& slice : parsed.slices) {
+      if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
+    }
+    out.model = parsed.axes;
+    out.model_given = true;
   }
-  return parsed.axes;
+  if (auto expert = reader.optional("expert")) {
+    out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
+      if (std::find(out.model.begin(), out.model.end(), axis) != out.model.end())
+        fail(item, topology.axes[axis].name + " already carries model parallelism; expected expert axes apart from "
+                   "parallelism.model: the batch is split over the expert axes outside the MoE blocks, and an "
+                   "AllToAll over them takes each token to its experts' chips and back");
+    });
+  }
+  return out;
 }
 
 InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& topology) {
@@ -469,14 +534,18 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
                         : "applies to phase: decode; expected prompt_length for a prefill");
   }
   workload.model = parse_model(reader.required("model"), tokens);
-  reject_unsimulated_model(reader.required("model"), workload.model, "inference");
   if (tokens > workload.model.max_sequence_length) {
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
   }
   plan.batch = read_int(reader.required("batch"), 1, kMaxChips);
   parse_inference_numerics(reader, plan);
-  if (auto parallelism = reader.optional("parallelism")) plan.model_axes = parse_model_axes(*parallelism, topology);
+  if (auto parallelism = reader.optional("parallelism")) {
+    const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, workload.model);
+    plan.model_axes = axes.model;
+    plan.expert_axes = axes.expert;
+  }
+  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;
 }
 

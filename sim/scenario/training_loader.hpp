@@ -2,7 +2,6 @@
 // Internal to the scenario loader: the part of the schema for `workload.kind: training`
 // (docs/scenario-schema.md), parsed by training_loader.cpp for scenario_loader.cpp.
 #include <string>
-#include <string_view>
 
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/yaml_fields.hpp"
@@ -18,18 +17,23 @@ TrainingWorkload parse_training(const yaml_fields::MapReader& reader, const Topo
 std::string check_training_field(const yaml_fields::Field& field);
 
 // The inference workload (kind: inference): model, phase, batch, context or prompt length,
-// dtypes, model-parallel axes.
+// dtypes, model- and expert-parallel axes, routing.
 InferenceWorkload parse_inference(const yaml_fields::MapReader& reader, const TopologySpec& topology);
 
 // Shared by inference and serving: weights, kv_cache, compute, efficiency, attention_flops.
 void parse_inference_numerics(const yaml_fields::MapReader& reader, InferencePlan& plan);
-// `parallelism: {model: [axes]}`: whole mesh axes, each once.
-std::vector<int> parse_model_axes(const yaml_fields::Field& parallelism, const TopologySpec& topology);
+// `parallelism: {model: [axes], expert: [axes]}` (inference, serving, a serving prefill): whole
+// mesh axes, each once; expert axes only on an MoE model, dividing its experts, and apart from
+// the model axes.
+struct ModelParallelAxes {
+  std::vector<int> model;     // [] when parallelism.model is not given
+  std::vector<int> expert;
+  bool model_given = false;   // serving gives a missing model list the axes the experts leave
+};
+ModelParallelAxes parse_model_parallelism(const yaml_fields::Field& parallelism, const TopologySpec& topology,
+                                          const TransformerSpec& model);
 // A preset name or a model mapping (see parse_training's `model`).
 TransformerSpec parse_model_field(const yaml_fields::Field& field, int sequence_length);
-// Throws at `field` when the model has routed experts or MLA, which no workload simulates yet;
-// `kind` is the workload's ("training", "inference", "serving").
-void reject_unsimulated_model(const yaml_fields::Field& field, const TransformerSpec& model, std::string_view kind);
 // A number in (0, 1].
 double read_fraction(const yaml_fields::Field& field);
 

@@ -1,10 +1,10 @@
-// Seeded mutation fuzzing of the two readers of user files: the scenario loader
-// (load_scenario_text, with and without --set overrides) and the request-trace parser
-// (parse_request_trace). The promise under test (design.md, habit 3): whatever the bytes, a
+// Seeded mutation fuzzing of the three readers of user files: the scenario loader
+// (load_scenario_text, with and without --set overrides), the request-trace parser
+// (parse_request_trace) and the expert-load parser (parse_expert_loads). The promise under test (design.md, habit 3): whatever the bytes, a
 // reader returns a value or throws podsim::InputError (a located message, exit status 2) — never
 // another exception, a crash, a sanitizer report or a hang — and what it returns is in range.
 //
-//   podsim_fuzz scenario|trace --corpus DIR... [--seconds S] [--cases N] [--seed N]
+//   podsim_fuzz scenario|trace|loads --corpus DIR... [--seconds S] [--cases N] [--seed N]
 //                              [--case I] [--out DIR] [--dump-accepted DIR]
 //
 // Environment: PODSIM_FUZZ_SECONDS (default 3), PODSIM_FUZZ_SEED, PODSIM_FUZZ_CASE (replay one
@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "seeded_rng.hpp"
+#include "sim/scenario/expert_loads.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/request_trace.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -383,17 +384,24 @@ void mutate_scenario(Rng& rng, std::string& text, const std::vector<std::string>
   text = joined(lines);
 }
 
-const std::vector<std::string> kTraceCells = {
+const std::vector<std::string> kCsvCells = {
     "0", "-0", "-1", "1", "1.5", "1e308", "1e309", "1e-320", "nan", "inf", "-inf", "0x10", "", " ", " 7 ", "+1",
     "2147483647", "2147483648", "1073741824", "1073741825", "9223372036854775808", "1e9", "1_000", "\"3\"", "#",
-    "arrival_s", "prompt_tokens", "output_tokens", "\xFF", "\t", std::string(5000, '9')};
+    "\xFF", "\t", std::string(5000, '9')};
 
-void mutate_trace(Rng& rng, std::string& text, const std::vector<std::string>& corpus) {
+// A CSV file's mutations: cells become extreme ones or `names` (its columns and keywords), lines
+// are repeated, swapped, cut or padded, and 1 in 3 times the scenario's byte-level mutations.
+void mutate_csv(Rng& rng, std::string& text, const std::vector<std::string>& corpus,
+                const std::vector<std::string>& names) {
+  std::vector<std::string> cells = kCsvCells;
+  cells.insert(cells.end(), names.begin(), names.end());
   std::vector<std::string> lines = lines_of(text);
   const int kind = rng.below(12);
   if (kind < 4 || lines.empty()) {
     std::string scenario_text = text;
-    mutate_scenario(rng, scenario_text, corpus, {"arrival_s", "prompt_tokens", "output_tokens", "x"});
+    std::vector<std::string> keys = names;
+    keys.push_back("x");
+    mutate_scenario(rng, scenario_text, corpus, keys);
     text = scenario_text;
     return;
   }
@@ -406,7 +414,7 @@ void mutate_trace(Rng& rng, std::string& text, const std::vector<std::string>& c
       const size_t begin = starts[static_cast<size_t>(rng.below(static_cast<int>(starts.size())))];
       size_t end = lines[l].find(',', begin);
       if (end == std::string::npos) end = lines[l].size();
-      lines[l].replace(begin, end - begin, pick(rng, kTraceCells));
+      lines[l].replace(begin, end - begin, pick(rng, cells));
       break;
     }
     case 7:
@@ -416,7 +424,7 @@ void mutate_trace(Rng& rng, std::string& text, const std::vector<std::string>& c
       std::swap(lines[l], lines[static_cast<size_t>(rng.below(static_cast<int>(lines.size())))]);
       break;
     case 9: {   // a column more, or fewer
-      if (rng.chance(0.5)) lines[l] += "," + pick(rng, kTraceCells);
+      if (rng.chance(0.5)) lines[l] += "," + pick(rng, cells);
       else if (const size_t comma = lines[l].rfind(','); comma != std::string::npos) lines[l].erase(comma);
       break;
     }
@@ -482,6 +490,74 @@ void check_requests(const std::vector<podsim::Request>& requests, int max_tokens
   }
 }
 
+// An MoE model for an expert-load file: as many experts as its header has columns after `layer`
+// and, most times, the layers its rows name (the highest plus one, the lowest the first MoE
+// layer), so that mutants get past the header and the layer checks; otherwise drawn.
+podsim::TransformerSpec loads_model(Rng& rng, const std::string& text) {
+  int columns = 0, lowest = -1, highest = -1;
+  bool header = true;
+  for (const std::string& line : lines_of(text)) {
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (header) {
+      columns = static_cast<int>(std::count(line.begin(), line.end(), ','));
+      header = false;
+      continue;
+    }
+    const int layer = std::atoi(line.c_str() + first);   // 0 for `*` and for junk: harmless here
+    if (layer < 0 || layer >= 4096) continue;
+    lowest = lowest < 0 ? layer : std::min(lowest, layer);
+    highest = std::max(highest, layer);
+  }
+  podsim::TransformerSpec m;
+  m.name = "fuzz-moe";
+  m.d_model = m.d_ff = m.heads = m.kv_heads = m.head_dim = 1;
+  m.max_sequence_length = 1;
+  const bool named = highest >= 0 && rng.chance(0.7);
+  m.layers = named ? highest + 1 : 1 + rng.below(8);
+  const int dense = named ? lowest : rng.below(m.layers + 1);
+  const int experts = rng.chance(0.9) && columns >= 1 && columns <= 4096 ? columns : 1 + rng.below(16);
+  m.moe = podsim::MoeSpec{experts, 1 + rng.below(std::min(experts, 8)), 0, 1, dense};
+  return m;
+}
+
+void check_loads(const std::vector<std::vector<double>>& rows, const podsim::TransformerSpec& m) {
+  const size_t moe_layers = static_cast<size_t>(m.layers - m.moe->dense_layers);
+  require(rows.size() == 1 || rows.size() == moe_layers, "not one row, nor one per MoE layer");
+  for (const auto& row : rows) {
+    require(row.size() == static_cast<size_t>(m.moe->experts), "a row of the wrong width");
+    double sum = 0;
+    int positive = 0;
+    for (double x : row) {
+      require(std::isfinite(x) && x >= 0, "a load that is not finite and >= 0");
+      sum += x;
+      positive += x > 0;
+    }
+    require(std::isfinite(sum), "loads whose sum is not finite");
+    require(positive >= m.moe->experts_per_token, "fewer positive loads than experts per token");
+  }
+}
+
+// What routing and expert parallelism the loader fills in: in range for the model and mesh.
+void check_moe(const podsim::TransformerSpec& model, const podsim::MoeRouting& routing,
+               const std::vector<int>& expert_axes, const podsim::TopologySpec& topology) {
+  if (!model.moe) {
+    require(expert_axes.empty(), "expert axes on a dense model");
+    return;
+  }
+  int64_t ranks = 1;
+  for (int axis : expert_axes) {
+    require(axis >= 0 && axis < static_cast<int>(topology.axes.size()), "an expert axis outside the mesh");
+    ranks *= topology.axes[static_cast<size_t>(axis)].size;
+  }
+  require(model.moe->experts % ranks == 0, "experts that do not divide over the expert axes");
+  const podsim::RoutingSpec& spec = routing.spec;
+  require(std::isfinite(spec.zipf_s) && spec.zipf_s >= 0, "zipf_s is not finite and >= 0");
+  require(std::isfinite(spec.capacity_factor) && spec.capacity_factor >= 0 && spec.capacity_factor <= model.moe->experts,
+          "capacity_factor is outside [0, experts]");
+  if (spec.kind == podsim::RoutingKind::Weights) check_loads(routing.layer_weights, model);
+}
+
 void check_scenario(const podsim::Scenario& s) {
   check_topology(s.topology, "the topology");
   require(positive_finite(s.link_efficiency) && s.link_efficiency <= 1, "link_efficiency is outside (0, 1]");
@@ -509,6 +585,7 @@ void check_scenario(const podsim::Scenario& s) {
       require(positive_finite(plan.matmul_efficiency) && plan.matmul_efficiency <= 1, "matmul_efficiency is outside (0, 1]");
       require(std::isfinite(podsim::training_flops_per_token(s.training.model, plan.sequence_length, plan.attention_flops)),
               "the FLOPs per token are not finite");
+      check_moe(s.training.model, plan.routing, plan.expert_axes, s.topology);
       break;
     }
     case podsim::WorkloadKind::Inference: {
@@ -517,6 +594,7 @@ void check_scenario(const podsim::Scenario& s) {
       require(plan.batch >= 1, "the batch is < 1");
       require(positive_finite(podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes)),
               "the KV cache per token is not positive and finite");
+      check_moe(s.inference.model, plan.routing, plan.expert_axes, s.topology);
       break;
     }
     case podsim::WorkloadKind::Serving: {
@@ -524,6 +602,11 @@ void check_scenario(const podsim::Scenario& s) {
       check_model(w.model);
       check_topology(w.prefill_topology, "the prefill topology");
       check_requests(w.requests, w.model.max_sequence_length);
+      check_moe(w.model, w.generate.routing, w.generate.expert_axes, s.topology);
+      check_moe(w.model, w.prefill.routing, w.prefill.expert_axes, w.prefill_topology);
+      require(w.generate.model_axes.size() + w.generate.expert_axes.size() == s.topology.axes.size() &&
+                  w.prefill.model_axes.size() + w.prefill.expert_axes.size() == w.prefill_topology.axes.size(),
+              "a server's model and expert axes are not every axis of its slice");
       require(w.hbm_slots >= 1 && w.config.slots >= 1 && w.config.slots <= w.hbm_slots, "the decode slots are not in [1, what HBM holds]");
       require(w.config.prefill_batch >= 1 && w.config.servers >= 1, "the prefill batch or servers are < 1");
       require(w.max_context >= 1, "the longest context is < 1");
@@ -595,6 +678,9 @@ Outcome run_one(const Options& o, const std::string& input, const fs::path& labe
         overrides.push_back({key, pick(rng, kExtremes)});
       }
       check_scenario(podsim::load_scenario_text(input, label.string(), overrides));
+    } else if (o.target == "loads") {
+      const podsim::TransformerSpec model = loads_model(rng, input);
+      check_loads(podsim::parse_expert_loads(input, label.string(), model), model);
     } else {
       const int contexts[] = {8192, 8192, 1, 2, 131072, 1 << 30, 2147483647};   // the model's max_sequence_length
       const int max_tokens = contexts[rng.below(7)];
@@ -626,7 +712,7 @@ int64_t env_int64(const char* name, int64_t fallback) {
 
 int usage(const std::string& problem) {
   std::cerr << "podsim_fuzz: " << problem << "\n"
-            << "usage: podsim_fuzz scenario|trace --corpus DIR... [--seconds S] [--cases N] [--seed N] [--case I]\n"
+            << "usage: podsim_fuzz scenario|trace|loads --corpus DIR... [--seconds S] [--cases N] [--seed N] [--case I]\n"
             << "                   [--out DIR] [--dump-accepted DIR] [--dump-limit N]\n";
   return 2;
 }
@@ -637,7 +723,7 @@ int main(int argc, char** argv) {
   Options o;
   if (argc < 2) return usage("no target");
   o.target = argv[1];
-  if (o.target != "scenario" && o.target != "trace") return usage("unknown target " + o.target);
+  if (o.target != "scenario" && o.target != "trace" && o.target != "loads") return usage("unknown target " + o.target);
   o.seconds = std::stod(std::getenv("PODSIM_FUZZ_SECONDS") ? std::getenv("PODSIM_FUZZ_SECONDS") : "3");
   o.seed = static_cast<uint64_t>(env_int64("PODSIM_FUZZ_SEED", static_cast<int64_t>(o.seed)));
   o.only_case = env_int64("PODSIM_FUZZ_CASE", -1);
@@ -704,7 +790,8 @@ int main(int argc, char** argv) {
     for (int m = 0, n = 1 + rng.below(6); m < n; ++m) {
       std::string before = input;
       if (o.target == "scenario") mutate_scenario(rng, input, texts, keys);
-      else mutate_trace(rng, input, texts);
+      else if (o.target == "trace") mutate_csv(rng, input, texts, {"arrival_s", "prompt_tokens", "output_tokens"});
+      else mutate_csv(rng, input, texts, {"layer", "*", "expert_0", "3", "2,1", "0,0,0"});
       // Inputs stay under kMaxInputBytes: stacked duplications would otherwise grow them to
       // hundreds of megabytes, and the fuzzer would spend its minute in yaml-cpp's tokenizer.
       if (input.size() > kMaxInputBytes) input = std::move(before);

@@ -213,6 +213,25 @@ class SweepTest(TablesEqualTheCsv, unittest.TestCase):
         self.assertEqual([p["status"] for p in points], ["ok", "ok"])
         self.assertEqual(points[0]["summary"]["requests"], 6)
 
+    def test_a_dict_naming_expert_loads(self):
+        # A relative expert-load CSV in a dict is taken from base_dir too, in a run and in a sweep.
+        model = {"layers": 2, "d_model": 256, "d_ff": 1024, "heads": 4, "kv_heads": 4, "head_dim": 64, "vocab": 0,
+                 "moe": {"experts": 4, "experts_per_token": 2, "expert_d_ff": 512}}
+        document = {"version": 1, "hardware": {"preset": "v5e"}, "topology": {"mesh": {"X": 2}},
+                    "workload": {"kind": "inference", "model": model, "batch": 2, "context_length": 64,
+                                 "routing": {"distribution": "loads", "loads": "loads.csv"}}}
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "loads.csv"), "w") as f:
+                f.write("layer,e0,e1,e2,e3\n*,4,3,2,1\n")
+            scenario = podsim.load_dict(document, base_dir=tmp)
+            self.assertIn("decode_step_time_s", podsim.run(scenario).summary)
+            points = podsim.sweep(scenario, {"workload.batch": [1, 2]})
+            with self.assertRaisesRegex(podsim.InputError, "absent.csv"):
+                podsim.load_dict({**document, "workload": {**document["workload"],
+                                                           "routing": {"distribution": "loads", "loads": "absent.csv"}}},
+                                 base_dir=tmp)
+        self.assertEqual([p["status"] for p in points], ["ok", "ok"], [p.get("error") for p in points])
+
     def test_ctrl_c_stops_the_points_under_way(self):
         # As a notebook's interrupt does: SIGINT to this process while points run. A point of
         # this scenario takes seconds; it must be killed, not left running, and recorded.

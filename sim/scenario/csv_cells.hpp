@@ -1,0 +1,16 @@
+#pragma once
+// The CSV dialect of the files a scenario names (request traces, expert loads): comma-separated
+// cells, spaces, tabs and a carriage return around a cell dropped, no quoting; blank lines and
+// lines whose first non-blank character is '#' carry nothing.
+#include <string>
+#include <vector>
+
+namespace podsim {
+
+// The cells of one line, each trimmed; a trailing comma ends with an empty cell.
+std::vector<std::string> split_csv_line(const std::string& line);
+
+// Whether a line is blank or a '#' comment.
+bool csv_line_skipped(const std::string& line);
+
+}  // namespace podsim
