@@ -112,7 +112,9 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   const double activation = 2.0;   // bf16 activations
   const double layer_kv = shape.kv_tokens * kv_cache_bytes_per_token(model, plan.kv_bytes) / model.layers;
   // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
-  const double score_flops = plan.attention_flops ? 4.0 * shape.attended_tokens * model.heads * model.head_dim : 0.0;
+  // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
+  const double score_flops =
+      plan.attention_flops ? shape.attended_tokens * attention_flops_per_token_forward(model, 1.0) / model.layers : 0.0;
   auto roofline = [&](double flops, double bytes) { return std::max(flops / C, bytes / W) / plan.efficiency; };
   const double p_attn = attention_params_per_layer(model);
   const double p_mlp = mlp_params_per_layer(model);

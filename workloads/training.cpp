@@ -128,7 +128,9 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     return b;
   };
   // QK^T and AV: 4 T N H FLOPs per token forward (transformers.md), no weights.
-  const double score_flops = plan.attention_flops ? 4.0 * plan.sequence_length * model.heads * model.head_dim : 0.0;
+  // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
+  const double score_flops =
+      plan.attention_flops ? attention_flops_per_token_forward(model, plan.sequence_length) / model.layers : 0.0;
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
     blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
