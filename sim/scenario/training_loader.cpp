@@ -416,7 +416,25 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
 
 const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
                                                   "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
-                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction"};
+                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
+                                                  "total_flops",   "parameters"};
+const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations"};
+// summary.json's "moe" of a training step (report.cpp) and of an inference step.
+const std::vector<std::string> kTrainingMoeFields = {
+    "all_to_all_time_s",        "exposed_all_to_all_s",       "dispatch_bytes_per_chip", "dropped_fraction",
+    "busiest_expert_over_mean", "busiest_chip_over_mean",     "max_busiest_chip_over_mean",
+    "expert_compute_mean_s",    "expert_compute_busiest_s",   "busiest_extra_s"};
+const std::vector<std::string> kInferenceMoeFields = {"expert_compute_mean_s", "expert_compute_busiest_s",
+                                                      "all_to_all_time_s", "dispatch_bytes_per_chip"};
+
+// "moe.<name>" for one of `names`: the name (its suffix gives the unit); "" when `text` is not moe.*.
+std::string moe_field(const Field& field, const std::string& text, const std::vector<std::string>& names) {
+  if (!text.starts_with("moe.")) return "";
+  const std::string name = text.substr(4);
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    fail(field, "expected moe.<one of: " + join(names) + ">");
+  return name;
+}
 
 }  // namespace
 
@@ -459,8 +477,16 @@ std::string check_training_field(const Field& field) {
   if (text.starts_with(by_axis) && text.size() > by_axis.size()) return "exposed_comm_by_axis_s";
   if (text.starts_with(per_layer) && text.size() > per_layer.size() && !text.ends_with("."))
     return text.substr(text.rfind('.') + 1);
+  const std::string by_category = "exposed_comm_by_category_s.";
+  if (text.starts_with(by_category) && text.size() > by_category.size()) return "exposed_comm_by_category_s";
+  const std::string memory = "memory_breakdown_bytes.";
+  if (text.starts_with(memory) &&
+      std::find(kMemoryParts.begin(), kMemoryParts.end(), text.substr(memory.size())) != kMemoryParts.end())
+    return "memory_breakdown_bytes";
+  if (auto moe = moe_field(field, text, kTrainingMoeFields); !moe.empty()) return moe;
   fail(field, "expected one of: " + join(kTrainingFields) +
-                  ", exposed_comm_by_axis_s.<axis> or per_layer.<...>");
+                  ", exposed_comm_by_axis_s.<axis>, exposed_comm_by_category_s.<category>, memory_breakdown_bytes.<" +
+                  join(kMemoryParts) + ">, moe.<...> or per_layer.<...>");
 }
 
 namespace {
@@ -552,7 +578,8 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
 std::string check_inference_field(const Field& field) {
   const std::string text = read_string(field);
   if (std::find(kInferenceFields.begin(), kInferenceFields.end(), text) != kInferenceFields.end()) return text;
-  fail(field, "expected one of: " + join(kInferenceFields));
+  if (auto moe = moe_field(field, text, kInferenceMoeFields); !moe.empty()) return moe;
+  fail(field, "expected one of: " + join(kInferenceFields) + " or moe.<...>");
   return text;
 }
 
