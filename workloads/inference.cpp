@@ -71,6 +71,11 @@ int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topolo
   return degree;
 }
 
+double server_weight_bytes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
+  const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
+  return ((param_count(model) - routed) * expert_parallel_degree(plan, topology) + routed) * plan.weight_bytes;
+}
+
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
   int degree = 1;
   for (int a : plan.model_axes) degree *= topology.axes[a].size;

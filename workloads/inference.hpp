@@ -101,6 +101,11 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
 Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                           InferenceLayout& layout);
 
+// Weight bytes a slice holds for one server: every expert once, and the rest (attention,
+// router, shared experts, embeddings) once per expert-parallel group; param_count x weight_bytes
+// without expert parallelism.
+double server_weight_bytes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology);
+
 // KV cache bytes per token of context for the whole model: kv_cache_elements_per_token x kv_bytes
 // (GQA: 2 x L x K x H x kv_bytes; MLA: L x (kv_lora_rank + qk_rope_head_dim) x kv_bytes).
 double kv_cache_bytes_per_token(const TransformerSpec& model, double kv_bytes);

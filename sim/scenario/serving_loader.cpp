@@ -172,7 +172,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   for (const auto& r : w.requests)
     w.max_context = std::max(w.max_context, padded_prompt_tokens(r.prompt_tokens, c.buckets) + r.output_tokens);
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
-  const double weights = param_count(w.model) * w.generate.weight_bytes;
+  // Expert parallelism copies all but the routed experts into every expert-parallel group.
+  const double weights = server_weight_bytes(w.model, w.generate, topology);
   const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
   // Clamped before the conversion: a small model beside a large HBM fits more sequences than an
   // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined

@@ -115,10 +115,14 @@ def error_keys(error):
 def errors_of(validator, path):
     """(dotted key, message) for every schema error of the document at `path`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")   # no newline translation: a lone CR stays one
         # YAML 1.1 (PyYAML) breaks lines at NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR; YAML 1.2
         # (yaml-cpp, editors) reads them as ordinary characters. Read them as spaces.
         text = text.replace("\u0085", " ").replace("\u2028", " ").replace("\u2029", " ")
+        # A carriage return without a line feed: a line break to PyYAML (and the YAML spec), an
+        # ordinary character to yaml-cpp (a comment runs on past it to the next LF). Read it as
+        # yaml-cpp does, the reader podsim runs.
+        text = re.sub("\r(?!\n)", " ", text)
         document = yaml.load(text, Loader=Yaml12Loader)
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
         # RecursionError: PyYAML builds nested collections recursively, and Python's limit is
