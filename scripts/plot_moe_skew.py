@@ -6,8 +6,9 @@ layer waiting for its busiest chip: moe.busiest_extra_s, the busiest chips' expe
 the mean's), with the busiest chip's load over the mean on a second axis.
 
   podsim sweep scenarios/training_deepseek_v3_v5p_16x16x16_ep.yaml \\
-      --set workload.routing.distribution=zipf --set workload.routing.zipf_s=0,0.4,0.8,1.2,1.6 \\
-      --set topology.mesh.X=4 --set topology.mesh.Y=4 -o out/skew
+      --set workload.routing.distribution=zipf --set workload.routing.zipf_s=0,0.5,1,1.5 \\
+      --set topology.mesh.X=8 --set topology.mesh.Y=8 --set topology.mesh.Z=8 \\
+      --set workload.batch_tokens=2097152 -o out/skew -j2        # 8 s on 2 cores
   python3 scripts/plot_moe_skew.py out/skew/sweep.csv -o out/skew/skew.png
 """
 import argparse

@@ -293,6 +293,14 @@ TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
               .exit_code == 0);
   CHECK(run_script("plot_pareto.py " + (out / "pareto" / "sweep.csv").string() + " -o " + (out / "p.png").string()) == 0);
   require_png(out / "p.png");
+  // MoE step time against routing skew (DeepSeek-V3 shrunk to a 4x4x4).
+  REQUIRE(run_podsim("sweep " + source_path("scenarios/training_deepseek_v3_v5p_16x16x16_ep.yaml") +
+                     " --set workload.routing.distribution=zipf --set workload.routing.zipf_s=0,1"
+                     " --set topology.mesh.X=4 --set topology.mesh.Y=4 --set topology.mesh.Z=4"
+                     " --set workload.batch_tokens=262144 -o " + (out / "skew").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_moe_skew.py " + (out / "skew" / "sweep.csv").string() + " -o " + (out / "s.png").string()) == 0);
+  require_png(out / "s.png");
   // Topology comparison (compare draws it itself; the script also runs alone).
   REQUIRE(run_podsim("compare " + source_path("scenarios/compare_alltoall_64_chips.yaml") + " --topologies 4x4x4,8x8 -o " +
                      (out / "cmp").string())

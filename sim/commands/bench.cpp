@@ -81,6 +81,33 @@ BenchRow bench_training_step() {
   return row_of("llama3-70b step FSDP+TP", "reduced", run_program(topology, {}, program, {}), start);
 }
 
+// One DeepSeek-V3 training step on a v5p n x n x n: FSDP over all axes, 16- or 8-way expert
+// parallelism over Z, one 4096-token sequence per chip (the MoE issue's speed cases: 16x16x16 at
+// uniform routing, and 8x8x8 at Zipf s = 1, whose expert axis stays whole).
+BenchRow bench_moe_step(int n, double zipf_s, Fidelity fidelity) {
+  TopologySpec topology;
+  topology.chip = *find_chip_preset("v5p");
+  topology.axes = {{"X", n, true}, {"Y", n, true}, {"Z", n, true}};
+  TrainingPlan plan;
+  plan.data_axes = {0, 1, 2};
+  plan.fsdp = true;
+  plan.expert_axes = {2};
+  plan.sequence_length = 4096;
+  plan.global_batch_tokens = static_cast<double>(n) * n * n * 4096;
+  plan.matmul_efficiency = 0.5;
+  if (zipf_s > 0) {
+    plan.routing.spec.kind = RoutingKind::Zipf;
+    plan.routing.spec.zipf_s = zipf_s;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  TrainingLayout layout;
+  const auto program = training_program(*find_model_preset("deepseek-v3"), plan, topology, layout);
+  const std::string name = "deepseek-v3 step EP " + std::to_string(n) + "^3 " +
+                           (zipf_s > 0 ? "zipf s=" + std::to_string(zipf_s).substr(0, 3) : std::string("uniform"));
+  return row_of(name, fidelity == Fidelity::Full ? "full" : "reduced",
+                run_program(topology, {}, program, {fidelity, false, {}}), start);
+}
+
 // Serving 10,000 requests of LLaMA-3 70B on a v5e 4x4 with continuous batching (the inference
 // issue's speed case): scenarios/serving_llama3_70b_continuous_v5e_4x4.yaml with 10x the requests.
 BenchRow bench_serving() {
@@ -166,6 +193,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& options) {
                  Fidelity::Auto));
   add(bench_training_step());
   add(bench_serving());
+  add(bench_moe_step(16, 0, Fidelity::Auto));
+  add(bench_moe_step(8, 1.0, Fidelity::Auto));
+  add(bench_moe_step(8, 1.0, Fidelity::Full));   // about 100 s: every chip of 512
   return rows;
 }
 

@@ -3,6 +3,8 @@
 // default (symmetry-reduced) mode and, where it is feasible, in the full replay, with
 // simulated messages per second of wall time. `--compare-naive` runs the plain SimGrid
 // replay (sim/engine/yardstick/naive_ring.cpp) beside each full replay and prints the ratio.
+// Targets (issue 11): a DeepSeek-V3 step on 16x16x16 at uniform routing <= 10 s; at Zipf
+// routing on 8x8x8 in the full replay (no symmetry), wall time and memory, target <= 60 s.
 // Targets (issue 9): the one-way AllGather over X of 16x16x16 in full replay at >= 2x the
 // plain replay's rate; the 1 GiB AllReduce over XYZ of 16x16x16 in full replay at >= 1x,
 // under 20 s and 2 GB.
