@@ -36,3 +36,33 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   CHECK(result.x_opt == Approx(std::sqrt(65536.0 / 11008 * 16)));
   CHECK_FALSE(planner_csv(result).empty());
 }
+
+TEST_CASE("planner tries expert parallelism for an MoE model, and no pipelines", "[planner][moe]") {
+  Scenario s;
+  s.path = "<test>";
+  s.name = "planner-moe";
+  s.workload_kind = WorkloadKind::Training;
+  s.topology.chip = *find_chip_preset("v5p");
+  s.topology.axes = {{"X", 4, true}, {"Y", 2, true}};
+  s.training.model = *find_model_preset("mixtral-8x7b");
+  s.training.model.layers = 2;
+  s.training.model.moe->dense_layers = 0;
+  s.training.plan.sequence_length = 1024;
+  s.training.plan.global_batch_tokens = 1024.0 * 8;
+  const auto result = plan_training(s, nullptr);
+  // 7 axis splits (DP or FSDP where there is a data axis), 2 with TP over a block of 2 of X
+  // (Y's 2 chips hold no two blocks); each also with EP over every whole data axis the 8
+  // experts divide: X (4) and Y (2). No pipelines.
+  int with_ep = 0, feasible_ep = 0;
+  for (const auto& c : result.candidates) {
+    CHECK(c.label.find("PP(") == std::string::npos);
+    if (c.label.find("EP(") == std::string::npos) continue;
+    ++with_ep;
+    CHECK(c.plan.expert_axes.size() == 1);
+    if (c.feasible) ++feasible_ep;
+    else INFO(c.label << ": " << c.error);
+  }
+  CHECK(with_ep > 0);
+  CHECK(feasible_ep == with_ep);
+  CHECK(result.candidates.size() == 9 + static_cast<size_t>(with_ep));
+}

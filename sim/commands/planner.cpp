@@ -18,6 +18,29 @@ std::string axes_label(const TopologySpec& topology, const std::vector<int>& axe
   return out;
 }
 
+// An MoE model's candidates: each plan without expert parallelism and with it over each whole
+// data axis the experts divide over (tokens are data-parallel across expert ranks, so the
+// expert axes are data axes). No pipelines: they do not combine with MoE models yet.
+std::vector<PlanCandidate> with_expert_axes(const Scenario& scenario, std::vector<PlanCandidate> plans) {
+  const auto& topology = scenario.topology;
+  const int experts = scenario.training.model.moe->experts;
+  std::vector<PlanCandidate> out;
+  for (auto& c : plans) {
+    c.plan.expert_axes.clear();
+    for (size_t i = 0; i < c.plan.data_axes.size(); ++i) {
+      const int a = c.plan.data_axes[i];
+      const bool whole = c.plan.data_slices.empty() || c.plan.data_slices[i].size == 0;
+      if (!whole || topology.axes[a].size < 2 || experts % topology.axes[a].size != 0) continue;
+      PlanCandidate ep = c;
+      ep.plan.expert_axes = {a};
+      ep.label += " + EP(" + topology.axes[a].name + ")";
+      out.push_back(std::move(ep));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   const auto& topology = scenario.topology;
   const TrainingPlan& base = scenario.training.plan;
@@ -75,6 +98,7 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       }
     }
   }
+  if (scenario.training.model.moe) return with_expert_axes(scenario, std::move(out));
   for (int p = 0; p < axes; ++p) {
     PlanCandidate c;
     c.plan = base;

@@ -25,7 +25,8 @@ struct PlannerResult {
 };
 
 // Candidates: every split of the mesh axes into data (DP or FSDP) and tensor axes,
-// and a pipeline over each axis with the others as data parallelism. `on_progress`, when given,
+// and a pipeline over each axis with the others as data parallelism. For an MoE model, each
+// non-pipeline split also with expert parallelism over each whole data axis the experts divide. `on_progress`, when given,
 // hears (0, N, -1) first, then (k, N, seconds left at the pace so far) as each candidate ends.
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress);
