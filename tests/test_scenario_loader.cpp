@@ -1223,3 +1223,23 @@ TEST_CASE("bad MoE and MLA models name file, line, key and value", "[scenario][m
     CHECK(contains(error_from(partial).what(), "qk_nope_head_dim"));
   }
 }
+
+TEST_CASE("set overrides reach list elements by index, and only existing ones", "[scenario]") {
+  // What `podsim sweep` and a calibration's measurements set: the second operation's size.
+  const auto s = load_scenario_text(kBase, kFile, {{"workload.operations.1.bytes", "\"1 MB\""}});
+  REQUIRE(s.operations.size() == 2);
+  CHECK(s.operations[1].collective.bytes == 1e6);
+  CHECK(s.operations[0].array == "bf16[2048,8192]");
+  const auto replaced = load_scenario_text(kBase, kFile, {{"workload.operations.0.array", "\"bf16[256,256]\""}});
+  CHECK(replaced.operations[0].collective.bytes == 256 * 256 * 2);
+  for (const char* key : {"workload.operations.2.bytes", "workload.operations.x.bytes", "workload.operations.-1.bytes"}) {
+    INFO(key);
+    try {
+      load_scenario_text(kBase, kFile, {{key, "\"1 MB\""}});
+      FAIL("accepted " << key);
+    } catch (const InputError& e) {
+      CHECK(contains(e.what(), "is not an index of a list of 2"));
+      CHECK(contains(e.what(), key));
+    }
+  }
+}

@@ -776,7 +776,15 @@ std::string read_file(const std::string& path) {
 
 namespace {
 
-// Sets `key` (dotted, through mappings; missing mappings are made) to `value` parsed as YAML.
+// A list index in a dotted key ("operations.0.bytes"): digits only, or -1.
+long list_index(const std::string& part) {
+  if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stol(part);
+}
+
+// Sets `key` (dotted, through mappings and, by index, lists; missing mappings are made) to
+// `value` parsed as YAML.
 void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::string& path) {
   const SourceLocation where{path, 0, 0};
   YAML::Node value;
@@ -797,14 +805,32 @@ void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::
   // yaml-cpp's operator[] on a temporary yields views into the same document.
   std::vector<YAML::Node> chain = {document};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (chain.back().IsSequence()) {
+      // A list element by its index, which must exist (--set never grows a list).
+      const long index = list_index(parts[i]);
+      if (index < 0 || index >= static_cast<long>(chain.back().size()))
+        throw InputError(where, o.key, o.value,
+                         "--set: '" + parts[i] + "' is not an index of a list of " + std::to_string(chain.back().size()) +
+                             " (expected 0.." + std::to_string(static_cast<long>(chain.back().size()) - 1) + ")");
+      chain.push_back(chain.back()[static_cast<size_t>(index)]);
+      continue;
+    }
     YAML::Node next = chain.back()[parts[i]];
-    if (next.IsDefined() && !next.IsNull() && !next.IsMap())
-      throw InputError(where, o.key, o.value, "--set: '" + parts[i] + "' is not a mapping in the scenario");
+    if (next.IsDefined() && !next.IsNull() && !next.IsMap() && !next.IsSequence())
+      throw InputError(where, o.key, o.value, "--set: '" + parts[i] + "' is not a mapping or a list in the scenario");
     if (!next.IsDefined() || next.IsNull()) {
       chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
       next = chain.back()[parts[i]];
     }
     chain.push_back(next);
+  }
+  if (chain.back().IsSequence()) {
+    const long index = list_index(parts.back());
+    if (index < 0 || index >= static_cast<long>(chain.back().size()))
+      throw InputError(where, o.key, o.value, "--set: '" + parts.back() + "' is not an index of a list of " +
+                                                  std::to_string(chain.back().size()));
+    chain.back()[static_cast<size_t>(index)] = value;
+    return;
   }
   // `null` removes the key, so a sweep can drop a setting another point's value rules out.
   if (value.IsNull()) chain.back().remove(parts.back());
