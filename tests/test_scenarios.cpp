@@ -9,6 +9,7 @@
 
 #include "cli_helpers.hpp"
 #include "trace_checks.hpp"
+#include "sim/report/summary_fields.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace {
@@ -22,25 +23,7 @@ namespace {
 
 // "total_time_s" or "operations.<name>.<field>" in summary.json.
 double summary_value(const nlohmann::json& summary, const std::string& field) {
-  if (field.rfind("operations.", 0) != 0) {
-    // "exposed_comm_by_axis_s.X" and the like walk into objects.
-    const nlohmann::json* node = &summary;
-    size_t begin = 0;
-    while (true) {
-      const size_t dot = field.find('.', begin);
-      node = &node->at(field.substr(begin, dot - begin));
-      if (dot == std::string::npos) break;
-      begin = dot + 1;
-    }
-    return node->is_boolean() ? (node->get<bool>() ? 1.0 : 0.0) : node->get<double>();
-  }
-  const auto rest = field.substr(std::string("operations.").size());
-  const auto dot = rest.rfind('.');
-  const auto name = rest.substr(0, dot);
-  for (const auto& op : summary.at("operations")) {
-    if (op.at("name") == name) return op.at(rest.substr(dot + 1)).get<double>();
-  }
-  throw std::runtime_error("no operation " + name + " in summary.json");
+  return podsim::summary_field_value(summary, field);
 }
 
 std::vector<fs::path> scenario_files() {

@@ -41,14 +41,23 @@ RunCommandOutputs serve_to_directory(const Scenario& scenario, const std::string
 
 }  // namespace
 
-RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {
+namespace {
+
+// A collectives, training or inference run: the program, simulated, and its reports.
+struct Simulated {
+  Program program;
+  RunResult run;
+  std::optional<TrainingReport> training;
+  std::optional<InferenceReport> inference;
+};
+
+Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
   // An error the flag causes blames the flag, not a key the file does not have.
   const bool strict_from_flag = command.strict && !scenario.training.strict_memory;
   if (command.strict) scenario.training.strict_memory = true;
   const SourceLocation strict_where = strict_from_flag ? SourceLocation{"command line", 0, 0}
                                                        : scenario.location_of("workload.strict_memory");
   const std::string strict_key = strict_from_flag ? "--strict" : "workload.strict_memory";
-  if (scenario.workload_kind == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
   RunOptions options;
   options.fidelity = command.fidelity;
   options.record_hops = command.record_hops;
@@ -83,7 +92,7 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
     program = collectives_program(scenario);
   }
   preflight_check(scenario, program, options.fidelity, command.limits);
-  const RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
+  RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
   std::optional<TrainingReport> training;
   std::optional<InferenceReport> inference;
   if (scenario.workload_kind == WorkloadKind::Training) {
@@ -91,6 +100,28 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
   } else if (scenario.workload_kind == WorkloadKind::Inference) {
     inference = inference_report(scenario.inference.plan, inference_layout, program, run);
   }
+  return {std::move(program), std::move(run), std::move(training), std::move(inference)};
+}
+
+}  // namespace
+
+std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& command) {
+  if (scenario.workload_kind == WorkloadKind::Serving)
+    throw InputError({scenario.path, 0, 0}, "workload.kind", "serving",
+                     "a serving run's summary comes from its whole request stream; expected a collectives, "
+                     "training or inference scenario");
+  const Simulated s = simulate(scenario, command);
+  return summary_json(scenario, s.run, {command.reproducible}, s.training ? &*s.training : nullptr,
+                      s.inference ? &*s.inference : nullptr);
+}
+
+RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {
+  if (scenario.workload_kind == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
+  Simulated simulated = simulate(scenario, command);
+  const RunResult& run = simulated.run;
+  const auto& training = simulated.training;
+  const auto& inference = simulated.inference;
+  const RunOptions options{command.fidelity, command.record_hops, {}};
   ensure_directory(out_dir);
   OutputFiles files(out_dir);
   files.add("summary.json", summary_json(scenario, run, {command.reproducible}, training ? &*training : nullptr,

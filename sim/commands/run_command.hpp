@@ -33,4 +33,8 @@ struct RunCommandOutputs {
 // Throws InputError for a plan that cannot be built (or, with `strict`, does not fit).
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& options);
 
+// The summary.json a run of a collectives, training or inference scenario would write, without
+// writing anything (a calibration evaluates its measurements this way). Serving: InputError.
+std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& options);
+
 }  // namespace podsim
