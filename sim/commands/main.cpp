@@ -1,4 +1,4 @@
-// podsim command line: run, compare, sweep, perf, validate, plan, presets, bench.
+// podsim command line: run, compare, sweep, perf, validate, plan, calibrate, presets, bench.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,7 @@
 #include "sim/commands/child_process.hpp"
 #include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
+#include "sim/commands/calibrate.hpp"
 #include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/run_command.hpp"
@@ -292,6 +293,38 @@ int perf_command(const std::string& scenario_path, const std::vector<std::string
   return 0;
 }
 
+int calibrate_command(const std::string& measurements_path, const std::string& out_path, const std::string& fit,
+                      const std::string& hop_model, std::string name, bool leave_one_out) {
+  const MeasurementFile file = load_measurements(measurements_path);
+  CalibrationOptions options;
+  options.fit.clear();
+  for (size_t begin = 0; begin <= fit.size();) {
+    const size_t comma = fit.find(',', begin);
+    const std::string item = fit.substr(begin, comma - begin);
+    if (!item.empty()) options.fit.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (hop_model == "floor") options.hop_model = HopModel::Floor;
+  if (hop_model == "additive") options.hop_model = HopModel::Additive;
+  options.leave_one_out = leave_one_out;
+  const bool terminal = stderr_is_terminal();
+  options.progress = [&](const std::string& line) {
+    if (terminal) std::fprintf(stderr, "\33[2K\rcalibrate: %s", line.c_str());
+  };
+  const CalibrationResult result = calibrate(file, options);
+  if (terminal) std::fputs("\33[2K\r", stderr);
+  std::cout << calibration_table(file, result);
+  if (name.empty()) name = file.name;
+  const std::filesystem::path out(out_path);
+  if (out.has_parent_path()) ensure_directory(out.parent_path().string());
+  OutputFiles files(out.has_parent_path() ? out.parent_path().string() : ".");
+  files.add(out.filename().string(), calibration_profile_yaml(file, result, name));
+  files.commit();
+  std::cout << "wrote " << files.path(out.filename().string()) << "\n";
+  return 0;
+}
+
 int presets_command() {
   std::printf("%-5s %14s %14s %9s %14s %14s %6s %9s %6s %14s %14s %s\n", "chip", "bf16", "int8", "HBM", "HBM bw",
               "ICI/link/dir", "links", "hop lat", "host", "DCN/host", "PCIe", "wraparound rule");
@@ -432,6 +465,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   perf->add_option("--set", perf_sets, "override a scenario value: key=value (dotted key, YAML value)");
 
+  auto* calibrate_cmd = app.add_subcommand("calibrate", "fit a calibration profile to measurements; print residuals");
+  std::string measurements_path, profile_out = "profile.yaml", fit_list = "hop_latency,link_efficiency,collective_overhead",
+                                 fit_hop_model = "both", profile_name;
+  bool no_leave_one_out = false;
+  calibrate_cmd->add_option("measurements", measurements_path, "measurement file (YAML; docs/calibration.md)")->required();
+  calibrate_cmd->add_option("-o,--output", profile_out, "the profile to write (YAML)")->capture_default_str();
+  calibrate_cmd->add_option("--fit", fit_list, "parameters to fit, comma-separated")->capture_default_str();
+  calibrate_cmd->add_option("--hop-model", fit_hop_model, "floor, additive, or both (keep the better fit)")
+      ->check(CLI::IsMember({"floor", "additive", "both"}))
+      ->capture_default_str();
+  calibrate_cmd->add_option("--name", profile_name, "the profile's name (default: the measurement file's)");
+  calibrate_cmd->add_flag("--no-leave-one-out", no_leave_one_out, "skip the leave-one-out refits");
+
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
   bool compare_naive = false;
@@ -467,6 +513,8 @@ int main(int argc, char** argv) {
     }
     if (plan->parsed()) return plan_command(plan_scenario, plan_out);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
+    if (calibrate_cmd->parsed())
+      return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
     std::fprintf(stderr, "podsim: error: %s\n", e.what());

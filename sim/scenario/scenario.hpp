@@ -98,6 +98,7 @@ struct Scenario {
   HopModel hop_model = HopModel::Floor;
   double link_efficiency = 1.0;     // fraction of peak ICI/DCN bandwidth a transfer achieves
   double launch_overhead_s = 0.0;   // fixed cost per collective per chip before its first hop
+  std::string profile;              // the calibration profile applied (hardware.profile), or empty
   WorkloadKind workload_kind = WorkloadKind::Collectives;
   std::vector<OperationSpec> operations;   // Collectives
   TrainingWorkload training;               // Training

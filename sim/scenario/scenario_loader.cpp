@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -123,6 +124,33 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);
   if (!overrides.entries().empty()) chip.source += " (with overrides from the scenario)";
+}
+
+// hardware.profile: a fitted profile for this chip; its parameters apply where the scenario's
+// hardware.overrides (already applied to `chip`) did not set them.
+void apply_profile(const Field& field, const std::string& scenario_path, const Field& hardware, ChipSpec& chip,
+                   Scenario& scenario) {
+  const std::string named = read_string(field);
+  const std::string path = resolve_input_path(named, scenario_path);
+  CalibrationProfile profile;
+  try {
+    profile = load_profile(path);
+  } catch (const InputError& e) {
+    fail(field, std::string("the profile does not load: ") + e.what());
+  }
+  const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
+  if (profile.chip != preset)
+    fail(field, "a profile for " + profile.chip + " (" + path + "); expected one fit for " + preset);
+  const bool latency_overridden = [&] {
+    auto overrides = MapReader(hardware, SchemaMap::Hardware).optional("overrides");
+    return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional("hop_latency").has_value();
+  }();
+  if (profile.hop_latency_s && !latency_overridden) chip.hop_latency_s = *profile.hop_latency_s;
+  if (profile.hop_model) scenario.hop_model = *profile.hop_model;
+  if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;
+  if (profile.collective_overhead_s) scenario.launch_overhead_s = *profile.collective_overhead_s;
+  scenario.profile = profile.name;
+  chip.source += " (calibration profile " + profile.name + ")";
 }
 
 ChipSpec parse_hardware(const Field& field) {
@@ -706,7 +734,11 @@ Scenario parse_document(const Field& root) {
   const auto name = top.optional("name");
   scenario.name = name ? read_string(*name) : default_name(root.where.file);
   if (auto description = top.optional("description")) scenario.description = read_string(*description);
-  const ChipSpec chip = parse_hardware(top.required("hardware"));
+  ChipSpec chip = parse_hardware(top.required("hardware"));
+  // A calibration profile (docs/calibration.md) replaces the ideal machine's parameters; the
+  // scenario's own hardware.overrides and simulation keys still win over it.
+  if (auto profile = MapReader(top.required("hardware"), SchemaMap::Hardware).optional("profile"))
+    apply_profile(*profile, root.where.file, top.required("hardware"), chip, scenario);
   scenario.topology = parse_topology(top.required("topology"), chip);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
   parse_workload(top.required("workload"), scenario);

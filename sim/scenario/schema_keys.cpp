@@ -12,7 +12,7 @@ std::vector<KeyTable> make_tables() {
       {M::Document, "document", "",
        {"version", "name", "description", "hardware", "topology", "perturbations", "simulation", "workload", "expect",
         "compare"}},
-      {M::Hardware, "hardware", "hardware", {"preset", "overrides"}},
+      {M::Hardware, "hardware", "hardware", {"preset", "overrides", "profile"}},
       {M::HardwareOverrides, "hardware_overrides", "hardware.overrides",
        {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops",
         "ici_links_per_neighbor", "chips_per_host", "host_shape", "dcn_bandwidth_per_host", "pcie_bandwidth"}},

@@ -1,0 +1,409 @@
+#include "sim/commands/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "sim/commands/run_command.hpp"
+#include "sim/report/summary_fields.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/units.hpp"
+
+namespace podsim {
+
+std::vector<CalibrationParameter> calibration_parameters() {
+  // Bounds (docs/calibration.md): a hop takes 0.1-20 us (the book's ~1 us, times what a router
+  // or a DMA could add); links deliver 30-100% of their nominal bandwidth; a collective's fixed
+  // cost (launch, synchronisation) is 0-200 us.
+  return {{"hop_latency", 1e-6, 0.1e-6, 20e-6, 0, false, true},
+          {"link_efficiency", 1.0, 0.3, 1.0, 0, false, false},
+          {"collective_overhead", 0.0, 0.0, 200e-6, 0, false, true}};
+}
+
+namespace {
+
+std::string number_text(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.12g", v);
+  return buffer;
+}
+
+// The overrides that put `parameters` (the fitted ones) and the hop model into a scenario.
+std::vector<ScenarioOverride> parameter_overrides(HopModel model, const std::vector<CalibrationParameter>& parameters) {
+  std::vector<ScenarioOverride> out{{"simulation.hop_model", model == HopModel::Floor ? "floor" : "additive"}};
+  for (const auto& p : parameters) {
+    if (!p.fitted) continue;
+    if (p.name == "hop_latency") out.push_back({"hardware.overrides.hop_latency", "\"" + number_text(p.value * 1e6) + " us\""});
+    if (p.name == "link_efficiency") out.push_back({"simulation.link_efficiency", number_text(p.value)});
+    if (p.name == "collective_overhead")
+      out.push_back({"simulation.launch_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
+  }
+  return out;
+}
+
+double run_measurement(const Measurement& m, const std::vector<ScenarioOverride>& extra) {
+  std::vector<ScenarioOverride> overrides = m.overrides;
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  const Scenario scenario = load_scenario(m.scenario_path, overrides);
+  RunCommandOptions options;
+  options.reproducible = true;
+  const auto summary = nlohmann::json::parse(simulate_summary_json(scenario, options));
+  try {
+    return summary_field_value(summary, m.field);
+  } catch (const std::out_of_range& e) {
+    throw InputError(m.where, "field", m.field, std::string(e.what()) + "; expected a number the run's summary.json has");
+  }
+}
+
+double logistic(double u) { return 1 / (1 + std::exp(-u)); }
+
+struct Fit {
+  std::vector<double> u;           // unbounded coordinates of the fitted parameters
+  std::vector<double> residuals;   // relative errors
+  double cost = std::numeric_limits<double>::infinity();   // sum of squares
+  std::vector<std::vector<double>> jtj;   // at the optimum
+};
+
+class Fitter {
+ public:
+  Fitter(const MeasurementFile& file, HopModel model, std::vector<CalibrationParameter> parameters, int& simulations)
+      : file_(file), model_(model), parameters_(std::move(parameters)), simulations_(simulations) {
+    for (size_t i = 0; i < parameters_.size(); ++i)
+      if (parameters_[i].fitted) index_.push_back(i);
+  }
+
+  std::vector<CalibrationParameter> at(const std::vector<double>& u) const {
+    auto p = parameters_;
+    for (size_t k = 0; k < index_.size(); ++k) {
+      auto& q = p[index_[k]];
+      q.value = q.low + (q.high - q.low) * logistic(u[k]);
+    }
+    return p;
+  }
+
+  std::vector<double> start() const {
+    std::vector<double> u;
+    for (size_t i : index_) {
+      const auto& q = parameters_[i];
+      // The preset's value, nudged inside the bounds (the logistic never reaches them).
+      const double f = std::clamp((q.value - q.low) / (q.high - q.low), 0.02, 0.98);
+      u.push_back(std::log(f / (1 - f)));
+    }
+    return u;
+  }
+
+  std::vector<double> residuals(const std::vector<double>& u, const std::vector<int>& use) {
+    const auto overrides = parameter_overrides(model_, at(u));
+    std::vector<double> r;
+    for (int i : use) {
+      const auto& m = file_.measurements[i];
+      ++simulations_;
+      r.push_back((run_measurement(m, overrides) - m.measured) / m.measured);
+    }
+    return r;
+  }
+
+  // Levenberg-Marquardt on the measurements `use`, from u0.
+  Fit fit(std::vector<double> u, const std::vector<int>& use) {
+    const size_t n = index_.size();
+    Fit best;
+    best.u = u;
+    best.residuals = residuals(u, use);
+    best.cost = sum_squares(best.residuals);
+    double lambda = 1e-2;
+    for (int iteration = 0; iteration < 60 && n > 0; ++iteration) {
+      // Forward-difference Jacobian in u.
+      std::vector<std::vector<double>> j(best.residuals.size(), std::vector<double>(n));
+      for (size_t k = 0; k < n; ++k) {
+        auto v = best.u;
+        const double h = 1e-4 * std::max(1.0, std::abs(v[k]));
+        v[k] += h;
+        const auto r = residuals(v, use);
+        for (size_t i = 0; i < r.size(); ++i) j[i][k] = (r[i] - best.residuals[i]) / h;
+      }
+      std::vector<std::vector<double>> a(n, std::vector<double>(n, 0.0));
+      std::vector<double> g(n, 0.0);
+      for (size_t i = 0; i < j.size(); ++i)
+        for (size_t p = 0; p < n; ++p) {
+          g[p] += j[i][p] * best.residuals[i];
+          for (size_t q = 0; q < n; ++q) a[p][q] += j[i][p] * j[i][q];
+        }
+      best.jtj = a;
+      bool improved = false;
+      for (int attempt = 0; attempt < 8 && !improved; ++attempt) {
+        auto m = a;
+        for (size_t p = 0; p < n; ++p) m[p][p] += lambda * std::max(a[p][p], 1e-12);
+        std::vector<double> rhs(n);
+        for (size_t p = 0; p < n; ++p) rhs[p] = -g[p];
+        const auto step = solve(m, rhs);
+        auto v = best.u;
+        for (size_t p = 0; p < n; ++p) v[p] += step[p];
+        const auto r = residuals(v, use);
+        const double cost = sum_squares(r);
+        if (cost < best.cost) {
+          const double gain = best.cost - cost;
+          best.u = v;
+          best.residuals = r;
+          best.cost = cost;
+          lambda = std::max(lambda / 3, 1e-9);
+          improved = true;
+          if (gain < 1e-12 * std::max(1e-30, cost) || gain < 1e-16) return best;
+        } else {
+          lambda *= 4;
+        }
+      }
+      if (!improved) break;
+    }
+    return best;
+  }
+
+  const std::vector<size_t>& index() const { return index_; }
+
+  static double sum_squares(const std::vector<double>& r) {
+    double s = 0;
+    for (double x : r) s += x * x;
+    return s;
+  }
+
+ private:
+  static std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
+    const size_t n = b.size();
+    for (size_t c = 0; c < n; ++c) {
+      size_t pivot = c;
+      for (size_t r = c + 1; r < n; ++r)
+        if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+      std::swap(a[c], a[pivot]);
+      std::swap(b[c], b[pivot]);
+      if (std::abs(a[c][c]) < 1e-300) continue;
+      for (size_t r = 0; r < n; ++r) {
+        if (r == c) continue;
+        const double f = a[r][c] / a[c][c];
+        for (size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+        b[r] -= f * b[c];
+      }
+    }
+    std::vector<double> x(n, 0.0);
+    for (size_t c = 0; c < n; ++c)
+      if (std::abs(a[c][c]) >= 1e-300) x[c] = b[c] / a[c][c];
+    return x;
+  }
+
+  const MeasurementFile& file_;
+  HopModel model_;
+  std::vector<CalibrationParameter> parameters_;
+  std::vector<size_t> index_;
+  int& simulations_;
+};
+
+std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
+  const size_t n = a.size();
+  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
+  for (size_t i = 0; i < n; ++i) inv[i][i] = 1;
+  for (size_t c = 0; c < n; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    std::swap(a[c], a[pivot]);
+    std::swap(inv[c], inv[pivot]);
+    if (std::abs(a[c][c]) < 1e-300) return {};
+    const double d = a[c][c];
+    for (size_t k = 0; k < n; ++k) {
+      a[c][k] /= d;
+      inv[c][k] /= d;
+    }
+    for (size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c];
+      for (size_t k = 0; k < n; ++k) {
+        a[r][k] -= f * a[c][k];
+        inv[r][k] -= f * inv[c][k];
+      }
+    }
+  }
+  return inv;
+}
+
+}  // namespace
+
+double predict(const Measurement& m, HopModel model, const std::vector<CalibrationParameter>& parameters) {
+  return run_measurement(m, parameter_overrides(model, parameters));
+}
+
+CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOptions& options) {
+  CalibrationResult result;
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  // Every measurement runs on one chip preset: a profile is per chip.
+  std::vector<double> default_hop_latency;
+  for (const auto& m : file.measurements) {
+    const Scenario s = load_scenario(m.scenario_path, m.overrides);
+    if (result.chip.empty()) result.chip = s.topology.chip.name;
+    if (s.topology.chip.name != result.chip)
+      throw InputError(m.where, "scenario", m.scenario_path,
+                       "a " + s.topology.chip.name + " scenario among " + result.chip +
+                           " ones; expected measurements of one chip (a profile is fit per chip)");
+    default_hop_latency.push_back(s.topology.chip.hop_latency_s);
+  }
+  auto parameters = calibration_parameters();
+  for (auto& p : parameters) {
+    if (p.name == "hop_latency") p.value = default_hop_latency.front();
+    p.fitted = std::find(options.fit.begin(), options.fit.end(), p.name) != options.fit.end();
+  }
+  for (const auto& name : options.fit) {
+    if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; }))
+      throw InputError({"command line", 0, 0}, "--fit", name,
+                       "unknown parameter; expected hop_latency, link_efficiency or collective_overhead");
+  }
+  for (const auto& m : file.measurements) {
+    CalibratedMeasurement row;
+    row.name = m.name;
+    row.field = m.field;
+    row.source = m.source;
+    row.measured = m.measured;
+    row.default_predicted = run_measurement(m, {});
+    ++result.simulations;
+    result.rows.push_back(row);
+  }
+  std::vector<int> all(file.measurements.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  std::vector<HopModel> models = options.hop_model ? std::vector<HopModel>{*options.hop_model}
+                                                   : std::vector<HopModel>{HopModel::Floor, HopModel::Additive};
+  Fit best;
+  std::optional<Fitter> best_fitter;
+  for (HopModel model : models) {
+    say(std::string("fitting under the ") + std::string(to_string(model)) + " hop model");
+    Fitter fitter(file, model, parameters, result.simulations);
+    Fit fit = fitter.fit(fitter.start(), all);
+    if (fit.cost < best.cost) {
+      best = fit;
+      best_fitter.emplace(fitter);
+      result.hop_model = model;
+    }
+  }
+  Fitter& fitter = *best_fitter;
+  result.parameters = fitter.at(best.u);
+  // Standard deviations: cov(u) = s^2 (J^T J)^-1 with s^2 = cost / (N - P), mapped through the
+  // logistic's slope.
+  const size_t n = fitter.index().size();
+  const double dof = static_cast<double>(all.size()) - static_cast<double>(n);
+  if (n > 0 && dof > 0 && !best.jtj.empty()) {
+    const auto cov = inverse(best.jtj);
+    if (!cov.empty()) {
+      const double s2 = best.cost / dof;
+      for (size_t k = 0; k < n; ++k) {
+        auto& q = result.parameters[fitter.index()[k]];
+        const double l = logistic(best.u[k]);
+        const double slope = (q.high - q.low) * l * (1 - l);
+        q.sd = slope * std::sqrt(std::max(0.0, s2 * cov[k][k]));
+      }
+    }
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    result.rows[i].fitted_predicted = result.rows[i].measured * (1 + best.residuals[i]);
+  }
+  if (options.leave_one_out && all.size() > n + 1) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      say("leave-one-out " + std::to_string(i + 1) + " of " + std::to_string(all.size()) + ": without " +
+          file.measurements[i].name);
+      std::vector<int> others;
+      for (int j : all)
+        if (j != static_cast<int>(i)) others.push_back(j);
+      const Fit fit = fitter.fit(best.u, others);
+      result.rows[i].leave_one_out_predicted =
+          file.measurements[i].measured * (1 + fitter.residuals(fit.u, {static_cast<int>(i)}).front());
+    }
+  }
+  double sd = 0, sf = 0;
+  for (const auto& r : result.rows) {
+    sd += std::pow(CalibratedMeasurement::error(r.default_predicted, r.measured), 2);
+    const double e = CalibratedMeasurement::error(r.fitted_predicted, r.measured);
+    sf += e * e;
+    result.max_abs_fitted = std::max(result.max_abs_fitted, std::abs(e));
+    if (r.leave_one_out_predicted)
+      result.max_abs_leave_one_out =
+          std::max(result.max_abs_leave_one_out, std::abs(CalibratedMeasurement::error(*r.leave_one_out_predicted, r.measured)));
+  }
+  result.rms_default = std::sqrt(sd / result.rows.size());
+  result.rms_fitted = std::sqrt(sf / result.rows.size());
+  return result;
+}
+
+namespace {
+
+std::string value_text(const CalibrationParameter& p, double v) {
+  return p.time ? human_time(v) : number_text(v);
+}
+
+std::string measured_text(const std::string& field, double v) {
+  const bool time = field.size() > 2 && field.compare(field.size() - 2, 2, "_s") == 0;
+  return time ? human_time(v) : number_text(v);
+}
+
+std::string percent(double e) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", 100 * e);
+  return buffer;
+}
+
+}  // namespace
+
+std::string calibration_table(const MeasurementFile& file, const CalibrationResult& r) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %zu measurements of %s, %d simulations; hop model %s\n", file.name.c_str(),
+                r.rows.size(), r.chip.c_str(), r.simulations, std::string(to_string(r.hop_model)).c_str());
+  out += line;
+  out += "parameter              value          sd            bounds\n";
+  for (const auto& p : r.parameters) {
+    std::snprintf(line, sizeof line, "  %-20s %-14s %-13s [%s, %s]%s\n", p.name.c_str(), value_text(p, p.value).c_str(),
+                  p.fitted ? value_text(p, p.sd).c_str() : "-", value_text(p, p.low).c_str(),
+                  value_text(p, p.high).c_str(), p.fitted ? "" : "  (not fitted)");
+    out += line;
+  }
+  out += "measurement            measured      default     error   fitted      error   leave-one-out  error\n";
+  for (const auto& row : r.rows) {
+    const std::string loo = row.leave_one_out_predicted ? measured_text(row.field, *row.leave_one_out_predicted) : "-";
+    const std::string loo_error =
+        row.leave_one_out_predicted ? percent(CalibratedMeasurement::error(*row.leave_one_out_predicted, row.measured)) : "-";
+    std::snprintf(line, sizeof line, "  %-20s %-13s %-11s %-7s %-11s %-7s %-14s %s\n", row.name.c_str(),
+                  measured_text(row.field, row.measured).c_str(), measured_text(row.field, row.default_predicted).c_str(),
+                  percent(CalibratedMeasurement::error(row.default_predicted, row.measured)).c_str(),
+                  measured_text(row.field, row.fitted_predicted).c_str(),
+                  percent(CalibratedMeasurement::error(row.fitted_predicted, row.measured)).c_str(), loo.c_str(),
+                  loo_error.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "rms error: default %.1f%%, fitted %.1f%% (max %.1f%%); leave-one-out max %.1f%%\n",
+                100 * r.rms_default, 100 * r.rms_fitted, 100 * r.max_abs_fitted, 100 * r.max_abs_leave_one_out);
+  out += line;
+  return out;
+}
+
+std::string calibration_profile_yaml(const MeasurementFile& file, const CalibrationResult& r,
+                                     const std::string& profile_name) {
+  std::string out = "# A podsim calibration profile (podsim calibrate; docs/calibration.md), fit on\n# " + file.path +
+                    " (" + std::to_string(r.rows.size()) + " measurements). Apply it with\n#   hardware: {preset: " +
+                    r.chip + ", profile: THIS_FILE}\n";
+  out += "version: 1\nname: " + profile_name + "\nchip: " + r.chip + "\nhop_model: " + std::string(to_string(r.hop_model)) +
+         "\nparameters:\n";
+  for (const auto& p : r.parameters) {
+    if (!p.fitted) continue;
+    out += "  " + p.name + ": " + (p.time ? "\"" + number_text(p.value * 1e6) + " us\"" : number_text(p.value)) +
+           "   # sd " + value_text(p, p.sd) + "\n";
+  }
+  out += "fit:\n  measurements: " + file.path + "\n  rms_error_default: " + number_text(r.rms_default) +
+         "\n  rms_error_fitted: " + number_text(r.rms_fitted) + "\n  max_leave_one_out_error: " +
+         number_text(r.max_abs_leave_one_out) + "\n  residuals:\n";
+  for (const auto& row : r.rows) {
+    out += "    " + row.name + ": {measured: " + number_text(row.measured) +
+           ", fitted: " + number_text(row.fitted_predicted) +
+           (row.leave_one_out_predicted ? ", leave_one_out: " + number_text(*row.leave_one_out_predicted) : std::string()) +
+           "}\n";
+  }
+  return out;
+}
+
+}  // namespace podsim

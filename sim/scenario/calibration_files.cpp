@@ -1,0 +1,169 @@
+#include "sim/scenario/calibration_files.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "sim/scenario/input_file.hpp"
+#include "sim/scenario/units.hpp"
+
+namespace podsim {
+namespace {
+
+constexpr uintmax_t kMaxCalibrationFileBytes = 16u << 20;
+
+SourceLocation at(const std::string& path, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return {path, mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 ? mark.column + 1 : 0};
+}
+
+std::string text_of(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : std::string("(not a scalar)"); }
+
+YAML::Node parse(const std::string& path, const std::string& what) {
+  const std::string text = read_input_file(path, what, kMaxCalibrationFileBytes);
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "", "", "malformed YAML: " + e.msg);
+  }
+}
+
+// Keys of a mapping against the allowed ones; returns the node.
+void check_keys(const std::string& path, const YAML::Node& map, const std::string& where,
+                const std::set<std::string>& allowed) {
+  if (!map.IsMap()) throw InputError(at(path, map), where, text_of(map), "expected a mapping");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    if (!allowed.count(key)) {
+      std::string list;
+      for (const auto& k : allowed) list += (list.empty() ? "" : ", ") + k;
+      throw InputError(at(path, kv.first), where.empty() ? key : where + "." + key, key,
+                       "unknown key; expected one of: " + list);
+    }
+  }
+}
+
+std::string required_string(const std::string& path, const YAML::Node& map, const std::string& key,
+                            const std::string& where) {
+  const YAML::Node node = map[key];
+  if (!node) throw InputError(at(path, map), where + key, "", "missing; expected a value");
+  if (!node.IsScalar() || node.Scalar().empty())
+    throw InputError(at(path, node), where + key, text_of(node), "expected a non-empty string");
+  return node.Scalar();
+}
+
+void check_version(const std::string& path, const YAML::Node& root) {
+  const YAML::Node version = root["version"];
+  if (!version) throw InputError(at(path, root), "version", "", "missing; expected version: 1");
+  if (!version.IsScalar() || version.Scalar() != "1")
+    throw InputError(at(path, version), "version", text_of(version), "unsupported version; expected 1");
+}
+
+}  // namespace
+
+MeasurementFile load_measurements(const std::string& path) {
+  const YAML::Node root = parse(path, "measurement file");
+  if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name and measurements");
+  check_keys(path, root, "", {"version", "name", "description", "measurements"});
+  check_version(path, root);
+  MeasurementFile file;
+  file.path = path;
+  file.name = root["name"] ? required_string(path, root, "name", "") : std::filesystem::path(path).stem().string();
+  const YAML::Node list = root["measurements"];
+  if (!list) throw InputError(at(path, root), "measurements", "", "missing; expected a list of measurements");
+  if (!list.IsSequence() || list.size() == 0)
+    throw InputError(at(path, list), "measurements", text_of(list), "expected a non-empty list of measurements");
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node entry = list[i];
+    const std::string where = "measurements[" + std::to_string(i) + "].";
+    check_keys(path, entry, "measurements[" + std::to_string(i) + "]",
+               {"name", "scenario", "set", "field", "measured", "source"});
+    Measurement m;
+    m.where = at(path, entry);
+    m.name = required_string(path, entry, "name", where);
+    if (!names.insert(m.name).second)
+      throw InputError(at(path, entry["name"]), where + "name", m.name, "a second measurement of this name; expected unique names");
+    const std::string scenario = required_string(path, entry, "scenario", where);
+    m.scenario_path = resolve_input_path(scenario, path);
+    if (!std::filesystem::is_regular_file(m.scenario_path))
+      throw InputError(at(path, entry["scenario"]), where + "scenario", scenario,
+                       "no such scenario file (resolved to " + m.scenario_path + ")");
+    if (const YAML::Node set = entry["set"]) {
+      if (!set.IsMap()) throw InputError(at(path, set), where + "set", text_of(set), "expected a mapping of dotted keys to values");
+      for (const auto& kv : set) {
+        YAML::Emitter out;
+        out << YAML::Flow << kv.second;
+        m.overrides.push_back({kv.first.Scalar(), out.c_str()});
+      }
+    }
+    m.field = required_string(path, entry, "field", where);
+    const std::string measured = required_string(path, entry, "measured", where);
+    const bool time = m.field.size() > 2 && m.field.compare(m.field.size() - 2, 2, "_s") == 0;
+    try {
+      m.measured = time ? parse_time_s(measured) : std::stod(measured);
+    } catch (const std::exception&) {
+      const bool negative = measured.find_first_not_of(" \t") != std::string::npos &&
+                            measured[measured.find_first_not_of(" \t")] == '-';
+      throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                       negative ? "expected a positive measurement (errors are relative to it)"
+                       : time   ? "expected a time with its unit, e.g. \"680 us\""
+                                : "expected a number");
+    }
+    if (!(m.measured > 0) || !std::isfinite(m.measured))
+      throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                       "expected a positive measurement (errors are relative to it)");
+    if (entry["source"]) m.source = required_string(path, entry, "source", where);
+    file.measurements.push_back(std::move(m));
+  }
+  return file;
+}
+
+CalibrationProfile load_profile(const std::string& path) {
+  const YAML::Node root = parse(path, "calibration profile");
+  if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "parameters", "fit"});
+  check_version(path, root);
+  CalibrationProfile p;
+  p.path = path;
+  p.name = required_string(path, root, "name", "");
+  p.chip = required_string(path, root, "chip", "");
+  if (const YAML::Node model = root["hop_model"]) {
+    const std::string m = text_of(model);
+    if (m == "floor") p.hop_model = HopModel::Floor;
+    else if (m == "additive") p.hop_model = HopModel::Additive;
+    else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
+  }
+  if (const YAML::Node params = root["parameters"]) {
+    check_keys(path, params, "parameters", {"hop_latency", "link_efficiency", "collective_overhead"});
+    auto time = [&](const char* key, std::optional<double>& out, double high) {
+      if (const YAML::Node n = params[key]) {
+        double v = -1;
+        try {
+          v = parse_time_s(text_of(n));
+        } catch (const std::exception&) {
+        }
+        if (!(v >= 0 && v <= high))
+          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n),
+                           "expected a time from 0 to " + human_time(high) + ", e.g. \"1.5 us\"");
+        out = v;
+      }
+    };
+    time("hop_latency", p.hop_latency_s, 1e-3);
+    time("collective_overhead", p.collective_overhead_s, 1e-2);
+    if (const YAML::Node n = params["link_efficiency"]) {
+      double v = -1;
+      try {
+        v = std::stod(text_of(n));
+      } catch (const std::exception&) {
+      }
+      if (!(v > 0 && v <= 1))
+        throw InputError(at(path, n), "parameters.link_efficiency", text_of(n), "expected a fraction in (0, 1]");
+      p.link_efficiency = v;
+    }
+  }
+  return p;
+}
+
+}  // namespace podsim

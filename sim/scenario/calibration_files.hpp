@@ -1,0 +1,53 @@
+#pragma once
+// The two files of a calibration (issue 12; docs/calibration.md):
+//  - a measurement file (YAML): what was measured, as a scenario plus overrides and the summary
+//    field it corresponds to, the measured value and its source;
+//  - a profile (YAML): fitted parameters that override a chip preset's ideal machine, applied
+//    with `hardware: {preset: v5e, profile: FILE}`.
+// Both readers report every problem as an InputError naming file, line, key and value.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "sim/scenario/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace podsim {
+
+struct Measurement {
+  std::string name;
+  std::string scenario_path;                 // resolved against the measurement file's folder
+  std::vector<ScenarioOverride> overrides;   // `set`: dotted keys, YAML values
+  std::string field;                         // a summary.json field (summary_fields.hpp)
+  double measured = 0;                       // seconds for a *_s field, else the number
+  std::string source;
+  SourceLocation where;                      // the entry, for errors found when it runs
+};
+
+struct MeasurementFile {
+  std::string path;
+  std::string name;
+  std::vector<Measurement> measurements;
+};
+
+// Throws InputError: not a mapping, version other than 1, missing or unknown keys, a scenario
+// file that is not there, a measured value that is not a positive time (or number), duplicate
+// names, fewer than one measurement.
+MeasurementFile load_measurements(const std::string& path);
+
+// The parameters a calibration fits, each with its physical bounds (docs/calibration.md says
+// why each range).
+struct CalibrationProfile {
+  std::string path;
+  std::string name;
+  std::string chip;                          // the preset it was fit for
+  std::optional<HopModel> hop_model;
+  std::optional<double> hop_latency_s;       // T_min per ICI hop
+  std::optional<double> link_efficiency;     // fraction of the link bandwidth achieved
+  std::optional<double> collective_overhead_s;   // fixed cost per collective per chip
+};
+
+CalibrationProfile load_profile(const std::string& path);
+
+}  // namespace podsim

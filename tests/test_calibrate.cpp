@@ -1,0 +1,165 @@
+// podsim calibrate (sim/commands/calibrate.hpp): it recovers parameters podsim itself generated
+// measurements with, a profile applies as its parameters would, and bad measurement files and
+// profiles get located errors.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_helpers.hpp"
+#include "sim/commands/calibrate.hpp"
+#include "sim/scenario/scenario.hpp"
+
+using namespace podsim;
+namespace fs = std::filesystem;
+using podsim_test::source_path;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("podsim-calibrate-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// Measurements over the book's two v5e collective scenarios: sizes from latency- to
+// bandwidth-bound on the 16-ring and the 4-line.
+std::string entries(const std::vector<std::pair<std::string, double>>& measured) {
+  const std::vector<std::pair<std::string, std::string>> points = {
+      {"v5e_8x16_allgather_16.yaml", "{workload.operations.0.bytes: 8192}"},
+      {"v5e_8x16_allgather_16.yaml", "{workload.operations.0.bytes: 524288}"},
+      {"v5e_8x16_allgather_16.yaml", "{workload.operations.0.bytes: 4194304}"},
+      {"v5e_8x16_allgather_16.yaml", "{workload.operations.0.bytes: 268435456}"},
+      {"v5e_8x4_allgather_y.yaml", "{workload.operations.0.array: \"bf16[256,256]\"}"},
+      {"v5e_8x4_allgather_y.yaml", "{}"}};
+  std::string out = "version: 1\nname: generated\nmeasurements:\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string field = points[i].first.find("8x4") != std::string::npos ? "operations.allgather_y.time_s"
+                                                                                 : "operations.allgather.time_s";
+    out += "  - name: m" + std::to_string(i) + "\n    scenario: " + source_path("scenarios/profiles/" + points[i].first) +
+           "\n    set: " + points[i].second + "\n    field: " + field + "\n    measured: \"" +
+           std::to_string(i < measured.size() ? measured[i].second * 1e6 : 1.0) + " us\"\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate recovers the parameters podsim generated its measurements with", "[calibrate]") {
+  const fs::path dir = scratch("recover");
+  // Placeholders first, to predict each measurement under the known parameters.
+  write(dir / "m.yaml", entries({}));
+  MeasurementFile file = load_measurements((dir / "m.yaml").string());
+  auto truth = calibration_parameters();
+  for (auto& p : truth) {
+    p.fitted = true;
+    if (p.name == "hop_latency") p.value = 1.6e-6;
+    if (p.name == "link_efficiency") p.value = 0.93;
+    if (p.name == "collective_overhead") p.value = 3.0e-6;
+  }
+  std::vector<std::pair<std::string, double>> measured;
+  for (const auto& m : file.measurements) measured.push_back({m.name, predict(m, HopModel::Additive, truth)});
+  write(dir / "m.yaml", entries(measured));
+  file = load_measurements((dir / "m.yaml").string());
+  CalibrationOptions options;
+  options.hop_model = HopModel::Additive;
+  options.leave_one_out = false;
+  const auto result = calibrate(file, options);
+  for (const auto& p : result.parameters) {
+    const double expected = p.name == "hop_latency" ? 1.6e-6 : p.name == "link_efficiency" ? 0.93 : 3.0e-6;
+    INFO(p.name << " fitted " << p.value << ", generated with " << expected);
+    CHECK(p.value == Approx(expected).epsilon(0.01));
+  }
+  CHECK(result.max_abs_fitted < 1e-3);
+  // The defaults (floor model, ideal links, no overhead) miss them: the fit had work to do.
+  CHECK(result.rms_default > 0.1);
+}
+
+TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
+  const fs::path dir = scratch("profile");
+  write(dir / "p.yaml",
+        "version: 1\nname: test-profile\nchip: v5e\nhop_model: additive\nparameters:\n  hop_latency: \"2 us\"\n"
+        "  link_efficiency: 0.9\n  collective_overhead: \"5 us\"\n");
+  const std::string scenario = "version: 1\nhardware: {preset: v5e, profile: p.yaml}\ntopology: {mesh: {X: 4}}\n"
+                               "workload:\n  kind: collectives\n  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
+  write(dir / "s.yaml", scenario);
+  const Scenario s = load_scenario((dir / "s.yaml").string());
+  CHECK(s.topology.chip.hop_latency_s == Approx(2e-6));
+  CHECK(s.hop_model == HopModel::Additive);
+  CHECK(s.link_efficiency == Approx(0.9));
+  CHECK(s.launch_overhead_s == Approx(5e-6));
+  CHECK(s.profile == "test-profile");
+  // The scenario's own simulation keys win over the profile.
+  const Scenario own = load_scenario((dir / "s.yaml").string(), {{"simulation.link_efficiency", "0.5"}});
+  CHECK(own.link_efficiency == Approx(0.5));
+  // A profile for another chip is refused where the scenario names it.
+  write(dir / "v4.yaml", "version: 1\nname: v4-profile\nchip: v4p\nparameters: {hop_latency: \"2 us\"}\n");
+  try {
+    load_scenario((dir / "s.yaml").string(), {{"hardware.profile", "v4.yaml"}});
+    FAIL("accepted a v4p profile on a v5e");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("a profile for v4p") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad measurement files get located errors", "[calibrate]") {
+  const fs::path dir = scratch("bad");
+  const std::string scenario = source_path("scenarios/profiles/v5e_8x4_allgather_y.yaml");
+  const std::string good = "version: 1\nmeasurements:\n  - name: a\n    scenario: " + scenario +
+                           "\n    field: operations.allgather_y.time_s\n    measured: \"680 us\"\n";
+  write(dir / "good.yaml", good);
+  CHECK(load_measurements((dir / "good.yaml").string()).measurements.size() == 1);
+  struct Case {
+    std::string name, text, key, expected;
+  };
+  const std::vector<Case> cases = {
+      {"missing field", "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", measured: \"1 us\"}\n",
+       "measurements[0].field", "missing"},
+      {"negative time",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
+           ", field: operations.allgather_y.time_s, measured: \"-3 us\"}\n",
+       "measurements[0].measured", "positive"},
+      {"time without a unit",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
+           ", field: operations.allgather_y.time_s, measured: \"3\"}\n",
+       "measurements[0].measured", "unit"},
+      {"no such scenario",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: nowhere.yaml, field: x_s, measured: \"1 us\"}\n",
+       "measurements[0].scenario", "no such scenario file"},
+      {"unknown key", "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", feild: x}\n",
+       "measurements[0].feild", "unknown key"},
+      {"duplicate name",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
+           ", field: x_s, measured: \"1 us\"}\n  - {name: a, scenario: " + scenario + ", field: x_s, measured: \"1 us\"}\n",
+       "measurements[1].name", "unique"},
+      {"empty list", "version: 1\nmeasurements: []\n", "measurements", "non-empty"},
+      {"wrong version", "version: 2\nmeasurements: []\n", "version", "expected 1"}};
+  for (const auto& c : cases) {
+    INFO(c.name);
+    write(dir / "bad.yaml", c.text);
+    try {
+      load_measurements((dir / "bad.yaml").string());
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.key() == c.key);
+      CHECK(std::string(e.what()).find(c.expected) != std::string::npos);
+      CHECK(e.where().file == (dir / "bad.yaml").string());
+      CHECK(e.where().line >= 1);
+    }
+  }
+  // A scenario that does not load fails when calibrate runs it, naming the scenario's own error.
+  write(dir / "broken.yaml", "version: 1\nhardware: {preset: v9z}\n");
+  write(dir / "m.yaml", "version: 1\nmeasurements:\n  - {name: a, scenario: broken.yaml, field: x_s, measured: \"1 us\"}\n");
+  const auto file = load_measurements((dir / "m.yaml").string());
+  CHECK_THROWS_AS(calibrate(file, {}), InputError);
+  // The CLI: exit status 2 and the located message.
+  const auto cli = podsim_test::run_podsim("calibrate " + (dir / "m.yaml").string() + " -o " + (dir / "p.yaml").string());
+  CHECK(cli.exit_code == 2);
+  CHECK(cli.err.find("broken.yaml") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "p.yaml"));
+}
