@@ -92,6 +92,8 @@ void summary_header(Json& j, const Scenario& scenario) {
   j["hop_model"] = std::string(to_string(scenario.hop_model));
   j["link_efficiency"] = scenario.link_efficiency;
   j["launch_overhead_s"] = scenario.launch_overhead_s;
+  j["hop_latency_s"] = scenario.topology.chip.hop_latency_s;
+  if (!scenario.profile.empty()) j["calibration_profile"] = scenario.profile;
 }
 
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
