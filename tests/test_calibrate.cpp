@@ -57,7 +57,7 @@ TEST_CASE("calibrate recovers the parameters podsim generated its measurements w
   MeasurementFile file = load_measurements((dir / "m.yaml").string());
   auto truth = calibration_parameters();
   for (auto& p : truth) {
-    p.fitted = true;
+    p.fitted = p.name == "hop_latency" || p.name == "link_efficiency" || p.name == "collective_overhead";
     if (p.name == "hop_latency") p.value = 1.6e-6;
     if (p.name == "link_efficiency") p.value = 0.93;
     if (p.name == "collective_overhead") p.value = 3.0e-6;
@@ -71,6 +71,7 @@ TEST_CASE("calibrate recovers the parameters podsim generated its measurements w
   options.leave_one_out = false;
   const auto result = calibrate(file, options);
   for (const auto& p : result.parameters) {
+    if (!p.fitted) continue;   // the compute parameters: not in the default --fit
     const double expected = p.name == "hop_latency" ? 1.6e-6 : p.name == "link_efficiency" ? 0.93 : 3.0e-6;
     INFO(p.name << " fitted " << p.value << ", generated with " << expected);
     CHECK(p.value == Approx(expected).epsilon(0.01));
@@ -162,4 +163,43 @@ TEST_CASE("bad measurement files get located errors", "[calibrate]") {
   CHECK(cli.exit_code == 2);
   CHECK(cli.err.find("broken.yaml") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "p.yaml"));
+}
+
+TEST_CASE("calibrate recovers compute parameters from generated decode steps", "[calibrate]") {
+  // HBM efficiency and a fixed cost per compute op, generated on LLaMA-2 7B decode steps of
+  // four batch sizes and contexts on a v4 2x2 (memory-bound at small batches, less so at 512).
+  const fs::path dir = scratch("compute");
+  const std::string scenario = source_path("scenarios/profiles/v4_llama_7b_decode.yaml");
+  const std::vector<std::string> sets = {"{workload.batch: 1}", "{workload.batch: 32, workload.context_length: 1024}",
+                                         "{workload.batch: 128}", "{workload.batch: 512, workload.context_length: 64}"};
+  auto file_text = [&](const std::vector<double>& measured) {
+    std::string out = "version: 1\nmeasurements:\n";
+    for (size_t i = 0; i < sets.size(); ++i)
+      out += "  - {name: d" + std::to_string(i) + ", scenario: " + scenario + ", set: " + sets[i] +
+             ", field: decode_step_time_s, measured: \"" +
+             std::to_string(i < measured.size() ? measured[i] * 1e6 : 1.0) + " us\"}\n";
+    return out;
+  };
+  write(dir / "m.yaml", file_text({}));
+  auto truth = calibration_parameters();
+  for (auto& p : truth) {
+    p.fitted = p.name == "hbm_efficiency" || p.name == "compute_overhead";
+    if (p.name == "hbm_efficiency") p.value = 0.7;
+    if (p.name == "compute_overhead") p.value = 10e-6;
+  }
+  std::vector<double> measured;
+  for (const auto& m : load_measurements((dir / "m.yaml").string()).measurements)
+    measured.push_back(predict(m, HopModel::Floor, truth));
+  write(dir / "m.yaml", file_text(measured));
+  CalibrationOptions options;
+  options.fit = {"hbm_efficiency", "compute_overhead"};
+  options.hop_model = HopModel::Floor;
+  options.leave_one_out = false;
+  const auto result = calibrate(load_measurements((dir / "m.yaml").string()), options);
+  for (const auto& p : result.parameters) {
+    if (!p.fitted) continue;
+    INFO(p.name << " fitted " << p.value);
+    CHECK(p.value == Approx(p.name == "hbm_efficiency" ? 0.7 : 10e-6).epsilon(0.01));
+  }
+  CHECK(result.rms_default > 0.1);
 }

@@ -29,9 +29,15 @@ struct ChipSpec {
   int max_torus_dims = 3;           // 2 for v5e/v6e, 3 for v4p/v5p
   WrapRule wrap_rule = WrapRule::Size16;
   std::string source;               // where the figures come from
+  // What a real chip achieves of the figures above (a calibration profile sets them;
+  // docs/calibration.md). The presets are the book's ideal machine: 1 and 0.
+  double hbm_efficiency = 1.0;      // fraction of hbm_bandwidth_Bps a kernel streams at
+  double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
 
   // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
   double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }
+  // The HBM bandwidth kernels achieve: hbm_bandwidth_Bps x hbm_efficiency.
+  double achieved_hbm_Bps() const { return hbm_bandwidth_Bps * hbm_efficiency; }
 };
 
 const std::vector<ChipSpec>& chip_presets();

@@ -113,14 +113,16 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
                          int model_degree, const StepShape& shape) {
   const double y = model_degree;
   const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
-  const double W = chip.hbm_bandwidth_Bps;
+  const double W = chip.achieved_hbm_Bps();
   const double activation = 2.0;   // bf16 activations
   const double layer_kv = shape.kv_tokens * kv_cache_bytes_per_token(model, plan.kv_bytes) / model.layers;
   // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
       plan.attention_flops ? shape.attended_tokens * attention_flops_per_token_forward(model, 1.0) / model.layers : 0.0;
-  auto roofline = [&](double flops, double bytes) { return std::max(flops / C, bytes / W) / plan.efficiency; };
+  auto roofline = [&](double flops, double bytes) {
+    return std::max(flops / C, bytes / W) / plan.efficiency + chip.compute_overhead_s;
+  };
   const double p_attn = attention_params_per_layer(model);
   const double p_mlp = mlp_params_per_layer(model);
   const double p_out = static_cast<double>(model.vocab) * model.d_model;
@@ -219,7 +221,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const double io = 2 * local.tokens * model.d_model * 2.0;
     const double shared_flops = 2 * local.tokens * dense_params / model_degree;
     const double shared_s = std::max(shared_flops / C, (dense_params * plan.weight_bytes + io) / model_degree /
-                                                           topology.chip.hbm_bandwidth_Bps) / plan.efficiency;
+                                                           topology.chip.achieved_hbm_Bps()) / plan.efficiency +
+                            topology.chip.compute_overhead_s;
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
     const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
@@ -252,7 +255,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const double rows = w.rows_per_rank[r];
       const double flops = 2 * rows * expert_params(model) / model_degree;
       const double bytes = (used * expert_params(model) * plan.weight_bytes + 2 * rows * row_bytes) / model_degree;
-      by_rank[r] = std::max(flops / C, bytes / topology.chip.hbm_bandwidth_Bps) / plan.efficiency;
+      by_rank[r] = std::max(flops / C, bytes / topology.chip.achieved_hbm_Bps()) / plan.efficiency +
+                   topology.chip.compute_overhead_s;
       flops_sum += flops;
     }
     const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);

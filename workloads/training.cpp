@@ -242,7 +242,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   }
   const double local_params = param_count(model) / stages;
   layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
-                       topology.chip.hbm_bandwidth_Bps;
+                       topology.chip.achieved_hbm_Bps();
   tail.compute("optimizer", layout.optimizer_s, 0.0, done, -1, "optimizer");
   layout.total_flops = 3 * stage_flops * M * layout.chips;
   return tail.take();
@@ -429,7 +429,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       (param_count(model) - routed) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1)) +
       routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
-  layout.optimizer_s = bytes_touched / chip.hbm_bandwidth_Bps;
+  layout.optimizer_s = bytes_touched / chip.achieved_hbm_Bps() + chip.compute_overhead_s;
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
   b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");

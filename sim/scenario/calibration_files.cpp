@@ -136,7 +136,8 @@ CalibrationProfile load_profile(const std::string& path) {
     else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
   }
   if (const YAML::Node params = root["parameters"]) {
-    check_keys(path, params, "parameters", {"hop_latency", "link_efficiency", "collective_overhead"});
+    check_keys(path, params, "parameters",
+               {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "compute_overhead"});
     auto time = [&](const char* key, std::optional<double>& out, double high) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
@@ -152,16 +153,21 @@ CalibrationProfile load_profile(const std::string& path) {
     };
     time("hop_latency", p.hop_latency_s, 1e-3);
     time("collective_overhead", p.collective_overhead_s, 1e-2);
-    if (const YAML::Node n = params["link_efficiency"]) {
-      double v = -1;
-      try {
-        v = std::stod(text_of(n));
-      } catch (const std::exception&) {
+    time("compute_overhead", p.compute_overhead_s, 1e-2);
+    auto fraction = [&](const char* key, std::optional<double>& out) {
+      if (const YAML::Node n = params[key]) {
+        double v = -1;
+        try {
+          v = std::stod(text_of(n));
+        } catch (const std::exception&) {
+        }
+        if (!(v > 0 && v <= 1))
+          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n), "expected a fraction in (0, 1]");
+        out = v;
       }
-      if (!(v > 0 && v <= 1))
-        throw InputError(at(path, n), "parameters.link_efficiency", text_of(n), "expected a fraction in (0, 1]");
-      p.link_efficiency = v;
-    }
+    };
+    fraction("link_efficiency", p.link_efficiency);
+    fraction("hbm_efficiency", p.hbm_efficiency);
   }
   return p;
 }

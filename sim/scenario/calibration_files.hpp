@@ -46,6 +46,8 @@ struct CalibrationProfile {
   std::optional<double> hop_latency_s;       // T_min per ICI hop
   std::optional<double> link_efficiency;     // fraction of the link bandwidth achieved
   std::optional<double> collective_overhead_s;   // fixed cost per collective per chip
+  std::optional<double> hbm_efficiency;      // fraction of the HBM bandwidth compute ops stream at
+  std::optional<double> compute_overhead_s;  // fixed cost per compute op
 };
 
 CalibrationProfile load_profile(const std::string& path);

@@ -120,6 +120,11 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s");
   set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
+  if (auto efficiency = overrides.optional("hbm_efficiency")) {
+    chip.hbm_efficiency = read_real(*efficiency);
+    if (!(chip.hbm_efficiency > 0 && chip.hbm_efficiency <= 1)) fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);
@@ -141,11 +146,13 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (profile.chip != preset)
     fail(field, "a profile for " + profile.chip + " (" + path + "); expected one fit for " + preset);
-  const bool latency_overridden = [&] {
+  auto overridden = [&](const char* key) {
     auto overrides = MapReader(hardware, SchemaMap::Hardware).optional("overrides");
-    return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional("hop_latency").has_value();
-  }();
-  if (profile.hop_latency_s && !latency_overridden) chip.hop_latency_s = *profile.hop_latency_s;
+    return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional(key).has_value();
+  };
+  if (profile.hop_latency_s && !overridden("hop_latency")) chip.hop_latency_s = *profile.hop_latency_s;
+  if (profile.hbm_efficiency && !overridden("hbm_efficiency")) chip.hbm_efficiency = *profile.hbm_efficiency;
+  if (profile.compute_overhead_s && !overridden("compute_overhead")) chip.compute_overhead_s = *profile.compute_overhead_s;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;
   if (profile.collective_overhead_s) scenario.launch_overhead_s = *profile.collective_overhead_s;
