@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -387,6 +388,64 @@ std::string calibration_table(const MeasurementFile& file, const CalibrationResu
   std::snprintf(line, sizeof line, "rms error: default %.1f%%, fitted %.1f%% (max %.1f%%); leave-one-out max %.1f%%\n",
                 100 * r.rms_default, 100 * r.rms_fitted, 100 * r.max_abs_fitted, 100 * r.max_abs_leave_one_out);
   out += line;
+  return out;
+}
+
+std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const std::string& profile_path) {
+  std::vector<MeasuredComparison> rows;
+  const std::string absolute = profile_path.empty() ? "" : std::filesystem::absolute(profile_path).string();
+  for (const auto& m : file.measurements) {
+    MeasuredComparison row{m.name, m.field, m.source, m.measured, run_measurement(m, {}), std::nullopt};
+    if (!absolute.empty()) row.profile_predicted = run_measurement(m, {{"hardware.profile", "\"" + absolute + "\""}});
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string measured_table(const MeasurementFile& file, const std::string& profile_path,
+                           const std::vector<MeasuredComparison>& rows) {
+  std::string out = file.name + ": " + std::to_string(rows.size()) + " measurements, predicted by the ideal machine" +
+                    (profile_path.empty() ? std::string() : " and by the profile " + profile_path) + "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-20s %-13s %-12s %-8s %-12s %-8s\n", "measurement", "measured", "default", "error",
+                "profile", "error");
+  out += line;
+  double sd = 0, sp = 0, worst = 0;
+  for (const auto& r : rows) {
+    const double ed = CalibratedMeasurement::error(r.default_predicted, r.measured);
+    sd += ed * ed;
+    std::string profile = "-", profile_error = "-";
+    if (r.profile_predicted) {
+      const double ep = CalibratedMeasurement::error(*r.profile_predicted, r.measured);
+      sp += ep * ep;
+      worst = std::max(worst, std::abs(ep));
+      profile = measured_text(r.field, *r.profile_predicted);
+      profile_error = percent(ep);
+    }
+    std::snprintf(line, sizeof line, "  %-20s %-13s %-12s %-8s %-12s %-8s\n", r.name.c_str(),
+                  measured_text(r.field, r.measured).c_str(), measured_text(r.field, r.default_predicted).c_str(),
+                  percent(ed).c_str(), profile.c_str(), profile_error.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "rms error: default %.1f%%", 100 * std::sqrt(sd / rows.size()));
+  out += line;
+  if (!profile_path.empty()) {
+    std::snprintf(line, sizeof line, ", profile %.1f%% (max %.1f%%)", 100 * std::sqrt(sp / rows.size()), 100 * worst);
+    out += line;
+  }
+  return out + "\n";
+}
+
+std::string measured_csv(const std::vector<MeasuredComparison>& rows) {
+  std::string out = "name,field,measured,default_predicted,default_error,profile_predicted,profile_error\n";
+  for (const auto& r : rows) {
+    out += r.name + "," + r.field + "," + number_text(r.measured) + "," + number_text(r.default_predicted) + "," +
+           number_text(CalibratedMeasurement::error(r.default_predicted, r.measured)) + "," +
+           (r.profile_predicted ? number_text(*r.profile_predicted) + "," +
+                                      number_text(CalibratedMeasurement::error(*r.profile_predicted, r.measured))
+                                : std::string(",")) +
+           "\n";
+  }
   return out;
 }
 

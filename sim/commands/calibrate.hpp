@@ -59,6 +59,19 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
 // What one measurement's scenario predicts under a profile's parameters (validate --measured).
 double predict(const Measurement& m, HopModel model, const std::vector<CalibrationParameter>& parameters);
 
+// `podsim validate --measured`: each measurement predicted by the ideal machine and, given a
+// profile, by it (its file's parameters applied through hardware.profile).
+struct MeasuredComparison {
+  std::string name, field, source;
+  double measured = 0;
+  double default_predicted = 0;
+  std::optional<double> profile_predicted;
+};
+std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const std::string& profile_path);
+std::string measured_table(const MeasurementFile& file, const std::string& profile_path,
+                           const std::vector<MeasuredComparison>& rows);
+std::string measured_csv(const std::vector<MeasuredComparison>& rows);
+
 std::string calibration_table(const MeasurementFile& file, const CalibrationResult& result);
 std::string calibration_profile_yaml(const MeasurementFile& file, const CalibrationResult& result,
                                      const std::string& profile_name);

@@ -210,6 +210,23 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   return 0;
 }
 
+// validate --measured: each measurement against the ideal machine and a profile.
+int validate_measured_command(const std::string& measured, const std::string& profile, const std::string& csv_path) {
+  const MeasurementFile file = load_measurements(measured);
+  if (!profile.empty()) load_profile(profile);   // a bad profile is reported as itself, first
+  const auto rows = compare_measurements(file, profile);
+  std::cout << measured_table(file, profile, rows);
+  if (!csv_path.empty()) {
+    const std::filesystem::path path(csv_path);
+    if (path.has_parent_path()) ensure_directory(path.parent_path().string());
+    OutputFiles files(path.has_parent_path() ? path.parent_path().string() : ".");
+    files.add(path.filename().string(), measured_csv(rows));
+    files.commit();
+    std::cout << "wrote " << csv_path << "\n";
+  }
+  return 0;
+}
+
 int validate_command(const std::string& csv_path, bool quick, double prediction_skew) {
   ValidationOptions options;
   options.quick = quick;
@@ -435,6 +452,10 @@ int main(int argc, char** argv) {
   bool quick = false;
   validate->add_option("--csv", csv_path, "also write the rows as CSV");
   validate->add_flag("--quick", quick, "a smaller grid");
+  std::string measured_path, measured_profile;
+  validate->add_option("--measured", measured_path,
+                       "instead of the grid: a measurement file's measurements against the simulation (docs/calibration.md)");
+  validate->add_option("--profile", measured_profile, "with --measured: also predict with this calibration profile");
   double prediction_skew = 0;
   validate->add_option("--skew-predictions", prediction_skew,
                        "self-test: scale every prediction by (1 + this) before the check; beyond 0.01 rows must "
@@ -505,6 +526,7 @@ int main(int argc, char** argv) {
                                           preflight_limits(max_memory, max_time));
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profile, csv_path);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {
