@@ -3,8 +3,8 @@
 simulated by the ideal machine and, when the CSV has them, by a calibration profile, on log-log
 axes with the diagonal and a +-10% band.
 
-  podsim validate --measured scenarios/profiles/v5e_book_collectives.measurements.yaml \\
-      --profile scenarios/profiles/v5e_book_collectives.yaml --csv out/measured.csv
+  podsim validate --measured scenarios/profiles/v5e_book.measurements.yaml \\
+      --profile scenarios/profiles/v5e_book.yaml --csv out/measured.csv
   python3 scripts/plot_measured.py out/measured.csv -o out/measured.png
 """
 import argparse

@@ -208,8 +208,8 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
           "[calibrate]") {
   const fs::path dir = scratch("validate");
   const auto result = podsim_test::run_podsim(
-      "validate --measured " + source_path("scenarios/profiles/v5e_book_collectives.measurements.yaml") + " --profile " +
-      source_path("scenarios/profiles/v5e_book_collectives.yaml") + " --csv " + (dir / "m.csv").string());
+      "validate --measured " + source_path("scenarios/profiles/v5e_book.measurements.yaml") + " --profile " +
+      source_path("scenarios/profiles/v5e_book.yaml") + " --csv " + (dir / "m.csv").string());
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("book-23") != std::string::npos);
   std::ifstream in(dir / "m.csv");
@@ -226,7 +226,7 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
       CHECK(profile_error == Approx(-0.038).margin(0.002));
     }
   }
-  CHECK(rows == 11);
+  CHECK(rows == 19);
   if (std::system("python3 -c 'import matplotlib' 2>/dev/null") == 0) {
     const std::string plot = "python3 " + source_path("scripts/plot_measured.py") + " " + (dir / "m.csv").string() +
                              " -o " + (dir / "m.png").string() + " > /dev/null";

@@ -32,12 +32,17 @@ struct ChipSpec {
   // What a real chip achieves of the figures above (a calibration profile sets them;
   // docs/calibration.md). The presets are the book's ideal machine: 1 and 0.
   double hbm_efficiency = 1.0;      // fraction of hbm_bandwidth_Bps a kernel streams at
+  double matmul_efficiency = 1.0;   // fraction of the peak FLOPs (bf16 or int8) matmuls reach
+  double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
 
   // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
   double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }
   // The HBM bandwidth kernels achieve: hbm_bandwidth_Bps x hbm_efficiency.
   double achieved_hbm_Bps() const { return hbm_bandwidth_Bps * hbm_efficiency; }
+  // The FLOP rates matmuls achieve: the peaks x matmul_efficiency.
+  double achieved_bf16_flops_per_s() const { return bf16_flops_per_s * matmul_efficiency; }
+  double achieved_int8_ops_per_s() const { return int8_ops_per_s * matmul_efficiency; }
 };
 
 const std::vector<ChipSpec>& chip_presets();

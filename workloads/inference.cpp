@@ -8,6 +8,7 @@
 #include <string>
 
 #include "workloads/moe_layer.hpp"
+#include "workloads/roofline.hpp"
 
 namespace podsim {
 
@@ -26,7 +27,9 @@ SmallestSlice smallest_slice(const TransformerSpec& model, double weight_bytes, 
     if (free <= 0) continue;
     out.chips = chips;
     out.free_bytes = free;
-    out.kv_caches = static_cast<int>(std::floor(free / (context * kv_cache_bytes_per_token(model, kv_bytes))));
+    // No cache (a model without attention): as many sequences as an int holds.
+    out.kv_caches = static_cast<int>(std::clamp(std::floor(free / (context * kv_cache_bytes_per_token(model, kv_bytes))), 0.0,
+                                                double(std::numeric_limits<int>::max())));
     return out;
   }
   return out;
@@ -112,7 +115,7 @@ StepShape prefill_shape(int batch, int chunk, int offset) {
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
                          int model_degree, const StepShape& shape) {
   const double y = model_degree;
-  const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
+  const double C = plan.int8_compute ? chip.achieved_int8_ops_per_s() : chip.achieved_bf16_flops_per_s();
   const double W = chip.achieved_hbm_Bps();
   const double activation = 2.0;   // bf16 activations
   const double layer_kv = shape.kv_tokens * kv_cache_bytes_per_token(model, plan.kv_bytes) / model.layers;
@@ -121,7 +124,7 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   const double score_flops =
       plan.attention_flops ? shape.attended_tokens * attention_flops_per_token_forward(model, 1.0) / model.layers : 0.0;
   auto roofline = [&](double flops, double bytes) {
-    return std::max(flops / C, bytes / W) / plan.efficiency + chip.compute_overhead_s;
+    return overlapped_s(flops / C, bytes / W, chip) / plan.efficiency + chip.compute_overhead_s;
   };
   const double p_attn = attention_params_per_layer(model);
   const double p_mlp = mlp_params_per_layer(model);
@@ -215,13 +218,15 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
   // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
   // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
-  const double C = plan.int8_compute ? topology.chip.int8_ops_per_s : topology.chip.bf16_flops_per_s;
+  const double C =
+      plan.int8_compute ? topology.chip.achieved_int8_ops_per_s() : topology.chip.achieved_bf16_flops_per_s();
   auto moe_block = [&](const std::string& name, int layer) {
     const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
     const double io = 2 * local.tokens * model.d_model * 2.0;
     const double shared_flops = 2 * local.tokens * dense_params / model_degree;
-    const double shared_s = std::max(shared_flops / C, (dense_params * plan.weight_bytes + io) / model_degree /
-                                                           topology.chip.achieved_hbm_Bps()) / plan.efficiency +
+    const double shared_s = overlapped_s(shared_flops / C, (dense_params * plan.weight_bytes + io) / model_degree /
+                                                               topology.chip.achieved_hbm_Bps(), topology.chip) /
+                                plan.efficiency +
                             topology.chip.compute_overhead_s;
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
@@ -255,7 +260,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const double rows = w.rows_per_rank[r];
       const double flops = 2 * rows * expert_params(model) / model_degree;
       const double bytes = (used * expert_params(model) * plan.weight_bytes + 2 * rows * row_bytes) / model_degree;
-      by_rank[r] = std::max(flops / C, bytes / topology.chip.achieved_hbm_Bps()) / plan.efficiency +
+      by_rank[r] = overlapped_s(flops / C, bytes / topology.chip.achieved_hbm_Bps(), topology.chip) / plan.efficiency +
                    topology.chip.compute_overhead_s;
       flops_sum += flops;
     }
@@ -279,7 +284,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const std::string name = "L" + std::to_string(l);
     // Attention projects, attends over the cache (read when decoding, written when
     // prefilling) and projects back; then the MLP.
-    block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
+    if (model.attention != AttentionKind::None)
+      block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
     if (model.moe && l >= model.moe->dense_layers) moe_block(name + ".mlp", l);
     else block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
   }

@@ -117,6 +117,7 @@ void validate_transformer_spec(const TransformerSpec& spec) {
 }
 
 double attention_params_per_layer(const TransformerSpec& s) {
+  if (s.attention == AttentionKind::None) return 0;
   if (s.attention == AttentionKind::Mla) {
     // DeepSeek-V2 (arXiv 2405.04434) eqs. 9-19, shapes as in DeepSeek-V3's modeling code
     // (q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj):
@@ -215,6 +216,7 @@ double matmul_flops_per_token_forward(const TransformerSpec& s) {
 }
 
 double kv_cache_elements_per_token(const TransformerSpec& s) {
+  if (s.attention == AttentionKind::None) return 0;
   if (s.attention == AttentionKind::Mla) {
     // DeepSeek-V2 section 2.1.2-2.1.3: during inference only c_t^KV (d_c) and the shared rotary
     // key k_t^R (d_h^R) are cached, (d_c + d_h^R) l elements per token (its Table 1).
@@ -235,6 +237,7 @@ double attention_flops_per_token_forward(const TransformerSpec& s, double seq_le
   // layers: 4*T*N*H*L. With GQA the FLOPs still scale with N (each query head attends).
   // MLA without weight absorption: QK^T over d_h + d_h^R dims per head, AV over v_head_dim
   // (DeepSeek-V2 eqs. 16-18).
+  if (s.attention == AttentionKind::None) return 0;
   const double full =
       s.attention == AttentionKind::Mla
           ? 2 * seq_len * N(s) * (double(s.mla.qk_nope_head_dim) + s.mla.qk_rope_head_dim + s.mla.v_head_dim) * L(s)

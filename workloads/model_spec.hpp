@@ -15,7 +15,9 @@ namespace podsim {
 
 // gqa: query heads share K key/value heads of H dims (MHA when K = N, MQA when K = 1).
 // mla: multi-head latent attention; keys and values come from a compressed latent (MlaSpec).
-enum class AttentionKind { Gqa, Mla };
+// none: no attention at all, only MLP blocks (the book's measured layer of "only 2 matmuls",
+// inference.md F6: a model of MLPs is what such a measurement describes).
+enum class AttentionKind { Gqa, Mla, None };
 
 // Multi-head latent attention dims, named as in DeepSeek-V3's config.json (symbols of the
 // DeepSeek-V2 paper, arXiv 2405.04434 eqs. 9-19, in brackets).

@@ -133,7 +133,8 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
       plan.attention_flops ? attention_flops_per_token_forward(model, plan.sequence_length) / model.layers : 0.0;
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
-    blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
+    if (model.attention != AttentionKind::None)
+      blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
     if (model.moe && l >= model.moe->dense_layers) {
       // An MoE layer's MLP block: here its router and shared experts, the dense part every
       // token passes through; the routed experts are MoeTrainingBlocks'.

@@ -18,12 +18,15 @@ std::vector<CalibrationParameter> calibration_parameters() {
   // Bounds (docs/calibration.md): a hop takes 0.1-20 us (the book's ~1 us, times what a router
   // or a DMA could add); links deliver 30-100% of their nominal bandwidth; a collective's fixed
   // cost (launch, synchronisation) is 0-200 us.
-  // Compute: kernels stream HBM at 30-100% of its nominal bandwidth; a compute op's fixed cost
+  // Compute: kernels stream HBM at 30-100% of its nominal bandwidth; matmuls reach 20-100% of the
+  // peak FLOPs; 0-100% of the shorter of the two hides under the longer; a compute op's fixed cost
   // (launch, pipeline fill) is 0-50 us.
   return {{"hop_latency", 1e-6, 0.1e-6, 20e-6, 0, false, true},
           {"link_efficiency", 1.0, 0.3, 1.0, 0, false, false},
           {"collective_overhead", 0.0, 0.0, 200e-6, 0, false, true},
           {"hbm_efficiency", 1.0, 0.3, 1.0, 0, false, false},
+          {"matmul_efficiency", 1.0, 0.2, 1.0, 0, false, false},
+          {"roofline_overlap", 1.0, 0.0, 1.0, 0, false, false},
           {"compute_overhead", 0.0, 0.0, 50e-6, 0, false, true}};
 }
 
@@ -45,6 +48,8 @@ std::vector<ScenarioOverride> parameter_overrides(HopModel model, const std::vec
     if (p.name == "collective_overhead")
       out.push_back({"simulation.launch_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
     if (p.name == "hbm_efficiency") out.push_back({"hardware.overrides.hbm_efficiency", number_text(p.value)});
+    if (p.name == "matmul_efficiency") out.push_back({"hardware.overrides.matmul_efficiency", number_text(p.value)});
+    if (p.name == "roofline_overlap") out.push_back({"hardware.overrides.roofline_overlap", number_text(p.value)});
     if (p.name == "compute_overhead")
       out.push_back({"hardware.overrides.compute_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
   }
@@ -264,7 +269,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
     if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; }))
       throw InputError({"command line", 0, 0}, "--fit", name,
                        "unknown parameter; expected hop_latency, link_efficiency, collective_overhead, "
-                       "hbm_efficiency or compute_overhead");
+                       "hbm_efficiency, matmul_efficiency, roofline_overlap or compute_overhead");
   }
   for (const auto& m : file.measurements) {
     CalibratedMeasurement row;

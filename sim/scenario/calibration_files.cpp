@@ -137,7 +137,8 @@ CalibrationProfile load_profile(const std::string& path) {
   }
   if (const YAML::Node params = root["parameters"]) {
     check_keys(path, params, "parameters",
-               {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "compute_overhead"});
+               {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "matmul_efficiency",
+                "roofline_overlap", "compute_overhead"});
     auto time = [&](const char* key, std::optional<double>& out, double high) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
@@ -168,6 +169,17 @@ CalibrationProfile load_profile(const std::string& path) {
     };
     fraction("link_efficiency", p.link_efficiency);
     fraction("hbm_efficiency", p.hbm_efficiency);
+    fraction("matmul_efficiency", p.matmul_efficiency);
+    if (const YAML::Node n = params["roofline_overlap"]) {
+      double v = -1;
+      try {
+        v = std::stod(text_of(n));
+      } catch (const std::exception&) {
+      }
+      if (!(v >= 0 && v <= 1))
+        throw InputError(at(path, n), "parameters.roofline_overlap", text_of(n), "expected a fraction in [0, 1]");
+      p.roofline_overlap = v;
+    }
   }
   return p;
 }

@@ -47,6 +47,8 @@ struct CalibrationProfile {
   std::optional<double> link_efficiency;     // fraction of the link bandwidth achieved
   std::optional<double> collective_overhead_s;   // fixed cost per collective per chip
   std::optional<double> hbm_efficiency;      // fraction of the HBM bandwidth compute ops stream at
+  std::optional<double> matmul_efficiency;   // fraction of the peak FLOPs matmuls reach
+  std::optional<double> roofline_overlap;    // share of the shorter of math and HBM time hidden
   std::optional<double> compute_overhead_s;  // fixed cost per compute op
 };
 

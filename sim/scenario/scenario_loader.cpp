@@ -124,6 +124,14 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
     chip.hbm_efficiency = read_real(*efficiency);
     if (!(chip.hbm_efficiency > 0 && chip.hbm_efficiency <= 1)) fail(*efficiency, "expected a fraction in (0, 1]");
   }
+  if (auto efficiency = overrides.optional("matmul_efficiency")) {
+    chip.matmul_efficiency = read_real(*efficiency);
+    if (!(chip.matmul_efficiency > 0 && chip.matmul_efficiency <= 1)) fail(*efficiency, "expected a fraction in (0, 1]");
+  }
+  if (auto overlap = overrides.optional("roofline_overlap")) {
+    chip.roofline_overlap = read_real(*overlap);
+    if (!(chip.roofline_overlap >= 0 && chip.roofline_overlap <= 1)) fail(*overlap, "expected a fraction in [0, 1]");
+  }
   set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
@@ -152,6 +160,8 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   };
   if (profile.hop_latency_s && !overridden("hop_latency")) chip.hop_latency_s = *profile.hop_latency_s;
   if (profile.hbm_efficiency && !overridden("hbm_efficiency")) chip.hbm_efficiency = *profile.hbm_efficiency;
+  if (profile.matmul_efficiency && !overridden("matmul_efficiency")) chip.matmul_efficiency = *profile.matmul_efficiency;
+  if (profile.roofline_overlap && !overridden("roofline_overlap")) chip.roofline_overlap = *profile.roofline_overlap;
   if (profile.compute_overhead_s && !overridden("compute_overhead")) chip.compute_overhead_s = *profile.compute_overhead_s;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;

@@ -107,7 +107,8 @@ void parse_attention(const MapReader& attention, TransformerSpec& model) {
   attention.reject_unknown();
   const bool was_mla = model.attention == AttentionKind::Mla;
   if (auto kind = attention.optional("kind"))
-    model.attention = read_choice<AttentionKind>(*kind, {{"gqa", AttentionKind::Gqa}, {"mla", AttentionKind::Mla}});
+    model.attention = read_choice<AttentionKind>(
+        *kind, {{"gqa", AttentionKind::Gqa}, {"mla", AttentionKind::Mla}, {"none", AttentionKind::None}});
   const std::vector<std::string> dims = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                                          "v_head_dim"};
   if (model.attention != AttentionKind::Mla) {

@@ -592,8 +592,11 @@ void check_scenario(const podsim::Scenario& s) {
       const auto& plan = s.inference.plan;
       check_model(s.inference.model);
       require(plan.batch >= 1, "the batch is < 1");
-      require(positive_finite(podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes)),
-              "the KV cache per token is not positive and finite");
+      // A model without attention (attention: none) caches nothing; any other caches something.
+      require(s.inference.model.attention == podsim::AttentionKind::None
+                  ? podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes) == 0
+                  : positive_finite(podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes)),
+              "the KV cache per token is not positive and finite (or not 0 without attention)");
       check_moe(s.inference.model, plan.routing, plan.expert_axes, s.topology);
       break;
     }
