@@ -163,6 +163,14 @@ TEST_CASE("bad measurement files get located errors", "[calibrate]") {
   CHECK(cli.exit_code == 2);
   CHECK(cli.err.find("broken.yaml") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "p.yaml"));
+  // More parameters than measurements cannot be identified: refused, naming --fit.
+  const auto underdetermined = podsim_test::run_podsim(
+      "calibrate " + source_path("scenarios/profiles/v4_llama_decode.measurements.yaml") +
+      " --fit hbm_efficiency,compute_overhead -o " + (dir / "p.yaml").string());
+  CHECK(underdetermined.exit_code == 2);
+  CHECK(underdetermined.err.find("'--fit'") != std::string::npos);
+  CHECK(underdetermined.err.find("more parameters than the 1 measurements") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "p.yaml"));
 }
 
 TEST_CASE("calibrate recovers compute parameters from generated decode steps", "[calibrate]") {

@@ -271,6 +271,11 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
                        "unknown parameter; expected hop_latency, link_efficiency, collective_overhead, "
                        "hbm_efficiency, matmul_efficiency, roofline_overlap or compute_overhead");
   }
+  const long fitted = std::count_if(parameters.begin(), parameters.end(), [](const auto& p) { return p.fitted; });
+  if (fitted > static_cast<long>(file.measurements.size()))
+    throw InputError({"command line", 0, 0}, "--fit", std::to_string(fitted) + " parameters",
+                     "more parameters than the " + std::to_string(file.measurements.size()) +
+                         " measurements can identify; expected at most that many (fewer leave room for leave-one-out)");
   for (const auto& m : file.measurements) {
     CalibratedMeasurement row;
     row.name = m.name;
@@ -390,9 +395,17 @@ std::string calibration_table(const MeasurementFile& file, const CalibrationResu
                   loo_error.c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "rms error: default %.1f%%, fitted %.1f%% (max %.1f%%); leave-one-out max %.1f%%\n",
-                100 * r.rms_default, 100 * r.rms_fitted, 100 * r.max_abs_fitted, 100 * r.max_abs_leave_one_out);
+  const bool loo = std::any_of(r.rows.begin(), r.rows.end(), [](const auto& row) { return row.leave_one_out_predicted.has_value(); });
+  std::snprintf(line, sizeof line, "rms error: default %.1f%%, fitted %.1f%% (max %.1f%%)", 100 * r.rms_default,
+                100 * r.rms_fitted, 100 * r.max_abs_fitted);
   out += line;
+  if (loo) {
+    std::snprintf(line, sizeof line, "; leave-one-out max %.1f%%", 100 * r.max_abs_leave_one_out);
+    out += line;
+  } else {
+    out += "; no leave-one-out (it needs more measurements than fitted parameters + 1)";
+  }
+  out += "\n";
   return out;
 }
 
