@@ -102,35 +102,41 @@ int MoeTrainingBlocks::all_to_all(const std::string& name, const TrainingBlock& 
   return op;
 }
 
+// Tensor parallelism around the block: the activations gathered before it, the partial sums
+// scattered after (blocking, as the dense blocks without tensor_overlap).
+int MoeTrainingBlocks::tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind,
+                                         std::vector<int> after) {
+  const bool gather = kind == CollectiveKind::AllGather;
+  return b_.collective(name + (gather ? ".allgather_activations" : ".reducescatter_activations"), kind,
+                       plan_.tensor_axes, plan_.tensor_slices, block.activation_bytes_per_group, std::move(after),
+                       block.layer, gather ? "tp_allgather" : "tp_reducescatter");
+}
+
+// The chip's experts' weights, FSDP-gathered over the data axes that are not expert axes.
+int MoeTrainingBlocks::expert_weight_gather(const std::string& name, const TrainingBlock& block,
+                                            const std::vector<int>& after) {
+  return b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
+                       expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, after, block.layer,
+                       "fsdp_allgather");
+}
+
 MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const TrainingBlock& block, int microbatch,
                                                   std::vector<int> inputs, const std::vector<int>& gather_after) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
   Ops ops;
-  if (tensor) {
-    inputs.push_back(b_.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan_.tensor_axes,
-                                   plan_.tensor_slices, block.activation_bytes_per_group, inputs, block.layer,
-                                   "tp_allgather"));
-  }
+  if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The router (and shared experts) decide where each token goes before it can be sent.
   const int shared = b_.compute(name + ".router_shared", block.forward_s, block.forward_flops_per_chip, inputs,
                                 block.layer, "forward");
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, "moe_dispatch");
   std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
-  if (fsdp_ && expert_fsdp_degree_ > 1) {
-    expert_inputs.push_back(b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather,
-                                          expert_fsdp_axes_, expert_fsdp_slices_,
-                                          expert_params_per_chip_ * model_.param_bytes, gather_after, block.layer,
-                                          "fsdp_allgather"));
-  }
+  if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
   ops.expert_compute = expert_op(name + ".experts", block, w, false, expert_inputs);
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, "moe_combine");
   ops.last_compute = ops.expert_compute;
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
-  if (tensor) {
-    done = {b_.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan_.tensor_axes,
-                          plan_.tensor_slices, block.activation_bytes_per_group, done, block.layer, "tp_reducescatter")};
-  }
+  if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
   return ops;
 }
@@ -140,20 +146,11 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
   Ops ops;
-  if (tensor) {
-    inputs.push_back(b_.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan_.tensor_axes,
-                                   plan_.tensor_slices, block.activation_bytes_per_group, inputs, block.layer,
-                                   "tp_allgather"));
-  }
+  if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The combine's mirror takes each output gradient to the experts its token went to.
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, "moe_combine");
   std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
-  if (fsdp_ && expert_fsdp_degree_ > 1) {
-    expert_inputs.push_back(b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather,
-                                          expert_fsdp_axes_, expert_fsdp_slices_,
-                                          expert_params_per_chip_ * model_.param_bytes, gather_after, block.layer,
-                                          "fsdp_allgather"));
-  }
+  if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
   ops.expert_compute = expert_op(name + ".experts", block, w, true, expert_inputs);
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
   // backward runs (their output gradients are local).
@@ -163,10 +160,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   ops.last_compute = shared;
   std::vector<int> done{shared};
   if (home >= 0) done.push_back(home);
-  if (tensor) {
-    done = {b_.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan_.tensor_axes,
-                          plan_.tensor_slices, block.activation_bytes_per_group, done, block.layer, "tp_reducescatter")};
-  }
+  if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
   return ops;
 }

@@ -55,6 +55,8 @@ class MoeTrainingBlocks {
                 std::vector<int> after);
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
                  std::vector<int> after, const char* category);
+  int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);
+  int expert_weight_gather(const std::string& name, const TrainingBlock& block, const std::vector<int>& after);
 
   const TransformerSpec& model_;
   const TrainingPlan& plan_;
