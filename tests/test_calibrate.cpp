@@ -228,10 +228,13 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
   while (std::getline(in, line)) {
     ++rows;
     if (line.rfind("book-23,", 0) == 0) {
-      // The profile's prediction of #23 (measured 8 us): the fit left -3.8% (docs/calibration.md);
-      // the ideal machine's 3 us is -62.5%.
+      // #23 (measured 8 us) under the profile: a 4-chip line, 3 additive hops of a 32,768 B
+      // message, 3 (T_hop + b / (efficiency W)), from the profile's own parameters.
+      const auto profile = load_profile(source_path("scenarios/profiles/v5e_book.yaml"));
+      REQUIRE(profile.hop_model == HopModel::Additive);
+      const double predicted = 3 * (*profile.hop_latency_s + 32768 / (*profile.link_efficiency * 4.5e10));
       const double profile_error = std::stod(line.substr(line.rfind(',') + 1));
-      CHECK(profile_error == Approx(-0.038).margin(0.002));
+      CHECK(profile_error == Approx(predicted / 8e-6 - 1).epsilon(1e-6));
     }
   }
   CHECK(rows == 19);

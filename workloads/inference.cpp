@@ -37,6 +37,11 @@ SmallestSlice smallest_slice(const TransformerSpec& model, double weight_bytes, 
 
 namespace {
 
+// The rate matmuls achieve for the plan's compute type (the chip's calibration applied).
+double matmul_rate(const InferencePlan& plan, const ChipSpec& chip) {
+  return plan.int8_compute ? chip.achieved_int8_ops_per_s() : chip.achieved_bf16_flops_per_s();
+}
+
 void check_plan(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   std::set<int> seen;
   for (int a : plan.model_axes) {
@@ -115,17 +120,14 @@ StepShape prefill_shape(int batch, int chunk, int offset) {
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
                          int model_degree, const StepShape& shape) {
   const double y = model_degree;
-  const double C = plan.int8_compute ? chip.achieved_int8_ops_per_s() : chip.achieved_bf16_flops_per_s();
-  const double W = chip.achieved_hbm_Bps();
+  const double C = matmul_rate(plan, chip);
   const double activation = 2.0;   // bf16 activations
   const double layer_kv = shape.kv_tokens * kv_cache_bytes_per_token(model, plan.kv_bytes) / model.layers;
   // QK^T and AV: 2 x context x N x H FLOPs each per token (transformers.md).
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
       plan.attention_flops ? shape.attended_tokens * attention_flops_per_token_forward(model, 1.0) / model.layers : 0.0;
-  auto roofline = [&](double flops, double bytes) {
-    return overlapped_s(flops / C, bytes / W, chip) / plan.efficiency + chip.compute_overhead_s;
-  };
+  auto roofline = [&](double flops, double bytes) { return roofline_s(flops, bytes, C, chip, plan.efficiency); };
   const double p_attn = attention_params_per_layer(model);
   const double p_mlp = mlp_params_per_layer(model);
   const double p_out = static_cast<double>(model.vocab) * model.d_model;
@@ -218,16 +220,13 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
   // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
   // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
-  const double C =
-      plan.int8_compute ? topology.chip.achieved_int8_ops_per_s() : topology.chip.achieved_bf16_flops_per_s();
+  const double C = matmul_rate(plan, topology.chip);
   auto moe_block = [&](const std::string& name, int layer) {
     const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
     const double io = 2 * local.tokens * model.d_model * 2.0;
     const double shared_flops = 2 * local.tokens * dense_params / model_degree;
-    const double shared_s = overlapped_s(shared_flops / C, (dense_params * plan.weight_bytes + io) / model_degree /
-                                                               topology.chip.achieved_hbm_Bps(), topology.chip) /
-                                plan.efficiency +
-                            topology.chip.compute_overhead_s;
+    const double shared_s = roofline_s(shared_flops, (dense_params * plan.weight_bytes + io) / model_degree, C,
+                                       topology.chip, plan.efficiency);
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
     const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
@@ -260,8 +259,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const double rows = w.rows_per_rank[r];
       const double flops = 2 * rows * expert_params(model) / model_degree;
       const double bytes = (used * expert_params(model) * plan.weight_bytes + 2 * rows * row_bytes) / model_degree;
-      by_rank[r] = overlapped_s(flops / C, bytes / topology.chip.achieved_hbm_Bps(), topology.chip) / plan.efficiency +
-                   topology.chip.compute_overhead_s;
+      by_rank[r] = roofline_s(flops, bytes, C, topology.chip, plan.efficiency);
       flops_sum += flops;
     }
     const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);

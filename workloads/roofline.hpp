@@ -15,12 +15,16 @@ inline double overlapped_s(double math_s, double memory_s, const ChipSpec& chip)
   return std::max(math_s, memory_s) + (1 - chip.roofline_overlap) * std::min(math_s, memory_s);
 }
 
-// A compute op's time on one chip: its FLOPs at the rate matmuls achieve and its HBM traffic at
-// the bandwidth kernels achieve, overlapped, scaled by the fraction of the roofline achieved
-// (roofline.md), plus the chip's fixed cost per op (0 on the ideal machine).
+// A compute op's time on one chip: its FLOPs at `flops_per_s` (the rate matmuls achieve: bf16 or
+// int8) and its HBM traffic at the bandwidth kernels achieve, overlapped, scaled by the fraction
+// of the roofline achieved (roofline.md), plus the chip's fixed cost per op (0 on the ideal machine).
+inline double roofline_s(double flops, double bytes, double flops_per_s, const ChipSpec& chip, double efficiency) {
+  return overlapped_s(flops / flops_per_s, bytes / chip.achieved_hbm_Bps(), chip) / efficiency + chip.compute_overhead_s;
+}
+
+// The same with bf16 matmuls (training).
 inline double roofline_s(double flops, double bytes, const ChipSpec& chip, double efficiency) {
-  return overlapped_s(flops / chip.achieved_bf16_flops_per_s(), bytes / chip.achieved_hbm_Bps(), chip) / efficiency +
-         chip.compute_overhead_s;
+  return roofline_s(flops, bytes, chip.achieved_bf16_flops_per_s(), chip, efficiency);
 }
 
 }  // namespace podsim

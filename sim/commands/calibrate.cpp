@@ -72,6 +72,45 @@ double run_measurement(const Measurement& m, const std::vector<ScenarioOverride>
 
 double logistic(double u) { return 1 / (1 + std::exp(-u)); }
 
+std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
+  const size_t n = a.size();
+  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
+  for (size_t i = 0; i < n; ++i) inv[i][i] = 1;
+  for (size_t c = 0; c < n; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    std::swap(a[c], a[pivot]);
+    std::swap(inv[c], inv[pivot]);
+    if (std::abs(a[c][c]) < 1e-300) return {};
+    const double d = a[c][c];
+    for (size_t k = 0; k < n; ++k) {
+      a[c][k] /= d;
+      inv[c][k] /= d;
+    }
+    for (size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c];
+      for (size_t k = 0; k < n; ++k) {
+        a[r][k] -= f * a[c][k];
+        inv[r][k] -= f * inv[c][k];
+      }
+    }
+  }
+  return inv;
+}
+
+// The solution of a x = b, through the inverse (the matrices here are the fit's 1-7 parameters
+// square); zeros when a is singular, which the damping of the steps keeps it from being.
+std::vector<double> solve(const std::vector<std::vector<double>>& a, const std::vector<double>& b) {
+  const auto inv = inverse(a);
+  std::vector<double> x(b.size(), 0.0);
+  if (inv.empty()) return x;
+  for (size_t i = 0; i < b.size(); ++i)
+    for (size_t k = 0; k < b.size(); ++k) x[i] += inv[i][k] * b[k];
+  return x;
+}
+
 struct Fit {
   std::vector<double> u;           // unbounded coordinates of the fitted parameters
   std::vector<double> residuals;   // relative errors
@@ -181,62 +220,12 @@ class Fitter {
   }
 
  private:
-  static std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
-    const size_t n = b.size();
-    for (size_t c = 0; c < n; ++c) {
-      size_t pivot = c;
-      for (size_t r = c + 1; r < n; ++r)
-        if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-      std::swap(a[c], a[pivot]);
-      std::swap(b[c], b[pivot]);
-      if (std::abs(a[c][c]) < 1e-300) continue;
-      for (size_t r = 0; r < n; ++r) {
-        if (r == c) continue;
-        const double f = a[r][c] / a[c][c];
-        for (size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
-        b[r] -= f * b[c];
-      }
-    }
-    std::vector<double> x(n, 0.0);
-    for (size_t c = 0; c < n; ++c)
-      if (std::abs(a[c][c]) >= 1e-300) x[c] = b[c] / a[c][c];
-    return x;
-  }
-
   const MeasurementFile& file_;
   HopModel model_;
   std::vector<CalibrationParameter> parameters_;
   std::vector<size_t> index_;
   int& simulations_;
 };
-
-std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
-  const size_t n = a.size();
-  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
-  for (size_t i = 0; i < n; ++i) inv[i][i] = 1;
-  for (size_t c = 0; c < n; ++c) {
-    size_t pivot = c;
-    for (size_t r = c + 1; r < n; ++r)
-      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-    std::swap(a[c], a[pivot]);
-    std::swap(inv[c], inv[pivot]);
-    if (std::abs(a[c][c]) < 1e-300) return {};
-    const double d = a[c][c];
-    for (size_t k = 0; k < n; ++k) {
-      a[c][k] /= d;
-      inv[c][k] /= d;
-    }
-    for (size_t r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c];
-      for (size_t k = 0; k < n; ++k) {
-        a[r][k] -= f * a[c][k];
-        inv[r][k] -= f * inv[c][k];
-      }
-    }
-  }
-  return inv;
-}
 
 }  // namespace
 

@@ -210,6 +210,17 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   return 0;
 }
 
+// Writes one file at `path` (its folder made if missing), whole or not at all; returns its path.
+std::string write_file_at(const std::string& path, const std::string& content) {
+  const std::filesystem::path file(path);
+  const std::string dir = file.has_parent_path() ? file.parent_path().string() : ".";
+  if (file.has_parent_path()) ensure_directory(dir);
+  OutputFiles files(dir);
+  files.add(file.filename().string(), content);
+  files.commit();
+  return files.path(file.filename().string());
+}
+
 // validate --measured: each measurement against the ideal machine and a profile.
 int validate_measured_command(const std::string& measured, const std::string& profile, const std::string& csv_path) {
   const MeasurementFile file = load_measurements(measured);
@@ -217,12 +228,7 @@ int validate_measured_command(const std::string& measured, const std::string& pr
   const auto rows = compare_measurements(file, profile);
   std::cout << measured_table(file, profile, rows);
   if (!csv_path.empty()) {
-    const std::filesystem::path path(csv_path);
-    if (path.has_parent_path()) ensure_directory(path.parent_path().string());
-    OutputFiles files(path.has_parent_path() ? path.parent_path().string() : ".");
-    files.add(path.filename().string(), measured_csv(rows));
-    files.commit();
-    std::cout << "wrote " << csv_path << "\n";
+    std::cout << "wrote " << write_file_at(csv_path, measured_csv(rows)) << "\n";
   }
   return 0;
 }
@@ -333,12 +339,7 @@ int calibrate_command(const std::string& measurements_path, const std::string& o
   if (terminal) std::fputs("\33[2K\r", stderr);
   std::cout << calibration_table(file, result);
   if (name.empty()) name = file.name;
-  const std::filesystem::path out(out_path);
-  if (out.has_parent_path()) ensure_directory(out.parent_path().string());
-  OutputFiles files(out.has_parent_path() ? out.parent_path().string() : ".");
-  files.add(out.filename().string(), calibration_profile_yaml(file, result, name));
-  files.commit();
-  std::cout << "wrote " << files.path(out.filename().string()) << "\n";
+  std::cout << "wrote " << write_file_at(out_path, calibration_profile_yaml(file, result, name)) << "\n";
   return 0;
 }
 

@@ -155,31 +155,24 @@ CalibrationProfile load_profile(const std::string& path) {
     time("hop_latency", p.hop_latency_s, 1e-3);
     time("collective_overhead", p.collective_overhead_s, 1e-2);
     time("compute_overhead", p.compute_overhead_s, 1e-2);
-    auto fraction = [&](const char* key, std::optional<double>& out) {
+    // A fraction in (0, 1], or [0, 1] where none of it is a value (roofline_overlap).
+    auto fraction = [&](const char* key, std::optional<double>& out, bool zero_allowed = false) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
         try {
           v = std::stod(text_of(n));
         } catch (const std::exception&) {
         }
-        if (!(v > 0 && v <= 1))
-          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n), "expected a fraction in (0, 1]");
+        if (!((zero_allowed ? v >= 0 : v > 0) && v <= 1))
+          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n),
+                           zero_allowed ? "expected a fraction in [0, 1]" : "expected a fraction in (0, 1]");
         out = v;
       }
     };
     fraction("link_efficiency", p.link_efficiency);
     fraction("hbm_efficiency", p.hbm_efficiency);
     fraction("matmul_efficiency", p.matmul_efficiency);
-    if (const YAML::Node n = params["roofline_overlap"]) {
-      double v = -1;
-      try {
-        v = std::stod(text_of(n));
-      } catch (const std::exception&) {
-      }
-      if (!(v >= 0 && v <= 1))
-        throw InputError(at(path, n), "parameters.roofline_overlap", text_of(n), "expected a fraction in [0, 1]");
-      p.roofline_overlap = v;
-    }
+    fraction("roofline_overlap", p.roofline_overlap, true);
   }
   return p;
 }
