@@ -201,3 +201,18 @@ TEST_CASE("filling the decode table between replayed batch sizes replays fewer c
   every.prepare(config, {}, true, true);
   CHECK(filled.collectives_replayed() < every.collectives_replayed());
 }
+
+TEST_CASE("serving refuses models its step-cost shortcut cannot price", "[serving][moe]") {
+  // An MoE model's layers differ (dense first layers, experts behind AllToAlls) and a model
+  // without attention lacks a block: both are refused with the reason, not priced wrongly.
+  ServerRole role;
+  role.topology = podsim_test::v5e_mesh({4, 4});
+  role.plan.model_axes = {0, 1};
+  role.model_degree = 16;
+  CHECK_THROWS_WITH(ServingCostModel(*find_model_preset("qwen3-235b-a22b"), role, role, {}),
+                    Catch::Contains("not yet (simulate its steps with kind: inference)"));
+  TransformerSpec mlp_only = *find_model_preset("llama2-7b");
+  mlp_only.attention = AttentionKind::None;
+  CHECK_THROWS_WITH(ServingCostModel(mlp_only, role, role, {}), Catch::Contains("has none"));
+  CHECK_NOTHROW(ServingCostModel(*find_model_preset("llama2-7b"), role, role, {}));
+}

@@ -253,6 +253,16 @@ double LayerComm::layers_s(int layers) const {
 ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole prefill, ServerRole generate,
                                    SimulationSettings settings)
     : model_(model), prefill_role_(std::move(prefill)), generate_role_(std::move(generate)), settings_(settings) {
+  // The shortcut prices a step as identical layers of an attention and a dense MLP block, each
+  // between its Megatron collectives. An MoE model's layers differ (dense first layers, experts
+  // reached by AllToAlls, routing drawn per layer) and a model without attention lacks a block:
+  // priced this way they would be silently wrong, so they are refused until priced properly.
+  if (model_.moe)
+    throw std::invalid_argument("serving step costs are priced for dense models only; " + model_.name +
+                                "'s experts and their AllToAlls are not yet (simulate its steps with kind: inference)");
+  if (model_.attention == AttentionKind::None)
+    throw std::invalid_argument("serving step costs are priced for models with attention; " + model_.name +
+                                " has none (simulate its steps with kind: inference)");
   for (ServerRole* role : {&prefill_role_, &generate_role_})
     role->kv_batch_axes = kv_batch_axes(model_, role->plan, role->topology);
 }
