@@ -33,12 +33,6 @@ TopologySpec v5e_8x16() {
   return t;
 }
 
-double step_s(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topo) {
-  InferenceLayout layout;
-  const auto program = inference_program(model, plan, topo, layout);
-  return run_program(topo, {}, program, {Fidelity::Auto, false, {}}).total_time_s;
-}
-
 }  // namespace
 
 TEST_CASE("moe inference: the experts' time is flat until B_crit = (C / 2W) E / k, then linear", "[moe][inference]") {

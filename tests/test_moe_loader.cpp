@@ -388,4 +388,19 @@ TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][m
         "  routing: {distribution: zipf}\n";
     require_error(text, "workload.routing", "{distribution: zipf}", "routing:");
   }
+  SECTION("collective matmuls, which whole-step pricing cannot shift by attention") {
+    const std::string text = kServing + "  collective_matmul: true\n";
+    require_error(text, "workload.collective_matmul", "true", "collective_matmul:");
+    CHECK(contains(expected_of(text), "collective matmuls are not modelled when serving a mixture-of-experts model"));
+    const std::string split = kServing + "  policy: disaggregated\n  prefill: {servers: 1, collective_matmul: true}\n";
+    require_error(split, "workload.prefill.collective_matmul", "true", "prefill:");
+    CHECK(load_scenario_text(kServing + "  collective_matmul: false\n", kScenarioFile).serving.config.slots % 2 == 0);
+  }
+  SECTION("slots are a multiple of the expert-parallel groups (each holds its share of the caches)") {
+    const Scenario s = load_scenario_text(kServing, kScenarioFile);
+    const auto& w = s.serving;
+    const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
+    const double free = 8 * s.topology.chip.hbm_bytes - server_weight_bytes(w.model, w.generate, s.topology);
+    CHECK(w.config.slots == 2 * static_cast<int>(std::floor(free / 2 / (w.max_context * kv))));
+  }
 }

@@ -9,13 +9,22 @@
 
 using namespace podsim;
 
-TEST_CASE("routing: uniform gives every expert T k / E, the remainder to the first", "[moe]") {
+TEST_CASE("routing: uniform gives every expert T k / E, the remainder spread evenly", "[moe]") {
   const auto even = route_tokens(1000, 16, 2, {});
   for (long long load : even.routed) CHECK(load == 125);
   CHECK(even.dropped == 0);
   CHECK(even.busiest() == 125);
   const auto odd = route_tokens(7, 4, 3, {});   // 21 = 4 x 5 + 1
-  CHECK(odd.routed == std::vector<long long>{6, 5, 5, 5});
+  CHECK(odd.routed == std::vector<long long>{5, 5, 5, 6});
+  // A decode batch of 4 on Qwen3's 128 experts, k = 8: 32 experts get a token, 8 in each
+  // quarter (the experts one of 4 expert-parallel ranks holds), not all on the first rank.
+  const auto small = route_tokens(4, 128, 8, {});
+  for (int rank = 0; rank < 4; ++rank) {
+    long long rows = 0;
+    for (int e = 32 * rank; e < 32 * (rank + 1); ++e) rows += small.routed[e];
+    CHECK(rows == 8);
+  }
+  CHECK(small.busiest() == 1);
 }
 
 TEST_CASE("routing: sampled loads follow the weights, distinct experts per token, repeatable", "[moe]") {

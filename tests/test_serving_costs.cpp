@@ -16,24 +16,26 @@
 
 #include "meshes.hpp"
 #include "seeded_rng.hpp"
+#include "whole_step_replay.hpp"
 #include "sim/engine/serving_costs.hpp"
 #include "workloads/serving.hpp"
 
 using namespace podsim;
 using podsim_test::env_int;
+using podsim_test::kExact;
+using podsim_test::kSimGridPrecision_s;
+using podsim_test::relative;
+using podsim_test::Replayed;
+using podsim_test::whole_step;
 
 namespace {
 
 constexpr int kDefaultCases = 40;
 constexpr uint64_t kDefaultSeed = 20261123;
 
-// Replays of one schedule agree to float rounding, and to SimGrid's timing precision
-// (surf/precision, 1e-9 s: events closer than that are merged), which can move each
-// collective's end by up to that much. Measured over 1,000 cases: 14 ns in a 1 ms decode step
-// of 128 collectives (LLaMA-2 7B on the 16-ring, collective matmuls), 1 ns in a 25 ms one of
-// 320 (LLaMA-3 70B on a line of 8); every other step within 1e-9.
-constexpr double kExact = 1e-9;
-constexpr double kSimGridPrecision_s = 1e-9;
+// kExact and SimGrid's precision per collective (whole_step_replay.hpp). Measured over 1,000
+// cases: 14 ns in a 1 ms decode step of 128 collectives (LLaMA-2 7B on the 16-ring, collective
+// matmuls), 1 ns in a 25 ms one of 320 (LLaMA-3 70B on a line of 8); every other step within 1e-9.
 // Model groups over two lines of different lengths (4x2, 2x4, 8x2): the first engine's replay
 // breaks ties between a message sent to a ring chain that has not started its phase and that
 // chain's start by rounding (collectives/ring_fluid.hpp: "which of two simultaneous events goes
@@ -104,21 +106,6 @@ Case generate(uint64_t seed, int index) {
   return c;
 }
 
-struct Replayed {
-  double time_s = 0;
-  int collectives = 0;
-};
-
-Replayed whole_step(const Case& c, const StepShape& shape) {
-  const Program program = inference_step_program(*c.model, c.role.plan, c.role.topology, shape);
-  Replayed r;
-  r.time_s = run_program(c.role.topology, {}, program, {}).total_time_s;
-  for (const auto& op : program) r.collectives += op.kind == ProgramOpKind::Collective;
-  return r;
-}
-
-double relative(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
-
 // Within the case's bound: relative, plus on exact meshes SimGrid's precision per collective.
 bool within(const Case& c, double value, double reference, int collectives) {
   const double slack = c.unequal_lines ? 0.0 : collectives * kSimGridPrecision_s;
@@ -145,7 +132,7 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
     filled.prepare(c.config, {}, true);
 
     const double prefill = filled.prefill_s(c.prefill_batch, c.chunk, c.offset);
-    const Replayed prefill_whole = whole_step(c, prefill_shape(c.prefill_batch, c.chunk, c.offset));
+    const Replayed prefill_whole = whole_step(*c.model, c.role, prefill_shape(c.prefill_batch, c.chunk, c.offset));
     INFO("prefill: shortcut " << prefill << " s, whole step " << prefill_whole.time_s << " s");
     CHECK(within(c, prefill, prefill_whole.time_s, prefill_whole.collectives));
     worst[k][0] = std::max(worst[k][0], relative(prefill, prefill_whole.time_s));
@@ -154,7 +141,7 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
     StepShape shape = decode_shape(c.decode_batch, 0);
     shape.attended_tokens = shape.kv_tokens = context;
     const double decode = filled.decode_s(c.decode_batch, context);
-    const Replayed decode_whole = whole_step(c, shape);
+    const Replayed decode_whole = whole_step(*c.model, c.role, shape);
     INFO("decode: shortcut " << decode << " s, whole step " << decode_whole.time_s << " s");
     CHECK(within(c, decode, decode_whole.time_s, decode_whole.collectives));
     worst[k][1] = std::max(worst[k][1], relative(decode, decode_whole.time_s));
@@ -200,19 +187,4 @@ TEST_CASE("filling the decode table between replayed batch sizes replays fewer c
   filled.prepare(config, {}, true);
   every.prepare(config, {}, true, true);
   CHECK(filled.collectives_replayed() < every.collectives_replayed());
-}
-
-TEST_CASE("serving refuses models its step-cost shortcut cannot price", "[serving][moe]") {
-  // An MoE model's layers differ (dense first layers, experts behind AllToAlls) and a model
-  // without attention lacks a block: both are refused with the reason, not priced wrongly.
-  ServerRole role;
-  role.topology = podsim_test::v5e_mesh({4, 4});
-  role.plan.model_axes = {0, 1};
-  role.model_degree = 16;
-  CHECK_THROWS_WITH(ServingCostModel(*find_model_preset("qwen3-235b-a22b"), role, role, {}),
-                    Catch::Contains("not yet (simulate its steps with kind: inference)"));
-  TransformerSpec mlp_only = *find_model_preset("llama2-7b");
-  mlp_only.attention = AttentionKind::None;
-  CHECK_THROWS_WITH(ServingCostModel(mlp_only, role, role, {}), Catch::Contains("has none"));
-  CHECK_NOTHROW(ServingCostModel(*find_model_preset("llama2-7b"), role, role, {}));
 }

@@ -143,17 +143,24 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   return out;
 }
 
+StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                              const StepShape& shape) {
+  const int ep = expert_parallel_degree(plan, topology);
+  StepShape local = shape;
+  local.tokens /= ep;
+  local.attended_tokens /= ep;
+  local.kv_tokens /= ep;
+  return step_compute(model, plan, topology.chip, model_parallel_degree(plan, topology), local);
+}
+
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                                const StepShape& shape) {
   const int model_degree = model_parallel_degree(plan, topology);
   // Expert parallelism: outside the experts each group of model-parallel chips serves its
   // 1/EP of the batch (data-parallel attention, its sequences' caches).
   const int ep = expert_parallel_degree(plan, topology);
-  StepShape local = shape;
-  local.tokens /= ep;
-  local.attended_tokens /= ep;
-  local.kv_tokens /= ep;
-  const StepCompute cost = step_compute(model, plan, topology.chip, model_degree, local);
+  const double local_tokens = shape.tokens / ep;
+  const StepCompute cost = chip_step_compute(model, plan, topology, shape);
   Program program;
   std::vector<int> previous;
   auto add = [&](ProgramOp op, std::vector<int> after) {
@@ -223,14 +230,14 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   const double C = matmul_rate(plan, topology.chip);
   auto moe_block = [&](const std::string& name, int layer) {
     const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
-    const double io = 2 * local.tokens * model.d_model * 2.0;
-    const double shared_flops = 2 * local.tokens * dense_params / model_degree;
+    const double io = 2 * local_tokens * model.d_model * 2.0;
+    const double shared_flops = 2 * local_tokens * dense_params / model_degree;
     const double shared_s = roofline_s(shared_flops, (dense_params * plan.weight_bytes + io) / model_degree, C,
                                        topology.chip, plan.efficiency);
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
     const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
-    const MoeLayerWork w = moe_layer_work(model, plan.routing, local.tokens, ep, layer - model.moe->dense_layers, 0);
+    const MoeLayerWork w = moe_layer_work(model, plan.routing, local_tokens, ep, layer - model.moe->dense_layers, 0);
     const double row_bytes = model.d_model * 2.0;   // bf16 activations
     auto all_to_all = [&](const std::string& op_name, bool transposed, std::vector<int> after, const char* category) {
       if (ep <= 1) return after;

@@ -87,6 +87,11 @@ struct StepCompute {
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
                          int model_degree, const StepShape& shape);
 
+// The same on one chip of a slice: with expert parallelism each group of model-parallel chips
+// serves 1/EP of the shape outside the experts (data-parallel attention, its sequences' caches).
+StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                              const StepShape& shape);
+
 // The model axes the KV cache is sharded over by batch: the KV heads take the leading model
 // axes while they divide them, the rest shard the batch (inference.md: KV[2, B_Z, S, K_Y, H]).
 // Empty when the heads cover every model axis. Decode only: a prefill replicates the small

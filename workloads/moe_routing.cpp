@@ -52,9 +52,13 @@ ExpertLoads route_tokens(long long tokens, int experts, int experts_per_token, c
   loads.routed.assign(experts, 0);
   const long long assignments = tokens * experts_per_token;
   if (spec.kind == RoutingKind::Uniform) {
-    // Token t takes experts (t k + j) mod E, j < k: distinct, and every expert the same share,
-    // the remainder going to the first ones.
-    for (int e = 0; e < experts; ++e) loads.routed[e] = assignments / experts + (e < assignments % experts ? 1 : 0);
+    // Every expert the same share; the remainder r = (T k) mod E spread evenly over the expert
+    // index (expert e takes one more where floor((e + 1) r / E) steps), so over the ranks that
+    // hold consecutive experts: at a small decode batch no rank takes all of it. (Some routing of
+    // T tokens to k distinct experts each gives these counts: none exceeds ceil(T k / E) <= T.)
+    const long long r = assignments % experts;
+    for (int e = 0; e < experts; ++e)
+      loads.routed[e] = assignments / experts + ((e + 1) * r / experts - e * r / experts);
   } else {
     const std::vector<double> w = routing_weights(experts, spec);
     std::vector<double> cumulative(experts);

@@ -22,6 +22,17 @@
 // or, with collective matmuls, L x sum over blocks of max(compute / 2, AllGather) +
 // max(compute / 2, ReduceScatter) (+ attention's two AllToAlls where the cache is sharded over
 // batch). test_serving_costs.cpp checks both against whole step replays on generated cases.
+//
+// Models whose layers are not identical blocks (mixture of experts: dense first layers,
+// experts behind AllToAlls, routing drawn per layer) or lack one (no attention) are priced by
+// whole steps instead (serving_whole_steps.cpp): each prefill shape replayed as it is; each
+// decode batch, padded to a multiple of the expert-parallel groups (static shapes: every group
+// decodes as many rows), replayed on first use with every sequence at the longest context a
+// request reaches, and a decode step of a smaller summed context is that minus L x the
+// attention it does not do. That is exact when every chip's attention outlasts the stagger
+// of the traffic before it (then no chip's traffic meets another's differently), which the
+// replay measures; a step whose attention is shorter is replayed at its own context.
+// test_serving_whole_steps.cpp checks both against whole-step replays at the real context.
 #include <map>
 #include <memory>
 #include <tuple>
@@ -62,11 +73,15 @@ class ServingCostModel {
                bool every_batch = false);
 
   double prefill_s(int batch, int chunk, int offset);   // replayed on first use
-  double decode_s(int batch, double context_tokens) const;
+  double decode_s(int batch, double context_tokens);   // whole steps: replayed on first use
   double kv_transfer_s(int tokens) const { return kv_transfer_.at(tokens); }
   StepCosts costs();
 
   const CommTable& decode_comm() const { return decode_comm_; }
+  size_t decode_shapes() const { return whole_steps_ ? decode_steps_.size() : decode_comm_.size(); }
+  // Whole steps: decode steps whose attention was shorter than its stagger, replayed as they are.
+  long long decode_steps_replayed_whole() const { return decode_exact_replays_; }
+  bool whole_steps() const { return whole_steps_; }
   long long collectives_replayed() const { return collectives_replayed_; }
   size_t prefill_shapes() const { return prefill_.size(); }
   size_t kv_transfer_shapes() const { return kv_transfer_.size(); }
@@ -74,6 +89,11 @@ class ServingCostModel {
 
  private:
   void replay_decode_batches(const std::vector<int>& batches);
+  // Whole-step pricing (serving_whole_steps.cpp).
+  double whole_prefill_s(int batch, int chunk, int offset);
+  void replay_whole_decode(int groups_rows);
+  double whole_decode_s(int batch, double context_tokens);
+  int padded_groups(int batch) const { return (batch + generate_groups_ - 1) / generate_groups_; }
 
   const TransformerSpec& model_;
   ServerRole prefill_role_, generate_role_;
@@ -81,6 +101,16 @@ class ServingCostModel {
   std::map<PrefillShape, double> prefill_;
   CommTable decode_comm_;
   std::map<int, double> kv_transfer_;
+  // Whole steps: rows per expert-parallel group -> the decode step at the reference context.
+  bool whole_steps_ = false;
+  int generate_groups_ = 1;          // expert-parallel groups of a generate server
+  double reference_context_ = 0;     // tokens per sequence the decode steps are replayed at
+  struct WholeDecode {
+    double reference_s = 0;   // the step with every sequence at the reference context
+    double stagger_s = 0;     // the longest any layer's attention must last for the shift to hold
+  };
+  std::map<int, WholeDecode> decode_steps_;
+  long long decode_exact_replays_ = 0;
   long long collectives_replayed_ = 0;
   double wall_s_ = 0;
 };

@@ -109,9 +109,11 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
     if (!run.trace->complete) trace["until_s"] = run.trace->until_s;
     j["trace"] = trace;
   }
-  j["step_costs"] = {{"collectives_replayed", run.costs->collectives_replayed()},
+  j["step_costs"] = {{"priced_by", run.costs->whole_steps() ? "whole steps" : "layers"},
+                     {"decode_steps_replayed_at_own_context", run.costs->decode_steps_replayed_whole()},
+                     {"collectives_replayed", run.costs->collectives_replayed()},
                      {"prefill_shapes", run.costs->prefill_shapes()},
-                     {"decode_shapes", run.costs->decode_comm().size()},
+                     {"decode_shapes", run.costs->decode_shapes()},
                      {"kv_transfer_shapes", run.costs->kv_transfer_shapes()}};
   return j.dump(2) + "\n";
 }

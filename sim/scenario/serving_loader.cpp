@@ -66,6 +66,15 @@ void server_axes(const std::optional<Field>& parallelism, const TopologySpec& to
                            "replicas");
 }
 
+// Serving prices an MoE model's steps whole (sim/engine/serving_whole_steps.cpp), moving a
+// decode step's attention by its length alone, which holds where attention is one link of a
+// chain: not beside collective matmuls.
+void reject_whole_step_overlap(const std::optional<Field>& field, const InferencePlan& plan, const TransformerSpec& model) {
+  if (field && plan.collective_matmul && model.moe && model.attention != AttentionKind::None)
+    fail(*field, "collective matmuls are not modelled when serving a mixture-of-experts model (" + model.name +
+                     "'s steps are priced whole, with attention between its collectives); expected false");
+}
+
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
 // request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
@@ -127,6 +136,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   parse_inference_numerics(reader, w.generate);
   server_axes(reader.optional("parallelism"), topology, w.model, w.generate);
   if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
+  reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
   ServingConfig& c = w.config;
@@ -179,7 +189,10 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined
   // (clang's UBSan reports it; x86 gave INT_MIN, and 2 tokens "did not fit" in 16,384 TiB).
   // A server never decodes more sequences than there can be requests.
-  const double fit = std::floor((hbm - weights) / (w.max_context * kv_per_token));
+  // With expert parallelism each group holds its share of the caches (data-parallel attention),
+  // so the slots are a multiple of the groups: EP x floor(per group), as kind: inference counts.
+  const int groups = expert_parallel_degree(w.generate, topology);
+  const double fit = groups * std::floor((hbm - weights) / groups / (w.max_context * kv_per_token));
   w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
     const Field where = output_field.value_or(reader.required("requests"));
@@ -226,12 +239,13 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
         server_axes(prefill_parallelism, w.prefill_topology, w.model, w.prefill);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
       if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
+      reject_whole_step_overlap(p.optional("collective_matmul"), w.prefill, w.model);
     }
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;
     for (const auto& r : w.requests) longest = std::max(longest, padded_prompt_tokens(r.prompt_tokens, c.buckets));
     const double prefill_hbm = w.prefill_topology.chips_per_slice() * w.prefill_topology.chip.hbm_bytes;
-    const double need = param_count(w.model) * w.prefill.weight_bytes + c.prefill_batch * longest * kv_per_token;
+    const double need = server_weight_bytes(w.model, w.prefill, w.prefill_topology) + c.prefill_batch * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
            "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +
