@@ -44,6 +44,7 @@ TrainingPlan fsdp_plan(std::vector<int> data_axes, double tokens_per_chip_group,
   p.sequence_length = 1024;
   p.global_batch_tokens = tokens_per_chip_group * data_degree;
   p.attention_flops = false;   // the book's per-layer forms count the weight matmuls only
+  p.checkpointing = Checkpointing::None;   // and no recomputation
   return p;
 }
 
@@ -58,6 +59,37 @@ TEST_CASE("compute-bound FSDP hides its communication: step = FLOPs / (N C eff)"
   CHECK(step.report.step_time_s == Approx(ideal).epsilon(0.01));
   CHECK(step.report.mfu == Approx(0.5).epsilon(0.01));
   CHECK(step.report.exposed_comm_s < 0.01 * step.report.step_time_s);
+}
+
+TEST_CASE("rematerialisation costs its recomputed forward: none < book (attention) < block (every layer)",
+          "[training][remat]") {
+  // Compute-bound FSDP, so the step is its compute: (3 F + R) / (N C eff), with R the forward
+  // FLOPs the policy reruns (transformers.md "Gradient checkpointing"): none 0; the book's
+  // policy keeps the MLP's big matmul outputs, so attention reruns, 2 x 4 D^2 per token and
+  // layer (MHA, attention_flops off); block keeps each layer's input, so every layer reruns,
+  // 2 x (4 D^2 + 2 D F) (this model's MLP is not gated). HFU counts R, MFU does not.
+  const auto topo = v5p_mesh({16});
+  const auto model = small_model();
+  const double tokens_per_chip = 64 * 2048;
+  const double d = model.d_model, f = model.d_ff, layers = model.layers;
+  const double expected_recompute[] = {0.0, 2 * 4 * d * d * layers, 2 * (4 * d * d + 2 * d * f) * layers};
+  const Checkpointing policies[] = {Checkpointing::None, Checkpointing::Book, Checkpointing::Block};
+  double previous = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto plan = fsdp_plan({0}, tokens_per_chip, 16);
+    plan.checkpointing = policies[i];
+    plan.matmul_efficiency = 0.5;
+    const auto step = simulate(model, plan, topo);
+    INFO("policy " << i);
+    CHECK(step.layout.recompute_flops == Approx(expected_recompute[i] * tokens_per_chip * 16).epsilon(1e-9));
+    const double ideal = (step.layout.total_flops + step.layout.recompute_flops) / (16 * topo.chip.bf16_flops_per_s * 0.5);
+    CHECK(step.report.step_time_s == Approx(ideal).epsilon(0.01));
+    CHECK(step.report.hfu == Approx(0.5).epsilon(0.01));
+    CHECK(step.report.mfu == Approx(0.5 * step.layout.total_flops / (step.layout.total_flops + step.layout.recompute_flops))
+                                 .epsilon(0.01));
+    CHECK(step.report.step_time_s > previous);
+    previous = step.report.step_time_s;
+  }
 }
 
 TEST_CASE("FSDP turns compute-bound at B/X = C / W_ici", "[training]") {
@@ -175,6 +207,7 @@ TEST_CASE("data parallelism across slices turns compute-bound at B_slice = (S-1)
       p.dcn_data_parallel = true;
       p.sequence_length = 1024;
       p.attention_flops = false;
+      p.checkpointing = Checkpointing::None;   // the book's balance counts no recomputation
       p.global_batch_tokens = tokens_per_slice * slices;
       return p;
     };

@@ -127,14 +127,28 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     b.activation_bytes_per_group = tokens * model.d_model * act;
     return b;
   };
+  // Rematerialisation (transformers.md "Gradient checkpointing"): what the policy did not keep
+  // is recomputed, by rerunning the block's forward before its backward. Block keeps each
+  // layer's input only, so every layer block reruns; the book's policy keeps the MLP's big
+  // matmul outputs (BF, BF, BD: training.md:L678-L682) but nothing of attention, so attention
+  // reruns (projections and scores; the MLP's elementwise ops it also reruns are left out).
+  auto recompute = [&](TrainingBlock& blk, bool attention) {
+    const bool rerun = plan.checkpointing == Checkpointing::Block ||
+                       (plan.checkpointing == Checkpointing::Book && attention);
+    if (!rerun) return;
+    blk.recompute_s = blk.forward_s;
+    blk.recompute_flops_per_chip = blk.forward_flops_per_chip;
+  };
   // QK^T and AV: 4 T N H FLOPs per token forward (transformers.md), no weights.
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
       plan.attention_flops ? attention_flops_per_token_forward(model, plan.sequence_length) / model.layers : 0.0;
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
-    if (model.attention != AttentionKind::None)
+    if (model.attention != AttentionKind::None) {
       blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
+      recompute(blocks.back(), true);
+    }
     if (model.moe && l >= model.moe->dense_layers) {
       // An MoE layer's MLP block: here its router and shared experts, the dense part every
       // token passes through; the routed experts are MoeTrainingBlocks'.
@@ -144,6 +158,7 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
       continue;
     }
     blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0));
+    recompute(blocks.back(), false);
   }
   blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0));
   return blocks;
@@ -193,11 +208,12 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   const int M = plan.microbatches;
   // One stage's share of the model: its layers (the output projection rides on the last
   // stage in a real model; here it is spread with the layers so stages stay equal).
-  double stage_forward_s = 0, stage_backward_s = 0, stage_flops = 0, stage_params = 0;
+  double stage_forward_s = 0, stage_backward_s = 0, stage_flops = 0, stage_params = 0, stage_recompute_flops = 0;
   for (const auto& blk : layout.blocks) {
     stage_forward_s += blk.forward_s / stages;
-    stage_backward_s += blk.backward_s / stages;
+    stage_backward_s += (blk.recompute_s + blk.backward_s) / stages;   // a microbatch's backward reruns its forward first
     stage_flops += blk.forward_flops_per_chip / stages;
+    stage_recompute_flops += blk.recompute_flops_per_chip / stages;
     stage_params += blk.params / stages;
   }
   const double activation_bytes = layout.tokens_per_microbatch * model.d_model * model.activation_bytes;
@@ -210,7 +226,8 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
                              activation_bytes, {forward[m]}, "pp_send");
   }
   for (int m = 0; m < M; ++m) {
-    backward[m] = b.compute("mb" + std::to_string(m) + ".bwd", stage_backward_s, 2 * stage_flops, {}, -1, "backward");
+    backward[m] = b.compute("mb" + std::to_string(m) + ".bwd", stage_backward_s, 2 * stage_flops + stage_recompute_flops,
+                            {}, -1, "backward");
     send_backward[m] = b.send("mb" + std::to_string(m) + ".send_gradients", plan.pipeline_axis, -1,
                               activation_bytes, {backward[m]}, "pp_send");
   }
@@ -246,6 +263,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
                        topology.chip.achieved_hbm_Bps();
   tail.compute("optimizer", layout.optimizer_s, 0.0, done, -1, "optimizer");
   layout.total_flops = 3 * stage_flops * M * layout.chips;
+  layout.recompute_flops = stage_recompute_flops * M * layout.chips;
   return tail.take();
 }
 
@@ -394,6 +412,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         ops = {moe_ops.last_compute, moe_ops.end};
         expert_compute[i] = moe_ops.expert_compute;
       } else {
+        if (blk.recompute_s > 0) {
+          // The forward rerun first, with its tensor-parallel gather and scatter again.
+          inputs = emit_block(mb + blk.name + ".recompute", blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs,
+                              "recompute").end;
+        }
         ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, "backward");
       }
       bwd_compute[i] = ops.last_compute;
@@ -436,11 +459,14 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
 
   layout.total_flops = 0;
+  layout.recompute_flops = 0;
   for (const auto& blk : blocks) {
     layout.total_flops += 3 * blk.forward_flops_per_chip;
     if (blk.moe_layer >= 0) layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
+    layout.recompute_flops += blk.recompute_flops_per_chip;
   }
   layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+  layout.recompute_flops *= static_cast<double>(layout.chips) * plan.microbatches;
   moe.finish();
   return b.take();
 }

@@ -68,6 +68,10 @@ struct TrainingBlock {
   double forward_bytes_per_chip = 0;   // HBM traffic: weights and activations
   double forward_s = 0;
   double backward_s = 0;
+  // Rematerialisation: the forward this block reruns before its backward because the
+  // checkpointing policy did not keep its intermediates (model_blocks says which; 0: none).
+  double recompute_s = 0;
+  double recompute_flops_per_chip = 0;
   int moe_layer = -1;                  // an MoE layer's MLP block: its index among the MoE layers
                                        // (params, FLOPs and V are then the router and shared experts;
                                        // the routed experts are workloads/moe_training.hpp's)
@@ -101,7 +105,8 @@ struct TrainingLayout {
   int chips = 1;
   double tokens_per_data_shard = 0;    // per step
   double tokens_per_microbatch = 0;    // per data shard
-  double total_flops = 0;              // useful FLOPs of one step, whole pod
+  double total_flops = 0;              // useful FLOPs of one step, whole pod (MFU's)
+  double recompute_flops = 0;          // FLOPs rerun by rematerialisation, whole pod (HFU adds them)
   double optimizer_s = 0;
   std::vector<TrainingBlock> blocks;   // forward order
   MemoryBreakdown memory;

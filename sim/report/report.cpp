@@ -129,6 +129,8 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["workload"] = training_json(*training, scenario);
     j["step_time_s"] = training->step_time_s;
     j["mfu"] = training->mfu;
+    j["hfu"] = training->hfu;
+    j["recompute_flops"] = training->recompute_flops;
     j["tokens_per_s_per_chip"] = training->tokens_per_s_per_chip;
     j["tflops_per_s_per_chip"] = training->tflops_per_s_per_chip;
     j["parameters"] = training->parameters;
@@ -641,9 +643,10 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
   out += perturbations_line(run);
-  std::snprintf(line, sizeof line, "step time %s, MFU %.1f%%, %.1f TFLOP/s/chip, %.0f tokens/s/chip, %.3g B parameters\n",
-                human_time(r.step_time_s).c_str(), 100 * r.mfu, r.tflops_per_s_per_chip, r.tokens_per_s_per_chip,
-                r.parameters / 1e9);
+  std::snprintf(line, sizeof line,
+                "step time %s, MFU %.1f%% (HFU %.1f%%), %.1f TFLOP/s/chip, %.0f tokens/s/chip, %.3g B parameters\n",
+                human_time(r.step_time_s).c_str(), 100 * r.mfu, 100 * r.hfu, r.tflops_per_s_per_chip,
+                r.tokens_per_s_per_chip, r.parameters / 1e9);
   out += line;
   if (r.pipeline_bubble_fraction > 0) {
     std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's time\n", 100 * r.pipeline_bubble_fraction);

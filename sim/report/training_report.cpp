@@ -83,9 +83,11 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   report.memory = layout.memory;
   report.fits_hbm = layout.fits_hbm;
   report.total_flops = layout.total_flops;
+  report.recompute_flops = layout.recompute_flops;
   const ChipSpec& chip = run.topology.spec().chip;
   if (report.step_time_s > 0) {
     report.mfu = layout.total_flops / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
+    report.hfu = (layout.total_flops + layout.recompute_flops) / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
     report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / layout.chips;
     report.tflops_per_s_per_chip = layout.total_flops / layout.chips / report.step_time_s / 1e12;
   }
@@ -165,7 +167,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
       const bool forward = name.find(".fwd") != std::string::npos;
       if (op.kind == ProgramOpKind::Compute) {
         cost.t_math_s += result.time_s;
-        cost.book_t_math_s += op.flops / peak;
+        if (op.category != "recompute") cost.book_t_math_s += op.flops / peak;   // the book counts no remat
         if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;

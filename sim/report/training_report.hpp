@@ -35,6 +35,9 @@ struct TrainingReport {
   double exposed_all_to_all_s = 0;      // MoE: exposed waits on the dispatch and combine AllToAlls
   double all_to_all_time_s = 0;         // MoE: chip 0's time inside them (overlapped or not)
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
+  // Hardware FLOPs utilisation: with the FLOPs rematerialisation reruns (equal to mfu without).
+  double hfu = 0;
+  double recompute_flops = 0;
   double tokens_per_s_per_chip = 0;
   // As MaxText and Megatron log it: model FLOPs per second per chip (mfu x peak), and the
   // model's parameter count.

@@ -418,7 +418,8 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
 const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
                                                   "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
                                                   "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
-                                                  "total_flops",   "parameters"};
+                                                  "total_flops",   "parameters",   "hfu",
+                                                  "recompute_flops"};
 const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations"};
 // summary.json's "moe" of a training step (report.cpp) and of an inference step.
 const std::vector<std::string> kTrainingMoeFields = {
