@@ -84,7 +84,7 @@ TEST_CASE("calibrate recovers the parameters podsim generated its measurements w
 TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
   const fs::path dir = scratch("profile");
   write(dir / "p.yaml",
-        "version: 1\nname: test-profile\nchip: v5e\nhop_model: additive\nparameters:\n  hop_latency: \"2 us\"\n"
+        "version: 1\nname: test-profile\nchip: v5e\nhop_model: additive\nmxu_padding: true\nparameters:\n  hop_latency: \"2 us\"\n"
         "  link_efficiency: 0.9\n  collective_overhead: \"5 us\"\n");
   const std::string scenario = "version: 1\nhardware: {preset: v5e, profile: p.yaml}\ntopology: {mesh: {X: 4}}\n"
                                "workload:\n  kind: collectives\n  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
@@ -95,6 +95,15 @@ TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
   CHECK(s.link_efficiency == Approx(0.9));
   CHECK(s.launch_overhead_s == Approx(5e-6));
   CHECK(s.profile == "test-profile");
+  CHECK(s.topology.chip.mxu_padding);
+  write(dir / "bad_mxu.yaml", "version: 1\nname: b\nchip: v5e\nmxu_padding: maybe\n");
+  try {
+    load_profile((dir / "bad_mxu.yaml").string());
+    FAIL("accepted mxu_padding: maybe");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "mxu_padding");
+    CHECK(e.where().line == 4);
+  }
   // The scenario's own simulation keys win over the profile.
   const Scenario own = load_scenario((dir / "s.yaml").string(), {{"simulation.link_efficiency", "0.5"}});
   CHECK(own.link_efficiency == Approx(0.5));

@@ -117,6 +117,7 @@ std::vector<ChipSpec> make_presets() {
     c.name = "v6e";
     c.bf16_flops_per_s = 9.20e14;   // tpus.md:L192-L199 (v6e row; roofline.md:L92 says 9.1e14)
     c.int8_ops_per_s = 1.84e15;     // tpus.md:L192-L199 (v6e row)
+    c.mxu_size = 256;               // tpus.md:L349, L374 (v6e's MXU is 256x256)
     c.hbm_bytes = 32e9;             // tpus.md:L192-L199 (32GB)
     c.hbm_bandwidth_Bps = 1.6e12;   // tpus.md:L192-L199
     c.ici_bandwidth_Bps = 9.0e10;   // tpus.md:L203-L212 (one-way per link)

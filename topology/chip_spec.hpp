@@ -35,6 +35,11 @@ struct ChipSpec {
   double matmul_efficiency = 1.0;   // fraction of the peak FLOPs (bf16 or int8) matmuls reach
   double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
+  // The matrix unit's tile (hardware.md: one bf16[8,128] @ bf16[128,128] per 8 cycles on a
+  // 128x128 systolic array; v6e 256x256): with mxu_padding a matmul [M, K] @ [K, N] costs as if
+  // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).
+  int mxu_size = 128;
+  bool mxu_padding = false;         // the ideal machine: every FLOP of every shape counts
 
   // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
   double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }

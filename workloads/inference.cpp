@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_layer.hpp"
 #include "workloads/roofline.hpp"
 
@@ -132,13 +133,19 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   const double p_mlp = mlp_params_per_layer(model);
   const double p_out = static_cast<double>(model.vocab) * model.d_model;
   const double io = 2 * shape.tokens * model.d_model * activation;
+  // The MXU does the padded work of each block's shapes (matmul_shapes.hpp; 1 on the ideal machine).
+  const int degree = model_degree;
+  auto padded = [&](const std::vector<WeightShape>& shapes) { return mxu_padding_factor(shape.tokens, shapes, chip); };
   StepCompute out;
   out.attention_flops = (2 * shape.tokens * p_attn + score_flops) / y;
-  out.attention_s = roofline(out.attention_flops, (p_attn * plan.weight_bytes + layer_kv + io) / y);
+  out.attention_s =
+      roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, degree)) + score_flops) / y,
+               (p_attn * plan.weight_bytes + layer_kv + io) / y);
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
-  out.mlp_s = roofline(out.mlp_flops, (p_mlp * plan.weight_bytes + io) / y);
+  out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, degree)),
+                       (p_mlp * plan.weight_bytes + io) / y);
   out.unembed_flops = 2 * shape.tokens * p_out / y;
-  out.unembed_s = roofline(out.unembed_flops, p_out * plan.weight_bytes / y);
+  out.unembed_s = roofline(out.unembed_flops * padded(unembed_weight_shapes(model, degree)), p_out * plan.weight_bytes / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
   return out;
 }
@@ -232,8 +239,12 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
     const double io = 2 * local_tokens * model.d_model * 2.0;
     const double shared_flops = 2 * local_tokens * dense_params / model_degree;
-    const double shared_s = roofline_s(shared_flops, (dense_params * plan.weight_bytes + io) / model_degree, C,
-                                       topology.chip, plan.efficiency);
+    std::vector<WeightShape> shared_shapes = router_weight_shapes(model);
+    for (int e = 0; e < model.moe->shared_experts; ++e)
+      shared_shapes = shared_shapes + mlp_weight_shapes(model, model.moe->expert_d_ff, model_degree);
+    const double shared_s = roofline_s(shared_flops * mxu_padding_factor(local_tokens, shared_shapes, topology.chip),
+                                       (dense_params * plan.weight_bytes + io) / model_degree, C, topology.chip,
+                                       plan.efficiency);
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
     const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
@@ -266,7 +277,11 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const double rows = w.rows_per_rank[r];
       const double flops = 2 * rows * expert_params(model) / model_degree;
       const double bytes = (used * expert_params(model) * plan.weight_bytes + 2 * rows * row_bytes) / model_degree;
-      by_rank[r] = roofline_s(flops, bytes, C, topology.chip, plan.efficiency);
+      // Each expert's grouped-matmul slice pads its own rows: the rank's mean rows per expert.
+      const double padding =
+          mxu_padding_factor(used > 0 ? rows / used : 0.0, mlp_weight_shapes(model, model.moe->expert_d_ff, model_degree),
+                             topology.chip);
+      by_rank[r] = roofline_s(flops * padding, bytes, C, topology.chip, plan.efficiency);
       flops_sum += flops;
     }
     const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "workloads/matmul_shapes.hpp"
 #include "workloads/roofline.hpp"
 
 namespace podsim {
@@ -74,7 +75,11 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
     // Every local expert's weights are read; each row goes in and out (twice backward).
     const double flops = passes * 2.0 * rows * expert_params(model_) / layout_.tensor_degree;
     const double bytes = expert_params_per_chip_ * model_.param_bytes + 2 * passes * rows * row_bytes;
-    return roofline_s(flops, bytes, chip, plan_.matmul_efficiency);
+    // Each local expert's slice of the grouped matmul pads its rows (the mean per expert).
+    const int local_experts = model_.moe->experts / std::max(1, w.ranks);
+    const double padding = mxu_padding_factor(
+        rows / local_experts, mlp_weight_shapes(model_, model_.moe->expert_d_ff, layout_.tensor_degree), chip);
+    return roofline_s(flops * padding, bytes, chip, plan_.matmul_efficiency);
   };
   std::vector<double> by_rank;
   for (double rows : w.rows_per_rank) by_rank.push_back(seconds(rows));

@@ -2,6 +2,7 @@
 
 #include "workloads/moe_training.hpp"
 #include "workloads/program_builder.hpp"
+#include "workloads/matmul_shapes.hpp"
 #include "workloads/roofline.hpp"
 
 #include <algorithm>
@@ -110,18 +111,22 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   const double tokens = layout.tokens_per_microbatch;   // per chip group of one data shard
   const double y = layout.tensor_degree;
   const double act = model.activation_bytes;
-  auto make = [&](std::string name, int layer, double params, double extra_flops_per_token) {
+  auto make = [&](std::string name, int layer, double params, double extra_flops_per_token,
+                  const std::vector<WeightShape>& shapes) {
     TrainingBlock b;
     b.name = std::move(name);
     b.layer = layer;
     b.params = params;
     // A matmul with W[in, out] costs 2 x tokens x |W| FLOPs forward (the book's 2BDF);
-    // tensor parallelism splits W over Y chips.
+    // tensor parallelism splits W over Y chips. The MXU does the padded work of its shapes
+    // (matmul_shapes.hpp; the same as the FLOPs on the ideal machine).
     b.forward_flops_per_chip = (2 * tokens * params + tokens * extra_flops_per_token) / y;
+    const double mxu_flops =
+        (2 * tokens * params * mxu_padding_factor(tokens, shapes, chip) + tokens * extra_flops_per_token) / y;
     b.forward_bytes_per_chip = params * model.param_bytes / y + 2 * tokens * model.d_model * act;
-    b.forward_s = roofline_s(b.forward_flops_per_chip, b.forward_bytes_per_chip, chip, plan.matmul_efficiency);
+    b.forward_s = roofline_s(mxu_flops, b.forward_bytes_per_chip, chip, plan.matmul_efficiency);
     // Backward: gradients with respect to inputs and to weights, twice the forward FLOPs.
-    b.backward_s = roofline_s(2 * b.forward_flops_per_chip, b.forward_bytes_per_chip + 2 * tokens * model.d_model * act,
+    b.backward_s = roofline_s(2 * mxu_flops, b.forward_bytes_per_chip + 2 * tokens * model.d_model * act,
                               chip, plan.matmul_efficiency);
     b.weight_bytes_per_group = params * model.param_bytes / y;
     b.activation_bytes_per_group = tokens * model.d_model * act;
@@ -146,21 +151,28 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
     if (model.attention != AttentionKind::None) {
-      blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops));
+      blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops,
+                            attention_weight_shapes(model, static_cast<int>(y))));
       recompute(blocks.back(), true);
     }
     if (model.moe && l >= model.moe->dense_layers) {
       // An MoE layer's MLP block: here its router and shared experts, the dense part every
       // token passes through; the routed experts are MoeTrainingBlocks'.
+      std::vector<WeightShape> shapes = router_weight_shapes(model);
+      for (int e = 0; e < model.moe->shared_experts; ++e)
+        shapes = shapes + mlp_weight_shapes(model, model.moe->expert_d_ff, static_cast<int>(y));
       blocks.push_back(make("L" + std::to_string(l) + ".mlp", l,
-                            router_params_per_layer(model) + model.moe->shared_experts * expert_params(model), 0.0));
+                            router_params_per_layer(model) + model.moe->shared_experts * expert_params(model), 0.0,
+                            shapes));
       blocks.back().moe_layer = l - model.moe->dense_layers;
       continue;
     }
-    blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0));
+    blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0,
+                          mlp_weight_shapes(model, model.d_ff, static_cast<int>(y))));
     recompute(blocks.back(), false);
   }
-  blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0));
+  blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0,
+                        unembed_weight_shapes(model, static_cast<int>(y))));
   return blocks;
 }
 

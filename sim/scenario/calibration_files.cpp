@@ -123,7 +123,7 @@ MeasurementFile load_measurements(const std::string& path) {
 CalibrationProfile load_profile(const std::string& path) {
   const YAML::Node root = parse(path, "calibration profile");
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
-  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "parameters", "fit"});
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "parameters", "fit"});
   check_version(path, root);
   CalibrationProfile p;
   p.path = path;
@@ -134,6 +134,11 @@ CalibrationProfile load_profile(const std::string& path) {
     if (m == "floor") p.hop_model = HopModel::Floor;
     else if (m == "additive") p.hop_model = HopModel::Additive;
     else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
+  }
+  if (const YAML::Node padding = root["mxu_padding"]) {
+    const std::string v = text_of(padding);
+    if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
+    p.mxu_padding = v == "true";
   }
   if (const YAML::Node params = root["parameters"]) {
     check_keys(path, params, "parameters",

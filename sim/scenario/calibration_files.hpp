@@ -43,6 +43,7 @@ struct CalibrationProfile {
   std::string name;
   std::string chip;                          // the preset it was fit for
   std::optional<HopModel> hop_model;
+  std::optional<bool> mxu_padding;           // matmuls pay for their shapes padded to the MXU
   std::optional<double> hop_latency_s;       // T_min per ICI hop
   std::optional<double> link_efficiency;     // fraction of the link bandwidth achieved
   std::optional<double> collective_overhead_s;   // fixed cost per collective per chip
