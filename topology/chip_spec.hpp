@@ -35,6 +35,7 @@ struct ChipSpec {
   double matmul_efficiency = 1.0;   // fraction of the peak FLOPs (bf16 or int8) matmuls reach
   double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
+  double dcn_latency_s = 0;         // fixed cost of every DCN transfer (NICs, switch, host software)
   // The matrix unit's tile (hardware.md: one bf16[8,128] @ bf16[128,128] per 8 cycles on a
   // 128x128 systolic array; v6e 256x256): with mxu_padding a matmul [M, K] @ [K, N] costs as if
   // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).

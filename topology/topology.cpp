@@ -203,6 +203,13 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
   for (int h = 0; h < n_hosts; ++h)
     add_link({.a = vertex_of_host(h), .b = G.switch_vertex, .kind = LinkKind::Nic,
               .bandwidth_Bps = chip.dcn_bandwidth_per_host_Bps});
+  // A DCN transfer's fixed cost (a calibration's dcn_latency), half on each of its two NICs, as
+  // the latency a degraded NIC adds (the floor or SimGrid latency, per hop model).
+  if (chip.dcn_latency_s > 0) {
+    for (size_t link = G.first_nic_link; link < links_.size(); ++link)
+      links_[link].extra_latency_s = {chip.dcn_latency_s / 2, chip.dcn_latency_s / 2};
+    has_extra_latency_ = true;
+  }
 
   if (spec_.dcn_oversubscription > 1) {
     // An oversubscribed fabric carries 1/k of what all NICs could inject at once.

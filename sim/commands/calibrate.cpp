@@ -20,14 +20,16 @@ std::vector<CalibrationParameter> calibration_parameters() {
   // cost (launch, synchronisation) is 0-200 us.
   // Compute: kernels stream HBM at 30-100% of its nominal bandwidth; matmuls reach 20-100% of the
   // peak FLOPs; 0-100% of the shorter of the two hides under the longer; a compute op's fixed cost
-  // (launch, pipeline fill) is 0-50 us.
+  // (launch, pipeline fill) is 0-50 us. A DCN transfer's fixed cost (NICs, switch, host
+  // software) is 0-1 ms.
   return {{"hop_latency", 1e-6, 0.1e-6, 20e-6, 0, false, true},
           {"link_efficiency", 1.0, 0.3, 1.0, 0, false, false},
           {"collective_overhead", 0.0, 0.0, 200e-6, 0, false, true},
           {"hbm_efficiency", 1.0, 0.3, 1.0, 0, false, false},
           {"matmul_efficiency", 1.0, 0.2, 1.0, 0, false, false},
           {"roofline_overlap", 1.0, 0.0, 1.0, 0, false, false},
-          {"compute_overhead", 0.0, 0.0, 50e-6, 0, false, true}};
+          {"compute_overhead", 0.0, 0.0, 50e-6, 0, false, true},
+          {"dcn_latency", 0.0, 0.0, 1e-3, 0, false, true}};
 }
 
 namespace {
@@ -52,6 +54,8 @@ std::vector<ScenarioOverride> parameter_overrides(HopModel model, const std::vec
     if (p.name == "roofline_overlap") out.push_back({"hardware.overrides.roofline_overlap", number_text(p.value)});
     if (p.name == "compute_overhead")
       out.push_back({"hardware.overrides.compute_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
+    if (p.name == "dcn_latency")
+      out.push_back({"hardware.overrides.dcn_latency", "\"" + number_text(p.value * 1e6) + " us\""});
   }
   return out;
 }
@@ -258,7 +262,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
     if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; }))
       throw InputError({"command line", 0, 0}, "--fit", name,
                        "unknown parameter; expected hop_latency, link_efficiency, collective_overhead, "
-                       "hbm_efficiency, matmul_efficiency, roofline_overlap or compute_overhead");
+                       "hbm_efficiency, matmul_efficiency, roofline_overlap, compute_overhead or dcn_latency");
   }
   const long fitted = std::count_if(parameters.begin(), parameters.end(), [](const auto& p) { return p.fitted; });
   if (fitted > static_cast<long>(file.measurements.size()))

@@ -143,7 +143,7 @@ CalibrationProfile load_profile(const std::string& path) {
   if (const YAML::Node params = root["parameters"]) {
     check_keys(path, params, "parameters",
                {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "matmul_efficiency",
-                "roofline_overlap", "compute_overhead"});
+                "roofline_overlap", "compute_overhead", "dcn_latency"});
     auto time = [&](const char* key, std::optional<double>& out, double high) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
@@ -160,6 +160,7 @@ CalibrationProfile load_profile(const std::string& path) {
     time("hop_latency", p.hop_latency_s, 1e-3);
     time("collective_overhead", p.collective_overhead_s, 1e-2);
     time("compute_overhead", p.compute_overhead_s, 1e-2);
+    time("dcn_latency", p.dcn_latency_s, 1e-2);
     // A fraction in (0, 1], or [0, 1] where none of it is a value (roofline_overlap).
     auto fraction = [&](const char* key, std::optional<double>& out, bool zero_allowed = false) {
       if (const YAML::Node n = params[key]) {

@@ -51,6 +51,7 @@ struct CalibrationProfile {
   std::optional<double> matmul_efficiency;   // fraction of the peak FLOPs matmuls reach
   std::optional<double> roofline_overlap;    // share of the shorter of math and HBM time hidden
   std::optional<double> compute_overhead_s;  // fixed cost per compute op
+  std::optional<double> dcn_latency_s;       // fixed cost per DCN transfer
 };
 
 CalibrationProfile load_profile(const std::string& path);

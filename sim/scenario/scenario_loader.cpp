@@ -133,6 +133,7 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
     if (!(chip.roofline_overlap >= 0 && chip.roofline_overlap <= 1)) fail(*overlap, "expected a fraction in [0, 1]");
   }
   set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
+  set("dcn_latency", chip.dcn_latency_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
@@ -164,6 +165,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   if (profile.matmul_efficiency && !overridden("matmul_efficiency")) chip.matmul_efficiency = *profile.matmul_efficiency;
   if (profile.roofline_overlap && !overridden("roofline_overlap")) chip.roofline_overlap = *profile.roofline_overlap;
   if (profile.compute_overhead_s && !overridden("compute_overhead")) chip.compute_overhead_s = *profile.compute_overhead_s;
+  if (profile.dcn_latency_s && !overridden("dcn_latency")) chip.dcn_latency_s = *profile.dcn_latency_s;
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;
