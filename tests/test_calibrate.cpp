@@ -85,7 +85,7 @@ TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
   const fs::path dir = scratch("profile");
   write(dir / "p.yaml",
         "version: 1\nname: test-profile\nchip: v5e\nhop_model: additive\nmxu_padding: true\nparameters:\n  hop_latency: \"2 us\"\n"
-        "  link_efficiency: 0.9\n  collective_overhead: \"5 us\"\n");
+        "  link_efficiency: 0.9\n  collective_overhead: \"5 us\"\n  dcn_latency: \"20 us\"\n  dequant_rate: 4e12\n");
   const std::string scenario = "version: 1\nhardware: {preset: v5e, profile: p.yaml}\ntopology: {mesh: {X: 4}}\n"
                                "workload:\n  kind: collectives\n  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
   write(dir / "s.yaml", scenario);
@@ -96,6 +96,8 @@ TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
   CHECK(s.launch_overhead_s == Approx(5e-6));
   CHECK(s.profile == "test-profile");
   CHECK(s.topology.chip.mxu_padding);
+  CHECK(s.topology.chip.dcn_latency_s == Approx(20e-6));
+  CHECK(s.topology.chip.dequant_weights_per_s == 4e12);
   write(dir / "bad_mxu.yaml", "version: 1\nname: b\nchip: v5e\nmxu_padding: maybe\n");
   try {
     load_profile((dir / "bad_mxu.yaml").string());

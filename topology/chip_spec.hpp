@@ -36,6 +36,10 @@ struct ChipSpec {
   double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
   double dcn_latency_s = 0;         // fixed cost of every DCN transfer (NICs, switch, host software)
+  // Weight-only quantisation (int8 or int4 weights, bf16 matmuls): the vector units convert
+  // each weight before the MXU takes it, at this many weights per second (0: free, the ideal
+  // machine; the VPU's ~7e12 ops/s per v5p core, hardware.md, bounds it from above).
+  double dequant_weights_per_s = 0;
   // The matrix unit's tile (hardware.md: one bf16[8,128] @ bf16[128,128] per 8 cycles on a
   // 128x128 systolic array; v6e 256x256): with mxu_padding a matmul [M, K] @ [K, N] costs as if
   // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).

@@ -43,6 +43,13 @@ double matmul_rate(const InferencePlan& plan, const ChipSpec& chip) {
   return plan.int8_compute ? chip.achieved_int8_ops_per_s() : chip.achieved_bf16_flops_per_s();
 }
 
+// Converting `weights` quantised weights to bf16 before bf16 matmuls (weight-only int8/int4);
+// int8 x int8 matmuls and bf16 weights need none.
+double dequant_s(double weights, const InferencePlan& plan, const ChipSpec& chip) {
+  const bool weight_only = plan.weight_bytes < 2 && !plan.int8_compute;
+  return weight_only && chip.dequant_weights_per_s > 0 ? weights / chip.dequant_weights_per_s : 0.0;
+}
+
 void check_plan(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   std::set<int> seen;
   for (int a : plan.model_axes) {
@@ -128,7 +135,9 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
       plan.attention_flops ? shape.attended_tokens * attention_flops_per_token_forward(model, 1.0) / model.layers : 0.0;
-  auto roofline = [&](double flops, double bytes) { return roofline_s(flops, bytes, C, chip, plan.efficiency); };
+  auto roofline = [&](double flops, double bytes, double weights) {
+    return roofline_s(flops, bytes, C, chip, plan.efficiency, dequant_s(weights, plan, chip));
+  };
   const double p_attn = attention_params_per_layer(model);
   const double p_mlp = mlp_params_per_layer(model);
   const double p_out = static_cast<double>(model.vocab) * model.d_model;
@@ -140,12 +149,13 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   out.attention_flops = (2 * shape.tokens * p_attn + score_flops) / y;
   out.attention_s =
       roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, degree)) + score_flops) / y,
-               (p_attn * plan.weight_bytes + layer_kv + io) / y);
+               (p_attn * plan.weight_bytes + layer_kv + io) / y, p_attn / y);
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
   out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, degree)),
-                       (p_mlp * plan.weight_bytes + io) / y);
+                       (p_mlp * plan.weight_bytes + io) / y, p_mlp / y);
   out.unembed_flops = 2 * shape.tokens * p_out / y;
-  out.unembed_s = roofline(out.unembed_flops * padded(unembed_weight_shapes(model, degree)), p_out * plan.weight_bytes / y);
+  out.unembed_s =
+      roofline(out.unembed_flops * padded(unembed_weight_shapes(model, degree)), p_out * plan.weight_bytes / y, p_out / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
   return out;
 }
@@ -244,7 +254,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       shared_shapes = shared_shapes + mlp_weight_shapes(model, model.moe->expert_d_ff, model_degree);
     const double shared_s = roofline_s(shared_flops * mxu_padding_factor(local_tokens, shared_shapes, topology.chip),
                                        (dense_params * plan.weight_bytes + io) / model_degree, C, topology.chip,
-                                       plan.efficiency);
+                                       plan.efficiency, dequant_s(dense_params / model_degree, plan, topology.chip));
     std::vector<int> before = previous;
     if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
     const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
@@ -281,7 +291,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const double padding =
           mxu_padding_factor(used > 0 ? rows / used : 0.0, mlp_weight_shapes(model, model.moe->expert_d_ff, model_degree),
                              topology.chip);
-      by_rank[r] = roofline_s(flops * padding, bytes, C, topology.chip, plan.efficiency);
+      by_rank[r] = roofline_s(flops * padding, bytes, C, topology.chip, plan.efficiency,
+                              dequant_s(used * expert_params(model) / model_degree, plan, topology.chip));
       flops_sum += flops;
     }
     const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);

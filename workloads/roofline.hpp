@@ -18,8 +18,11 @@ inline double overlapped_s(double math_s, double memory_s, const ChipSpec& chip)
 // A compute op's time on one chip: its FLOPs at `flops_per_s` (the rate matmuls achieve: bf16 or
 // int8) and its HBM traffic at the bandwidth kernels achieve, overlapped, scaled by the fraction
 // of the roofline achieved (roofline.md), plus the chip's fixed cost per op (0 on the ideal machine).
-inline double roofline_s(double flops, double bytes, double flops_per_s, const ChipSpec& chip, double efficiency) {
-  return overlapped_s(flops / flops_per_s, bytes / chip.achieved_hbm_Bps(), chip) / efficiency + chip.compute_overhead_s;
+// `vector_s`: work on the vector units in line with the matmuls (dequantising weights).
+inline double roofline_s(double flops, double bytes, double flops_per_s, const ChipSpec& chip, double efficiency,
+                         double vector_s = 0) {
+  return overlapped_s(flops / flops_per_s + vector_s, bytes / chip.achieved_hbm_Bps(), chip) / efficiency +
+         chip.compute_overhead_s;
 }
 
 // The same with bf16 matmuls (training).

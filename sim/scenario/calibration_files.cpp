@@ -143,7 +143,7 @@ CalibrationProfile load_profile(const std::string& path) {
   if (const YAML::Node params = root["parameters"]) {
     check_keys(path, params, "parameters",
                {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "matmul_efficiency",
-                "roofline_overlap", "compute_overhead", "dcn_latency"});
+                "roofline_overlap", "compute_overhead", "dcn_latency", "dequant_rate"});
     auto time = [&](const char* key, std::optional<double>& out, double high) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
@@ -179,6 +179,17 @@ CalibrationProfile load_profile(const std::string& path) {
     fraction("hbm_efficiency", p.hbm_efficiency);
     fraction("matmul_efficiency", p.matmul_efficiency);
     fraction("roofline_overlap", p.roofline_overlap, true);
+    if (const YAML::Node n = params["dequant_rate"]) {
+      double v = -1;
+      try {
+        v = std::stod(text_of(n));
+      } catch (const std::exception&) {
+      }
+      if (!(v >= 1e9 && v <= 1e16))
+        throw InputError(at(path, n), "parameters.dequant_rate", text_of(n),
+                         "expected weights per second from 1e9 to 1e16, e.g. 5e12");
+      p.dequant_rate = v;
+    }
   }
   return p;
 }

@@ -52,6 +52,7 @@ struct CalibrationProfile {
   std::optional<double> roofline_overlap;    // share of the shorter of math and HBM time hidden
   std::optional<double> compute_overhead_s;  // fixed cost per compute op
   std::optional<double> dcn_latency_s;       // fixed cost per DCN transfer
+  std::optional<double> dequant_rate;        // weights per second weight-only quantisation converts
 };
 
 CalibrationProfile load_profile(const std::string& path);

@@ -134,6 +134,11 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   }
   set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
   set("dcn_latency", chip.dcn_latency_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
+  if (auto rate = overrides.optional("dequant_rate")) {
+    chip.dequant_weights_per_s = read_real(*rate);
+    if (!(chip.dequant_weights_per_s >= 1e9 && chip.dequant_weights_per_s <= 1e16))
+      fail(*rate, "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
+  }
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
@@ -166,6 +171,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   if (profile.roofline_overlap && !overridden("roofline_overlap")) chip.roofline_overlap = *profile.roofline_overlap;
   if (profile.compute_overhead_s && !overridden("compute_overhead")) chip.compute_overhead_s = *profile.compute_overhead_s;
   if (profile.dcn_latency_s && !overridden("dcn_latency")) chip.dcn_latency_s = *profile.dcn_latency_s;
+  if (profile.dequant_rate && !overridden("dequant_rate")) chip.dequant_weights_per_s = *profile.dequant_rate;
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;

@@ -17,7 +17,7 @@ std::vector<KeyTable> make_tables() {
        {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops",
         "ici_links_per_neighbor", "chips_per_host", "host_shape", "dcn_bandwidth_per_host", "pcie_bandwidth",
         "hbm_efficiency", "matmul_efficiency", "roofline_overlap", "compute_overhead", "mxu_padding",
-        "dcn_latency"}},
+        "dcn_latency", "dequant_rate"}},
       {M::Topology, "topology", "topology (and workload.prefill.topology)",
        {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"}},
       {M::MeshAxis, "mesh_axis", "topology.mesh[i] (the list form)", {"name", "size"}},
