@@ -1243,3 +1243,27 @@ TEST_CASE("set overrides reach list elements by index, and only existing ones", 
     }
   }
 }
+
+TEST_CASE("Cloud TPU accelerator types as mesh shapes: v5p-2048, v5litepod-256, v6e-256", "[scenario][topology]") {
+  auto mesh_of = [](const std::string& preset, const std::string& mesh) {
+    const std::string text = "version: 1\nhardware: {preset: " + preset + "}\ntopology: {mesh: " + mesh +
+                             "}\nworkload:\n  kind: collectives\n  operations:\n"
+                             "    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
+    return podsim::load_scenario_text(text, podsim_test::kScenarioFile).topology;
+  };
+  const auto v5p = mesh_of("v5p", "v5p-2048");   // 2048 TensorCores: 1024 chips
+  REQUIRE(v5p.axes.size() == 3);
+  CHECK(v5p.axes[0].size == 8);
+  CHECK(v5p.axes[1].size == 8);
+  CHECK(v5p.axes[2].size == 16);
+  CHECK(v5p.axes[2].name == "Z");
+  CHECK(v5p.chips_per_slice() == 1024);
+  CHECK(mesh_of("v5e", "v5litepod-256").chips_per_slice() == 256);
+  CHECK(mesh_of("v6e", "v6e-8").axes[1].size == 4);
+  const std::string wrong_chip = "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: v5p-2048}\nworkload:\n"
+                                 "  kind: collectives\n  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
+  podsim_test::require_error(wrong_chip, "topology.mesh", "v5p-2048", "topology:");
+  CHECK(podsim_test::contains(podsim_test::error_from(wrong_chip).expected(), "expected hardware.preset: v5p"));
+  const std::string unknown = podsim_test::replaced_in(wrong_chip, "v5p-2048", "v5p-2000");
+  CHECK(podsim_test::contains(podsim_test::error_from(unknown).expected(), "not a listed Cloud TPU accelerator type"));
+}

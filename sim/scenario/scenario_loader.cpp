@@ -33,6 +33,7 @@
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"
+#include "topology/cloud_slices.hpp"
 
 namespace podsim {
 namespace {
@@ -208,11 +209,27 @@ void add_axis(std::vector<MeshAxis>& axes, const Field& name_field, const Field&
 }
 
 // Either the ordered map form {X: 8, Y: 4} or the list form [{name: X, size: 8}, ...].
-// "4x4x4": axes X, Y, Z of those sizes.
-std::vector<MeshAxis> parse_mesh_shorthand(const Field& field) {
+// "4x4x4": axes X, Y, Z of those sizes. "v5p-2048": a Google Cloud accelerator type's shape
+// (topology/cloud_slices.hpp), on its own chip.
+std::vector<MeshAxis> parse_mesh_shorthand(const Field& field, const ChipSpec* chip) {
   const std::string text = field.node.Scalar();
   std::vector<MeshAxis> axes;
   const char* names[] = {"X", "Y", "Z"};
+  if (text.find('-') != std::string::npos) {
+    const auto slice = find_cloud_slice(text);
+    if (!slice) {
+      std::string known;
+      for (const auto& name : cloud_slice_names()) known += (known.empty() ? "" : ", ") + name;
+      fail(field, "not a listed Cloud TPU accelerator type; expected one of " + known);
+    }
+    if (chip == nullptr)
+      fail(field, "a Cloud TPU slice brings its own chip; expected a shape such as \"8x4\" here");
+    if (slice->chip != chip->name)
+      fail(field, "a " + slice->chip + " slice; expected hardware.preset: " + slice->chip + " (the scenario's is " +
+                      chip->name + ")");
+    for (int size : slice->shape) axes.push_back(MeshAxis{names[axes.size()], size, false});
+    return axes;
+  }
   size_t begin = 0;
   while (true) {
     const size_t x = text.find('x', begin);
@@ -233,7 +250,7 @@ std::vector<MeshAxis> parse_mesh_shorthand(const Field& field) {
 std::vector<MeshAxis> parse_mesh(const Field& field, const ChipSpec& chip) {
   std::vector<MeshAxis> axes;
   if (field.node.IsScalar()) {
-    axes = parse_mesh_shorthand(field);
+    axes = parse_mesh_shorthand(field, &chip);
   } else if (field.node.IsSequence()) {
     for (const Field& item : read_list(field)) {
       const MapReader axis(item, SchemaMap::MeshAxis);
@@ -717,7 +734,7 @@ CompareSpec parse_compare(const Field& field) {
   reader.reject_unknown();
   CompareSpec spec;
   for (const Field& item : read_list(reader.required("topologies"))) {
-    parse_mesh_shorthand(item);   // checked here, so a typo fails before any run
+    parse_mesh_shorthand(item, nullptr);   // checked here, so a typo fails before any run
     spec.topologies.push_back(item.node.Scalar());
   }
   if (spec.topologies.empty()) fail(reader.required("topologies"), "expected at least one mesh shape");

@@ -1,0 +1,64 @@
+#include "topology/cloud_slices.hpp"
+
+namespace podsim {
+
+namespace {
+
+struct Entry {
+  const char* name;
+  const char* chip;
+  std::vector<int> shape;
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = {
+      // v5p: cloud.google.com/tpu/docs/v5p, "Configurations" (single-slice shapes; cores, chips),
+      // read 2026-11.
+      {"v5p-8", "v5p", {2, 2, 1}},
+      {"v5p-16", "v5p", {2, 2, 2}},
+      {"v5p-64", "v5p", {2, 4, 4}},
+      {"v5p-128", "v5p", {4, 4, 4}},
+      {"v5p-256", "v5p", {4, 4, 8}},
+      {"v5p-512", "v5p", {4, 8, 8}},
+      {"v5p-1024", "v5p", {8, 8, 8}},
+      {"v5p-2048", "v5p", {8, 8, 16}},
+      {"v5p-4096", "v5p", {8, 16, 16}},
+      {"v5p-8192", "v5p", {16, 16, 16}},
+      {"v5p-12288", "v5p", {16, 16, 24}},
+      // v5e: cloud.google.com/tpu/docs/v5e, "Configurations" (v5litepod-<chips>: 1x1 .. 16x16).
+      {"v5litepod-1", "v5e", {1, 1}},
+      {"v5litepod-4", "v5e", {2, 2}},
+      {"v5litepod-8", "v5e", {2, 4}},
+      {"v5litepod-16", "v5e", {4, 4}},
+      {"v5litepod-32", "v5e", {4, 8}},
+      {"v5litepod-64", "v5e", {8, 8}},
+      {"v5litepod-128", "v5e", {8, 16}},
+      {"v5litepod-256", "v5e", {16, 16}},
+      // v6e: cloud.google.com/tpu/docs/v6e, "Supported configurations" (v6e-<chips>, as v5e).
+      {"v6e-1", "v6e", {1, 1}},
+      {"v6e-4", "v6e", {2, 2}},
+      {"v6e-8", "v6e", {2, 4}},
+      {"v6e-16", "v6e", {4, 4}},
+      {"v6e-32", "v6e", {4, 8}},
+      {"v6e-64", "v6e", {8, 8}},
+      {"v6e-128", "v6e", {8, 16}},
+      {"v6e-256", "v6e", {16, 16}},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::optional<CloudSlice> find_cloud_slice(std::string_view name) {
+  for (const Entry& e : entries())
+    if (name == e.name) return CloudSlice{e.chip, e.shape};
+  return std::nullopt;
+}
+
+std::vector<std::string> cloud_slice_names() {
+  std::vector<std::string> out;
+  for (const Entry& e : entries()) out.emplace_back(e.name);
+  return out;
+}
+
+}  // namespace podsim
