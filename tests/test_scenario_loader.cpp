@@ -1267,3 +1267,15 @@ TEST_CASE("Cloud TPU accelerator types as mesh shapes: v5p-2048, v5litepod-256, 
   const std::string unknown = podsim_test::replaced_in(wrong_chip, "v5p-2048", "v5p-2000");
   CHECK(podsim_test::contains(podsim_test::error_from(unknown).expected(), "not a listed Cloud TPU accelerator type"));
 }
+
+TEST_CASE("a token budget and a chip price: read, and refused out of range where written", "[scenario][training]") {
+  const std::string text = training_with("    tensor: [Z]\n", "    tensor: [Z]\n  token_budget: 15e12\n");
+  const Scenario s = load_scenario_text(
+      with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 4.2}\n", text), kScenarioFile);
+  CHECK(s.training.token_budget == 15e12);
+  CHECK(s.topology.chip.chip_hour_price_usd == 4.2);
+  // Less than one batch, and a price of nothing.
+  require_error(with("15e12", "1000", text), "workload.token_budget", "1000", "token_budget:");
+  require_error(with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 0}\n", kTraining),
+                "hardware.overrides.chip_hour_price_usd", "0", "overrides:");
+}

@@ -40,6 +40,9 @@ struct ChipSpec {
   // each weight before the MXU takes it, at this many weights per second (0: free, the ideal
   // machine; the VPU's ~7e12 ops/s per v5p core, hardware.md, bounds it from above).
   double dequant_weights_per_s = 0;
+  // What one chip costs an hour, in US dollars, as the scenario states it (0: not given; prices
+  // vary by region, commitment and date, so podsim ships none).
+  double chip_hour_price_usd = 0;
   // The matrix unit's tile (hardware.md: one bf16[8,128] @ bf16[128,128] per 8 cycles on a
   // 128x128 systolic array; v6e 256x256): with mxu_padding a matmul [M, K] @ [K, N] costs as if
   // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).

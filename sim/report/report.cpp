@@ -131,6 +131,12 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["mfu"] = training->mfu;
     j["hfu"] = training->hfu;
     j["recompute_flops"] = training->recompute_flops;
+    if (training->steps_to_train > 0) {
+      j["steps_to_train"] = training->steps_to_train;
+      j["time_to_train_s"] = training->time_to_train_s;
+      j["time_to_train_days"] = training->time_to_train_s / 86400;
+      if (training->training_cost_usd > 0) j["training_cost_usd"] = training->training_cost_usd;
+    }
     j["tokens_per_s_per_chip"] = training->tokens_per_s_per_chip;
     j["tflops_per_s_per_chip"] = training->tflops_per_s_per_chip;
     j["parameters"] = training->parameters;
@@ -648,6 +654,16 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 human_time(r.step_time_s).c_str(), 100 * r.mfu, 100 * r.hfu, r.tflops_per_s_per_chip,
                 r.tokens_per_s_per_chip, r.parameters / 1e9);
   out += line;
+  if (r.steps_to_train > 0) {
+    std::snprintf(line, sizeof line, "time to train: %.0f steps, %.1f days", r.steps_to_train, r.time_to_train_s / 86400);
+    out += line;
+    if (r.training_cost_usd > 0) {
+      std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour", r.training_cost_usd,
+                    scenario.topology.chip.chip_hour_price_usd);
+      out += line;
+    }
+    out += "\n";
+  }
   if (r.pipeline_bubble_fraction > 0) {
     std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's time\n", 100 * r.pipeline_bubble_fraction);
     out += line;

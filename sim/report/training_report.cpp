@@ -1,6 +1,7 @@
 #include "sim/report/training_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace podsim {
 namespace {
@@ -92,6 +93,11 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     report.tflops_per_s_per_chip = layout.total_flops / layout.chips / report.step_time_s / 1e12;
   }
   report.parameters = param_count(workload.model);
+  if (workload.token_budget > 0) {
+    report.steps_to_train = std::ceil(workload.token_budget / workload.plan.global_batch_tokens);
+    report.time_to_train_s = report.steps_to_train * report.step_time_s;
+    report.training_cost_usd = layout.chips * report.time_to_train_s / 3600 * chip.chip_hour_price_usd;
+  }
 
   // Walk chip 0's compute ops in time order; every gap before one, and the wait after the
   // last one until the step ends, is exposed communication, charged to the axes of the

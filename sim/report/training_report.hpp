@@ -38,6 +38,11 @@ struct TrainingReport {
   // Hardware FLOPs utilisation: with the FLOPs rematerialisation reruns (equal to mfu without).
   double hfu = 0;
   double recompute_flops = 0;
+  // With a token budget: ceil(budget / batch) steps at the simulated step time, and with a chip
+  // price, chips x hours x price (0 when not given).
+  double steps_to_train = 0;
+  double time_to_train_s = 0;
+  double training_cost_usd = 0;
   double tokens_per_s_per_chip = 0;
   // As MaxText and Megatron log it: model FLOPs per second per chip (mfu x peak), and the
   // model's parameter count.

@@ -81,6 +81,7 @@ struct TrainingWorkload {
   TransformerSpec model;
   TrainingPlan plan;
   bool strict_memory = false;       // a plan that does not fit HBM is an error, not a report
+  double token_budget = 0;          // tokens a whole run trains on (0: not given): time to train
 };
 
 // What `podsim compare` runs the workload on when no --topologies are given.

@@ -141,6 +141,11 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
       fail(*rate, "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
   }
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
+  if (auto price = overrides.optional("chip_hour_price_usd")) {
+    chip.chip_hour_price_usd = read_real(*price);
+    if (!(chip.chip_hour_price_usd > 0 && chip.chip_hour_price_usd <= 1e4))
+      fail(*price, "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
+  }
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);

@@ -23,7 +23,7 @@ const std::vector<std::string> kServingFields = {
     "prefill_time_s",  "decode_step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "requests_per_s",
     "kv_cache_bytes_per_token", "max_batch", "total_time_s", "requests", "prefill_servers", "servers",
     "total_input_tokens", "total_output_tokens", "request_throughput_per_s", "output_token_throughput_per_s",
-    "total_token_throughput_per_s", "goodput_requests_per_s", "slo_attainment"};
+    "total_token_throughput_per_s", "goodput_requests_per_s", "slo_attainment", "cost_per_million_output_tokens_usd"};
 const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "itl_s", "latency_s", "queueing_s",
                                                  "per_token_latency_s"};
 const std::vector<std::string> kStatistics = {"mean", "std", "median", "max"};

@@ -416,6 +416,7 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
 }
 
 const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
+                                                  "time_to_train_s", "training_cost_usd", "steps_to_train",
                                                   "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
                                                   "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
                                                   "total_flops",   "parameters",   "hfu",
@@ -467,6 +468,12 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
   if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
+  if (auto budget = reader.optional("token_budget")) {
+    workload.token_budget = read_real(*budget);
+    if (!(workload.token_budget >= plan.global_batch_tokens && workload.token_budget <= 1e18))
+      fail(*budget, "expected the tokens a run trains on, from one batch (" + std::to_string(plan.global_batch_tokens) +
+                        ") to 1e18, e.g. 15e12");
+  }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;
 }
