@@ -201,8 +201,8 @@ std::vector<std::pair<bool, int>> stage_order(PipelineSchedule schedule, int sta
   return order;
 }
 
-Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
-                         TrainingLayout& layout) {
+// What a pipeline plan must satisfy (training_layout checks it before anything is built).
+void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
   if (plan.fsdp || !plan.tensor_axes.empty()) {
     throw std::invalid_argument("pipeline parallelism combines with data parallelism only (no FSDP or TP yet)");
   }
@@ -216,6 +216,11 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     throw std::invalid_argument(std::to_string(model.layers) + " layers do not split evenly over " +
                                 std::to_string(stages) + " pipeline stages");
   }
+}
+
+Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout) {
+  const int stages = stage_count(plan, topology);
   layout.pipeline_stages = stages;
   const int M = plan.microbatches;
   // One stage's share of the model: its layers (the output projection rides on the last
@@ -281,8 +286,8 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
 
 }  // namespace
 
-Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
-                         TrainingLayout& layout) {
+TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  TrainingLayout layout;
   check_plan(model, plan, topology);
   const ChipSpec& chip = topology.chip;
   layout.ici_data_degree = product_of(topology, plan.data_axes, plan.data_slices);
@@ -311,6 +316,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     for (int a : plan.expert_axes) degrees.expert *= topology.axes.at(a).size;
   }
   if (plan.pipeline_axis >= 0) {
+    check_pipeline(model, plan, topology);
     degrees.pipeline = stage_count(plan, topology);
     layout.strategy = std::string(plan.schedule == PipelineSchedule::GPipe ? "PP(GPipe)" : "PP(1F1B)") +
                       (data ? "+DP" : "");
@@ -318,11 +324,21 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.microbatches
                                                                    : std::min(plan.microbatches, degrees.pipeline);
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight);
-    layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
-    return pipeline_program(model, plan, topology, layout);
+  } else {
+    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
   }
-  layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
+  return layout;
+}
+
+Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout) {
+  layout = training_layout(model, plan, topology);
+  if (plan.pipeline_axis >= 0) return pipeline_program(model, plan, topology, layout);
+  const ChipSpec& chip = topology.chip;
+  const bool data = layout.data_degree > 1;
+  const bool tensor = layout.tensor_degree > 1;
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
 
   ProgramBuilder b;
   MoeTrainingBlocks moe(model, plan, topology, layout, b, fsdp);

@@ -118,6 +118,10 @@ struct TrainingLayout {
 
 // Builds one training step's program. Throws std::invalid_argument naming the problem for
 // impossible plans (an axis used twice, a batch that does not divide over the data shards...).
+// The layout alone (degrees, blocks, memory, whether it fits), without building the program:
+// what a planner checks before it simulates. Throws std::invalid_argument as training_program.
+TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology);
+
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                          TrainingLayout& layout);
 

@@ -284,18 +284,26 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
   return 1;
 }
 
-int plan_command(const std::string& scenario_path, const std::string& out_dir) {
-  const Scenario scenario = load_scenario(scenario_path);
+int plan_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                 int top) {
+  const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
-  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"));
-  std::cout << planner_table(scenario, result);
+  if (!out_dir.empty()) ensure_directory(out_dir);
+  // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
+  // so an interrupted plan keeps what it found.
+  auto write_csv = [&](const PlannerResult& so_far) {
+    OutputFiles files(out_dir);
+    files.add("plan.csv", planner_csv(so_far));
+    files.commit();
+  };
+  std::function<void(const PlannerResult&)> partial;
+  if (!out_dir.empty()) partial = write_csv;
+  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"), partial);
+  std::cout << planner_table(scenario, result, top);
   require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
-    ensure_directory(out_dir);
-    OutputFiles files(out_dir);
-    files.add("plan.csv", planner_csv(result));
-    files.commit();
-    std::cout << "wrote " << files.path("plan.csv") << "\n";
+    write_csv(result);
+    std::cout << "wrote " << out_dir << "/plan.csv\n";
   }
   return 0;
 }
@@ -465,7 +473,11 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "rank parallelism plans for a training scenario by simulated step time");
   std::string plan_scenario, plan_out;
   plan->add_option("scenario", plan_scenario, "training scenario YAML (its parallelism block is ignored)")->required();
-  plan->add_option("-o,--output", plan_out, "also write plan.csv here");
+  plan->add_option("-o,--output", plan_out, "also write plan.csv here (rewritten as each plan ends)");
+  std::vector<std::string> plan_sets;
+  plan->add_option("--set", plan_sets, "override a scenario value: key=value (dotted key, YAML value)");
+  int plan_top = 0;
+  plan->add_option("--top", plan_top, "print the first K plans only (plan.csv has all)")->check(CLI::NonNegativeNumber);
 
   // nccl-tests' names and flags (all_gather_perf -b 8 -e 128M -f 2): "perf" as its binaries
   // end; "sweep" and "bench" already name other things.
@@ -534,7 +546,7 @@ int main(int argc, char** argv) {
       perf_options.fidelity = perf_fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
       return perf_command(perf_scenario, perf_sets, perf_out, perf_options);
     }
-    if (plan->parsed()) return plan_command(plan_scenario, plan_out);
+    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
       return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/scenario_run.hpp"
@@ -119,38 +120,142 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   return out;
 }
 
+// Checkpointing policies in the order of what they recompute (none, then attention, then all).
+const std::pair<Checkpointing, const char*> kPolicies[] = {
+    {Checkpointing::None, "no remat"}, {Checkpointing::Book, "book remat"}, {Checkpointing::Block, "block remat"}};
+
+// Each split under each policy with the fewest microbatches that fit, from its layout alone; a
+// split that fits under none is kept once, unsimulated, with its leanest memory.
+std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vector<PlanCandidate> splits) {
+  const auto& w = scenario.training;
+  const double sequences = w.plan.global_batch_tokens / w.plan.sequence_length;
+  std::vector<PlanCandidate> out;
+  for (auto& c : splits) {
+    PlanCandidate leanest = c;
+    leanest.simulated = false;
+    leanest.report.memory.total_bytes = 1e300;
+    bool fits = false, built = false;
+    for (const auto& [policy, name] : kPolicies) {
+      for (int m = std::max(1, c.plan.microbatches); m <= sequences; m *= 2) {
+        TrainingPlan plan = c.plan;
+        plan.checkpointing = policy;
+        plan.microbatches = m;
+        TrainingLayout layout;
+        try {
+          layout = training_layout(w.model, plan, scenario.topology);
+        } catch (const std::invalid_argument& e) {
+          if (!built) leanest.error = e.what();
+          break;   // more microbatches do not divide the batch either
+        }
+        built = true;
+        if (layout.memory.total_bytes < leanest.report.memory.total_bytes) {
+          leanest.plan = plan;
+          leanest.report.memory = layout.memory;
+        }
+        if (!layout.fits_hbm) continue;
+        PlanCandidate v = c;
+        v.plan = plan;
+        v.label += ", " + std::to_string(m) + " mb, " + name;
+        out.push_back(std::move(v));
+        fits = true;
+        break;
+      }
+    }
+    if (fits) continue;
+    leanest.feasible = built;
+    if (built) {
+      leanest.error.clear();
+      leanest.label += ", " + std::to_string(leanest.plan.microbatches) + " mb, leanest";
+    }
+    leanest.report.fits_hbm = false;
+    out.push_back(std::move(leanest));
+  }
+  return out;
+}
+
+// A plan's class under the mesh's symmetries: axes of the same size and wraparound swapped.
+std::string symmetry_key(const TopologySpec& topology, const TrainingPlan& p) {
+  auto axis_class = [&](int a) { return std::to_string(topology.axes[a].size) + (topology.axes[a].wraparound ? "w" : "l"); };
+  auto group = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      std::string part = axis_class(axes[i]);
+      if (!slices.empty()) part += "/" + std::to_string(slices[i].stride) + ":" + std::to_string(slices[i].size);
+      parts.push_back(part);
+    }
+    std::sort(parts.begin(), parts.end());
+    std::string out;
+    for (const auto& part : parts) out += part + ",";
+    return out;
+  };
+  return "D" + group(p.data_axes, p.data_slices) + "T" + group(p.tensor_axes, p.tensor_slices) + "E" +
+         group(p.expert_axes, {}) + "P" + (p.pipeline_axis >= 0 ? axis_class(p.pipeline_axis) : "-") + "F" +
+         std::to_string(p.fsdp) + "M" + std::to_string(p.microbatches) + "C" + std::to_string(static_cast<int>(p.checkpointing));
+}
+
+void rank(std::vector<PlanCandidate>& candidates) {
+  std::stable_sort(candidates.begin(), candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    if (a.report.fits_hbm != b.report.fits_hbm) return a.report.fits_hbm;
+    if (a.simulated != b.simulated) return a.simulated;
+    return a.report.step_time_s < b.report.step_time_s;
+  });
+}
+
 }  // namespace
 
 PlannerResult plan_training(const Scenario& scenario,
-                            const std::function<void(int finished, int total, double eta_s)>& on_progress) {
+                            const std::function<void(int finished, int total, double eta_s)>& on_progress,
+                            const std::function<void(const PlannerResult&)>& on_candidate) {
   PlannerResult result;
-  auto all = candidates(scenario);
-  const int total = static_cast<int>(all.size());
+  auto all = with_memory_search(scenario, candidates(scenario));
+  // Mirror images: the first of each symmetry class is simulated; the others count on it.
+  std::vector<PlanCandidate> unique;
+  std::map<std::string, size_t> first_of;
+  for (auto& c : all) {
+    if (c.feasible && c.report.fits_hbm) {
+      const auto [it, fresh] = first_of.try_emplace(symmetry_key(scenario.topology, c.plan), unique.size());
+      if (!fresh) {
+        ++unique[it->second].mirrors;
+        continue;
+      }
+    }
+    unique.push_back(std::move(c));
+  }
+  int total = 0;
+  for (const auto& c : unique) total += c.feasible && c.report.fits_hbm;
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) on_progress(0, total, -1);
-  for (auto& c : all) {
+  int finished = 0;
+  for (auto& c : unique) {
+    if (!c.feasible || !c.report.fits_hbm) {
+      result.candidates.push_back(std::move(c));
+      continue;
+    }
     spdlog::debug("simulating plan {}", c.label);
     try {
       TrainingLayout layout;
       const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
       const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
       c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
+      c.simulated = true;
     } catch (const std::invalid_argument& e) {
       c.feasible = false;
       c.error = e.what();
     }
     result.candidates.push_back(std::move(c));
+    ++finished;
     if (on_progress) {
-      const int finished = static_cast<int>(result.candidates.size());
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       on_progress(finished, total, elapsed / finished * (total - finished));
     }
+    if (on_candidate) {
+      PlannerResult so_far = result;
+      rank(so_far.candidates);
+      on_candidate(so_far);
+    }
   }
-  std::stable_sort(result.candidates.begin(), result.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
-    if (a.feasible != b.feasible) return a.feasible;
-    if (a.report.fits_hbm != b.report.fits_hbm) return a.report.fits_hbm;
-    return a.report.step_time_s < b.report.step_time_s;
-  });
+  rank(result.candidates);
   // training.md, FSDP + TP: X_opt = sqrt(B/F * M_X/M_Y * N), with M_X = 2, M_Y = 1 on a 3D
   // mesh (two axes of FSDP, one of TP), as the book takes them (book-cases.md row 46).
   const auto& t = scenario.topology;
@@ -165,31 +270,47 @@ PlannerResult plan_training(const Scenario& scenario,
   return result;
 }
 
-std::string planner_table(const Scenario& scenario, const PlannerResult& result) {
+std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top) {
   std::string out;
-  char line[512];
-  std::snprintf(line, sizeof line, "%s on %s: %zu plans simulated, fastest first (plans that fit in HBM first)\n",
-                scenario.training.model.name.c_str(), scenario.name.c_str(), result.candidates.size());
+  char line[768];
+  int simulated = 0, mirrors = 0, pruned = 0;
+  for (const auto& c : result.candidates) {
+    simulated += c.simulated;
+    mirrors += c.mirrors;
+    pruned += c.feasible && !c.simulated;
+  }
+  std::snprintf(line, sizeof line,
+                "%s on %s: %d plans simulated (%d more by symmetry, %d pruned as too large for HBM), fastest first\n",
+                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned);
   out += line;
-  std::snprintf(line, sizeof line, "%-4s %-34s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
+  std::snprintf(line, sizeof line, "%-4s %-58s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
                 "tokens/s/chip", "exposed", "memory", "fits");
   out += line;
   int rank = 0;
   for (const auto& c : result.candidates) {
+    if (top > 0 && rank >= top) break;
     ++rank;
+    const std::string label = c.label + (c.mirrors > 0 ? " (+" + std::to_string(c.mirrors) + " mirror)" : "");
     if (!c.feasible) {
-      std::snprintf(line, sizeof line, "%-4d %-34s impossible: %s\n", rank, c.label.c_str(), c.error.c_str());
+      std::snprintf(line, sizeof line, "%-4d %-58s impossible: %s\n", rank, label.c_str(), c.error.c_str());
+    } else if (!c.simulated) {
+      std::snprintf(line, sizeof line, "%-4d %-58s %11s %7s %12s %11s %11s NO (not simulated)\n", rank, label.c_str(),
+                    "-", "-", "-", "-", human_bytes(c.report.memory.total_bytes).c_str());
     } else {
-      std::snprintf(line, sizeof line, "%-4d %-34s %11s %6.1f%% %12.0f %11s %11s %s\n", rank, c.label.c_str(),
+      std::snprintf(line, sizeof line, "%-4d %-58s %11s %6.1f%% %12.0f %11s %11s %s\n", rank, label.c_str(),
                     human_time(c.report.step_time_s).c_str(), 100 * c.report.mfu, c.report.tokens_per_s_per_chip,
                     human_time(c.report.exposed_comm_s).c_str(), human_bytes(c.report.memory.total_bytes).c_str(),
                     c.report.fits_hbm ? "yes" : "NO");
     }
     out += line;
   }
+  if (top > 0 && static_cast<int>(result.candidates.size()) > top) {
+    std::snprintf(line, sizeof line, "... %zu more (plan.csv with -o lists them all)\n", result.candidates.size() - top);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "book's optimal FSDP degree X_opt = %.0f (%s)\n", result.x_opt, result.x_opt_note.c_str());
   out += line;
-  if (!result.candidates.empty() && result.candidates[0].feasible) {
+  if (!result.candidates.empty() && result.candidates[0].simulated) {
     const auto& best = result.candidates[0];
     auto degree = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices) {
       int d = 1;
@@ -208,13 +329,19 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result)
 }
 
 std::string planner_csv(const PlannerResult& result) {
-  std::string out = "rank,plan,feasible,step_time_s,mfu,tokens_per_s_per_chip,exposed_comm_s,memory_per_chip_bytes,fits_hbm,error\n";
+  std::string out =
+      "rank,plan,feasible,simulated,mirrors,microbatches,checkpointing,step_time_s,mfu,hfu,tokens_per_s_per_chip,"
+      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,error\n";
   int rank = 0;
-  char buf[256];
+  char buf[512];
   for (const auto& c : result.candidates) {
     ++rank;
-    std::snprintf(buf, sizeof buf, "%d,\"%s\",%s,%.9g,%.6f,%.3f,%.9g,%.0f,%s,", rank, c.label.c_str(),
-                  c.feasible ? "true" : "false", c.report.step_time_s, c.report.mfu, c.report.tokens_per_s_per_chip,
+    const char* policy = c.plan.checkpointing == Checkpointing::None   ? "none"
+                         : c.plan.checkpointing == Checkpointing::Book ? "book"
+                                                                       : "block";
+    std::snprintf(buf, sizeof buf, "%d,\"%s\",%s,%s,%d,%d,%s,%.9g,%.6f,%.6f,%.3f,%.9g,%.0f,%s,", rank, c.label.c_str(),
+                  c.feasible ? "true" : "false", c.simulated ? "true" : "false", c.mirrors, c.plan.microbatches, policy,
+                  c.report.step_time_s, c.report.mfu, c.report.hfu, c.report.tokens_per_s_per_chip,
                   c.report.exposed_comm_s, c.report.memory.total_bytes, c.report.fits_hbm ? "true" : "false");
     out += buf;
     out += "\"" + c.error + "\"\n";

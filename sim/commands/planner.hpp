@@ -11,10 +11,12 @@
 namespace podsim {
 
 struct PlanCandidate {
-  std::string label;            // e.g. "FSDP(X,Y) + TP(Z)"
+  std::string label;            // e.g. "FSDP(X,Y) + TP(Z), 4 mb, book remat"
   TrainingPlan plan;
   bool feasible = true;         // false: the plan cannot be built (the reason in `error`)
   std::string error;
+  bool simulated = false;       // false: pruned before simulating (does not fit HBM: `report.memory` only)
+  int mirrors = 0;              // plans symmetry makes identical to this one (not simulated again)
   TrainingReport report;
 };
 
@@ -24,13 +26,21 @@ struct PlannerResult {
   std::string x_opt_note;
 };
 
-// Candidates: every split of the mesh axes into data (DP or FSDP) and tensor axes,
-// and a pipeline over each axis with the others as data parallelism. For an MoE model, each
-// non-pipeline split also with expert parallelism over each whole data axis the experts divide. `on_progress`, when given,
-// hears (0, N, -1) first, then (k, N, seconds left at the pace so far) as each candidate ends.
+// Candidates: every split of the mesh axes into data (DP or FSDP) and tensor axes, and a
+// pipeline over each axis with the others as data parallelism. For an MoE model, each
+// non-pipeline split also with expert parallelism over each whole data axis the experts divide.
+// Each split is tried under each checkpointing policy (none, book, block) with the fewest
+// microbatches (1, 2, 4, ...) whose memory fits, found from its layout before simulating
+// anything; a split that fits under no policy is listed, not simulated. A split that swaps
+// axes of the same size and wraparound with another simulates identically (the same program
+// on an isomorphic mesh), so only the first is simulated. `on_progress`, when given, hears
+// (0, N, -1) first, then (k, N, seconds left at the pace so far) as each simulation ends;
+// `on_candidate`, when given, hears the ranking so far after each (plan -o rewrites plan.csv).
 PlannerResult plan_training(const Scenario& scenario,
-                            const std::function<void(int finished, int total, double eta_s)>& on_progress);
-std::string planner_table(const Scenario& scenario, const PlannerResult& result);
+                            const std::function<void(int finished, int total, double eta_s)>& on_progress,
+                            const std::function<void(const PlannerResult&)>& on_candidate = {});
+// `top`: the first `top` rows only (0: all).
+std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top = 0);
 std::string planner_csv(const PlannerResult& result);
 
 // `podsim plan`'s checks, shared with the Python module: the scenario must be a training one,
