@@ -1,7 +1,5 @@
 #include "sim/engine/serving_costs.hpp"
 
-#include "sim/engine/batch_table.hpp"
-
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -332,13 +330,16 @@ StepCosts ServingCostModel::costs() {
 
 namespace {
 
+// Replayed times agree to a picosecond (float rounding of the same schedule).
+bool same(double a, double b) { return std::fabs(a - b) <= 1e-12 + 1e-9 * std::fabs(a); }
+
 bool same_comm(const LayerComm& a, const LayerComm& b) {
-  if (a.ends_s.size() != b.ends_s.size() || !same_time(a.per_layer_s, b.per_layer_s) ||
-      !same_time(a.allgather_s, b.allgather_s) || !same_time(a.reducescatter_s, b.reducescatter_s) ||
-      !same_time(a.alltoall_s, b.alltoall_s))
+  if (a.ends_s.size() != b.ends_s.size() || !same(a.per_layer_s, b.per_layer_s) ||
+      !same(a.allgather_s, b.allgather_s) || !same(a.reducescatter_s, b.reducescatter_s) ||
+      !same(a.alltoall_s, b.alltoall_s))
     return false;
   for (size_t i = 0; i < a.ends_s.size(); ++i) {
-    if (!same_time(a.ends_s[i], b.ends_s[i])) return false;
+    if (!same(a.ends_s[i], b.ends_s[i])) return false;
   }
   return true;
 }
@@ -393,25 +394,61 @@ void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Re
                                bool every_batch) {
   const auto wall_start = std::chrono::steady_clock::now();
   if (whole_steps_) {
-    // Every sequence at the longest context a request reaches (its padded prompt and output).
+    // Every sequence at the longest context a request reaches (its padded prompt and output);
+    // decode steps are replayed as the serving simulation asks for them (every_batch: dense only).
     reference_context_ = 0;
     for (const auto& r : requests)
       reference_context_ = std::max<double>(reference_context_, padded_prompt_tokens(r.prompt_tokens, config.buckets) +
                                                                      r.output_tokens);
     if (reference_context_ <= 0) reference_context_ = model_.max_sequence_length;
-    if (every_batch)
-      for (int m = 1; m <= padded_groups(config.slots); ++m) replay_whole_decode(m);
   } else if (generate_role_.model_degree > 1) {
-    auto key = [&](int b) { return activation_bytes(model_, b); };
-    if (every_batch) {
+    const int slots = config.slots;
+    if (every_batch || slots <= 17) {
       std::vector<int> all;
-      for (int b = 1; b <= config.slots; ++b) all.push_back(b);
+      for (int b = 1; b <= slots; ++b) all.push_back(b);
       replay_decode_batches(all);
     } else {
-      fill_batch_table<LayerComm>(
-          config.slots, [&](const std::vector<int>& batches) { replay_decode_batches(batches); },
-          [&](int b) -> const LayerComm& { return decode_comm_.at(key(b)); },
-          [&](int b, const LayerComm& row) { decode_comm_[key(b)] = row; }, same_comm, interpolate);
+      // Collective time is flat in the bytes where the hop latency floors every message and
+      // affine where every message is bandwidth-bound with the same pattern. So replay a grid
+      // of 17 batch sizes; an interval whose ends replay the same is filled with that; else its
+      // midpoint is replayed, and if the three lie on a line the interval is filled by
+      // interpolation; else both halves are resolved the same way. About log2(slots) rounds of
+      // simulation instead of one window per batch size; test_serving_costs.cpp checks the filled
+      // table against replaying every batch.
+      auto comm = [&](int b) -> const LayerComm& { return decode_comm_.at(activation_bytes(model_, b)); };
+      std::vector<int> grid;
+      for (int k = 0; k <= 16; ++k) grid.push_back(1 + static_cast<int>(std::lround((slots - 1) * k / 16.0)));
+      grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+      replay_decode_batches(grid);
+      std::vector<std::pair<int, int>> open;
+      for (size_t i = 0; i + 1 < grid.size(); ++i) open.emplace_back(grid[i], grid[i + 1]);
+      while (!open.empty()) {
+        std::vector<std::pair<int, int>> need_mid;
+        for (auto [lo, hi] : open) {
+          if (hi - lo < 2) continue;
+          if (same_comm(comm(lo), comm(hi))) {
+            const LayerComm a = comm(lo);
+            for (int m = lo + 1; m < hi; ++m) decode_comm_[activation_bytes(model_, m)] = a;
+          } else {
+            need_mid.emplace_back(lo, hi);
+          }
+        }
+        std::vector<int> mids;
+        for (auto [lo, hi] : need_mid) mids.push_back((lo + hi) / 2);
+        if (!mids.empty()) replay_decode_batches(mids);
+        open.clear();
+        for (auto [lo, hi] : need_mid) {
+          const int mid = (lo + hi) / 2;
+          const LayerComm a = comm(lo), b = comm(hi), m = comm(mid);
+          if (auto line = interpolate(a, b, lo, hi, mid); line && same_comm(*line, m)) {
+            for (int x = lo + 1; x < hi; ++x)
+              if (x != mid) decode_comm_[activation_bytes(model_, x)] = *interpolate(a, b, lo, hi, x);
+          } else {
+            open.emplace_back(lo, mid);
+            open.emplace_back(mid, hi);
+          }
+        }
+      }
     }
   }
   if (!colocated) {

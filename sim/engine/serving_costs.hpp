@@ -107,6 +107,7 @@ class ServingCostModel {
   double reference_context_ = 0;     // tokens per sequence the decode steps are replayed at
   struct WholeDecode {
     double reference_s = 0;   // the step with every sequence at the reference context
+    double attention_s = 0;   // one chip's attention op in it (chip_step_compute)
     double stagger_s = 0;     // the longest any layer's attention must last for the shift to hold
   };
   std::map<int, WholeDecode> decode_steps_;

@@ -72,10 +72,12 @@ double ServingCostModel::whole_prefill_s(int batch, int chunk, int offset) {
 
 void ServingCostModel::replay_whole_decode(int rows) {
   if (decode_steps_.count(rows)) return;
-  const Program program = step_program(model_, generate_role_, decode_shape(rows * generate_groups_, reference_context_),
-                                       collectives_replayed_);
-  const RunResult run = run_program(generate_role_.topology, settings_, program, {});
-  decode_steps_[rows] = {run.total_time_s, attention_stagger_s(program, run)};
+  const ServerRole& role = generate_role_;
+  const StepShape shape = decode_shape(rows * generate_groups_, reference_context_);
+  const Program program = step_program(model_, role, shape, collectives_replayed_);
+  const RunResult run = run_program(role.topology, settings_, program, {});
+  decode_steps_[rows] = {run.total_time_s, chip_step_compute(model_, role.plan, role.topology, shape).attention_s,
+                         attention_stagger_s(program, run)};
 }
 
 double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
@@ -87,12 +89,9 @@ double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
   const int padded = m * generate_groups_;
   StepShape actual = decode_shape(padded, 0);
   actual.attended_tokens = actual.kv_tokens = context_tokens;
-  auto attention_s = [&](const StepShape& shape) {
-    return chip_step_compute(model_, role.plan, role.topology, shape).attention_s;
-  };
-  const double attention = attention_s(actual), reference = attention_s(decode_shape(padded, reference_context_));
-  if (std::min(attention, reference) >= step.stagger_s)
-    return step.reference_s + model_.layers * (attention - reference);
+  const double attention = chip_step_compute(model_, role.plan, role.topology, actual).attention_s;
+  if (std::min(attention, step.attention_s) >= step.stagger_s)
+    return step.reference_s + model_.layers * (attention - step.attention_s);
   ++decode_exact_replays_;
   const Program program = step_program(model_, role, actual, collectives_replayed_);
   return run_program(role.topology, settings_, program, {}).total_time_s;
