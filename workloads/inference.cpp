@@ -87,6 +87,14 @@ int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topolo
   return degree;
 }
 
+bool serving_prices_whole_steps(const TransformerSpec& model) {
+  return model.moe.has_value() || model.attention == AttentionKind::None;
+}
+
+bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan) {
+  return model.attention == AttentionKind::None || !plan.collective_matmul;
+}
+
 double server_weight_bytes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
   return ((param_count(model) - routed) * expert_parallel_degree(plan, topology) + routed) * plan.weight_bytes;
@@ -143,19 +151,18 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   const double p_out = static_cast<double>(model.vocab) * model.d_model;
   const double io = 2 * shape.tokens * model.d_model * activation;
   // The MXU does the padded work of each block's shapes (matmul_shapes.hpp; 1 on the ideal machine).
-  const int degree = model_degree;
   auto padded = [&](const std::vector<WeightShape>& shapes) { return mxu_padding_factor(shape.tokens, shapes, chip); };
   StepCompute out;
   out.attention_flops = (2 * shape.tokens * p_attn + score_flops) / y;
   out.attention_s =
-      roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, degree)) + score_flops) / y,
+      roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, model_degree)) + score_flops) / y,
                (p_attn * plan.weight_bytes + layer_kv + io) / y, p_attn / y);
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
-  out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, degree)),
+  out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, model_degree)),
                        (p_mlp * plan.weight_bytes + io) / y, p_mlp / y);
   out.unembed_flops = 2 * shape.tokens * p_out / y;
   out.unembed_s =
-      roofline(out.unembed_flops * padded(unembed_weight_shapes(model, degree)), p_out * plan.weight_bytes / y, p_out / y);
+      roofline(out.unembed_flops * padded(unembed_weight_shapes(model, model_degree)), p_out * plan.weight_bytes / y, p_out / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
   return out;
 }
@@ -249,10 +256,9 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const double dense_params = router_params_per_layer(model) + model.moe->shared_experts * expert_params(model);
     const double io = 2 * local_tokens * model.d_model * 2.0;
     const double shared_flops = 2 * local_tokens * dense_params / model_degree;
-    std::vector<WeightShape> shared_shapes = router_weight_shapes(model);
-    for (int e = 0; e < model.moe->shared_experts; ++e)
-      shared_shapes = shared_shapes + mlp_weight_shapes(model, model.moe->expert_d_ff, model_degree);
-    const double shared_s = roofline_s(shared_flops * mxu_padding_factor(local_tokens, shared_shapes, topology.chip),
+    const double shared_s = roofline_s(shared_flops * mxu_padding_factor(local_tokens,
+                                                                         router_shared_weight_shapes(model, model_degree),
+                                                                         topology.chip),
                                        (dense_params * plan.weight_bytes + io) / model_degree, C, topology.chip,
                                        plan.efficiency, dequant_s(dense_params / model_degree, plan, topology.chip));
     std::vector<int> before = previous;

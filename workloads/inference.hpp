@@ -106,6 +106,13 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
 Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                           InferenceLayout& layout);
 
+// Serving prices a step of these models whole (sim/engine/serving_whole_steps.cpp): layers that
+// are not identical attention and dense MLP blocks (experts) or lack attention.
+bool serving_prices_whole_steps(const TransformerSpec& model);
+// Whole-step pricing moves a decode step by its attention's change in length, which holds where
+// attention is one link of the chained step: not beside collective matmuls.
+bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan);
+
 // Weight bytes a slice holds for one server: every expert once, and the rest (attention,
 // router, shared experts, embeddings) once per expert-parallel group; param_count x weight_bytes
 // without expert parallelism.

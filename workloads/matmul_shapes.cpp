@@ -48,9 +48,14 @@ std::vector<WeightShape> unembed_weight_shapes(const TransformerSpec& m, int y) 
   return {{static_cast<double>(m.d_model), split(m.vocab, y)}};
 }
 
-std::vector<WeightShape> router_weight_shapes(const TransformerSpec& m) {
+std::vector<WeightShape> router_shared_weight_shapes(const TransformerSpec& m, int y) {
   if (!m.moe) return {};
-  return {{static_cast<double>(m.d_model), static_cast<double>(m.moe->experts)}};
+  std::vector<WeightShape> w{{static_cast<double>(m.d_model), static_cast<double>(m.moe->experts)}};
+  for (int e = 0; e < m.moe->shared_experts; ++e) {
+    const auto expert = mlp_weight_shapes(m, m.moe->expert_d_ff, y);
+    w.insert(w.end(), expert.begin(), expert.end());
+  }
+  return w;
 }
 
 double mxu_padding_factor(double tokens, const std::vector<WeightShape>& weights, const ChipSpec& chip) {
@@ -63,11 +68,6 @@ double mxu_padding_factor(double tokens, const std::vector<WeightShape>& weights
     done += up(tokens, 8) * up(w.rows, t) * up(w.cols, t);
   }
   return useful > 0 ? done / useful : 1.0;
-}
-
-std::vector<WeightShape> operator+(std::vector<WeightShape> a, const std::vector<WeightShape>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 }  // namespace podsim

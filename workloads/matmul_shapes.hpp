@@ -23,13 +23,11 @@ struct WeightShape {
 std::vector<WeightShape> attention_weight_shapes(const TransformerSpec& model, int model_degree);
 std::vector<WeightShape> mlp_weight_shapes(const TransformerSpec& model, double d_ff, int model_degree);
 std::vector<WeightShape> unembed_weight_shapes(const TransformerSpec& model, int model_degree);
-std::vector<WeightShape> router_weight_shapes(const TransformerSpec& model);
+// An MoE layer's dense part every token passes through: the router [D, E] and the shared experts.
+std::vector<WeightShape> router_shared_weight_shapes(const TransformerSpec& model, int model_degree);
 
 // The work the MXU does for `tokens` rows through these weights over the work their FLOPs
 // count: sum pad8(M) pad(K) pad(N) / sum M K N, 1 without padding (or without weights).
 double mxu_padding_factor(double tokens, const std::vector<WeightShape>& weights, const ChipSpec& chip);
-
-// Joins two lists of shapes (a block of several parts, e.g. the router beside shared experts).
-std::vector<WeightShape> operator+(std::vector<WeightShape> a, const std::vector<WeightShape>& b);
 
 }  // namespace podsim

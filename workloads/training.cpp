@@ -158,12 +158,9 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     if (model.moe && l >= model.moe->dense_layers) {
       // An MoE layer's MLP block: here its router and shared experts, the dense part every
       // token passes through; the routed experts are MoeTrainingBlocks'.
-      std::vector<WeightShape> shapes = router_weight_shapes(model);
-      for (int e = 0; e < model.moe->shared_experts; ++e)
-        shapes = shapes + mlp_weight_shapes(model, model.moe->expert_d_ff, static_cast<int>(y));
       blocks.push_back(make("L" + std::to_string(l) + ".mlp", l,
                             router_params_per_layer(model) + model.moe->shared_experts * expert_params(model), 0.0,
-                            shapes));
+                            router_shared_weight_shapes(model, static_cast<int>(y))));
       blocks.back().moe_layer = l - model.moe->dense_layers;
       continue;
     }

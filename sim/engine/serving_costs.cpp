@@ -256,12 +256,10 @@ ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole pref
   // The layer shortcut prices a step as identical layers of an attention and a dense MLP block,
   // each between its Megatron collectives. An MoE model's layers differ and a model without
   // attention lacks a block: those are priced by whole steps (serving_whole_steps.cpp).
-  whole_steps_ = model_.moe.has_value() || model_.attention == AttentionKind::None;
+  whole_steps_ = serving_prices_whole_steps(model_);
   generate_groups_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology);
-  // A whole decode step's attention is moved from one context to another by its length alone
-  // only where it is one link of a chain; collective matmuls run it beside the collectives.
-  if (whole_steps_ && model_.attention != AttentionKind::None &&
-      (prefill_role_.plan.collective_matmul || generate_role_.plan.collective_matmul))
+  if (whole_steps_ && (!whole_step_attention_shift_holds(model_, prefill_role_.plan) ||
+                       !whole_step_attention_shift_holds(model_, generate_role_.plan)))
     throw std::invalid_argument("collective matmuls are not modelled when serving " + model_.name +
                                 " (its steps are priced whole; attention with collective matmuls would need a "
                                 "replay per context); expected collective_matmul: false");

@@ -66,11 +66,9 @@ void server_axes(const std::optional<Field>& parallelism, const TopologySpec& to
                            "replicas");
 }
 
-// Serving prices an MoE model's steps whole (sim/engine/serving_whole_steps.cpp), moving a
-// decode step's attention by its length alone, which holds where attention is one link of a
-// chain: not beside collective matmuls.
+// Where serving prices steps whole, collective matmuls are refused at the key that asks for them.
 void reject_whole_step_overlap(const std::optional<Field>& field, const InferencePlan& plan, const TransformerSpec& model) {
-  if (field && plan.collective_matmul && model.moe && model.attention != AttentionKind::None)
+  if (field && serving_prices_whole_steps(model) && !whole_step_attention_shift_holds(model, plan))
     fail(*field, "collective matmuls are not modelled when serving a mixture-of-experts model (" + model.name +
                      "'s steps are priced whole, with attention between its collectives); expected false");
 }
