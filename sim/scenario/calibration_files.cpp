@@ -161,35 +161,26 @@ CalibrationProfile load_profile(const std::string& path) {
     time("collective_overhead", p.collective_overhead_s, 1e-2);
     time("compute_overhead", p.compute_overhead_s, 1e-2);
     time("dcn_latency", p.dcn_latency_s, 1e-2);
-    // A fraction in (0, 1], or [0, 1] where none of it is a value (roofline_overlap).
-    auto fraction = [&](const char* key, std::optional<double>& out, bool zero_allowed = false) {
+    // A plain number in [low, high], or in (low, high] where `above_low`.
+    auto number = [&](const char* key, std::optional<double>& out, double low, bool above_low, double high,
+                      const char* expected) {
       if (const YAML::Node n = params[key]) {
         double v = -1;
         try {
           v = std::stod(text_of(n));
         } catch (const std::exception&) {
         }
-        if (!((zero_allowed ? v >= 0 : v > 0) && v <= 1))
-          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n),
-                           zero_allowed ? "expected a fraction in [0, 1]" : "expected a fraction in (0, 1]");
+        if (!((above_low ? v > low : v >= low) && v <= high))
+          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n), expected);
         out = v;
       }
     };
-    fraction("link_efficiency", p.link_efficiency);
-    fraction("hbm_efficiency", p.hbm_efficiency);
-    fraction("matmul_efficiency", p.matmul_efficiency);
-    fraction("roofline_overlap", p.roofline_overlap, true);
-    if (const YAML::Node n = params["dequant_rate"]) {
-      double v = -1;
-      try {
-        v = std::stod(text_of(n));
-      } catch (const std::exception&) {
-      }
-      if (!(v >= 1e9 && v <= 1e16))
-        throw InputError(at(path, n), "parameters.dequant_rate", text_of(n),
-                         "expected weights per second from 1e9 to 1e16, e.g. 5e12");
-      p.dequant_rate = v;
-    }
+    const char* fraction = "expected a fraction in (0, 1]";
+    number("link_efficiency", p.link_efficiency, 0, true, 1, fraction);
+    number("hbm_efficiency", p.hbm_efficiency, 0, true, 1, fraction);
+    number("matmul_efficiency", p.matmul_efficiency, 0, true, 1, fraction);
+    number("roofline_overlap", p.roofline_overlap, 0, false, 1, "expected a fraction in [0, 1]");
+    number("dequant_rate", p.dequant_rate, 1e9, false, 1e16, "expected weights per second from 1e9 to 1e16, e.g. 5e12");
   }
   return p;
 }

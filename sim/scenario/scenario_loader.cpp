@@ -121,31 +121,24 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s");
   set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  if (auto efficiency = overrides.optional("hbm_efficiency")) {
-    chip.hbm_efficiency = read_real(*efficiency);
-    if (!(chip.hbm_efficiency > 0 && chip.hbm_efficiency <= 1)) fail(*efficiency, "expected a fraction in (0, 1]");
-  }
-  if (auto efficiency = overrides.optional("matmul_efficiency")) {
-    chip.matmul_efficiency = read_real(*efficiency);
-    if (!(chip.matmul_efficiency > 0 && chip.matmul_efficiency <= 1)) fail(*efficiency, "expected a fraction in (0, 1]");
-  }
-  if (auto overlap = overrides.optional("roofline_overlap")) {
-    chip.roofline_overlap = read_real(*overlap);
-    if (!(chip.roofline_overlap >= 0 && chip.roofline_overlap <= 1)) fail(*overlap, "expected a fraction in [0, 1]");
-  }
+  // A plain number in [low, high], or in (low, high] where `above_low`.
+  auto number = [&](std::string_view key, double& target, double low, bool above_low, double high,
+                    const char* expected) {
+    if (auto value = overrides.optional(key)) {
+      target = read_real(*value);
+      if (!((above_low ? target > low : target >= low) && target <= high)) fail(*value, expected);
+    }
+  };
+  number("hbm_efficiency", chip.hbm_efficiency, 0, true, 1, "expected a fraction in (0, 1]");
+  number("matmul_efficiency", chip.matmul_efficiency, 0, true, 1, "expected a fraction in (0, 1]");
+  number("roofline_overlap", chip.roofline_overlap, 0, false, 1, "expected a fraction in [0, 1]");
   set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
   set("dcn_latency", chip.dcn_latency_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
-  if (auto rate = overrides.optional("dequant_rate")) {
-    chip.dequant_weights_per_s = read_real(*rate);
-    if (!(chip.dequant_weights_per_s >= 1e9 && chip.dequant_weights_per_s <= 1e16))
-      fail(*rate, "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
-  }
+  number("dequant_rate", chip.dequant_weights_per_s, 1e9, false, 1e16,
+         "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
-  if (auto price = overrides.optional("chip_hour_price_usd")) {
-    chip.chip_hour_price_usd = read_real(*price);
-    if (!(chip.chip_hour_price_usd > 0 && chip.chip_hour_price_usd <= 1e4))
-      fail(*price, "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
-  }
+  number("chip_hour_price_usd", chip.chip_hour_price_usd, 0, true, 1e4,
+         "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);
