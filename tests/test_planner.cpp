@@ -5,10 +5,13 @@
 
 using namespace podsim;
 
-TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") {
+namespace {
+
+// LLaMA-2 7B cut to 2 layers on a v5p 4x4 (both axes wrapped), 64 sequences of 1024 tokens.
+Scenario small_pod(const std::string& name) {
   Scenario s;
   s.path = "<test>";
-  s.name = "planner-test";
+  s.name = name;
   s.workload_kind = WorkloadKind::Training;
   s.topology.chip = *find_chip_preset("v5p");
   s.topology.axes = {{"X", 4, true}, {"Y", 4, true}};
@@ -17,6 +20,13 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   s.training.plan.sequence_length = 1024;
   s.training.plan.global_batch_tokens = 1024.0 * 64;
   s.training.plan.attention_flops = false;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") {
+  const Scenario s = small_pod("planner-test");
   const auto result = plan_training(s, nullptr);
   // 2 axes: 4 data/tensor splits, DP or FSDP where there is a data axis (7), 2 pipelines,
   // and TP over a block of 2 on either axis with DP or FSDP over the rest (4): 13 splits. The
@@ -87,4 +97,24 @@ TEST_CASE("planner tries expert parallelism for an MoE model, and no pipelines",
   }
   CHECK(with_ep > 0);
   CHECK(feasible_ep == with_ep);
+}
+
+TEST_CASE("planner: no mirror images where a perturbation breaks the mesh's symmetry", "[planner]") {
+  Scenario s = small_pod("planner-perturbed");
+  // One slow chip at (0, 1): swapping X and Y moves it to (1, 0), another pod.
+  Perturbation slow;
+  slow.name = "slow";
+  slow.compute_slowdown = 2.0;
+  ChipBox box;
+  box.axes = {{0, 0}, {1, 1}};
+  box.slices = {0, 0};
+  slow.chips = {box};
+  s.topology.perturbations = {slow};
+  const auto result = plan_training(s, nullptr);
+  int simulated = 0;
+  for (const auto& c : result.candidates) {
+    CHECK(c.mirrors == 0);
+    simulated += c.simulated;
+  }
+  CHECK(simulated == 33);   // every fitting plan of the unperturbed case's 33, each simulated
 }

@@ -173,9 +173,22 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
   return out;
 }
 
-// A plan's class under the mesh's symmetries: axes of the same size and wraparound swapped.
+// Whether swapping mesh axes of the same size and wraparound maps the pod onto itself: not
+// where perturbations single out chips or links, nor where named axis splits describe the
+// axes unevenly (kept conservative: no mirrors then).
+bool axis_swaps_are_symmetries(const TopologySpec& topology) {
+  return topology.perturbations.empty() && topology.splits.empty();
+}
+
+// A plan's class under the mesh's symmetries: axes of the same size and wraparound swapped
+// (and, across slices, of the same extent in a host's block, since hosts share a NIC).
 std::string symmetry_key(const TopologySpec& topology, const TrainingPlan& p) {
-  auto axis_class = [&](int a) { return std::to_string(topology.axes[a].size) + (topology.axes[a].wraparound ? "w" : "l"); };
+  auto axis_class = [&](int a) {
+    std::string c = std::to_string(topology.axes[a].size) + (topology.axes[a].wraparound ? "w" : "l");
+    const auto& host = topology.chip.host_shape;
+    if (topology.slices > 1) c += "h" + std::to_string(a < static_cast<int>(host.size()) ? host[a] : 1);
+    return c;
+  };
   auto group = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -212,8 +225,9 @@ PlannerResult plan_training(const Scenario& scenario,
   // Mirror images: the first of each symmetry class is simulated; the others count on it.
   std::vector<PlanCandidate> unique;
   std::map<std::string, size_t> first_of;
+  const bool mirrors = axis_swaps_are_symmetries(scenario.topology);
   for (auto& c : all) {
-    if (c.feasible && c.report.fits_hbm) {
+    if (mirrors && c.feasible && c.report.fits_hbm) {
       const auto [it, fresh] = first_of.try_emplace(symmetry_key(scenario.topology, c.plan), unique.size());
       if (!fresh) {
         ++unique[it->second].mirrors;
