@@ -367,12 +367,16 @@ int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::ve
   return it->second;
 }
 
-OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry) {
+OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry,
+                 bool round_the_end) {
   OpPlan plan;
   plan.point_to_point = true;
   plan.chips.resize(topo.chip_count());
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-    const auto to = topo.step_along(chip, axis, direction);
+    // Round the end: one wraparound hop where the axis wraps; on a line, back along it
+    // (ici_port's closing route); between slices, over DCN like any other.
+    auto to = topo.step_along(chip, axis, direction);
+    if (!to && round_the_end) to = topo.round_the_end(chip, axis, direction);
     if (!to) continue;   // the ends of the line send nothing
     // Between slices the data goes out through the host's PCIe and NIC and in through the
     // receiver's (the DCN ports); along a mesh axis over the ICI link.

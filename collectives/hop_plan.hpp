@@ -84,8 +84,10 @@ OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes,
 long long count_messages(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec);
 
 // Point to point along a line: every chip with a neighbour one step along `axis` in
-// `direction` sends it `bytes`; the op ends on the sender when the data has arrived.
-OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry);
+// `direction` sends it `bytes`; the op ends on the sender when the data has arrived. With
+// round_the_end the line's last chip sends to its first as well.
+OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, EndpointRegistry& registry,
+                 bool round_the_end = false);
 
 // Boustrophedon order of a slice's chips: consecutive chips are ICI neighbours.
 std::vector<ChipId> snake_order(const Topology& topo, int slice);

@@ -468,4 +468,15 @@ std::optional<ChipId> Topology::step_along(ChipId chip, int axis, int direction)
   return neighbor(chip, axis, direction);
 }
 
+std::optional<ChipId> Topology::round_the_end(ChipId chip, int axis, int direction) const {
+  const int extent = extent_along(axis);
+  const int next = position_along(chip, axis) + direction;
+  if (next >= 0 && next < extent) return std::nullopt;
+  const int other = (next + extent) % extent;
+  if (axis == kSliceAxis) return chip_at(other, coords(chip));
+  auto c = coords(chip);
+  c[axis] = other;
+  return chip_at(slice_of(chip), c);
+}
+
 }  // namespace podsim

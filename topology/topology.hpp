@@ -118,6 +118,9 @@ class Topology {
   int position_along(ChipId chip, int axis) const;
   int extent_along(int axis) const;
   std::optional<ChipId> step_along(ChipId chip, int axis, int direction) const;
+  // From a line's last chip in `direction`, the chip at its other end (an interleaved
+  // pipeline's last device feeding its first the next virtual stage); nullopt elsewhere.
+  std::optional<ChipId> round_the_end(ChipId chip, int axis, int direction) const;
 
   // DCN path chip -> its host (PCIe) -> NIC -> switch core (if oversubscribed) -> NIC -> host -> chip.
   std::vector<DirectedLink> dcn_route(ChipId a, ChipId b) const;

@@ -58,7 +58,7 @@ double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpo
 MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
                                          const ShardingDegrees& degrees,
                                          double tokens_per_chip_per_microbatch,
-                                         Checkpointing policy, int microbatches_in_flight) {
+                                         Checkpointing policy, double microbatches_in_flight) {
   validate_transformer_spec(spec);
   require_degree("data", degrees.data);
   require_degree("fsdp", degrees.fsdp);

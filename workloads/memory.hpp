@@ -43,13 +43,14 @@ double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpo
 //     batch / (data * fsdp), divided by the microbatch count when pipelining); TP chips of one
 //     group see the same tokens, so tensor does not divide it.
 //   microbatches_in_flight: microbatches whose activations a stage holds at once (1 without
-//     pipelining; up to `pipeline` for 1F1B on the first stage, all of them for GPipe).
+//     pipelining; up to `pipeline` for 1F1B on the first stage, all of them for GPipe; a
+//     fraction when interleaved chunks each hold 1/v of the stage).
 // Throws std::invalid_argument on an invalid spec (validate_transformer_spec), a degree < 1,
 // negative tokens or microbatches_in_flight < 1.
 MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
                                          const ShardingDegrees& degrees,
                                          double tokens_per_chip_per_microbatch,
-                                         Checkpointing policy, int microbatches_in_flight = 1);
+                                         Checkpointing policy, double microbatches_in_flight = 1);
 
 // Largest parameter count whose weights and optimizer state fit in one chip's HBM with pure
 // data parallelism: hbm_bytes / bytes_per_param (training.md:L198-L200: bf16 params + fp32 Adam

@@ -13,15 +13,19 @@ enum class ProgramOpKind {
   Collective,
   Compute,
   Send,   // point to point: each chip sends `collective.bytes` to its neighbour one step along
-          // `send_axis` in `send_direction`, within the line (never round a wraparound)
+          // `send_axis` in `send_direction`, within the line (never round a wraparound); with
+          // `send_round_the_end` the line's last chip also sends to its first
 };
 
 // A dependency on an op of another chip: the neighbour one step against `direction` along
 // `axis` (the chip a Send arrives from). No dependency where that neighbour does not exist.
+// With round_the_end, only the line's first chip in `direction` has it, on the last one (what
+// a send round the end delivers); every other chip has none.
 struct NeighbourDependency {
   int op = -1;
   int axis = 0;
   int direction = +1;
+  bool round_the_end = false;
 };
 
 struct ProgramOp {
@@ -44,6 +48,7 @@ struct ProgramOp {
   std::vector<NeighbourDependency> after_neighbour;
   int send_axis = -1;          // for Send
   int send_direction = +1;     // for Send
+  bool send_round_the_end = false;   // for Send: the line's last chip sends to its first too
   // Compute that differs from chip to chip by position along `vary_axes` (an MoE layer's
   // experts compute the tokens routed to them): compute_s_by_position[i] on the chip whose
   // coordinates on vary_axes read i in mixed radix, the first axis fastest; `compute_s` and

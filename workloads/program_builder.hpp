@@ -14,8 +14,10 @@ class ProgramBuilder {
  public:
   ProgramBuilder() = default;
   explicit ProgramBuilder(Program program) : program_(std::move(program)) {}
-  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category) {
+  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category,
+           bool round_the_end = false) {
     ProgramOp op;
+    op.send_round_the_end = round_the_end;
     op.name = std::move(name);
     op.kind = ProgramOpKind::Send;
     op.send_axis = axis;

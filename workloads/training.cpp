@@ -1,6 +1,8 @@
 #include "workloads/training.hpp"
 
+#include "workloads/block_ops.hpp"
 #include "workloads/moe_training.hpp"
+#include "workloads/pipeline.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/roofline.hpp"
@@ -173,114 +175,6 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   return blocks;
 }
 
-// Pipeline stages: along a mesh axis, or one per slice (sends then cross the DCN).
-int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
-  return plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes.at(plan.pipeline_axis).size;
-}
-
-// The order a pipeline stage runs its microbatches' forward (F) and backward (B) passes.
-// GPipe: F0..F(M-1), then B0..B(M-1). 1F1B: P-1-s warm-up forwards, then one forward and one
-// backward at a time, then the remaining backwards (Narayanan et al., PipeDream-Flush).
-std::vector<std::pair<bool, int>> stage_order(PipelineSchedule schedule, int stage, int stages, int microbatches) {
-  std::vector<std::pair<bool, int>> order;   // (is_forward, microbatch)
-  if (schedule == PipelineSchedule::GPipe) {
-    for (int m = 0; m < microbatches; ++m) order.push_back({true, m});
-    for (int m = 0; m < microbatches; ++m) order.push_back({false, m});
-    return order;
-  }
-  const int warmup = std::min(stages - 1 - stage, microbatches);
-  int next_forward = 0, next_backward = 0;
-  for (; next_forward < warmup; ++next_forward) order.push_back({true, next_forward});
-  while (next_backward < microbatches) {
-    if (next_forward < microbatches) order.push_back({true, next_forward++});
-    order.push_back({false, next_backward++});
-  }
-  return order;
-}
-
-// What a pipeline plan must satisfy (training_layout checks it before anything is built).
-void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
-  if (plan.fsdp || !plan.tensor_axes.empty()) {
-    throw std::invalid_argument("pipeline parallelism combines with data parallelism only (no FSDP or TP yet)");
-  }
-  if (model.moe) throw std::invalid_argument("pipeline parallelism with a mixture-of-experts model is not supported yet");
-  const int stages = stage_count(plan, topology);
-  if (stages > model.layers) {
-    throw std::invalid_argument(std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) +
-                                " layers: more stages than layers");
-  }
-  if (model.layers % stages != 0) {
-    throw std::invalid_argument(std::to_string(model.layers) + " layers do not split evenly over " +
-                                std::to_string(stages) + " pipeline stages");
-  }
-}
-
-Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
-                         TrainingLayout& layout) {
-  const int stages = stage_count(plan, topology);
-  layout.pipeline_stages = stages;
-  const int M = plan.microbatches;
-  // One stage's share of the model: its layers (the output projection rides on the last
-  // stage in a real model; here it is spread with the layers so stages stay equal).
-  double stage_forward_s = 0, stage_backward_s = 0, stage_flops = 0, stage_params = 0, stage_recompute_flops = 0;
-  for (const auto& blk : layout.blocks) {
-    stage_forward_s += blk.forward_s / stages;
-    stage_backward_s += (blk.recompute_s + blk.backward_s) / stages;   // a microbatch's backward reruns its forward first
-    stage_flops += blk.forward_flops_per_chip / stages;
-    stage_recompute_flops += blk.recompute_flops_per_chip / stages;
-    stage_params += blk.params / stages;
-  }
-  const double activation_bytes = layout.tokens_per_microbatch * model.d_model * model.activation_bytes;
-  ProgramBuilder b;
-  std::vector<int> forward(M), backward(M), send_forward(M), send_backward(M);
-  // Ops first, same-chip order per stage afterwards (it depends on the stage).
-  for (int m = 0; m < M; ++m) {
-    forward[m] = b.compute("mb" + std::to_string(m) + ".fwd", stage_forward_s, stage_flops, {}, -1, "forward");
-    send_forward[m] = b.send("mb" + std::to_string(m) + ".send_activations", plan.pipeline_axis, +1,
-                             activation_bytes, {forward[m]}, "pp_send");
-  }
-  for (int m = 0; m < M; ++m) {
-    backward[m] = b.compute("mb" + std::to_string(m) + ".bwd", stage_backward_s, 2 * stage_flops + stage_recompute_flops,
-                            {}, -1, "backward");
-    send_backward[m] = b.send("mb" + std::to_string(m) + ".send_gradients", plan.pipeline_axis, -1,
-                              activation_bytes, {backward[m]}, "pp_send");
-  }
-  Program program = b.take();
-  for (int m = 0; m < M; ++m) {
-    program[forward[m]].after_neighbour.push_back({send_forward[m], plan.pipeline_axis, +1});
-    // The last stage starts a microbatch's backward from its own forward; the others from
-    // the gradient the next stage sends back.
-    program[backward[m]].after_neighbour.push_back({send_backward[m], plan.pipeline_axis, -1});
-  }
-  for (int op : forward) program[op].position_axis = plan.pipeline_axis;
-  for (int op : backward) program[op].position_axis = plan.pipeline_axis;
-  for (int stage = 0; stage < stages; ++stage) {
-    int previous = -1;
-    for (const auto& [is_forward, m] : stage_order(plan.schedule, stage, stages, M)) {
-      const int op = is_forward ? forward[m] : backward[m];
-      auto& after = program[op].after_at_position;
-      after.resize(stages);
-      if (previous >= 0) after[stage].push_back(previous);
-      if (!is_forward) after[stage].push_back(forward[m]);
-      previous = op;
-    }
-  }
-  ProgramBuilder tail(std::move(program));
-  std::vector<int> done(backward.begin(), backward.end());
-  if (layout.data_degree > 1) {
-    const int reduce = tail.collective("allreduce_grads", CollectiveKind::AllReduce, plan.data_axes, plan.data_slices,
-                                       stage_params * model.param_bytes, backward, -1, "dp_allreduce");
-    done.push_back(reduce);
-  }
-  const double local_params = param_count(model) / stages;
-  layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
-                       topology.chip.achieved_hbm_Bps();
-  tail.compute("optimizer", layout.optimizer_s, 0.0, done, -1, "optimizer");
-  layout.total_flops = 3 * stage_flops * M * layout.chips;
-  layout.recompute_flops = stage_recompute_flops * M * layout.chips;
-  return tail.take();
-}
-
 }  // namespace
 
 TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
@@ -315,11 +209,12 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   if (plan.pipeline_axis >= 0) {
     check_pipeline(model, plan, topology);
     degrees.pipeline = stage_count(plan, topology);
-    layout.strategy = std::string(plan.schedule == PipelineSchedule::GPipe ? "PP(GPipe)" : "PP(1F1B)") +
-                      (data ? "+DP" : "");
-    // Microbatches whose activations a stage holds at once: all under GPipe, at most P under 1F1B.
-    const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.microbatches
-                                                                   : std::min(plan.microbatches, degrees.pipeline);
+    layout.strategy = std::string("PP(") + schedule_name(plan.schedule) +
+                      (plan.virtual_stages > 1 ? " v=" + std::to_string(plan.virtual_stages) : "") + ")" +
+                      (fsdp ? "+FSDP" : data ? "+DP" : "") + (tensor ? "+TP" : "");
+    // Activations a stage holds at once: the schedule's peak of passes begun and not yet freed.
+    const double in_flight =
+        peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches, plan.virtual_stages);
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight);
   } else {
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
@@ -347,42 +242,9 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
 
-  // One block's pass: its matmuls, and under tensor parallelism the activations gathered
-  // before and the partial sums scattered after. Blocking by default; with tensor_overlap a
-  // collective matmul (sharding.md, "collective matmuls"): the gather streams in while the
-  // first matmul runs, the scatter streams out while the second runs.
-  struct BlockOps {
-    int last_compute = -1;
-    std::vector<int> end;
-  };
   auto emit_block = [&](const std::string& name, const TrainingBlock& blk, double seconds, double flops,
                         std::vector<int> inputs, const char* category) {
-    BlockOps ops;
-    if (!tensor) {
-      ops.last_compute = b.compute(name, seconds, flops, inputs, blk.layer, category);
-      ops.end = {ops.last_compute};
-      return ops;
-    }
-    const double bytes = blk.activation_bytes_per_group;
-    if (!plan.tensor_overlap) {
-      const int gather = b.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan.tensor_axes,
-                                      plan.tensor_slices, bytes, inputs, blk.layer, "tp_allgather");
-      inputs.push_back(gather);
-      ops.last_compute = b.compute(name, seconds, flops, inputs, blk.layer, category);
-      ops.end = {b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan.tensor_axes,
-                              plan.tensor_slices, bytes, {ops.last_compute}, blk.layer, "tp_reducescatter")};
-      return ops;
-    }
-    const int gather = b.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan.tensor_axes,
-                                    plan.tensor_slices, bytes, inputs, blk.layer, "tp_allgather");
-    const int first = b.compute(name + ".matmul1", seconds / 2, flops / 2, inputs, blk.layer, category);
-    const int second = b.compute(name + ".matmul2", seconds / 2, flops / 2, {first, gather}, blk.layer, category);
-    const int scatter = b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter,
-                                     plan.tensor_axes, plan.tensor_slices, bytes, {first, gather}, blk.layer,
-                                     "tp_reducescatter");
-    ops.last_compute = second;
-    ops.end = {second, scatter};
-    return ops;
+    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), category);
   };
 
   for (int m = 0; m < plan.microbatches; ++m) {
@@ -434,7 +296,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       if (blk.moe_layer >= 0) {
         const std::vector<int> gather_after = fsdp ? std::vector<int>{bwd_gather[i]} : std::vector<int>{};
         const auto moe_ops = moe.backward(mb + blk.name + ".bwd", blk, m, inputs, gather_after);
-        ops = {moe_ops.last_compute, moe_ops.end};
+        ops.last_compute = moe_ops.last_compute;
+        ops.end = moe_ops.end;
         expert_compute[i] = moe_ops.expert_compute;
       } else {
         if (blk.recompute_s > 0) {

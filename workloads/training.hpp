@@ -9,9 +9,11 @@
 //  - FSDP: each layer's weights AllGathered over the data axes before its forward and again
 //    before its backward, prefetched one layer ahead; gradients ReduceScattered
 //    asynchronously after each layer's backward.
-//  - Pipeline: stages along one axis, each holding L/P layers; microbatches' activations
-//    sent forward stage to stage and their gradients back (a point-to-point send to the
-//    neighbour), scheduled GPipe or 1F1B; data-parallel gradients AllReduced at the end.
+//  - Pipeline: stages along one axis, each holding L/P layers (in v chunks when interleaved);
+//    microbatches' activations sent forward stage to stage and their gradients back (a
+//    point-to-point send to the neighbour), scheduled GPipe, 1F1B, interleaved 1F1B or ZB-H1
+//    (pipeline_schedule.hpp); inside a stage, data/FSDP and tensor parallelism as above
+//    (3D parallelism), gradients reduced over the data axes after each block's last backward.
 //  - TP: activations AllGathered over the tensor axes before a block's first matmul and its
 //    partial sums ReduceScattered after the second, forward and backward; blocking.
 // Overlap is not assumed anywhere: the program only states dependencies, and what overlaps
@@ -23,14 +25,10 @@
 #include "workloads/memory.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/moe_routing.hpp"
+#include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {
-
-enum class PipelineSchedule {
-  GPipe,      // all microbatches forward, then all backward
-  OneFOneB,   // 1F1B: after a warm-up, each stage alternates one forward and one backward
-};
 
 struct TrainingPlan {
   std::vector<int> data_axes;       // mesh axes the batch is split over
@@ -51,6 +49,7 @@ struct TrainingPlan {
   int pipeline_axis = -1;           // stages along this axis (its size), Topology::kSliceAxis
                                     // for one stage per slice, -1 for none
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int virtual_stages = 1;           // model chunks per device (interleaved 1F1B only)
   double global_batch_tokens = 0;   // tokens per step, whole pod
   int sequence_length = 2048;
   int microbatches = 1;             // gradient accumulation steps

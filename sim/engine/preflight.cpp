@@ -26,7 +26,10 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
     } else if (op.kind == ProgramOpKind::Send) {
       // plan_send: every chip with a neighbour that way sends one message.
       for (ChipId chip = 0; chip < simulated.chip_count(); ++chip)
-        messages += simulated.step_along(chip, op.send_axis, op.send_direction).has_value() ? 1 : 0;
+        messages += simulated.step_along(chip, op.send_axis, op.send_direction).has_value() ||
+                            (op.send_round_the_end && simulated.round_the_end(chip, op.send_axis, op.send_direction))
+                        ? 1
+                        : 0;
     }
     e.plan_messages += messages;
     const long long all = messages * op.repeat;

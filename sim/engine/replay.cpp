@@ -387,7 +387,8 @@ class ChipLoop {
   void local_deps_done(int op) {
     // Ops of a neighbouring chip: the point-to-point sends that arrive here from it.
     for (const auto& n : e_.ops_[op].after_neighbour) {
-      const auto from = e_.topo_.step_along(chip_, n.axis, -n.direction);
+      const auto from = n.round_the_end ? e_.topo_.round_the_end(chip_, n.axis, -n.direction)
+                                        : e_.topo_.step_along(chip_, n.axis, -n.direction);
       if (!from) continue;   // the end of the line: nothing comes
       for (int rep = 0; rep < e_.ops_[n.op].repeat; ++rep) {
         state_[op].waits_left += 1;

@@ -181,7 +181,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
     if (op.kind == ProgramOpKind::Collective) {
       plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
     } else if (op.kind == ProgramOpKind::Send) {
-      plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry));
+      plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry, op.send_round_the_end));
     }
   }
   size_t next_plan = 0;
@@ -243,8 +243,9 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
       result.send_direction = op.send_direction;
       for (size_t j = 0; j < program.size(); ++j) {
         for (const auto& dep : program[j].after_neighbour) {
-          if (dep.op == static_cast<int>(i) && dep.axis == op.send_axis && dep.direction == op.send_direction)
-            result.received_by.push_back(static_cast<int>(j));
+          if (dep.op == static_cast<int>(i) && dep.axis == op.send_axis && dep.direction == op.send_direction) {
+            (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
+          }
         }
       }
       result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);

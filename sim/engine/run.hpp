@@ -34,6 +34,9 @@ struct OperationResult {
   int send_axis = -1;          // for a send: the axis (or Topology::kSliceAxis) and direction it
   int send_direction = +1;     // goes, one step, never round a wraparound (ProgramOp)
   std::vector<int> received_by;   // for a send: ops that wait for it on the receiving chip (after_neighbour)
+  // For a send round the end: the ops that wait for it on the line's first chip (the
+  // dependencies marked round_the_end); received_by then holds the other chips' waiting ops.
+  std::vector<int> received_round_the_end_by;
   std::string category;
   int layer = -1;
   CollectiveKind kind = CollectiveKind::AllGather;

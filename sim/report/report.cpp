@@ -466,11 +466,13 @@ std::string trace_json(const RunResult& run, TraceDetail detail, const TraceOpti
     for (int rep = 0; rep < o.repeat; ++rep) {
       for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
         if (!traced[chip]) continue;
-        const auto to = topo.step_along(chip, o.send_axis, o.send_direction);
+        auto to = topo.step_along(chip, o.send_axis, o.send_direction);
+        const bool round = !to && !o.received_round_the_end_by.empty();
+        if (round) to = topo.round_the_end(chip, o.send_axis, o.send_direction);
         if (!to || !traced[*to]) continue;
         const auto& from_span = run.span(static_cast<int>(op), rep, chip);
         const long long from_ns = inside_ns(from_span.start_s, from_span.end_s, from_span.end_s);
-        for (int dependent : o.received_by) {
+        for (int dependent : round ? o.received_round_the_end_by : o.received_by) {
           if (rep >= run.operations[dependent].repeat) continue;
           const auto& to_span = run.span(dependent, rep, *to);
           const long long to_ns = inside_ns(to_span.start_s, to_span.end_s, to_span.start_s);

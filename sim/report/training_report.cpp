@@ -47,7 +47,9 @@ Blocker blocking_dependency(const Program& program, const RunResult& run, const 
   }
   for (int dep : *after) consider(dep, chip);
   for (const auto& n : op.after_neighbour) {
-    if (auto from = topo.step_along(chip, n.axis, -n.direction)) consider(n.op, *from);
+    const auto from = n.round_the_end ? topo.round_the_end(chip, n.axis, -n.direction)
+                                      : topo.step_along(chip, n.axis, -n.direction);
+    if (from) consider(n.op, *from);
   }
   return blocker_of(program, run, latest, latest_duration);
 }
@@ -148,7 +150,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   if (layout.pipeline_stages > 1) {
     double busy = 0, first = 1e300, last = 0;
     for (int i : computes) {
-      if (program[i].category != "forward" && program[i].category != "backward") continue;
+      if (program[i].category != "forward" && program[i].category != "backward" && program[i].category != "recompute") continue;
       const auto& span = run.span(i, 0, chip0);
       busy += span.end_s - span.start_s;
       first = std::min(first, span.start_s);

@@ -1,0 +1,26 @@
+#pragma once
+// One weight block's pass as program ops, shared by the single-program step and the pipeline:
+// its matmuls and, under tensor parallelism, the activations gathered before and the partial
+// sums scattered after (Megatron with sequence parallelism: between blocks the activations
+// are split over the tensor axes). Blocking by default; with tensor_overlap a collective
+// matmul (sharding.md, "collective matmuls"): the gather streams in while the first matmul
+// runs, the scatter streams out while the second runs.
+#include <string>
+#include <vector>
+
+#include "workloads/program_builder.hpp"
+#include "workloads/training.hpp"
+
+namespace podsim {
+
+struct BlockOps {
+  std::vector<int> entry;    // the ops that took `inputs` (where a pass's first block waits)
+  int last_compute = -1;
+  std::vector<int> end;      // what the next block waits for
+};
+
+BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
+                    const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
+                    const char* category);
+
+}  // namespace podsim

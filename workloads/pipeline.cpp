@@ -1,0 +1,267 @@
+#include "workloads/pipeline.hpp"
+
+#include <stdexcept>
+
+#include "workloads/block_ops.hpp"
+#include "workloads/pipeline_schedule.hpp"
+#include "workloads/program_builder.hpp"
+
+namespace podsim {
+namespace {
+
+// Blocks ahead FSDP gathers a pass's weights (training.cpp's prefetch: a layer's two blocks).
+constexpr int kPrefetchBlocks = 2;
+
+// A block scaled to a share of itself: the output projection spread over the chunks.
+TrainingBlock share_of(TrainingBlock blk, double fraction) {
+  blk.params *= fraction;
+  blk.forward_flops_per_chip *= fraction;
+  blk.forward_bytes_per_chip *= fraction;
+  blk.forward_s *= fraction;
+  blk.backward_s *= fraction;
+  blk.recompute_s *= fraction;
+  blk.recompute_flops_per_chip *= fraction;
+  blk.weight_bytes_per_group *= fraction;
+  return blk;
+}
+
+// The part of a block's backward that computes weight gradients (ZB-H1's W): the matmuls
+// X^T dY, as many FLOPs as the forward's weight matmuls (2 x tokens x params / Y); the rest
+// (input gradients, and attention scores, which have no weights) is B.
+double weight_gradient_fraction(const TrainingBlock& blk, double tokens, int tensor_degree) {
+  if (blk.forward_flops_per_chip <= 0) return 0.0;
+  return (2 * tokens * blk.params / tensor_degree) / (2 * blk.forward_flops_per_chip);
+}
+
+struct PassOps {
+  std::vector<int> entry;          // ops that wait for the previous pass on the stage
+  std::vector<int> tail;           // ops that end the pass
+  std::vector<int> lead_gathers;   // FSDP gathers that wait for the stage's previous gathers
+  int last_gather = -1;
+};
+
+}  // namespace
+
+int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
+  return plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes.at(plan.pipeline_axis).size;
+}
+
+void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  if (model.moe) throw std::invalid_argument("pipeline parallelism with a mixture-of-experts model is not supported yet");
+  const int stages = stage_count(plan, topology);
+  const int chunks = stages * plan.virtual_stages;
+  if (const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
+      !why.empty()) {
+    throw std::invalid_argument(why);
+  }
+  if (chunks > model.layers) {
+    throw std::invalid_argument(std::to_string(stages) + " pipeline stages" +
+                                (plan.virtual_stages > 1 ? " x " + std::to_string(plan.virtual_stages) + " virtual" : "") +
+                                " for " + std::to_string(model.layers) + " layers: more stages than layers");
+  }
+  if (model.layers % chunks != 0) {
+    throw std::invalid_argument(std::to_string(model.layers) + " layers do not split evenly over " +
+                                std::to_string(chunks) + " pipeline " +
+                                (plan.virtual_stages > 1 ? "chunks (stages x virtual stages)" : "stages"));
+  }
+}
+
+Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                         TrainingLayout& layout) {
+  const int P = stage_count(plan, topology);
+  const int v = plan.virtual_stages;
+  const int M = plan.microbatches;
+  const int axis = plan.pipeline_axis;
+  const int chunks = P * v;
+  layout.pipeline_stages = P;
+  const bool tensor = layout.tensor_degree > 1;
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
+  const bool data = layout.data_degree > 1;
+  const bool split_backward = plan.schedule == PipelineSchedule::ZeroBubbleH1;
+
+  // A chunk: L/(Pv) layers, every dense layer alike, so the first chunk's blocks stand for
+  // each; the output projection is spread evenly over the chunks (a real model puts it on the
+  // last stage, which frameworks rebalance by hand; here stages stay equal), without tensor-
+  // parallel collectives of its own.
+  const int layers_per_chunk = model.layers / chunks;
+  std::vector<TrainingBlock> chain;
+  for (const auto& blk : layout.blocks) {
+    if (blk.layer >= 0 && blk.layer < layers_per_chunk) chain.push_back(blk);
+  }
+  TrainingBlock unembed = share_of(layout.blocks.back(), 1.0 / chunks);
+  unembed.name = "unembed_share";
+  chain.push_back(unembed);
+  const int n = static_cast<int>(chain.size());
+  const int last_block = n - 1;   // the unembedding share: no tensor-parallel collectives
+  // Between stages the activations are split over the tensor axes (block_ops.hpp), so each
+  // chip sends its 1/Y part.
+  const double activation_bytes =
+      layout.tokens_per_microbatch * model.d_model * model.activation_bytes / layout.tensor_degree;
+
+  ProgramBuilder b;
+  auto index = [&](PipelinePass::Kind kind, int j, int m) { return (static_cast<int>(kind) * v + j) * M + m; };
+  std::vector<PassOps> passes(3 * v * M);
+  std::vector<int> send_forward(v * M, -1), send_backward(v * M, -1);
+  std::vector<int> grad_ops, final_tails;
+  auto prefix = [&](int j, int m) {
+    return "mb" + std::to_string(m) + "." + (v > 1 ? "v" + std::to_string(j) + "." : "");
+  };
+  auto reduce_gradients = [&](const TrainingBlock& blk, int after, const std::string& name) {
+    if (!data) return;
+    grad_ops.push_back(fsdp ? b.collective(name + ".reducescatter_grads", CollectiveKind::ReduceScatter, plan.data_axes,
+                                           plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer,
+                                           "fsdp_reducescatter")
+                            : b.collective(name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
+                                           plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer,
+                                           "dp_allreduce"));
+  };
+
+  // One pass of F or B over the chunk's blocks (B in reverse), each block's weights gathered
+  // first under FSDP, a layer ahead of its use.
+  auto emit_pass = [&](PipelinePass::Kind kind, int j, int m) {
+    PassOps& pass = passes[index(kind, j, m)];
+    const bool forward = kind == PipelinePass::Forward;
+    const std::string pre = prefix(j, m);
+    std::vector<int> compute(n, -1), gather(n, -1), previous_end;
+    for (int k = 0; k < n; ++k) {
+      const int i = forward ? k : n - 1 - k;
+      const TrainingBlock& blk = chain[i];
+      // Blocks are named by their layer within the chunk: mb3.v1.L0.attn.fwd.
+      const std::string name = pre + blk.name + (forward ? ".fwd" : ".bwd");
+      std::vector<int> inputs = previous_end;
+      if (fsdp) {
+        std::vector<int> after;
+        if (k > 0) after.push_back(gather[forward ? i - 1 : i + 1]);
+        if (k > kPrefetchBlocks) after.push_back(compute[forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1]);
+        gather[i] = b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes,
+                                 plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, "fsdp_allgather");
+        if (k <= kPrefetchBlocks) pass.lead_gathers.push_back(gather[i]);
+        pass.last_gather = gather[i];
+        inputs.push_back(gather[i]);
+      }
+      const bool tp = tensor && i != last_block;
+      if (!forward && blk.recompute_s > 0) {
+        const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
+                                     blk.recompute_flops_per_chip, inputs, "recompute");
+        if (k == 0) pass.entry = redo.entry;
+        inputs = redo.end;
+      }
+      const double w = split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
+      const auto ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward")
+                               : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
+                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, "backward");
+      if (k == 0 && pass.entry.empty()) pass.entry = ops.entry;
+      compute[i] = ops.last_compute;
+      previous_end = ops.end;
+      if (!forward && !split_backward && m == M - 1) reduce_gradients(blk, ops.last_compute, prefix(j, m) + blk.name);
+    }
+    pass.tail = previous_end;
+  };
+  // ZB-H1's W: the weight-gradient matmuls, compute only (no weights needed, no tensor-
+  // parallel traffic: the gathered activations and output gradients are the B pass's).
+  auto emit_weight_pass = [&](int j, int m) {
+    PassOps& pass = passes[index(PipelinePass::WeightGradient, j, m)];
+    std::vector<int> previous;
+    for (int i = n - 1; i >= 0; --i) {
+      const TrainingBlock& blk = chain[i];
+      const double w = weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree);
+      const int op = b.compute(prefix(j, m) + blk.name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w,
+                               previous, blk.layer, "backward");
+      if (i == n - 1) pass.entry = {op};
+      previous = {op};
+      if (m == M - 1) reduce_gradients(blk, op, prefix(j, m) + blk.name);
+    }
+    pass.tail = previous;
+  };
+
+  for (int j = 0; j < v; ++j) {
+    for (int m = 0; m < M; ++m) {
+      emit_pass(PipelinePass::Forward, j, m);
+      // The last chunk's output stays for the loss; the others go to the next stage (round the
+      // end: from the last device to the first, for its next chunk).
+      send_forward[j * M + m] = b.send(prefix(j, m) + "send_activations", axis, +1, activation_bytes,
+                                       passes[index(PipelinePass::Forward, j, m)].tail, "pp_send", j < v - 1);
+    }
+  }
+  for (int j = v - 1; j >= 0; --j) {
+    for (int m = 0; m < M; ++m) {
+      emit_pass(PipelinePass::Backward, j, m);
+      send_backward[j * M + m] = b.send(prefix(j, m) + "send_gradients", axis, -1, activation_bytes,
+                                        passes[index(PipelinePass::Backward, j, m)].tail, "pp_send", j > 0);
+      if (split_backward) emit_weight_pass(j, m);
+    }
+  }
+  Program program = b.take();
+
+  // Where each pass's input comes from: the previous stage's send (for the first stage's
+  // chunk j > 0, the last stage's send of chunk j-1, round the end), and the next stage's
+  // gradient; the last chunk's backward on the last stage starts from its own forward.
+  for (int j = 0; j < v; ++j) {
+    for (int m = 0; m < M; ++m) {
+      for (int op : passes[index(PipelinePass::Forward, j, m)].entry) {
+        program[op].after_neighbour.push_back({send_forward[j * M + m], axis, +1});
+        if (j > 0) program[op].after_neighbour.push_back({send_forward[(j - 1) * M + m], axis, +1, true});
+      }
+      for (int op : passes[index(PipelinePass::Backward, j, m)].entry) {
+        program[op].after_neighbour.push_back({send_backward[j * M + m], axis, -1});
+        if (j < v - 1) program[op].after_neighbour.push_back({send_backward[(j + 1) * M + m], axis, -1, true});
+        const auto& fwd = passes[index(PipelinePass::Forward, j, m)].tail;
+        program[op].after.insert(program[op].after.end(), fwd.begin(), fwd.end());
+      }
+      if (split_backward) {
+        for (int op : passes[index(PipelinePass::WeightGradient, j, m)].entry) {
+          const auto& bwd = passes[index(PipelinePass::Backward, j, m)].tail;
+          program[op].after.insert(program[op].after.end(), bwd.begin(), bwd.end());
+        }
+      }
+    }
+  }
+  // Each stage's order: a pass starts when the stage's previous pass has ended; its lead
+  // weight gathers when the stage's previous gathers have.
+  auto at_position = [&](int op, int stage, const std::vector<int>& extra) {
+    auto& after = program[op].after_at_position;
+    if (after.empty()) {
+      after.assign(P, program[op].after);
+      program[op].position_axis = axis;
+    }
+    after[stage].insert(after[stage].end(), extra.begin(), extra.end());
+  };
+  for (int stage = 0; stage < P; ++stage) {
+    std::vector<int> previous_tail;
+    int previous_gather = -1;
+    for (const auto& p : stage_order(plan.schedule, stage, P, M, v)) {
+      const PassOps& pass = passes[index(p.kind, p.chunk, p.microbatch)];
+      for (int op : pass.entry) at_position(op, stage, previous_tail);
+      for (int op : pass.lead_gathers) {
+        at_position(op, stage, previous_gather >= 0 ? std::vector<int>{previous_gather} : std::vector<int>{});
+      }
+      previous_tail = pass.tail;
+      if (pass.last_gather >= 0) previous_gather = pass.last_gather;
+    }
+  }
+  for (int j = 0; j < v; ++j) {
+    const auto kind = split_backward ? PipelinePass::WeightGradient : PipelinePass::Backward;
+    const auto& tail = passes[index(kind, j, M - 1)].tail;
+    final_tails.insert(final_tails.end(), tail.begin(), tail.end());
+  }
+
+  ProgramBuilder rest(std::move(program));
+  grad_ops.insert(grad_ops.end(), final_tails.begin(), final_tails.end());
+  // The optimizer updates this chip's share: the stage's layers, split over the tensor axes
+  // and, under FSDP, over the data axes.
+  const double local_params =
+      param_count(model) / (static_cast<double>(P) * layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1));
+  layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
+                           topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
+  rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  double chunk_flops = 0, chunk_recompute = 0;
+  for (const auto& blk : chain) {
+    chunk_flops += blk.forward_flops_per_chip;
+    chunk_recompute += blk.recompute_flops_per_chip;
+  }
+  layout.total_flops = 3 * chunk_flops * v * M * layout.chips;
+  layout.recompute_flops = chunk_recompute * v * M * layout.chips;
+  return rest.take();
+}
+
+}  // namespace podsim
