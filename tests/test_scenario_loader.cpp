@@ -1279,3 +1279,27 @@ TEST_CASE("a token budget and a chip price: read, and refused out of range where
   require_error(with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 0}\n", kTraining),
                 "hardware.overrides.chip_hour_price_usd", "0", "overrides:");
 }
+
+TEST_CASE("pipeline schedules: interleaving and its conditions are located errors", "[scenario]") {
+  const std::string base = with("    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n",
+                                "    data: [X]\n    tensor: [Y]\n    pipeline: Z\n    schedule: interleaved_1f1b\n",
+                                with("  model: llama2-13b\n", "  model: {preset: llama2-13b, layers: 16}\n", kTraining));
+  SECTION("virtual stages without the interleaved schedule") {
+    const auto text = with("schedule: interleaved_1f1b\n", "schedule: 1f1b\n    virtual_stages: 2\n", base);
+    require_error(text, "workload.parallelism.virtual_stages", "2", "    virtual_stages: 2");
+  }
+  SECTION("chunks that do not divide the layers") {
+    const auto text = with("schedule: interleaved_1f1b\n", "schedule: interleaved_1f1b\n    virtual_stages: 3\n", base);
+    require_error(text, "workload.parallelism.virtual_stages", "3", "    virtual_stages: 3");
+    CHECK(contains(error_from(text).what(), "12 pipeline chunks"));
+  }
+  SECTION("microbatches that are not a multiple of the stages") {
+    const auto text = with("  batch_tokens:", "  microbatches: 6\n  batch_tokens:", base);
+    require_error(text, "workload.microbatches", "6", "  microbatches: 6");
+    CHECK(contains(error_from(text).what(), "multiple of the pipeline stages"));
+  }
+  SECTION("an unknown schedule") {
+    const auto text = with("interleaved_1f1b", "zb_h2", base);
+    require_error(text, "workload.parallelism.schedule", "zb_h2", "    schedule: zb_h2");
+  }
+}

@@ -248,15 +248,19 @@ PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
   return out;
 }
 
-// Pipeline stages must each get a whole, equal share of the layers.
-void check_stages(const Field& field, int stages, const TransformerSpec& model) {
-  if (stages > model.layers) {
-    fail(field, std::to_string(stages) + " pipeline stages for " + std::to_string(model.layers) + " layers of " +
-                    model.name + "; expected at most one stage per layer");
+// Pipeline chunks (stages x virtual stages) must each get a whole, equal share of the layers.
+void check_stages(const Field& field, int stages, int virtual_stages, const TransformerSpec& model) {
+  const int chunks = stages * virtual_stages;
+  const std::string what = virtual_stages > 1 ? std::to_string(stages) + " stages x " + std::to_string(virtual_stages) +
+                                                    " virtual stages = " + std::to_string(chunks) + " pipeline chunks"
+                                              : std::to_string(stages) + " pipeline stages";
+  if (chunks > model.layers) {
+    fail(field, what + " for " + std::to_string(model.layers) + " layers of " + model.name +
+                    "; expected at most one per layer");
   }
-  if (model.layers % stages != 0) {
-    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + std::to_string(stages) +
-                    " stages; expected a stage count dividing the layers");
+  if (model.layers % chunks != 0) {
+    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + what +
+                    "; expected a count dividing the layers");
   }
 }
 
@@ -340,25 +344,32 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
                                                    pipeline->node.Scalar() == "slices") {
     if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
-    if (plan.fsdp || !plan.tensor_axes.empty()) {
-      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
-    }
     plan.pipeline_axis = Topology::kSliceAxis;
-    check_stages(*pipeline, slices, model);
   } else if (pipeline) {
     if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
     const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
     if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
     plan.pipeline_axis = parsed.axes.at(0);
-    check_stages(*pipeline, topology.axes[plan.pipeline_axis].size, model);
-    if (plan.fsdp || !plan.tensor_axes.empty()) {
-      fail(*pipeline, "pipeline stages combine with plain data parallelism only; expected no fsdp or tensor axes");
-    }
   }
   if (auto schedule = reader.optional("schedule")) {
     if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
     plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
-                                                             {"1f1b", PipelineSchedule::OneFOneB}});
+                                                             {"1f1b", PipelineSchedule::OneFOneB},
+                                                             {"interleaved_1f1b", PipelineSchedule::Interleaved1F1B},
+                                                             {"zb_h1", PipelineSchedule::ZeroBubbleH1}});
+  }
+  const auto virtual_stages = reader.optional("virtual_stages");
+  if (virtual_stages) {
+    if (plan.schedule != PipelineSchedule::Interleaved1F1B)
+      fail(*virtual_stages, "virtual stages need schedule: interleaved_1f1b; expected no virtual_stages with " +
+                                std::string(schedule_name(plan.schedule)));
+    plan.virtual_stages = read_int(*virtual_stages, 2, kMaxModelDim);
+  } else if (plan.schedule == PipelineSchedule::Interleaved1F1B) {
+    plan.virtual_stages = 2;   // Megatron's smallest interleaving
+  }
+  if (auto pipeline = reader.optional("pipeline")) {
+    const int stages = plan.pipeline_axis == Topology::kSliceAxis ? slices : topology.axes[plan.pipeline_axis].size;
+    check_stages(virtual_stages ? *virtual_stages : *pipeline, stages, plan.virtual_stages, model);
   }
 }
 
@@ -455,6 +466,11 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, workload.model, plan);
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
+  if (plan.pipeline_axis >= 0) {
+    const int stages = plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes[plan.pipeline_axis].size;
+    const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
+    if (!why.empty()) fail(microbatches ? *microbatches : reader.required("parallelism"), why);
+  }
   const Field batch = reader.required("batch_tokens");
   plan.global_batch_tokens = read_batch_tokens(batch);
   check_batch(batch, microbatches, plan, topology.axes, topology.slices);

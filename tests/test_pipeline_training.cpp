@@ -1,0 +1,145 @@
+// Pipelines simulated: interleaved 1F1B and ZB-H1 bubbles against their papers' formulas, and
+// 3D parallelism (FSDP and TP inside each stage) keeping the pipeline's shape. Communication is
+// made negligible where a formula counts compute only; the pass times come from the layout.
+#include <catch2/catch.hpp>
+
+#include "meshes.hpp"
+
+#include "sim/engine/run.hpp"
+#include "sim/report/training_report.hpp"
+
+using namespace podsim;
+
+namespace {
+
+TransformerSpec pipeline_model(int layers) {
+  TransformerSpec m = *find_model_preset("llama2-7b");
+  m.name = "test-model";
+  m.layers = layers;
+  m.vocab = 256;   // keep the output projection from weighing on the stages
+  return m;
+}
+
+// v5p chips whose links are so fast, with no latency, that sends and collectives take ~0.
+TopologySpec free_links(std::vector<int> sizes) {
+  auto topo = podsim_test::v5p_mesh(std::move(sizes));
+  topo.chip.ici_bandwidth_Bps *= 1e4;
+  topo.chip.hop_latency_s = 0;
+  return topo;
+}
+
+struct Step {
+  TrainingReport report;
+  TrainingLayout layout;
+  Program program;
+};
+
+Step simulate(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topo) {
+  Step s;
+  s.program = training_program(model, plan, topo, s.layout);
+  const auto run = run_program(topo, {}, s.program, {});
+  s.report = training_report(TrainingWorkload{model, plan, false}, s.layout, s.program, run);
+  return s;
+}
+
+TrainingPlan pipeline_plan(PipelineSchedule schedule, int microbatches, int virtual_stages = 1) {
+  TrainingPlan plan;
+  plan.pipeline_axis = 0;
+  plan.schedule = schedule;
+  plan.virtual_stages = virtual_stages;
+  plan.microbatches = microbatches;
+  plan.sequence_length = 1024;
+  plan.global_batch_tokens = 1024.0 * 2 * microbatches;
+  plan.checkpointing = Checkpointing::None;
+  return plan;
+}
+
+// One stage's F, B and W over a microbatch, from the blocks (the pipeline spreads the
+// output projection over the stages).
+struct StageTimes {
+  double forward = 0, backward = 0, weight = 0;
+};
+StageTimes stage_times(const TrainingLayout& layout, int stages, double tokens, int tensor) {
+  StageTimes t;
+  for (const auto& blk : layout.blocks) {
+    const double w = (2 * tokens * blk.params / tensor) / (2 * blk.forward_flops_per_chip);
+    t.forward += blk.forward_s / stages;
+    t.backward += (blk.backward_s * (1 - w) + blk.recompute_s) / stages;
+    t.weight += blk.backward_s * w / stages;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("interleaved 1F1B: the simulated bubble is (P-1)/(vM+P-1)", "[training][pipeline]") {
+  const auto topo = free_links({4});
+  for (int v : {2, 4}) {
+    for (int M : {4, 8}) {
+      const auto step = simulate(pipeline_model(16), pipeline_plan(PipelineSchedule::Interleaved1F1B, M, v), topo);
+      INFO("v=" << v << " M=" << M);
+      CHECK(step.report.pipeline_bubble_fraction == Approx(3.0 / (v * M + 3)).epsilon(0.005));
+      CHECK(step.layout.strategy == "PP(interleaved 1F1B v=" + std::to_string(v) + ")");
+    }
+  }
+}
+
+TEST_CASE("ZB-H1: the simulated bubble is (P-1)(F+B-W) over M(F+B+W) + (P-1)(F+B-W)", "[training][pipeline]") {
+  const auto topo = free_links({4});
+  for (int M : {4, 8, 16}) {
+    const auto plan = pipeline_plan(PipelineSchedule::ZeroBubbleH1, M);
+    const auto step = simulate(pipeline_model(8), plan, topo);
+    const auto t = stage_times(step.layout, 4, step.layout.tokens_per_microbatch, 1);
+    const double idle = 3 * (t.forward + t.backward - t.weight);
+    const double busy = M * (t.forward + t.backward + t.weight);
+    INFO("M=" << M << " F=" << t.forward << " B=" << t.backward << " W=" << t.weight);
+    CHECK(step.report.pipeline_bubble_fraction == Approx(idle / (busy + idle)).epsilon(0.005));
+    // Against 1F1B at the same M: less idle, the same work.
+    const auto one_f_one_b = simulate(pipeline_model(8), pipeline_plan(PipelineSchedule::OneFOneB, M), topo);
+    CHECK(step.report.step_time_s < one_f_one_b.report.step_time_s);
+    CHECK(step.report.compute_time_s == Approx(one_f_one_b.report.compute_time_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("3D parallelism: FSDP and TP inside the stages keep the pipeline's shape and shard the weights", "[training][pipeline]") {
+  // 4 stages over X, FSDP over Y, TP over Z. With free links the passes are compute only, so
+  // the step is the schedule's (vM + P - 1)/v slots of a stage's F + B, plus the optimizer.
+  const auto topo = free_links({4, 2, 2});
+  const auto model = pipeline_model(16);
+  for (auto [schedule, v] : {std::pair{PipelineSchedule::OneFOneB, 1}, std::pair{PipelineSchedule::Interleaved1F1B, 2}}) {
+    auto plan = pipeline_plan(schedule, 8, v);
+    plan.data_axes = {1};
+    plan.fsdp = true;
+    plan.tensor_axes = {2};
+    plan.global_batch_tokens *= 2;   // two data shards
+    const auto step = simulate(model, plan, topo);
+    INFO(step.layout.strategy);
+    CHECK(step.layout.strategy == (v == 1 ? "PP(1F1B)+FSDP+TP" : "PP(interleaved 1F1B v=2)+FSDP+TP"));
+    const auto t = stage_times(step.layout, 4, step.layout.tokens_per_microbatch, 2);
+    const double P = 4, M = 8;
+    CHECK(step.report.step_time_s - step.layout.optimizer_s ==
+          Approx((v * M + P - 1) / v * (t.forward + t.backward + t.weight)).epsilon(0.01));
+    // Weights, gradients and optimizer state split 4 (stages) x 2 (FSDP) x 2 (TP) ways.
+    CHECK(step.layout.memory.params_bytes == Approx(param_count(model) * model.param_bytes / 16));
+    // The traffic inside the stages is there: every block's TP gather, FSDP gathers per pass.
+    int tp = 0, fsdp = 0, reductions = 0;
+    for (const auto& op : step.program) {
+      tp += op.category == "tp_allgather";
+      fsdp += op.category == "fsdp_allgather";
+      reductions += op.category == "fsdp_reducescatter";
+    }
+    const int blocks_per_chunk = 2 * 16 / (4 * v) + 1;   // attention, MLP per layer, and the unembedding share
+    CHECK(tp == 2 * v * 8 * (blocks_per_chunk - 1));        // forward and backward, no TP for the share
+    CHECK(fsdp == 2 * v * 8 * blocks_per_chunk);
+    CHECK(reductions == v * blocks_per_chunk);
+  }
+}
+
+TEST_CASE("impossible pipelines are refused with the reason", "[training][pipeline]") {
+  const auto topo = free_links({4});
+  TrainingLayout layout;
+  auto plan = pipeline_plan(PipelineSchedule::Interleaved1F1B, 6, 2);
+  CHECK_THROWS_WITH(training_program(pipeline_model(16), plan, topo, layout), Catch::Contains("multiple of the pipeline stages"));
+  plan = pipeline_plan(PipelineSchedule::Interleaved1F1B, 8, 2);
+  CHECK_THROWS_WITH(training_program(pipeline_model(12), plan, topo, layout), Catch::Contains("do not split evenly over 8 pipeline chunks"));
+}
