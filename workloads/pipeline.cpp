@@ -123,6 +123,12 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     const bool forward = kind == PipelinePass::Forward;
     const std::string pre = prefix(j, m);
     std::vector<int> compute(n, -1), gather(n, -1), previous_end;
+    // A collective matmul's first block starts two ops on the input (its gather and first
+    // matmul), but a send is received by one op on a chip: a zero-length op receives it.
+    if (tensor && plan.tensor_overlap) {
+      pass.entry = {b.compute(pre + (forward ? "fwd" : "bwd") + ".receive", 0.0, 0.0, {}, -1, "pipeline_receive")};
+      previous_end = pass.entry;
+    }
     for (int k = 0; k < n; ++k) {
       const int i = forward ? k : n - 1 - k;
       const TrainingBlock& blk = chain[i];

@@ -20,7 +20,8 @@ enum class ProgramOpKind {
 // A dependency on an op of another chip: the neighbour one step against `direction` along
 // `axis` (the chip a Send arrives from). No dependency where that neighbour does not exist.
 // With round_the_end, only the line's first chip in `direction` has it, on the last one (what
-// a send round the end delivers); every other chip has none.
+// a send round the end delivers); every other chip has none. A send is received by one op on
+// a chip: two ops depending on the same send would leave one waiting forever.
 struct NeighbourDependency {
   int op = -1;
   int axis = 0;
