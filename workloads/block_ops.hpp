@@ -4,7 +4,8 @@
 // sums scattered after (Megatron with sequence parallelism: between blocks the activations
 // are split over the tensor axes). Blocking by default; with tensor_overlap a collective
 // matmul (sharding.md, "collective matmuls"): the gather streams in while the first matmul
-// runs, the scatter streams out while the second runs.
+// runs, the scatter streams out while the second runs. Under context parallelism an
+// attention block's scores run as ring attention (block_ops.cpp).
 #include <string>
 #include <vector>
 
@@ -19,8 +20,11 @@ struct BlockOps {
   std::vector<int> end;      // what the next block waits for
 };
 
+// `ring`: under context parallelism, how many forward scores' worth of ring attention the
+// pass runs (1 forward or recompute, 2 backward, which also sends the K/V gradients back;
+// 0: none, e.g. ZB-H1's weight gradients).
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
-                    const char* category);
+                    const char* category, double ring = 0);
 
 }  // namespace podsim

@@ -267,6 +267,12 @@ const std::vector<TransformerSpec>& model_presets() {
       llama("llama2-70b",  80,  8192,  28672, 64,  8,  32000,  4096),   // meta-llama/Llama-2-70b-hf
       llama("llama3-8b",   32,  4096,  14336, 32,  8,  128256, 8192),   // meta-llama/Meta-Llama-3-8B
       llama("llama3-70b",  80,  8192,  28672, 64,  8,  128256, 8192),   // meta-llama/Meta-Llama-3-70B
+      // Llama 3.1 (meta-llama/Llama-3.1-8B, -70B): the Llama 3 shapes with RoPE scaling to a
+      // 131,072-token context (max_position_embeddings 131072; the Llama 3 paper, sec. 3.4.2:
+      // "long-context pre-training ... up to 128K"). Cross-read in Megatron's llama3.1-8B
+      // model arguments (--max-position-embeddings 131072, --num-query-groups 8).
+      llama("llama3.1-8b",  32,  4096,  14336, 32, 8,  128256, 131072),
+      llama("llama3.1-70b", 80,  8192,  28672, 64, 8,  128256, 131072),
       // 405B exists only as Llama 3.1 (meta-llama/Llama-3.1-405B): 128K context.
       llama("llama3-405b", 126, 16384, 53248, 128, 8,  128256, 131072),
   };

@@ -148,14 +148,15 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       const bool tp = tensor && i != last_block;
       if (!forward && blk.recompute_s > 0) {
         const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
-                                     blk.recompute_flops_per_chip, inputs, "recompute");
+                                     blk.recompute_flops_per_chip, inputs, "recompute", 1);
         if (k == 0) pass.entry = redo.entry;
         inputs = redo.end;
       }
       const double w = split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
-      const auto ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward")
+      const auto ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
+                                            "forward", 1)
                                : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
-                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, "backward");
+                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, "backward", 2);
       if (k == 0 && pass.entry.empty()) pass.entry = ops.entry;
       compute[i] = ops.last_compute;
       previous_end = ops.end;

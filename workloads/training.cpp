@@ -84,6 +84,27 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
                                 std::to_string(model.max_sequence_length) + " for " + model.name);
   }
   if (plan.microbatches < 1) throw std::invalid_argument("microbatches must be at least 1");
+  int context = 1;
+  if (plan.context_axis >= 0) {
+    const auto it = std::find(plan.data_axes.begin(), plan.data_axes.end(), plan.context_axis);
+    const size_t k = static_cast<size_t>(it - plan.data_axes.begin());
+    if (it == plan.data_axes.end() || (!plan.data_slices.empty() && plan.data_slices[k].size != 0)) {
+      throw std::invalid_argument("the context axis must be a whole data axis");
+    }
+    context = topology.axes[plan.context_axis].size;
+    if (model.moe) throw std::invalid_argument("context parallelism with a mixture-of-experts model is not supported yet");
+    if (model.attention != AttentionKind::Gqa) {
+      throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
+    }
+    if (plan.tensor_overlap) throw std::invalid_argument("context parallelism with collective matmuls is not supported yet");
+    // Zig-zag load balancing (Megatron-LM's context parallelism): each chip holds two of the
+    // 2CP chunks of a sequence, one early and one late, so causal work is even.
+    if (plan.sequence_length % (2 * context) != 0) {
+      throw std::invalid_argument("sequence length " + std::to_string(plan.sequence_length) +
+                                  " does not split into 2 x " + std::to_string(context) +
+                                  " equal chunks (context parallelism's zig-zag)");
+    }
+  }
   const double sequences = plan.global_batch_tokens / plan.sequence_length;
   if (plan.dcn_data_parallel && topology.slices < 2) {
     throw std::invalid_argument("data parallelism over DCN needs at least two slices");
@@ -91,7 +112,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.dcn_data_parallel && plan.pipeline_axis >= 0) {
     throw std::invalid_argument("pipelines with data parallelism over DCN are not supported yet");
   }
-  const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) *
+  const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) / context *
                         (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
     throw std::invalid_argument("a batch of " + std::to_string(static_cast<long long>(sequences)) +
@@ -123,6 +144,7 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     // tensor parallelism splits W over Y chips. The MXU does the padded work of its shapes
     // (matmul_shapes.hpp; the same as the FLOPs on the ideal machine).
     b.forward_flops_per_chip = (2 * tokens * params + tokens * extra_flops_per_token) / y;
+    b.score_flops_per_chip = tokens * extra_flops_per_token / y;
     const double mxu_flops =
         (2 * tokens * params * mxu_padding_factor(tokens, shapes, chip) + tokens * extra_flops_per_token) / y;
     b.forward_bytes_per_chip = params * model.param_bytes / y + 2 * tokens * model.d_model * act;
@@ -197,6 +219,21 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
   if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
   layout.blocks = model_blocks(model, plan, layout, chip);
+  if (plan.context_axis >= 0) {
+    // Ring attention: each step scores the local queries against one chip's K/V block of
+    // tokens_per_microbatch tokens (K and V, kv_heads x head_dim each, split over the
+    // tensor axes as far as the KV heads go).
+    layout.context_degree = topology.axes[plan.context_axis].size;
+    const double kv_split = std::min<double>(layout.tensor_degree, model.kv_heads);
+    for (auto& blk : layout.blocks) {
+      if (blk.score_flops_per_chip <= 0) continue;
+      blk.context_steps = layout.context_degree;
+      blk.context_kv_bytes = layout.tokens_per_microbatch * 2.0 * model.kv_heads * model.head_dim *
+                             model.activation_bytes / kv_split;
+      blk.score_forward_s = blk.forward_s * blk.score_flops_per_chip / blk.forward_flops_per_chip;
+    }
+    layout.strategy += "+CP";
+  }
 
   ShardingDegrees degrees;
   degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
@@ -243,8 +280,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   int last_compute_all = -1;
 
   auto emit_block = [&](const std::string& name, const TrainingBlock& blk, double seconds, double flops,
-                        std::vector<int> inputs, const char* category) {
-    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), category);
+                        std::vector<int> inputs, const char* category, double ring) {
+    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), category, ring);
   };
 
   for (int m = 0; m < plan.microbatches; ++m) {
@@ -272,7 +309,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         previous_end = ops.end;
         continue;
       }
-      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward");
+      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward", 1);
       fwd_compute[i] = ops.last_compute;
       previous_end = ops.end;
     }
@@ -303,9 +340,9 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         if (blk.recompute_s > 0) {
           // The forward rerun first, with its tensor-parallel gather and scatter again.
           inputs = emit_block(mb + blk.name + ".recompute", blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs,
-                              "recompute").end;
+                              "recompute", 1).end;
         }
-        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, "backward");
+        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, "backward", 2);
       }
       bwd_compute[i] = ops.last_compute;
       last_compute_all = ops.last_compute;

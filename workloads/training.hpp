@@ -35,6 +35,11 @@ struct TrainingPlan {
   std::vector<AxisSlice> data_slices;   // empty, or per data axis: the part of it used
                                         // (a device mesh reshape: inner block or outer ring)
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
+  // Context parallelism: one of data_axes (a whole axis) splits each sequence instead of the
+  // batch: every chip of it holds S/CP tokens of each sequence, weights and gradients are
+  // synchronised over it like a data axis, and attention passes K/V blocks round it (ring
+  // attention, overlapped with the scores). -1: none.
+  int context_axis = -1;
   // MoE models: the mesh axes experts are split over (expert parallelism), a subset of the
   // data axes (whole axes): tokens are data-parallel outside the MoE blocks and an AllToAll
   // over these axes takes each to its experts' chips and back. Expert weights are sharded
@@ -64,6 +69,7 @@ struct TrainingBlock {
   int layer = -1;
   double params = 0;                // weights of the whole block (unsharded)
   double forward_flops_per_chip = 0;
+  double score_flops_per_chip = 0;     // of which attention scores (QK^T, AV): no weights
   double forward_bytes_per_chip = 0;   // HBM traffic: weights and activations
   double forward_s = 0;
   double backward_s = 0;
@@ -75,6 +81,12 @@ struct TrainingBlock {
                                        // (params, FLOPs and V are then the router and shared experts;
                                        // the routed experts are workloads/moe_training.hpp's)
   double weight_bytes_per_group = 0;   // V of the FSDP AllGather / gradient reduction
+  // Ring attention (context parallelism): the scores run in `context_steps` steps, one per
+  // K/V block of the ring, each chip sending its neighbour `context_kv_bytes` between steps
+  // (forward; the backward sends K/V and their gradients, twice as much). 1: no ring.
+  int context_steps = 1;
+  double context_kv_bytes = 0;
+  double score_forward_s = 0;          // the part of forward_s that is the scores
   double activation_bytes_per_group = 0;  // V of the TP AllGather / ReduceScatter
 };
 
@@ -101,6 +113,7 @@ struct TrainingLayout {
   int data_degree = 1;                 // batch shards: ICI data axes x slices (with DCN data parallelism)
   int ici_data_degree = 1;             // batch shards within a slice (FSDP shards over these)
   int tensor_degree = 1;
+  int context_degree = 1;              // chips each sequence is split over (context parallelism)
   int chips = 1;
   double tokens_per_data_shard = 0;    // per step
   double tokens_per_microbatch = 0;    // per data shard

@@ -332,6 +332,22 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   }
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
   if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
+  if (auto context = reader.optional("context")) {
+    // Context parallelism: a data axis for the weights (synchronised over it), which splits
+    // each sequence rather than the batch.
+    if (!context->node.IsScalar()) fail(*context, "expected one mesh axis name (each sequence is split along it)");
+    const auto parsed = parse_plan_axes(*context, topology, used, "context");
+    if (parsed.slices.at(0).size != 0) fail(*context, "expected a whole mesh axis, not part of a split one");
+    if (model.moe) fail(*context, "context parallelism with an MoE model is not supported; expected no context axis");
+    if (model.attention != AttentionKind::Gqa)
+      fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
+    if (plan.tensor_overlap)
+      fail(*context, "context parallelism with tensor_overlap (collective matmuls) is not supported; expected "
+                     "tensor_overlap: false");
+    plan.context_axis = parsed.axes.at(0);
+    plan.data_axes.push_back(plan.context_axis);
+    if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
+  }
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
@@ -393,9 +409,11 @@ std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxi
   if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
   for (size_t i = 0; i < plan.data_axes.size(); ++i) {
     const int axis = plan.data_axes[i];
+    if (axis == plan.context_axis) continue;   // splits sequences, not the batch
     const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
     sizes.push_back(mesh[axis].name + (part != 0 ? "/" : "=") + std::to_string(part != 0 ? part : mesh[axis].size));
   }
+  if (sizes.empty()) return "1 data shard (no data axes)";
   return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
 }
 
@@ -411,6 +429,7 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
   const int64_t sequences = static_cast<int64_t>(tokens / length);
   int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
   for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    if (plan.data_axes[i] == plan.context_axis) continue;   // splits sequences, not the batch
     const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
     degree *= part != 0 ? part : mesh[plan.data_axes[i]].size;
   }
@@ -464,6 +483,12 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
   if (auto parallelism = reader.optional("parallelism")) parse_parallelism(*parallelism, topology, workload.model, plan);
+  if (plan.context_axis >= 0 && plan.sequence_length % (2 * topology.axes[plan.context_axis].size) != 0) {
+    const int cp = topology.axes[plan.context_axis].size;
+    fail(length, "does not split into 2 x " + std::to_string(cp) + " = " + std::to_string(2 * cp) +
+                     " equal chunks over context axis " + topology.axes[plan.context_axis].name +
+                     " (zig-zag load balancing); expected a multiple of " + std::to_string(2 * cp));
+  }
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
   if (plan.pipeline_axis >= 0) {
