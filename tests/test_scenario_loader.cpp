@@ -1303,3 +1303,31 @@ TEST_CASE("pipeline schedules: interleaving and its conditions are located error
     require_error(text, "workload.parallelism.schedule", "zb_h2", "    schedule: zb_h2");
   }
 }
+
+TEST_CASE("context parallelism: its conditions are located errors", "[scenario]") {
+  const std::string base = with("    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n",
+                                "    data: [Y]\n    tensor: [Z]\n    context: X\n",
+                                with("  model: llama2-13b\n", "  model: llama3.1-8b\n", kTraining));
+  SECTION("a valid plan loads, the context axis a data axis that does not split the batch") {
+    const Scenario s = load_scenario_text(base, "cp.yaml");
+    CHECK(s.training.plan.context_axis == 0);
+    CHECK(s.training.plan.data_axes == std::vector<int>{1, 0});
+  }
+  SECTION("a sequence that does not split into 2 x CP chunks") {
+    const auto text = with("sequence_length: 4096", "sequence_length: 4100", base);
+    require_error(text, "workload.sequence_length", "4100", "  sequence_length: 4100");
+    CHECK(contains(error_from(text).what(), "2 x 4 = 8 equal chunks"));
+  }
+  SECTION("the context axis also a data axis") {
+    const auto text = with("    data: [Y]\n", "    data: [X, Y]\n", base);
+    require_error(text, "workload.parallelism.context", "X", "    context: X");
+  }
+  SECTION("with collective matmuls") {
+    const auto text = with("    tensor: [Z]\n", "    tensor: [Z]\n    tensor_overlap: true\n", base);
+    require_error(text, "workload.parallelism.context", "X", "    context: X");
+  }
+  SECTION("with an MoE model") {
+    const auto text = with("model: llama3.1-8b", "model: mixtral-8x7b", base);
+    require_error(text, "workload.parallelism.context", "X", "    context: X");
+  }
+}
