@@ -1331,3 +1331,32 @@ TEST_CASE("context parallelism: its conditions are located errors", "[scenario]"
     require_error(text, "workload.parallelism.context", "X", "    context: X");
   }
 }
+
+TEST_CASE("2D weight-stationary inference: model_d loads, and its conditions are located errors", "[scenario]") {
+  const std::string base = with("    model: [X, Y]\n", "    model: [Y]\n    model_d: [X]\n", kInference);
+  SECTION("round trip") {
+    const auto s = load_scenario_text(base, kFile);
+    CHECK(s.inference.plan.model_axes == std::vector<int>{1});
+    CHECK(s.inference.plan.d_axes == std::vector<int>{0});
+  }
+  SECTION("without model axes") {
+    const auto text = with("    model: [Y]\n    model_d: [X]\n", "    model_d: [X]\n", base);
+    require_error(text, "workload.parallelism.model_d", "[X]", "    model_d: [X]");
+  }
+  SECTION("an axis in both") {
+    const auto text = with("model_d: [X]", "model_d: [Y]", base);
+    require_error(text, "workload.parallelism.model_d[0]", "Y", "    model_d: [Y]");
+  }
+  SECTION("a batch that does not split over the D axes") {
+    const auto text = with("batch: 32", "batch: 30", base);
+    require_error(text, "workload.batch", "30", "  batch: 30");
+  }
+  SECTION("KV heads that do not split over the model axes") {
+    const auto text = with("mesh: {X: 4, Y: 2}", "mesh: {X: 4, Y: 16}", base);
+    require_error(text, "workload.parallelism.model_d", "[X]", "    model_d: [X]");
+  }
+  SECTION("with collective matmuls") {
+    const auto text = with("  kv_cache: int8\n", "  kv_cache: int8\n  collective_matmul: true\n", base);
+    require_error(text, "workload.collective_matmul", "true", "  collective_matmul: true");
+  }
+}

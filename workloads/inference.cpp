@@ -68,6 +68,29 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
     if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("expert axis not in the mesh");
     if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " carries both experts and weights");
   }
+  if (!plan.d_axes.empty()) {
+    int x = 1;
+    for (int a : plan.d_axes) {
+      if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("D axis not in the mesh");
+      if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " listed twice");
+      x *= topology.axes[a].size;
+    }
+    if (plan.model_axes.empty()) throw std::invalid_argument("2D weight-stationary sharding needs model axes (F) beside the D axes");
+    if (model.moe) throw std::invalid_argument("2D weight-stationary sharding of a mixture-of-experts model is not supported yet");
+    if (plan.collective_matmul) throw std::invalid_argument("2D weight-stationary sharding with collective matmuls is not supported yet");
+    // Attention splits the batch over X between its projections (each X shard attends for its
+    // sequences over its heads).
+    if (model.attention != AttentionKind::None && plan.batch % x != 0) {
+      throw std::invalid_argument("a batch of " + std::to_string(plan.batch) + " does not split over the " +
+                                  std::to_string(x) + " chips of the D axes (2D attention splits the batch over them)");
+    }
+    int yz = 1;
+    for (int a : plan.model_axes) yz *= topology.axes[a].size;
+    if (model.attention != AttentionKind::None && model.kv_heads % yz != 0) {
+      throw std::invalid_argument(std::to_string(model.kv_heads) + " KV heads do not split over the " + std::to_string(yz) +
+                                  " chips of the model axes (2D attention splits heads over them)");
+    }
+  }
   const int ep = expert_parallel_degree(plan, topology);
   if (model.moe && model.moe->experts % ep != 0) {
     throw std::invalid_argument(std::to_string(model.moe->experts) + " experts do not split evenly over " +
@@ -103,6 +126,7 @@ double server_weight_bytes(const TransformerSpec& model, const InferencePlan& pl
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
   int degree = 1;
   for (int a : plan.model_axes) degree *= topology.axes[a].size;
+  for (int a : plan.d_axes) degree *= topology.axes[a].size;
   return degree;
 }
 
@@ -248,6 +272,59 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
     previous = {second, scatter};
   };
+  // 2D weight-stationary (inference.md Question 7, Appendix B; ESTI sec. 3.2.2): weights
+  // [D_X, F_YZ] and [F_YZ, D_X]. The [T, D/X] input is gathered over YZ, the first matmul's
+  // [T, F/YZ] partial sums reduced over X, the second's [T, D/X] partial sums scattered over
+  // YZ: the book's 2BD/(2X W) + 4BF/(YZ W) + 2BD/(2X W). Attention does the same around its
+  // projections, with its scores on 1/X of the batch between them: the Q, K, V partial sums
+  // reduce-scattered over X by sequence, the output gathered back (one AllReduce's traffic).
+  // The block's roofline is split over its parts by FLOPs (a chain: the sum is what counts).
+  int x_degree = 1, yz_degree = 1;
+  for (int a : plan.d_axes) x_degree *= topology.axes[a].size;
+  for (int a : plan.model_axes) yz_degree *= topology.axes[a].size;
+  auto on_axes = [&](const std::string& name, CollectiveKind kind, const std::vector<int>& axes, double bytes, int layer,
+                     const char* category, std::vector<int> after) {
+    ProgramOp op;
+    op.name = name;
+    op.kind = ProgramOpKind::Collective;
+    op.collective.kind = kind;
+    op.collective.axes = axes;
+    op.collective.bytes = bytes;
+    op.layer = layer;
+    op.category = category;
+    return add(std::move(op), std::move(after));
+  };
+  auto block_2d = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                      bool attention) {
+    const double t = local_tokens;
+    const double io_bytes = cost.activation_bytes / x_degree;
+    const int gather = on_axes(name + ".allgather", CollectiveKind::AllGather, plan.model_axes, io_bytes, layer,
+                               "mp_allgather", previous);
+    int last = gather;
+    if (!attention) {
+      // Gated MLPs reduce both [T, F] projections before the gate.
+      const double hidden = (model.gated_mlp ? 2.0 : 1.0) * t * model.d_ff * 2.0 / yz_degree;
+      const double first = model.gated_mlp ? 2.0 / 3.0 : 0.5;
+      last = compute(name + ".matmul1", seconds * first, flops * first, layer, category, {last});
+      last = on_axes(name + ".allreduce", CollectiveKind::AllReduce, plan.d_axes, hidden, layer, "mp_allreduce", {last});
+      last = compute(name + ".matmul2", seconds * (1 - first), flops * (1 - first), layer, category, {last});
+    } else {
+      const double nh = static_cast<double>(model.heads) * model.head_dim;
+      const double qkv = nh + 2.0 * model.kv_heads * model.head_dim;
+      const double weight_flops = 2 * t * model.d_model * (qkv + nh) / (x_degree * yz_degree);
+      const double f_qkv = weight_flops > 0 ? std::min(1.0, 2 * t * model.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
+      const double f_out = weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model.d_model * nh / (x_degree * yz_degree) / flops) : 0;
+      last = compute(name + ".qkv", seconds * f_qkv, flops * f_qkv, layer, category, {last});
+      last = on_axes(name + ".reducescatter_qkv", CollectiveKind::ReduceScatter, plan.d_axes, t * qkv * 2.0 / yz_degree,
+                     layer, "mp_reducescatter", {last});
+      last = compute(name + ".scores", seconds * (1 - f_qkv - f_out), flops * (1 - f_qkv - f_out), layer, category, {last});
+      last = on_axes(name + ".allgather_out", CollectiveKind::AllGather, plan.d_axes, t * nh * 2.0 / yz_degree, layer,
+                     "mp_allgather", {last});
+      last = compute(name + ".out", seconds * f_out, flops * f_out, layer, category, {last});
+    }
+    previous = {on_axes(name + ".reducescatter", CollectiveKind::ReduceScatter, plan.model_axes, io_bytes, layer,
+                        "mp_reducescatter", {last})};
+  };
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
   // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
   // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
@@ -321,6 +398,12 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     const std::string name = "L" + std::to_string(l);
     // Attention projects, attends over the cache (read when decoding, written when
     // prefilling) and projects back; then the MLP.
+    if (!plan.d_axes.empty()) {
+      if (model.attention != AttentionKind::None)
+        block_2d(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
+      block_2d(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
+      continue;
+    }
     if (model.attention != AttentionKind::None)
       block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
     if (model.moe && l >= model.moe->dense_layers) moe_block(name + ".mlp", l);

@@ -20,6 +20,12 @@ enum class InferencePhase { Decode, Prefill };
 struct InferencePlan {
   InferencePhase phase = InferencePhase::Decode;
   std::vector<int> model_axes;       // mesh axes the weights are split over (Megatron)
+  // 2D weight-stationary (Pope et al. 2022, "Efficiently Scaling Transformer Inference", sec.
+  // 3.2.2; inference.md Question 7): weights split over D along these axes (X) and over F (or
+  // heads) along model_axes (YZ). Each block gathers its [T, D/X] input over YZ, reduces the
+  // [T, F/YZ] hidden over X between its two matmuls, and scatters its [T, D/X] output over YZ.
+  // Empty: 1D model parallelism.
+  std::vector<int> d_axes;
   // MoE models: mesh axes the experts are split over (expert parallelism). The batch is split
   // over them outside the MoE blocks (data-parallel attention, each group its sequences' KV
   // caches) and an AllToAll over them takes each token to its experts' chips and back.
@@ -56,7 +62,8 @@ struct InferenceLayout {
   double rule_of_thumb_s = 0;
 };
 
-// Chips the weights are split over: the product of the model axes' sizes.
+// Chips the weights are split over: the product of the model axes' sizes (and the D axes'
+// under 2D weight-stationary sharding).
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
 // Chips the experts are split over: the product of the expert axes' sizes (1 without).
 int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);

@@ -715,11 +715,18 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
   std::string out;
   char line[512];
   const auto& plan = scenario.inference.plan;
-  std::snprintf(line, sizeof line, "%s: %s %s on %d chips (%s), batch %d, %d-token %s, %d-way model parallel\n",
+  // 2D weight-stationary: D split X ways, F (heads) the rest (inference.md Question 7).
+  int d_ways = 1;
+  for (int a : plan.d_axes) d_ways *= run.topology.axis_size(a);
+  const std::string sharding = plan.d_axes.empty()
+                                   ? std::to_string(r.layout.model_degree) + "-way model parallel"
+                                   : "2D weight-stationary, D " + std::to_string(d_ways) + "-way x F " +
+                                         std::to_string(r.layout.model_degree / d_ways) + "-way";
+  std::snprintf(line, sizeof line, "%s: %s %s on %d chips (%s), batch %d, %d-token %s, %s\n",
                 scenario.name.c_str(), scenario.inference.model.name.c_str(), r.decode ? "decode step" : "prefill",
                 run.topology.chip_count(), scenario.topology.chip.name.c_str(), plan.batch,
                 r.decode ? plan.context_length : plan.prompt_length, r.decode ? "context" : "prompts",
-                r.layout.model_degree);
+                sharding.c_str());
   out += line;
   out += perturbations_line(run);
   std::snprintf(line, sizeof line, "%s %s (rule of thumb %s): rooflines %s, collectives on the critical path %s\n",

@@ -52,6 +52,10 @@ void server_axes(const std::optional<Field>& parallelism, const TopologySpec& to
   if (!parallelism) return;
   const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
   plan.expert_axes = axes.expert;
+  if (!axes.model_d.empty())
+    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
+         "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "
+         "parallelism.model only");
   if (axes.model_given) {
     plan.model_axes = axes.model;
   } else {
@@ -59,7 +63,7 @@ void server_axes(const std::optional<Field>& parallelism, const TopologySpec& to
     for (int a : all)
       if (std::find(axes.expert.begin(), axes.expert.end(), a) == axes.expert.end()) plan.model_axes.push_back(a);
   }
-  if (plan.model_axes.size() + plan.expert_axes.size() != all.size())
+  if (plan.model_axes.size() + plan.expert_axes.size() + plan.d_axes.size() != all.size())
     fail(*parallelism, "a server is one model replica on its whole slice; expected parallelism.model" +
                            std::string(axes.expert.empty() ? "" : " and parallelism.expert together") +
                            " to list every mesh axis (" + axis_names(topology.axes) + "), or servers: for more "

@@ -575,14 +575,33 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
   const MapReader reader(parallelism, SchemaMap::ModelParallelism);
   reader.reject_unknown();
   ModelParallelAxes out;
+  std::vector<std::pair<std::string, std::string>> used;
   if (auto model_axes = reader.optional("model")) {
-    std::vector<std::pair<std::string, std::string>> used;
     const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
     for (const auto& slice : parsed.slices) {
       if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
     }
     out.model = parsed.axes;
     out.model_given = true;
+  }
+  if (auto model_d = reader.optional("model_d")) {
+    // 2D weight-stationary (inference.md Question 7): D over these axes, F or heads over model.
+    if (!out.model_given)
+      fail(*model_d, "2D weight-stationary sharding splits F (or heads) over parallelism.model and D over "
+                     "model_d; expected parallelism.model beside it");
+    const auto parsed = parse_plan_axes(*model_d, topology, used, "model_d");
+    for (const auto& slice : parsed.slices) {
+      if (slice.size != 0) fail(*model_d, "expected whole mesh axes for model_d");
+    }
+    if (model.moe) fail(*model_d, "2D weight-stationary sharding of a mixture-of-experts model is not supported; expected "
+                                  "no model_d");
+    int yz = 1;
+    for (int a : out.model) yz *= topology.axes[a].size;
+    if (model.attention != AttentionKind::None && model.kv_heads % yz != 0)
+      fail(*model_d, std::to_string(model.kv_heads) + " KV heads of " + model.name + " do not split over the " +
+                         std::to_string(yz) + " chips of parallelism.model (2D attention splits the heads over them); "
+                         "expected model axes whose product divides the KV heads");
+    out.model_d = parsed.axes;
   }
   if (auto expert = reader.optional("expert")) {
     out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
@@ -620,6 +639,16 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
     const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, workload.model);
     plan.model_axes = axes.model;
     plan.expert_axes = axes.expert;
+    plan.d_axes = axes.model_d;
+    if (!plan.d_axes.empty() && plan.collective_matmul)
+      fail(reader.required("collective_matmul"), "collective matmuls with 2D weight-stationary sharding are not "
+                                                 "modelled; expected false beside parallelism.model_d");
+    int x = 1;
+    for (int a : plan.d_axes) x *= topology.axes[a].size;
+    if (workload.model.attention != AttentionKind::None && plan.batch % x != 0)
+      fail(reader.required("batch"), "does not split over the " + std::to_string(x) +
+                                         " chips of parallelism.model_d (2D attention splits the batch over them); "
+                                         "expected a multiple of " + std::to_string(x));
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;

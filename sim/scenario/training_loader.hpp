@@ -28,6 +28,7 @@ void parse_inference_numerics(const yaml_fields::MapReader& reader, InferencePla
 struct ModelParallelAxes {
   std::vector<int> model;     // [] when parallelism.model is not given
   std::vector<int> expert;
+  std::vector<int> model_d;   // 2D weight-stationary: the axes D is split over (parallelism.model_d)
   bool model_given = false;   // serving gives a missing model list the axes the experts leave
 };
 ModelParallelAxes parse_model_parallelism(const yaml_fields::Field& parallelism, const TopologySpec& topology,
