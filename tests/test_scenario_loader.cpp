@@ -1360,3 +1360,31 @@ TEST_CASE("2D weight-stationary inference: model_d loads, and its conditions are
     require_error(text, "workload.collective_matmul", "true", "  collective_matmul: true");
   }
 }
+
+TEST_CASE("ZeRO and mixed-precision keys load, and their conflicts are located errors", "[scenario]") {
+  const std::string base = with("    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n",
+                                "    data: [X, Y]\n    zero: 2\n    tensor: [Z]\n", kTraining);
+  SECTION("round trip") {
+    const auto s = load_scenario_text(with("  sequence_length: 4096\n",
+                                           "  sequence_length: 4096\n  master_weights: true\n  gradients: fp32\n", base),
+                                      "z.yaml");
+    CHECK(s.training.plan.zero_stage == 2);
+    CHECK(s.training.model.master_weight_bytes_per_param == 4);
+    CHECK(s.training.model.gradient_bytes_per_param == 4);
+  }
+  SECTION("zero beside fsdp") {
+    const auto text = with("    zero: 2\n", "    fsdp: true\n    zero: 2\n", base);
+    require_error(text, "workload.parallelism.zero", "2", "    zero: 2");
+  }
+  SECTION("stage 3 is fsdp") {
+    require_error(with("zero: 2", "zero: 3", base), "workload.parallelism.zero", "3", "    zero: 3");
+  }
+  SECTION("without data axes") {
+    const auto text = with("    data: [X, Y]\n    zero: 2\n", "    zero: 2\n", base);
+    require_error(text, "workload.parallelism.zero", "2", "    zero: 2");
+  }
+  SECTION("an unknown gradient dtype") {
+    const auto text = with("  sequence_length: 4096\n", "  sequence_length: 4096\n  gradients: fp8\n", base);
+    require_error(text, "workload.gradients", "fp8", "  gradients: fp8");
+  }
+}

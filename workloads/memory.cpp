@@ -86,11 +86,20 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   const double expert_shards = static_cast<double>(std::max(degrees.fsdp, degrees.expert)) * degrees.tensor * degrees.pipeline;
   const double local = (p - routed) / weight_shards + routed / expert_shards;
 
+  if (degrees.zero_stage < 0 || degrees.zero_stage > 2) {
+    throw std::invalid_argument("training_memory_per_chip: zero_stage must be 0, 1 or 2 (stage 3 is fsdp), got " +
+                                std::to_string(degrees.zero_stage));
+  }
   MemoryBreakdown m;
   m.params_bytes = local * spec.param_bytes;
-  m.grads_bytes = local * spec.param_bytes;  // gradients in the weights' dtype (bf16)
-  // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments.
-  m.optimizer_bytes = local * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param);
+  // Gradients in the weights' dtype (bf16) unless accumulated in fp32; ZeRO-2 keeps the shard
+  // this replica reduces.
+  const double grad_bytes = spec.gradient_bytes_per_param > 0 ? spec.gradient_bytes_per_param : spec.param_bytes;
+  m.grads_bytes = local * grad_bytes / (degrees.zero_stage >= 2 ? degrees.data : 1);
+  // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments (and an
+  // fp32 master copy where kept), sharded over the data replicas from ZeRO-1 on.
+  m.optimizer_bytes = local * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param) /
+                      (degrees.zero_stage >= 1 ? degrees.data : 1);
 
   // Activations of the layers on the fullest pipeline stage (ceil(L / pipeline)), for every
   // token on this chip and every microbatch in flight. training.md:L678-L682 keeps only the

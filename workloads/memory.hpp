@@ -13,6 +13,9 @@ struct ShardingDegrees {
   int tensor = 1;    // Megatron: weights split; F- and head-sized activations split
   int pipeline = 1;  // layers split into stages
   int expert = 1;    // MoE: routed experts split over this many chips (within the data ones)
+  // ZeRO (Rajbhandari et al. 2020) over the `data` replicas: 1 shards the optimizer state
+  // (and master weights), 2 the gradients too. Stage 3 is `fsdp`.
+  int zero_stage = 0;
 };
 
 // Which activations the forward pass keeps for the backward pass.
@@ -27,6 +30,11 @@ struct MemoryBreakdown {
   double grads_bytes = 0;
   double optimizer_bytes = 0;    // optimizer moments plus any master weights
   double activations_bytes = 0;
+  // Beside the per-layer checkpoints: the loss's fp32 logits [tokens, V/TP] of one microbatch,
+  // and under FSDP the gathered weights of the blocks in flight (the one computing and those
+  // prefetched). Filled by training_layout; 0 from training_memory_per_chip alone.
+  double logits_bytes = 0;
+  double gathered_weights_bytes = 0;
   double total_bytes = 0;
 
   // True when total_bytes <= hbm_bytes.

@@ -54,6 +54,8 @@ struct TransformerSpec {
   double activation_bytes = 2;               // bf16 activations
   double optimizer_bytes_per_param = 8;      // Adam: two fp32 moments (training.md:L198-L200)
   double master_weight_bytes_per_param = 0;  // e.g. 4 for an fp32 master copy; the book has none
+  double gradient_bytes_per_param = 0;       // 0: the weights' dtype (bf16, the book's); 4: fp32
+                                             // accumulation (Megatron's main grads, 18 B/param)
   int max_sequence_length = 0;               // tokens, from the published config
   AttentionKind attention = AttentionKind::Gqa;
   MlaSpec mla;                 // used when attention is Mla (heads is then N, kv_heads unused)

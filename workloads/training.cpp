@@ -109,6 +109,14 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.dcn_data_parallel && topology.slices < 2) {
     throw std::invalid_argument("data parallelism over DCN needs at least two slices");
   }
+  if (plan.zero_stage < 0 || plan.zero_stage > 2) {
+    throw std::invalid_argument("ZeRO stage " + std::to_string(plan.zero_stage) + ": expected 1 or 2 (stage 3 is FSDP)");
+  }
+  if (plan.zero_stage > 0 && plan.fsdp) throw std::invalid_argument("ZeRO-1/2 and FSDP (ZeRO-3) exclude each other");
+  if (plan.zero_stage > 0 && (plan.pipeline_axis >= 0 || plan.dcn_data_parallel || model.moe)) {
+    throw std::invalid_argument("ZeRO-1/2 combines with data parallelism within a slice only (no pipeline, DCN "
+                                "data parallelism or experts yet)");
+  }
   if (plan.dcn_data_parallel && plan.pipeline_axis >= 0) {
     throw std::invalid_argument("pipelines with data parallelism over DCN are not supported yet");
   }
@@ -237,6 +245,8 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
 
   ShardingDegrees degrees;
   degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
+  degrees.zero_stage = data ? plan.zero_stage : 0;
+  if (degrees.zero_stage > 0) layout.strategy = "ZeRO-" + std::to_string(degrees.zero_stage) + (tensor ? "+TP" : "");
   degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
   degrees.tensor = layout.tensor_degree;
   if (model.moe) {
@@ -256,6 +266,19 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   } else {
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
   }
+  // What the per-layer checkpoints leave out: the loss's fp32 logits of one microbatch, split
+  // over the tensor axes (vocabulary-parallel; a pipeline spreads the output projection, and
+  // them, over its stages), and FSDP's gathered weights in flight (training_program gathers a
+  // block once the block kPrefetchBlocks + 1 back has computed: that many blocks' full weights,
+  // split over the tensor axes, the largest block's).
+  layout.memory.logits_bytes = layout.tokens_per_microbatch * model.vocab * 4.0 / layout.tensor_degree /
+                               std::max(1, degrees.pipeline);
+  if (fsdp) {
+    double largest = 0;
+    for (const auto& blk : layout.blocks) largest = std::max(largest, blk.weight_bytes_per_group);
+    layout.memory.gathered_weights_bytes = (kPrefetchBlocks + 1) * largest;
+  }
+  layout.memory.total_bytes += layout.memory.logits_bytes + layout.memory.gathered_weights_bytes;
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
   return layout;
 }
@@ -363,6 +386,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                                             blk.weight_bytes_per_group / layout.ici_data_degree, {scatter},
                                             blk.layer, "dcn_allreduce", true));
           }
+        } else if (plan.zero_stage > 0) {
+          // ZeRO-1/2: each replica reduces, and then updates, its shard of the gradients.
+          grad_ops.push_back(b.collective(blk.name + ".reducescatter_grads", CollectiveKind::ReduceScatter,
+                                          plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
+                                          {bwd_compute[i]}, blk.layer, "zero_reducescatter"));
         } else {
           grad_ops.push_back(b.collective(blk.name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
                                           plan.data_slices, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
@@ -374,14 +402,22 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   // The optimizer reads gradients, parameters and moments and writes parameters and moments.
   // Routed experts are split over the expert axes as well when FSDP does not shard them already.
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
+  const bool zero = data && plan.zero_stage > 0;
   const double local_params =
-      (param_count(model) - routed) / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1)) +
+      (param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
       routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   layout.optimizer_s = bytes_touched / chip.achieved_hbm_Bps() + chip.compute_overhead_s;
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
-  b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  if (zero) {
+    // The updated shards gathered back into every replica's weights before the next step.
+    for (const auto& blk : blocks) {
+      b.collective(blk.name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes, plan.data_slices,
+                   blk.weight_bytes_per_group, {optimizer}, blk.layer, "zero_allgather");
+    }
+  }
 
   layout.total_flops = 0;
   layout.recompute_flops = 0;

@@ -35,6 +35,10 @@ struct TrainingPlan {
   std::vector<AxisSlice> data_slices;   // empty, or per data axis: the part of it used
                                         // (a device mesh reshape: inner block or outer ring)
   bool fsdp = false;                // shard weights, grads and optimizer state over data_axes
+  // ZeRO-1 (optimizer state) or ZeRO-2 (and gradients) sharded over the data axes, the weights
+  // replicated: gradients ReduceScattered, each replica updating its shard, the updated
+  // weights AllGathered after the optimizer. 0: plain data parallelism (or FSDP, ZeRO-3).
+  int zero_stage = 0;
   // Context parallelism: one of data_axes (a whole axis) splits each sequence instead of the
   // batch: every chip of it holds S/CP tokens of each sequence, weights and gradients are
   // synchronised over it like a data axis, and attention passes K/V blocks round it (ring

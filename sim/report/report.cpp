@@ -170,7 +170,9 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["memory_breakdown_bytes"] = {{"params", training->memory.params_bytes},
                                    {"grads", training->memory.grads_bytes},
                                    {"optimizer", training->memory.optimizer_bytes},
-                                   {"activations", training->memory.activations_bytes}};
+                                   {"activations", training->memory.activations_bytes},
+                                   {"logits", training->memory.logits_bytes},
+                                   {"gathered_weights", training->memory.gathered_weights_bytes}};
     j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
     j["fits_hbm"] = training->fits_hbm;
     // Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
@@ -686,11 +688,14 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                   m.busiest_chip_over_mean, m.max_busiest_chip_over_mean);
     out += line;
   }
-  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s\n",
+  std::snprintf(line, sizeof line,
+                "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s%s\n",
                 human_bytes(r.memory.total_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
                 r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),
                 human_bytes(r.memory.grads_bytes).c_str(), human_bytes(r.memory.optimizer_bytes).c_str(),
-                human_bytes(r.memory.activations_bytes).c_str());
+                human_bytes(r.memory.activations_bytes).c_str(), human_bytes(r.memory.logits_bytes).c_str(),
+                r.memory.gathered_weights_bytes > 0 ? ", gathered weights " : "",
+                r.memory.gathered_weights_bytes > 0 ? human_bytes(r.memory.gathered_weights_bytes).c_str() : "");
   out += line;
   std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training.model.layers / 2,
                 "T_math", "T_comms", "book T_math", "book T_comms");

@@ -331,6 +331,13 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     });
   }
   if (auto fsdp = reader.optional("fsdp")) plan.fsdp = read_bool(*fsdp);
+  if (auto zero = reader.optional("zero")) {
+    // ZeRO-1/2 over the data axes (stage 3 is fsdp: true).
+    plan.zero_stage = read_int(*zero, 1, 2);
+    if (plan.fsdp) fail(*zero, "fsdp: true is ZeRO-3; expected zero: 1 or 2 without fsdp, or fsdp alone");
+    if (plan.data_axes.empty()) fail(*zero, "ZeRO shards over the data axes; expected parallelism.data beside it");
+    if (model.moe) fail(*zero, "ZeRO-1/2 with an MoE model is not supported; expected fsdp or no zero");
+  }
   if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
   if (auto context = reader.optional("context")) {
     // Context parallelism: a data axis for the weights (synchronised over it), which splits
@@ -354,6 +361,10 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   }
   // Expert parallelism is planned over data axes of one step, not across pipeline stages
   // (issue 11): refused here, at the key, rather than left to the program.
+  if (auto pipeline = reader.optional("pipeline"); pipeline && plan.zero_stage > 0)
+    fail(*pipeline, "pipelines with ZeRO-1/2 are not supported; expected fsdp or no zero with a pipeline");
+  if (auto dcn = reader.optional("dcn_data"); dcn && plan.zero_stage > 0 && plan.dcn_data_parallel)
+    fail(*dcn, "ZeRO-1/2 over DCN is not supported; expected zero within a slice only");
   if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe)
     fail(*pipeline, "pipeline parallelism with an MoE model is not supported; expected data, fsdp, tensor and "
                     "expert axes without a pipeline");
@@ -451,7 +462,8 @@ const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",       
                                                   "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
                                                   "total_flops",   "parameters",   "hfu",
                                                   "recompute_flops"};
-const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations"};
+const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations", "logits",
+                                               "gathered_weights"};
 // summary.json's "moe" of a training step (report.cpp) and of an inference step.
 const std::vector<std::string> kTrainingMoeFields = {
     "all_to_all_time_s",        "exposed_all_to_all_s",       "dispatch_bytes_per_chip", "dropped_fraction",
@@ -509,6 +521,13 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
   if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
+  // Mixed-precision bookkeeping as Megatron counts it: an fp32 master copy of the weights (4 B
+  // a parameter, sharded like the optimizer state) and fp32 gradient accumulation (4 B instead
+  // of 2): 2 + 4 + 4 + 8 = 18 B a parameter with Adam.
+  if (auto master = reader.optional("master_weights"))
+    workload.model.master_weight_bytes_per_param = read_bool(*master) ? 4.0 : 0.0;
+  if (auto gradients = reader.optional("gradients"))
+    workload.model.gradient_bytes_per_param = read_choice<double>(*gradients, {{"bf16", 2.0}, {"fp32", 4.0}});
   if (auto budget = reader.optional("token_budget")) {
     workload.token_budget = read_real(*budget);
     if (!(workload.token_budget >= plan.global_batch_tokens && workload.token_budget <= 1e18))

@@ -1,0 +1,104 @@
+// Memory as frameworks count it (Megatron's mixed precision, ZeRO stages, logits, FSDP's
+// weights in flight), from the layout, against the byte counts of the papers.
+#include <catch2/catch.hpp>
+
+#include "meshes.hpp"
+
+#include "sim/engine/run.hpp"
+#include "workloads/training.hpp"
+
+using namespace podsim;
+
+namespace {
+
+TransformerSpec model_with(double master, double gradients) {
+  TransformerSpec m = *find_model_preset("llama2-7b");
+  m.layers = 4;
+  m.master_weight_bytes_per_param = master;
+  m.gradient_bytes_per_param = gradients;
+  return m;
+}
+
+TrainingPlan data_plan(int zero_stage) {
+  TrainingPlan plan;
+  plan.data_axes = {0};
+  plan.zero_stage = zero_stage;
+  plan.sequence_length = 1024;
+  plan.global_batch_tokens = 1024.0 * 8;
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's 18 bytes a parameter, and what ZeRO-1 and ZeRO-2 shard of them", "[memory]") {
+  // Rajbhandari et al. 2020 (ZeRO), sec. 3 with Megatron's mixed precision: bf16 weights (2),
+  // fp32 gradients (4), fp32 master weights (4) and Adam's two fp32 moments (8) = 18 B; ZeRO-1
+  // shards the 12 B of optimizer state over the N_d replicas, ZeRO-2 the gradients as well.
+  const auto topo = podsim_test::v5p_mesh({8});
+  const auto model = model_with(4, 4);
+  const double P = param_count(model);
+  const double d = 8;
+  const auto plain = training_layout(model, data_plan(0), topo).memory;
+  CHECK(plain.params_bytes + plain.grads_bytes + plain.optimizer_bytes == Approx(18 * P));
+  const auto zero1 = training_layout(model, data_plan(1), topo).memory;
+  CHECK(zero1.params_bytes + zero1.grads_bytes + zero1.optimizer_bytes == Approx((2 + 4 + 12 / d) * P));
+  const auto zero2 = training_layout(model, data_plan(2), topo).memory;
+  CHECK(zero2.params_bytes + zero2.grads_bytes + zero2.optimizer_bytes == Approx((2 + (4 + 12) / d) * P));
+  // The book's count (no master copy, bf16 gradients): 2 + 2 + 8 = 12 B.
+  const auto book = training_layout(model_with(0, 0), data_plan(0), topo).memory;
+  CHECK(book.params_bytes + book.grads_bytes + book.optimizer_bytes == Approx(12 * P));
+}
+
+TEST_CASE("logits and FSDP's gathered weights in flight are counted", "[memory]") {
+  const auto topo = podsim_test::v5p_mesh({4, 2});
+  const auto model = model_with(0, 0);
+  TrainingPlan plan = data_plan(0);
+  plan.fsdp = true;
+  plan.tensor_axes = {1};
+  plan.microbatches = 2;
+  const auto layout = training_layout(model, plan, topo);
+  // fp32 logits of one microbatch's tokens on a chip, the vocabulary split over TP.
+  CHECK(layout.memory.logits_bytes == Approx(layout.tokens_per_microbatch * model.vocab * 4.0 / 2));
+  // Three blocks' gathered weights (the one computing and two prefetched), the largest block's,
+  // split over TP: the MLP's 3 D F bf16 (the output projection V D is smaller here).
+  CHECK(layout.memory.gathered_weights_bytes == Approx(3 * mlp_params_per_layer(model) * 2.0 / 2));
+  CHECK(layout.memory.total_bytes ==
+        Approx(layout.memory.params_bytes + layout.memory.grads_bytes + layout.memory.optimizer_bytes +
+               layout.memory.activations_bytes + layout.memory.logits_bytes + layout.memory.gathered_weights_bytes));
+  plan.fsdp = false;
+  CHECK(training_layout(model, plan, topo).memory.gathered_weights_bytes == 0);
+}
+
+TEST_CASE("ZeRO-1/2 steps: gradients reduce-scattered, the shard updated, the weights gathered back", "[memory][training]") {
+  const auto topo = podsim_test::v5p_mesh({8});
+  const auto model = model_with(4, 4);
+  TrainingLayout dp_layout, zero_layout;
+  const auto dp = training_program(model, data_plan(0), topo, dp_layout);
+  const auto zero = training_program(model, data_plan(1), topo, zero_layout);
+  int scatters = 0, gathers = 0, allreduces = 0;
+  double zero_bytes = 0, dp_bytes = 0;
+  for (const auto& op : zero) {
+    scatters += op.category == "zero_reducescatter";
+    gathers += op.category == "zero_allgather";
+    if (op.kind == ProgramOpKind::Collective) zero_bytes += op.collective.bytes;
+  }
+  for (const auto& op : dp) {
+    allreduces += op.category == "dp_allreduce";
+    if (op.kind == ProgramOpKind::Collective) dp_bytes += op.collective.bytes;
+  }
+  CHECK(scatters == allreduces);
+  CHECK(gathers == allreduces);
+  // An AllReduce is a ReduceScatter and an AllGather of the same V (sharding.md): same traffic.
+  CHECK(zero_bytes == Approx(2 * dp_bytes));
+  // The optimizer touches 1/N_d of the state.
+  CHECK(zero_layout.optimizer_s - topo.chip.compute_overhead_s ==
+        Approx((dp_layout.optimizer_s - topo.chip.compute_overhead_s) / 8));
+  // The step waits for the weights to come back: it ends after the optimizer's gathers.
+  const auto run = run_program(topo, {}, zero, {});
+  double optimizer_end = 0;
+  for (size_t i = 0; i < zero.size(); ++i) {
+    if (zero[i].name == "optimizer") optimizer_end = run.operations[i].end_s;
+  }
+  CHECK(run.total_time_s > optimizer_end);
+  CHECK(zero_layout.strategy == "ZeRO-1");
+}
