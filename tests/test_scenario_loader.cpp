@@ -1388,3 +1388,13 @@ TEST_CASE("ZeRO and mixed-precision keys load, and their conflicts are located e
     require_error(text, "workload.gradients", "fp8", "  gradients: fp8");
   }
 }
+
+TEST_CASE("fp8 compute on a chip without an fp8 rate is a located error", "[scenario]") {
+  const auto text = with("  kv_cache: int8\n", "  kv_cache: fp8\n  compute: fp8\n", kInference);
+  require_error(text, "workload.compute", "fp8", "  compute: fp8");
+  CHECK(contains(error_from(text).what(), "fp8_flops"));
+  const auto given = with("  preset: v5e\n", "  preset: v5e\n  overrides: {fp8_flops: \"394 TFLOP/s\"}\n", text);
+  const auto s = load_scenario_text(given, kFile);
+  CHECK(s.inference.plan.fp8_compute);
+  CHECK(s.inference.plan.kv_bytes == 1.0);
+}

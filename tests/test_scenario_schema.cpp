@@ -377,7 +377,11 @@ TEST_CASE("the schema's enumerations are the loader's choices", "[schema]") {
       {"phase", replaced(kInference, "phase: @"), "workload.phase"},
       {"weights_dtype", replaced(kInference, "weights: @"), "workload.weights"},
       {"kv_cache_dtype", replaced(kInference, "kv_cache: @"), "workload.kv_cache"},
-      {"compute_dtype", replaced(kInference, "compute: @"), "workload.compute"},
+      // fp8 needs a chip with an fp8 rate: the template gives v5e one.
+      {"compute_dtype",
+       "version: 1\nhardware: {preset: v5e, overrides: {fp8_flops: \"394 TFLOP/s\"}}" +
+           replaced(kInference, "compute: @").substr(std::string("version: 1\nhardware: {preset: v5e}").size()),
+       "workload.compute"},
       {"policy", kServing, "workload.policy"},
       {"routing_distribution", kRouting, "workload.routing.distribution"},
   };

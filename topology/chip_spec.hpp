@@ -17,6 +17,10 @@ struct ChipSpec {
   std::string name;                 // preset name, e.g. "v5e"
   double bf16_flops_per_s = 0;      // peak dense bf16 matmul throughput
   double int8_ops_per_s = 0;        // peak int8 matmul throughput
+  // Peak fp8 matmul throughput; 0 where the chip has no fp8 matmuls (none of the TPU presets:
+  // the book's table, tpus.md:L192-L199, lists bf16 and int8 only). hardware.overrides.fp8_flops
+  // gives one.
+  double fp8_flops_per_s = 0;
   double hbm_bytes = 0;             // HBM capacity per chip
   double hbm_bandwidth_Bps = 0;     // HBM bandwidth per chip
   double ici_bandwidth_Bps = 0;     // one ICI link, one direction
@@ -56,6 +60,7 @@ struct ChipSpec {
   // The FLOP rates matmuls achieve: the peaks x matmul_efficiency.
   double achieved_bf16_flops_per_s() const { return bf16_flops_per_s * matmul_efficiency; }
   double achieved_int8_ops_per_s() const { return int8_ops_per_s * matmul_efficiency; }
+  double achieved_fp8_flops_per_s() const { return fp8_flops_per_s * matmul_efficiency; }
 };
 
 const std::vector<ChipSpec>& chip_presets();

@@ -40,13 +40,14 @@ namespace {
 
 // The rate matmuls achieve for the plan's compute type (the chip's calibration applied).
 double matmul_rate(const InferencePlan& plan, const ChipSpec& chip) {
+  if (plan.fp8_compute) return chip.achieved_fp8_flops_per_s();
   return plan.int8_compute ? chip.achieved_int8_ops_per_s() : chip.achieved_bf16_flops_per_s();
 }
 
 // Converting `weights` quantised weights to bf16 before bf16 matmuls (weight-only int8/int4);
 // int8 x int8 matmuls and bf16 weights need none.
 double dequant_s(double weights, const InferencePlan& plan, const ChipSpec& chip) {
-  const bool weight_only = plan.weight_bytes < 2 && !plan.int8_compute;
+  const bool weight_only = plan.weight_bytes < 2 && !plan.int8_compute && !(plan.fp8_compute && plan.weight_bytes == 1);
   return weight_only && chip.dequant_weights_per_s > 0 ? weights / chip.dequant_weights_per_s : 0.0;
 }
 
@@ -63,6 +64,10 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
                                 std::to_string(model.max_sequence_length) + " for " + model.name);
   }
   if (plan.efficiency <= 0 || plan.efficiency > 1) throw std::invalid_argument("efficiency must be in (0, 1]");
+  if (plan.fp8_compute && plan.int8_compute) throw std::invalid_argument("fp8 and int8 compute exclude each other");
+  if (plan.fp8_compute && !(topology.chip.fp8_flops_per_s > 0)) {
+    throw std::invalid_argument(topology.chip.name + " has no fp8 matmul rate; give hardware.overrides.fp8_flops");
+  }
   if (!plan.expert_axes.empty() && !model.moe) throw std::invalid_argument("expert parallelism needs a model with experts");
   for (int a : plan.expert_axes) {
     if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("expert axis not in the mesh");
@@ -421,7 +426,7 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
   layout.chips = topology.slices * topology.chips_per_slice();
   const double y = layout.model_degree;
   const bool decode = plan.phase == InferencePhase::Decode;
-  const double C = plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
+  const double C = plan.fp8_compute ? chip.fp8_flops_per_s : plan.int8_compute ? chip.int8_ops_per_s : chip.bf16_flops_per_s;
   const double W = chip.hbm_bandwidth_Bps;
   const double B = plan.batch;
   // Tokens through the weights this step: one per sequence when decoding, the prompts when

@@ -37,6 +37,7 @@ struct InferencePlan {
   double weight_bytes = 2;           // per parameter: 2 bf16, 1 int8, 0.5 int4
   double kv_bytes = 2;               // per cached K or V element: 2 bf16, 1 int8
   bool int8_compute = false;         // int8 x int8 matmuls (else bf16 FLOPs)
+  bool fp8_compute = false;          // fp8 x fp8 matmuls at the chip's fp8 rate (one it must have)
   bool attention_flops = true;       // count QK^T and AV
   double efficiency = 1.0;           // fraction of the roofline achieved
   // Overlap each block's activation gather and scatter with its matmuls (collective matmuls);

@@ -119,6 +119,7 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
       1125899906842624.0, "1 MiB to 1 PiB");
   set("bf16_flops", chip.bf16_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
   set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s");
+  set("fp8_flops", chip.fp8_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
   set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   // A plain number in [low, high], or in (low, high] where `above_low`.

@@ -14,7 +14,7 @@ std::vector<KeyTable> make_tables() {
         "compare"}},
       {M::Hardware, "hardware", "hardware", {"preset", "overrides", "profile"}},
       {M::HardwareOverrides, "hardware_overrides", "hardware.overrides",
-       {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops",
+       {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops", "fp8_flops",
         "ici_links_per_neighbor", "chips_per_host", "host_shape", "dcn_bandwidth_per_host", "pcie_bandwidth",
         "hbm_efficiency", "matmul_efficiency", "roofline_overlap", "compute_overhead", "mxu_padding",
         "dcn_latency", "dequant_rate", "chip_hour_price_usd"}},

@@ -135,7 +135,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
                             std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
   w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
-  parse_inference_numerics(reader, w.generate);
+  parse_inference_numerics(reader, topology.chip, w.generate);
   server_axes(reader.optional("parallelism"), topology, w.model, w.generate);
   if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
   reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);

@@ -570,13 +570,20 @@ const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefil
 
 TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
 
-void parse_inference_numerics(const MapReader& reader, InferencePlan& plan) {
+void parse_inference_numerics(const MapReader& reader, const ChipSpec& chip, InferencePlan& plan) {
+  // fp8 stores one byte like int8; int4 half a byte (seed 000's int4 rows cache K and V at it).
   if (auto weights = reader.optional("weights")) {
-    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"int4", 0.5}});
+    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"fp8", 1.0}, {"int4", 0.5}});
   }
-  if (auto kv = reader.optional("kv_cache")) plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}});
+  if (auto kv = reader.optional("kv_cache"))
+    plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}, {"fp8", 1.0}, {"int4", 0.5}});
   if (auto compute = reader.optional("compute")) {
-    plan.int8_compute = read_choice<bool>(*compute, {{"bf16", false}, {"int8", true}});
+    const std::string type = read_choice<std::string>(*compute, {{"bf16", "bf16"}, {"int8", "int8"}, {"fp8", "fp8"}});
+    plan.int8_compute = type == "int8";
+    plan.fp8_compute = type == "fp8";
+    if (plan.fp8_compute && !(chip.fp8_flops_per_s > 0))
+      fail(*compute, chip.name + " has no fp8 matmuls (the book's TPU table lists bf16 and int8 rates only); expected "
+                     "bf16 or int8, or a rate in hardware.overrides.fp8_flops");
   }
   if (auto efficiency = reader.optional("efficiency")) plan.efficiency = read_fraction(*efficiency);
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
@@ -653,7 +660,7 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
   }
   plan.batch = read_int(reader.required("batch"), 1, kMaxChips);
-  parse_inference_numerics(reader, plan);
+  parse_inference_numerics(reader, topology.chip, plan);
   if (auto parallelism = reader.optional("parallelism")) {
     const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, workload.model);
     plan.model_axes = axes.model;

@@ -21,7 +21,7 @@ std::string check_training_field(const yaml_fields::Field& field);
 InferenceWorkload parse_inference(const yaml_fields::MapReader& reader, const TopologySpec& topology);
 
 // Shared by inference and serving: weights, kv_cache, compute, efficiency, attention_flops.
-void parse_inference_numerics(const yaml_fields::MapReader& reader, InferencePlan& plan);
+void parse_inference_numerics(const yaml_fields::MapReader& reader, const ChipSpec& chip, InferencePlan& plan);
 // `parallelism: {model: [axes], expert: [axes]}` (inference, serving, a serving prefill): whole
 // mesh axes, each once; expert axes only on an MoE model, dividing its experts, and apart from
 // the model axes.
