@@ -5,6 +5,7 @@
 #include "meshes.hpp"
 
 #include "sim/engine/run.hpp"
+#include "sim/report/training_report.hpp"
 #include "workloads/training.hpp"
 
 using namespace podsim;
@@ -101,4 +102,63 @@ TEST_CASE("ZeRO-1/2 steps: gradients reduce-scattered, the shard updated, the we
   }
   CHECK(run.total_time_s > optimizer_end);
   CHECK(zero_layout.strategy == "ZeRO-1");
+}
+
+namespace {
+
+TrainingReport simulate_report(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topo,
+                               TrainingLayout& layout) {
+  const auto program = training_program(model, plan, topo, layout);
+  const auto run = run_program(topo, {}, program, {});
+  return training_report(TrainingWorkload{model, plan, false}, layout, program, run);
+}
+
+}  // namespace
+
+TEST_CASE("the timeline peak: every layer's checkpoints and the logits at the turn, FSDP's gathers within their bound",
+          "[memory][timeline]") {
+  const auto topo = podsim_test::v5p_mesh({4, 2});
+  const auto model = model_with(0, 0);
+  for (int microbatches : {1, 2, 4}) {
+    TrainingPlan plan = data_plan(0);
+    plan.fsdp = true;
+    plan.tensor_axes = {1};
+    plan.microbatches = microbatches;
+    plan.global_batch_tokens = 1024.0 * 4 * microbatches;
+    TrainingLayout layout;
+    const auto report = simulate_report(model, plan, topo, layout);
+    const auto& m = layout.memory;
+    const double base = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes + m.logits_bytes;
+    INFO("M = " << microbatches << ": peak " << report.memory_peak_bytes << ", buckets " << m.total_bytes);
+    // One microbatch's checkpoints are live at its turn (the next forward starts after the
+    // backward), with the logits; the gathered weights add at most the in-flight bound.
+    CHECK(report.memory_peak_bytes >= base * (1 - 1e-12));
+    CHECK(report.memory_peak_bytes <= base + m.gathered_weights_bytes + 1e-6 * base);
+    CHECK(report.memory_peak_bytes <= m.total_bytes * (1 + 1e-12));
+  }
+}
+
+TEST_CASE("the timeline peak of a pipeline: 1F1B and ZB-H1 hold P microbatches on the first stage, GPipe all M",
+          "[memory][timeline][pipeline]") {
+  auto topo = podsim_test::v5p_mesh({4});
+  auto model = model_with(0, 0);
+  model.layers = 8;
+  model.vocab = 256;
+  for (auto schedule : {PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1, PipelineSchedule::GPipe}) {
+    TrainingPlan plan;
+    plan.pipeline_axis = 0;
+    plan.schedule = schedule;
+    plan.microbatches = 8;
+    plan.sequence_length = 1024;
+    plan.global_batch_tokens = 1024.0 * 2 * 8;
+    TrainingLayout layout;
+    const auto report = simulate_report(model, plan, topo, layout);
+    const auto& m = layout.memory;
+    // The buckets count the first stage's microbatches in flight (P, or M under GPipe) and the
+    // timeline must reach exactly that: checkpoints and logits shares of that many passes.
+    const double held = schedule == PipelineSchedule::GPipe ? 8 : 4;
+    INFO(schedule_name(schedule));
+    CHECK(m.logits_bytes == Approx(layout.tokens_per_microbatch * model.vocab * 4.0 * held / 4));
+    CHECK(report.memory_peak_bytes == Approx(m.total_bytes));
+  }
 }

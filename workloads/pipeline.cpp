@@ -159,6 +159,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
                                             2 * blk.forward_flops_per_chip * (1 - w), inputs, "backward", 2);
       if (k == 0 && pass.entry.empty()) pass.entry = ops.entry;
       compute[i] = ops.last_compute;
+      if (fsdp) {   // the gathered weights live until the compute that uses them ends
+        b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
+        b.op(gather[i]).released_by = ops.last_compute;
+      }
       previous_end = ops.end;
       if (!forward && !split_backward && m == M - 1) reduce_gradients(blk, ops.last_compute, prefix(j, m) + blk.name);
     }
@@ -196,6 +200,18 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       send_backward[j * M + m] = b.send(prefix(j, m) + "send_gradients", axis, -1, activation_bytes,
                                         passes[index(PipelinePass::Backward, j, m)].tail, "pp_send", j > 0);
       if (split_backward) emit_weight_pass(j, m);
+    }
+  }
+  // What a forward pass leaves live (the report's timeline peak): its chunk's checkpoints and
+  // share of the logits, until the pass that frees them (B, or ZB-H1's W) ends.
+  const double in_flight = peak_passes_in_flight(plan.schedule, P, M, v);
+  const double pass_bytes = (layout.memory.activations_bytes + layout.memory.logits_bytes) / in_flight / v;
+  for (int j = 0; j < v; ++j) {
+    for (int m = 0; m < M; ++m) {
+      const auto frees = split_backward ? PipelinePass::WeightGradient : PipelinePass::Backward;
+      ProgramOp& first = b.op(passes[index(PipelinePass::Forward, j, m)].entry.front());
+      first.holds_bytes = pass_bytes;
+      first.released_by = passes[index(frees, j, m)].tail.back();
     }
   }
   Program program = b.take();

@@ -268,11 +268,15 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   }
   // What the per-layer checkpoints leave out: the loss's fp32 logits of one microbatch, split
   // over the tensor axes (vocabulary-parallel; a pipeline spreads the output projection, and
-  // them, over its stages), and FSDP's gathered weights in flight (training_program gathers a
+  // them, over its stages: a stage's share for each microbatch it holds), and FSDP's gathered
+  // weights in flight (training_program gathers a
   // block once the block kPrefetchBlocks + 1 back has computed: that many blocks' full weights,
   // split over the tensor axes, the largest block's).
-  layout.memory.logits_bytes = layout.tokens_per_microbatch * model.vocab * 4.0 / layout.tensor_degree /
-                               std::max(1, degrees.pipeline);
+  layout.memory.logits_bytes = layout.tokens_per_microbatch * model.vocab * 4.0 / layout.tensor_degree;
+  if (plan.pipeline_axis >= 0) {
+    layout.memory.logits_bytes *= peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches,
+                                                        plan.virtual_stages) / degrees.pipeline;
+  }
   if (fsdp) {
     double largest = 0;
     for (const auto& blk : layout.blocks) largest = std::max(largest, blk.weight_bytes_per_group);
@@ -370,6 +374,24 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       bwd_compute[i] = ops.last_compute;
       last_compute_all = ops.last_compute;
       previous_end = ops.end;
+      // What stays live (the report's timeline peak): the layer's checkpoints from its first
+      // block's forward to that block's backward (the layer's last), the logits from the
+      // output projection's forward to its backward, each gathered block's weights from the
+      // gather to the compute that uses them.
+      const bool first_of_layer = i == 0 || blocks[i - 1].layer != blk.layer;
+      const double saved = blk.layer >= model.layers ? layout.memory.logits_bytes
+                           : first_of_layer         ? layout.memory.activations_bytes / model.layers
+                                                    : 0.0;
+      if (saved > 0) {
+        b.op(fwd_compute[i]).holds_bytes = saved;
+        b.op(fwd_compute[i]).released_by = bwd_compute[i];
+      }
+      if (fsdp) {
+        b.op(fwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
+        b.op(fwd_gather[i]).released_by = fwd_compute[i];
+        b.op(bwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
+        b.op(bwd_gather[i]).released_by = bwd_compute[i];
+      }
       if (blk.moe_layer >= 0 && last_microbatch) moe.gradients(blk, expert_compute[i], grad_ops);
       if (data && last_microbatch) {
         // Gradients leave as soon as the block's backward is done; nothing waits on them but

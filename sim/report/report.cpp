@@ -167,6 +167,8 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["total_flops"] = training->total_flops;
     j["pipeline_bubble_fraction"] = training->pipeline_bubble_fraction;
     j["memory_per_chip_bytes"] = training->memory.total_bytes;
+    j["memory_peak_bytes"] = training->memory_peak_bytes;
+    j["memory_peak_at_s"] = training->memory_peak_at_s;
     j["memory_breakdown_bytes"] = {{"params", training->memory.params_bytes},
                                    {"grads", training->memory.grads_bytes},
                                    {"optimizer", training->memory.optimizer_bytes},
@@ -696,6 +698,9 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 human_bytes(r.memory.activations_bytes).c_str(), human_bytes(r.memory.logits_bytes).c_str(),
                 r.memory.gathered_weights_bytes > 0 ? ", gathered weights " : "",
                 r.memory.gathered_weights_bytes > 0 ? human_bytes(r.memory.gathered_weights_bytes).c_str() : "");
+  out += line;
+  std::snprintf(line, sizeof line, "memory peak on the timeline %s at %s (chip 0)\n",
+                human_bytes(r.memory_peak_bytes).c_str(), human_time(r.memory_peak_at_s).c_str());
   out += line;
   std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training.model.layers / 2,
                 "T_math", "T_comms", "book T_math", "book T_comms");

@@ -78,9 +78,36 @@ Blocker step_end_blocker(const Program& program, const RunResult& run) {
 
 }  // namespace
 
+// Chip 0's live bytes over the step: each op's holds_bytes from its start to its releaser's end;
+// at equal times releases go first (a buffer freed as another is filled). Returns (peak, when).
+static std::pair<double, double> timeline_peak(const Program& program, const RunResult& run) {
+  std::vector<std::pair<double, double>> events;   // (time, +/- bytes)
+  for (size_t i = 0; i < program.size(); ++i) {
+    const auto& op = program[i];
+    if (op.holds_bytes <= 0) continue;
+    events.push_back({run.span(static_cast<int>(i), 0, 0).start_s, op.holds_bytes});
+    const double end = op.released_by >= 0 ? run.span(op.released_by, program[op.released_by].repeat - 1, 0).end_s
+                                           : run.total_time_s;
+    events.push_back({end, -op.holds_bytes});
+  }
+  std::sort(events.begin(), events.end());
+  double live = 0, peak = 0, at = 0;
+  for (const auto& [t, delta] : events) {
+    live += delta;
+    if (live > peak) {
+      peak = live;
+      at = t;
+    }
+  }
+  return {peak, at};
+}
+
 TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
                                const RunResult& run) {
   TrainingReport report;
+  const auto [live_peak, peak_at] = timeline_peak(program, run);
+  report.memory_peak_bytes = layout.memory.params_bytes + layout.memory.grads_bytes + layout.memory.optimizer_bytes + live_peak;
+  report.memory_peak_at_s = peak_at;
   report.strategy = layout.strategy;
   report.step_time_s = run.total_time_s;
   report.memory = layout.memory;

@@ -54,6 +54,10 @@ struct TrainingReport {
   double pipeline_bubble_fraction = 0;
   std::vector<LayerCost> per_layer;
   MemoryBreakdown memory;
+  // The most memory chip 0 held at one moment: weights, gradients and optimizer state, plus
+  // what the timeline had live (ProgramOp::holds_bytes from start to release), and when.
+  double memory_peak_bytes = 0;
+  double memory_peak_at_s = 0;
   bool fits_hbm = true;
   bool moe = false;
   MoeStepStats moe_stats;

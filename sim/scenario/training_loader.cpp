@@ -458,7 +458,7 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
 
 const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
                                                   "time_to_train_s", "training_cost_usd", "steps_to_train",
-                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes",
+                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes", "memory_peak_bytes",
                                                   "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
                                                   "total_flops",   "parameters",   "hfu",
                                                   "recompute_flops"};
