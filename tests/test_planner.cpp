@@ -118,3 +118,37 @@ TEST_CASE("planner: no mirror images where a perturbation breaks the mesh's symm
   }
   CHECK(simulated == 33);   // every fitting plan of the unperturbed case's 33, each simulated
 }
+
+TEST_CASE("bounding by compute alone: the first K are the exhaustive run's, and no step beats its bound",
+          "[planner]") {
+  // A plan's compute on chip 0 is a lower bound on its step (compute ops run one after another
+  // on a chip). Pruning by it must leave the top K exactly as simulating everything does.
+  int bounded_total = 0;
+  for (const double tokens : {1024.0 * 16, 1024.0 * 64, 1024.0 * 256}) {
+    Scenario s = small_pod("planner-bound");
+    s.training.plan.global_batch_tokens = tokens;
+    const auto all = plan_training(s, nullptr, {}, 0);
+    for (const auto& c : all.candidates) {
+      if (!c.simulated) continue;
+      INFO(c.label);
+      CHECK(c.report.step_time_s >= c.lower_bound_s * (1 - 1e-12));
+      CHECK(c.lower_bound_s > 0);
+    }
+    for (const int keep : {1, 3, 5}) {
+      const auto bounded = plan_training(s, nullptr, {}, keep);
+      INFO(tokens << " tokens, keep " << keep);
+      for (int i = 0; i < keep; ++i) {
+        REQUIRE(bounded.candidates[i].simulated);
+        CHECK(bounded.candidates[i].report.step_time_s == all.candidates[i].report.step_time_s);
+      }
+      int simulated = 0, bounded_out = 0;
+      for (const auto& c : bounded.candidates) {
+        simulated += c.simulated;
+        bounded_out += c.bounded;
+      }
+      CHECK(simulated + bounded_out >= keep);
+      bounded_total += bounded_out;
+    }
+  }
+  CHECK(bounded_total > 0);   // the bound did prune somewhere
+}

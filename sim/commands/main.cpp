@@ -285,7 +285,7 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
 }
 
 int plan_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                 int top) {
+                 int top, bool exhaustive) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
   if (!out_dir.empty()) ensure_directory(out_dir);
@@ -298,7 +298,9 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   };
   std::function<void(const PlannerResult&)> partial;
   if (!out_dir.empty()) partial = write_csv;
-  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"), partial);
+  // Simulate until the first `top` (10 by default) are certain; --exhaustive simulates all.
+  const int keep = exhaustive ? 0 : (top > 0 ? top : 10);
+  const PlannerResult result = plan_training(scenario, points_progress("plan", "plans"), partial, keep);
   std::cout << planner_table(scenario, result, top);
   require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
@@ -478,6 +480,10 @@ int main(int argc, char** argv) {
   plan->add_option("--set", plan_sets, "override a scenario value: key=value (dotted key, YAML value)");
   int plan_top = 0;
   plan->add_option("--top", plan_top, "print the first K plans only (plan.csv has all)")->check(CLI::NonNegativeNumber);
+  bool plan_exhaustive = false;
+  plan->add_flag("--exhaustive", plan_exhaustive,
+                 "simulate every plan (default: stop once no plan left can enter the first --top, 10 by default, "
+                 "by its compute alone)");
 
   // nccl-tests' names and flags (all_gather_perf -b 8 -e 128M -f 2): "perf" as its binaries
   // end; "sweep" and "bench" already name other things.
@@ -546,7 +552,7 @@ int main(int argc, char** argv) {
       perf_options.fidelity = perf_fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
       return perf_command(perf_scenario, perf_sets, perf_out, perf_options);
     }
-    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top);
+    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
       return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);

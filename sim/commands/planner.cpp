@@ -211,15 +211,29 @@ void rank(std::vector<PlanCandidate>& candidates) {
     if (a.feasible != b.feasible) return a.feasible;
     if (a.report.fits_hbm != b.report.fits_hbm) return a.report.fits_hbm;
     if (a.simulated != b.simulated) return a.simulated;
+    if (!a.simulated) return a.lower_bound_s < b.lower_bound_s;   // bounded plans by their bound
     return a.report.step_time_s < b.report.step_time_s;
   });
 }
 
 }  // namespace
 
+// Chip 0's compute in a program: every op runs on every chip; an op whose time varies by
+// position counts its shortest.
+double compute_lower_bound_s(const Program& program) {
+  double sum = 0;
+  for (const auto& op : program) {
+    if (op.kind != ProgramOpKind::Compute) continue;
+    double t = op.compute_s;
+    for (double v : op.compute_s_by_position) t = std::min(t, v);
+    sum += t * op.repeat;
+  }
+  return sum;
+}
+
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
-                            const std::function<void(const PlannerResult&)>& on_candidate) {
+                            const std::function<void(const PlannerResult&)>& on_candidate, int keep) {
   PlannerResult result;
   auto all = with_memory_search(scenario, candidates(scenario));
   // Mirror images: the first of each symmetry class is simulated; the others count on it.
@@ -236,14 +250,41 @@ PlannerResult plan_training(const Scenario& scenario,
     }
     unique.push_back(std::move(c));
   }
-  int total = 0;
-  for (const auto& c : unique) total += c.feasible && c.report.fits_hbm;
+  // Lower bounds first (each program built, not simulated), then the simulations in their
+  // order, so the fastest plans are found early and the rest can be bounded out. A slow chip
+  // (perturbations) changes a chip's compute: no bound then.
+  const bool bounding = keep > 0 && scenario.topology.perturbations.empty();
+  std::vector<PlanCandidate*> order;
+  for (auto& c : unique) {
+    if (!c.feasible || !c.report.fits_hbm) continue;
+    try {
+      TrainingLayout layout;
+      c.lower_bound_s = compute_lower_bound_s(training_program(scenario.training.model, c.plan, scenario.topology, layout));
+    } catch (const std::invalid_argument& e) {
+      c.feasible = false;
+      c.error = e.what();
+      continue;
+    }
+    order.push_back(&c);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const PlanCandidate* a, const PlanCandidate* b) { return a->lower_bound_s < b->lower_bound_s; });
+  for (auto& c : unique) {
+    if (!c.feasible || !c.report.fits_hbm) result.candidates.push_back(std::move(c));
+  }
+  int total = static_cast<int>(order.size());
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) on_progress(0, total, -1);
   int finished = 0;
-  for (auto& c : unique) {
-    if (!c.feasible || !c.report.fits_hbm) {
+  std::vector<double> fastest;   // simulated steps, ascending, the first `keep`
+  for (PlanCandidate* next : order) {
+    PlanCandidate& c = *next;
+    if (bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1]) {
+      // Every later plan's bound is at least this one's: none can enter the first `keep`.
+      c.bounded = true;
       result.candidates.push_back(std::move(c));
+      ++finished;
+      if (on_progress) on_progress(finished, total, 0);
       continue;
     }
     spdlog::debug("simulating plan {}", c.label);
@@ -253,6 +294,7 @@ PlannerResult plan_training(const Scenario& scenario,
       const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
       c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
       c.simulated = true;
+      fastest.insert(std::upper_bound(fastest.begin(), fastest.end(), c.report.step_time_s), c.report.step_time_s);
     } catch (const std::invalid_argument& e) {
       c.feasible = false;
       c.error = e.what();
@@ -287,15 +329,17 @@ PlannerResult plan_training(const Scenario& scenario,
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top) {
   std::string out;
   char line[768];
-  int simulated = 0, mirrors = 0, pruned = 0;
+  int simulated = 0, mirrors = 0, pruned = 0, bounded = 0;
   for (const auto& c : result.candidates) {
     simulated += c.simulated;
     mirrors += c.mirrors;
-    pruned += c.feasible && !c.simulated;
+    pruned += c.feasible && !c.simulated && !c.bounded;
+    bounded += c.bounded;
   }
   std::snprintf(line, sizeof line,
-                "%s on %s: %d plans simulated (%d more by symmetry, %d pruned as too large for HBM), fastest first\n",
-                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned);
+                "%s on %s: %d plans simulated (%d more by symmetry, %d pruned as too large for HBM, %d bounded out: "
+                "their compute alone is slower than the fastest simulated), fastest first\n",
+                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned, bounded);
   out += line;
   std::snprintf(line, sizeof line, "%-4s %-58s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
                 "tokens/s/chip", "exposed", "memory", "fits");
@@ -307,6 +351,9 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
     const std::string label = c.label + (c.mirrors > 0 ? " (+" + std::to_string(c.mirrors) + " mirror)" : "");
     if (!c.feasible) {
       std::snprintf(line, sizeof line, "%-4d %-58s impossible: %s\n", rank, label.c_str(), c.error.c_str());
+    } else if (c.bounded) {
+      std::snprintf(line, sizeof line, "%-4d %-58s >= %8s (compute alone; not simulated)\n", rank, label.c_str(),
+                    human_time(c.lower_bound_s).c_str());
     } else if (!c.simulated) {
       std::snprintf(line, sizeof line, "%-4d %-58s %11s %7s %12s %11s %11s NO (not simulated)\n", rank, label.c_str(),
                     "-", "-", "-", "-", human_bytes(c.report.memory.total_bytes).c_str());
@@ -345,7 +392,7 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
 std::string planner_csv(const PlannerResult& result) {
   std::string out =
       "rank,plan,feasible,simulated,mirrors,microbatches,checkpointing,step_time_s,mfu,hfu,tokens_per_s_per_chip,"
-      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,error\n";
+      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,lower_bound_s,bounded,error\n";
   int rank = 0;
   char buf[512];
   for (const auto& c : result.candidates) {
@@ -357,6 +404,8 @@ std::string planner_csv(const PlannerResult& result) {
                   c.feasible ? "true" : "false", c.simulated ? "true" : "false", c.mirrors, c.plan.microbatches, policy,
                   c.report.step_time_s, c.report.mfu, c.report.hfu, c.report.tokens_per_s_per_chip,
                   c.report.exposed_comm_s, c.report.memory.total_bytes, c.report.fits_hbm ? "true" : "false");
+    out += buf;
+    std::snprintf(buf, sizeof buf, "%.9g,%s,", c.lower_bound_s, c.bounded ? "true" : "false");
     out += buf;
     out += "\"" + c.error + "\"\n";
   }

@@ -17,6 +17,11 @@ struct PlanCandidate {
   std::string error;
   bool simulated = false;       // false: pruned before simulating (does not fit HBM: `report.memory` only)
   int mirrors = 0;              // plans symmetry makes identical to this one (not simulated again)
+  // Chip 0's compute alone: a lower bound on the step, since a chip's compute ops run one
+  // after another (each waits for the one before it in every training program). A plan whose
+  // bound is no better than the K-th fastest simulated step is not simulated (`bounded`).
+  double lower_bound_s = 0;
+  bool bounded = false;
   TrainingReport report;
 };
 
@@ -36,9 +41,13 @@ struct PlannerResult {
 // on an isomorphic mesh), so only the first is simulated. `on_progress`, when given, hears
 // (0, N, -1) first, then (k, N, seconds left at the pace so far) as each simulation ends;
 // `on_candidate`, when given, hears the ranking so far after each (plan -o rewrites plan.csv).
+//
+// Plans are simulated in order of their lower bound (chip 0's compute alone); once `keep`
+// plans are simulated, a plan whose bound is at least the keep-th fastest step cannot enter
+// the first `keep` and is listed as bounded, not simulated (keep = 0: simulate every plan).
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
-                            const std::function<void(const PlannerResult&)>& on_candidate = {});
+                            const std::function<void(const PlannerResult&)>& on_candidate = {}, int keep = 0);
 // `top`: the first `top` rows only (0: all).
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top = 0);
 std::string planner_csv(const PlannerResult& result);
