@@ -100,22 +100,40 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
     }
   }
   if (scenario.training.model.moe) return with_expert_axes(scenario, std::move(out));
+  // Pipelines over each axis (its size the depth), 1F1B and interleaved 1F1B with two chunks
+  // a device, with every split of the other axes into data (DP or FSDP) and tensor axes
+  // inside the stages (3D parallelism). Microbatches start at 4 per stage.
   for (int p = 0; p < axes; ++p) {
-    PlanCandidate c;
-    c.plan = base;
-    c.plan.fsdp = false;
-    c.plan.tensor_axes = {};
-    c.plan.data_axes = {};
-    c.plan.data_slices.clear();
-    c.plan.tensor_slices.clear();
+    std::vector<int> others;
     for (int a = 0; a < axes; ++a) {
-      if (a != p) c.plan.data_axes.push_back(a);
+      if (a != p) others.push_back(a);
     }
-    c.plan.pipeline_axis = p;
-    c.plan.microbatches = std::max(base.microbatches, 4 * topology.axes[p].size);
-    c.label = "PP(" + topology.axes[p].name + ")" +
-              (c.plan.data_axes.empty() ? "" : " + DP(" + axes_label(topology, c.plan.data_axes) + ")");
-    out.push_back(std::move(c));
+    const int stages = topology.axes[p].size;
+    for (int code = 0; code < (1 << others.size()); ++code) {
+      std::vector<int> data, tensor;
+      for (size_t k = 0; k < others.size(); ++k) ((code >> k) & 1 ? tensor : data).push_back(others[k]);
+      for (bool fsdp : {false, true}) {
+        if (fsdp && data.empty()) continue;
+        for (int v : {1, 2}) {
+          PlanCandidate c;
+          c.plan = base;
+          c.plan.fsdp = fsdp;
+          c.plan.data_axes = data;
+          c.plan.tensor_axes = tensor;
+          c.plan.data_slices.clear();
+          c.plan.tensor_slices.clear();
+          c.plan.pipeline_axis = p;
+          c.plan.schedule = v == 1 ? PipelineSchedule::OneFOneB : PipelineSchedule::Interleaved1F1B;
+          c.plan.virtual_stages = v;
+          c.plan.microbatches = std::max(base.microbatches, 4 * stages);
+          c.plan.microbatches += (stages - c.plan.microbatches % stages) % stages;
+          c.label = "PP(" + topology.axes[p].name + (v == 1 ? ", 1F1B)" : ", interleaved x2)");
+          if (!data.empty()) c.label += std::string(fsdp ? " + FSDP(" : " + DP(") + axes_label(topology, data) + ")";
+          if (!tensor.empty()) c.label += " + TP(" + axes_label(topology, tensor) + ")";
+          out.push_back(std::move(c));
+        }
+      }
+    }
   }
   return out;
 }
@@ -203,7 +221,8 @@ std::string symmetry_key(const TopologySpec& topology, const TrainingPlan& p) {
   };
   return "D" + group(p.data_axes, p.data_slices) + "T" + group(p.tensor_axes, p.tensor_slices) + "E" +
          group(p.expert_axes, {}) + "P" + (p.pipeline_axis >= 0 ? axis_class(p.pipeline_axis) : "-") + "F" +
-         std::to_string(p.fsdp) + "M" + std::to_string(p.microbatches) + "C" + std::to_string(static_cast<int>(p.checkpointing));
+         std::to_string(p.fsdp) + "M" + std::to_string(p.microbatches) + "C" + std::to_string(static_cast<int>(p.checkpointing)) +
+         "S" + std::to_string(static_cast<int>(p.schedule)) + "V" + std::to_string(p.virtual_stages);
 }
 
 void rank(std::vector<PlanCandidate>& candidates) {
