@@ -43,6 +43,18 @@ double comm_s(const TransformerSpec& model, const InferencePlan& plan, const Top
   return run.total_time_s - compute;
 }
 
+// The book's layer decoded at 4096 rows: 1D over X, Y, Z, and 2D with D over X, F over Y, Z.
+std::pair<InferencePlan, InferencePlan> layer_plans() {
+  InferencePlan one_d;
+  one_d.batch = 4096;
+  one_d.context_length = 1;
+  one_d.model_axes = {0, 1, 2};
+  InferencePlan two_d = one_d;
+  two_d.model_axes = {1, 2};
+  two_d.d_axes = {0};
+  return {one_d, two_d};
+}
+
 }  // namespace
 
 TEST_CASE("2D weight-stationary: simulated communication against 1D as N grows", "[inference][2d]") {
@@ -64,13 +76,7 @@ TEST_CASE("2D weight-stationary: simulated communication against 1D as N grows",
     topo.chip.hop_latency_s = 0;
     const int N = sizes[0] * sizes[1] * sizes[2];
     const double X = sizes[0], YZ = N / X, n = sizes[1];   // Y = Z = n
-    InferencePlan one_d;
-    one_d.batch = 4096;
-    one_d.context_length = 1;
-    one_d.model_axes = {0, 1, 2};
-    InferencePlan two_d = one_d;
-    two_d.model_axes = {1, 2};
-    two_d.d_axes = {0};
+    const auto [one_d, two_d] = layer_plans();
     const double W = 2 * topo.chip.neighbor_bandwidth_Bps();
     const double BD = 2.0 * 4096 * 8192, BF = 2.0 * 4096 * 32768;   // bf16 bytes
     const double book_1d = 2 * BD / (3 * W);
@@ -101,13 +107,7 @@ TEST_CASE("the crossover from simulated steps: 2D beats 1D for every N >= 72 (F 
     auto topo = podsim_test::v5p_mesh(sizes);
     topo.chip.hop_latency_s = 0;
     const double N = sizes[0] * sizes[1] * sizes[2];
-    InferencePlan one_d;
-    one_d.batch = 4096;
-    one_d.context_length = 1;
-    one_d.model_axes = {0, 1, 2};
-    InferencePlan two_d = one_d;
-    two_d.model_axes = {1, 2};
-    two_d.d_axes = {0};
+    const auto [one_d, two_d] = layer_plans();
     const double ratio = comm_s(model, two_d, topo) / comm_s(model, one_d, topo);
     const double book = 0.75 * std::sqrt(128 / N);
     INFO("N = " << N << ": simulated T_2D/T_1D " << ratio << ", book " << book);
