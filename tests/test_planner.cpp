@@ -153,3 +153,20 @@ TEST_CASE("bounding by compute alone: the first K are the exhaustive run's, and 
   }
   CHECK(bounded_total > 0);   // the bound did prune somewhere
 }
+
+TEST_CASE("a plan over the simulation budget is listed with its estimate, not simulated", "[planner]") {
+  const Scenario s = small_pod("planner-budget");
+  const auto tight = plan_training(s, nullptr, {}, 0, 1e-12);
+  int over = 0;
+  for (const auto& c : tight.candidates) {
+    if (!c.feasible) continue;
+    CHECK_FALSE(c.simulated);
+    CHECK(c.over_budget);
+    CHECK(c.estimated_wall_s > 0);
+    ++over;
+  }
+  CHECK(over > 0);
+  CHECK(planner_table(s, tight).find("not simulated: about") != std::string::npos);
+  // A generous budget simulates them all.
+  for (const auto& c : plan_training(s, nullptr, {}, 0, 1e6).candidates) CHECK((c.simulated || !c.feasible));
+}

@@ -1398,3 +1398,11 @@ TEST_CASE("fp8 compute on a chip without an fp8 rate is a located error", "[scen
   CHECK(s.inference.plan.fp8_compute);
   CHECK(s.inference.plan.kv_bytes == 1.0);
 }
+
+TEST_CASE("inference replicas: the batch must divide, and serving refuses them", "[scenario]") {
+  const std::string base = with("    model: [X, Y]\n", "    model: [X]\n    replica: [Y]\n", kInference);
+  CHECK(load_scenario_text(base, kFile).inference.plan.replica_axes == std::vector<int>{1});
+  require_error(with("batch: 32", "batch: 31", base), "workload.batch", "31", "  batch: 31");
+  require_error(with("    replica: [Y]\n", "    replica: [X]\n", base), "workload.parallelism.replica[0]", "X",
+                "    replica: [X]");
+}

@@ -96,6 +96,16 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
                                   " chips of the model axes (2D attention splits heads over them)");
     }
   }
+  int replicas = 1;
+  for (int a : plan.replica_axes) {
+    if (a < 0 || a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("replica axis not in the mesh");
+    if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " listed twice");
+    replicas *= topology.axes[a].size;
+  }
+  if (plan.batch % replicas != 0) {
+    throw std::invalid_argument("a batch of " + std::to_string(plan.batch) + " does not split over " +
+                                std::to_string(replicas) + " replicas");
+  }
   const int ep = expert_parallel_degree(plan, topology);
   if (model.moe && model.moe->experts % ep != 0) {
     throw std::invalid_argument(std::to_string(model.moe->experts) + " experts do not split evenly over " +
@@ -418,9 +428,15 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   return program;
 }
 
-Program inference_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+Program inference_program(const TransformerSpec& model, const InferencePlan& whole, const TopologySpec& topology,
                           InferenceLayout& layout) {
-  check_plan(model, plan, topology);
+  check_plan(model, whole, topology);
+  // Replicas inside the slice: everything below is one replica's, with its share of the
+  // batch; throughput, FLOPs and capacity then count every replica.
+  layout.replicas = 1;
+  for (int a : whole.replica_axes) layout.replicas *= topology.axes[a].size;
+  InferencePlan plan = whole;
+  plan.batch = whole.batch / layout.replicas;
   const ChipSpec& chip = topology.chip;
   layout.model_degree = model_parallel_degree(plan, topology);
   layout.chips = topology.slices * topology.chips_per_slice();
@@ -470,6 +486,9 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
                                   : prefill_shape(plan.batch, plan.prompt_length, 0);
   Program program = inference_step_program(model, plan, topology, shape);
   for (const auto& op : program) layout.flops += op.flops * layout.chips;
+  layout.tokens *= layout.replicas;
+  layout.max_batch = static_cast<int>(std::clamp(static_cast<double>(layout.max_batch) * layout.replicas, 0.0,
+                                                 double(std::numeric_limits<int>::max())));
   return program;
 }
 

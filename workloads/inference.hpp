@@ -26,6 +26,9 @@ struct InferencePlan {
   // [T, F/YZ] hidden over X between its two matmuls, and scatters its [T, D/X] output over YZ.
   // Empty: 1D model parallelism.
   std::vector<int> d_axes;
+  // Data-parallel replicas inside the slice: the batch is split over these axes, each part
+  // served by its own copy of the model on the other axes (no collective crosses them).
+  std::vector<int> replica_axes;
   // MoE models: mesh axes the experts are split over (expert parallelism). The batch is split
   // over them outside the MoE blocks (data-parallel attention, each group its sequences' KV
   // caches) and an AllToAll over them takes each token to its experts' chips and back.
@@ -48,6 +51,7 @@ struct InferencePlan {
 struct InferenceLayout {
   int model_degree = 1;
   int expert_degree = 1;                 // expert-parallel groups (the batch split over them)
+  int replicas = 1;                      // data-parallel model replicas in the slice
   int chips = 1;
   double kv_cache_bytes_per_token = 0;   // whole model: 2 L K H x kv_bytes (inference.md)
   double param_bytes = 0;                // whole model at its weight dtype

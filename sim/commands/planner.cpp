@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/scenario_run.hpp"
+#include "sim/engine/preflight.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -252,7 +253,8 @@ double compute_lower_bound_s(const Program& program) {
 
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
-                            const std::function<void(const PlannerResult&)>& on_candidate, int keep) {
+                            const std::function<void(const PlannerResult&)>& on_candidate, int keep,
+                            double budget_s) {
   PlannerResult result;
   auto all = with_memory_search(scenario, candidates(scenario));
   // Mirror images: the first of each symmetry class is simulated; the others count on it.
@@ -278,7 +280,13 @@ PlannerResult plan_training(const Scenario& scenario,
     if (!c.feasible || !c.report.fits_hbm) continue;
     try {
       TrainingLayout layout;
-      c.lower_bound_s = compute_lower_bound_s(training_program(scenario.training.model, c.plan, scenario.topology, layout));
+      const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
+      c.lower_bound_s = compute_lower_bound_s(program);
+      if (budget_s > 0) {
+        c.estimated_wall_s =
+            estimate_simulation(scenario.topology, simulation_settings(scenario), program, Fidelity::Auto).wall_s;
+        c.over_budget = c.estimated_wall_s > budget_s;
+      }
     } catch (const std::invalid_argument& e) {
       c.feasible = false;
       c.error = e.what();
@@ -298,6 +306,12 @@ PlannerResult plan_training(const Scenario& scenario,
   std::vector<double> fastest;   // simulated steps, ascending, the first `keep`
   for (PlanCandidate* next : order) {
     PlanCandidate& c = *next;
+    if (c.over_budget) {
+      result.candidates.push_back(std::move(c));
+      ++finished;
+      if (on_progress) on_progress(finished, total, 0);
+      continue;
+    }
     if (bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1]) {
       // Every later plan's bound is at least this one's: none can enter the first `keep`.
       c.bounded = true;
@@ -348,17 +362,19 @@ PlannerResult plan_training(const Scenario& scenario,
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top) {
   std::string out;
   char line[768];
-  int simulated = 0, mirrors = 0, pruned = 0, bounded = 0;
+  int simulated = 0, mirrors = 0, pruned = 0, bounded = 0, over = 0;
   for (const auto& c : result.candidates) {
     simulated += c.simulated;
     mirrors += c.mirrors;
-    pruned += c.feasible && !c.simulated && !c.bounded;
+    pruned += c.feasible && !c.simulated && !c.bounded && !c.over_budget;
     bounded += c.bounded;
+    over += c.over_budget;
   }
   std::snprintf(line, sizeof line,
                 "%s on %s: %d plans simulated (%d more by symmetry, %d pruned as too large for HBM, %d bounded out: "
-                "their compute alone is slower than the fastest simulated), fastest first\n",
-                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned, bounded);
+                "their compute alone is slower than the fastest simulated, %d over the planner's simulation "
+                "budget), fastest first\n",
+                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned, bounded, over);
   out += line;
   std::snprintf(line, sizeof line, "%-4s %-58s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
                 "tokens/s/chip", "exposed", "memory", "fits");
@@ -370,6 +386,9 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
     const std::string label = c.label + (c.mirrors > 0 ? " (+" + std::to_string(c.mirrors) + " mirror)" : "");
     if (!c.feasible) {
       std::snprintf(line, sizeof line, "%-4d %-58s impossible: %s\n", rank, label.c_str(), c.error.c_str());
+    } else if (c.over_budget) {
+      std::snprintf(line, sizeof line, "%-4d %-58s >= %8s (not simulated: about %s to simulate)\n", rank, label.c_str(),
+                    human_time(c.lower_bound_s).c_str(), human_time(c.estimated_wall_s).c_str());
     } else if (c.bounded) {
       std::snprintf(line, sizeof line, "%-4d %-58s >= %8s (compute alone; not simulated)\n", rank, label.c_str(),
                     human_time(c.lower_bound_s).c_str());
@@ -411,7 +430,7 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
 std::string planner_csv(const PlannerResult& result) {
   std::string out =
       "rank,plan,feasible,simulated,mirrors,microbatches,checkpointing,step_time_s,mfu,hfu,tokens_per_s_per_chip,"
-      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,lower_bound_s,bounded,error\n";
+      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,lower_bound_s,bounded,estimated_wall_s,over_budget,error\n";
   int rank = 0;
   char buf[512];
   for (const auto& c : result.candidates) {
@@ -424,7 +443,8 @@ std::string planner_csv(const PlannerResult& result) {
                   c.report.step_time_s, c.report.mfu, c.report.hfu, c.report.tokens_per_s_per_chip,
                   c.report.exposed_comm_s, c.report.memory.total_bytes, c.report.fits_hbm ? "true" : "false");
     out += buf;
-    std::snprintf(buf, sizeof buf, "%.9g,%s,", c.lower_bound_s, c.bounded ? "true" : "false");
+    std::snprintf(buf, sizeof buf, "%.9g,%s,%.3g,%s,", c.lower_bound_s, c.bounded ? "true" : "false",
+                  c.estimated_wall_s, c.over_budget ? "true" : "false");
     out += buf;
     out += "\"" + c.error + "\"\n";
   }

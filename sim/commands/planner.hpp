@@ -22,6 +22,10 @@ struct PlanCandidate {
   // bound is no better than the K-th fastest simulated step is not simulated (`bounded`).
   double lower_bound_s = 0;
   bool bounded = false;
+  // The preflight's estimate of its simulation's wall time; a plan over the planner's budget is
+  // listed, not simulated (`over_budget`), unless the planner is exhaustive.
+  double estimated_wall_s = 0;
+  bool over_budget = false;
   TrainingReport report;
 };
 
@@ -45,9 +49,12 @@ struct PlannerResult {
 // Plans are simulated in order of their lower bound (chip 0's compute alone); once `keep`
 // plans are simulated, a plan whose bound is at least the keep-th fastest step cannot enter
 // the first `keep` and is listed as bounded, not simulated (keep = 0: simulate every plan).
+// `budget_s` > 0: a plan whose simulation the preflight estimates above it is listed with the
+// estimate, not simulated (thousands of microbatches through a pipeline take minutes).
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
-                            const std::function<void(const PlannerResult&)>& on_candidate = {}, int keep = 0);
+                            const std::function<void(const PlannerResult&)>& on_candidate = {}, int keep = 0,
+                            double budget_s = 0);
 // `top`: the first `top` rows only (0: all).
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top = 0);
 std::string planner_csv(const PlannerResult& result);

@@ -11,7 +11,8 @@ namespace podsim::python {
 
 namespace {
 
-py::dict plan(const py::object& scenario_or_path, const py::object& overrides) {
+py::dict plan(const py::object& scenario_or_path, const py::object& overrides, int top, bool exhaustive,
+              double budget_s) {
   const LoadedScenario s = as_scenario(scenario_or_path, overrides);
   require_training(s.scenario);
   PlannerResult result;
@@ -19,7 +20,8 @@ py::dict plan(const py::object& scenario_or_path, const py::object& overrides) {
   {
     const py::gil_scoped_release release;
     const std::lock_guard<std::mutex> one_at_a_time(call_lock());
-    result = plan_training(s.scenario, {});
+    // As `podsim plan` does: simulate until the first `top` are certain, within the budget.
+    result = plan_training(s.scenario, {}, {}, exhaustive ? 0 : (top > 0 ? top : 10), exhaustive ? 0.0 : budget_s);
     table = planner_table(s.scenario, result);
     csv = planner_csv(result);
   }
@@ -35,9 +37,11 @@ py::dict plan(const py::object& scenario_or_path, const py::object& overrides) {
 }  // namespace
 
 void bind_plan(py::module_& m) {
-  m.def("plan", &plan, py::arg("scenario"), py::arg("overrides") = py::none(),
+  m.def("plan", &plan, py::arg("scenario"), py::arg("overrides") = py::none(), py::arg("top") = 0,
+        py::arg("exhaustive") = false, py::arg("budget_s") = 30.0,
         R"(Rank parallelism plans for a training scenario by simulated step time, as `podsim plan`
-does (its own parallelism block is ignored). Returns {'plans': [...], 'x_opt': float,
+does (its own parallelism block is ignored); top, exhaustive and budget_s as its --top,
+--exhaustive and --budget. Returns {'plans': [...], 'x_opt': float,
 'x_opt_note': str, 'table': str}: plans as plan.csv has them (rank, plan, feasible,
 step_time_s, mfu, tokens_per_s_per_chip, exposed_comm_s, memory_per_chip_bytes, fits_hbm,
 error), best first. Raises podsim.InputError for a scenario that is not a training one, or a

@@ -52,6 +52,9 @@ void server_axes(const std::optional<Field>& parallelism, const TopologySpec& to
   if (!parallelism) return;
   const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
   plan.expert_axes = axes.expert;
+  if (!axes.replica.empty())
+    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("replica"),
+         "replicas inside a serving slice are not supported yet; expected servers: N for N slices of one replica each");
   if (!axes.model_d.empty())
     fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
          "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "

@@ -629,6 +629,14 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
                          "expected model axes whose product divides the KV heads");
     out.model_d = parsed.axes;
   }
+  if (auto replica = reader.optional("replica")) {
+    // Data-parallel replicas: the batch split over these axes, a model copy on the others.
+    const auto parsed = parse_plan_axes(*replica, topology, used, "replica");
+    for (const auto& slice : parsed.slices) {
+      if (slice.size != 0) fail(*replica, "expected whole mesh axes for replicas");
+    }
+    out.replica = parsed.axes;
+  }
   if (auto expert = reader.optional("expert")) {
     out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
       if (std::find(out.model.begin(), out.model.end(), axis) != out.model.end())
@@ -666,6 +674,13 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
     plan.model_axes = axes.model;
     plan.expert_axes = axes.expert;
     plan.d_axes = axes.model_d;
+    plan.replica_axes = axes.replica;
+    int replicas = 1;
+    for (int a : plan.replica_axes) replicas *= topology.axes[a].size;
+    if (plan.batch % replicas != 0)
+      fail(reader.required("batch"), "does not split over the " + std::to_string(replicas) +
+                                         " replicas of parallelism.replica; expected a multiple of " +
+                                         std::to_string(replicas));
     if (!plan.d_axes.empty() && plan.collective_matmul)
       fail(reader.required("collective_matmul"), "collective matmuls with 2D weight-stationary sharding are not "
                                                  "modelled; expected false beside parallelism.model_d");
