@@ -149,7 +149,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       if (!forward && blk.recompute_s > 0) {
         const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
                                      blk.recompute_flops_per_chip, inputs, "recompute", 1);
-        if (k == 0) pass.entry = redo.entry;
+        if (k == 0 && pass.entry.empty()) pass.entry = redo.entry;
         inputs = redo.end;
       }
       const double w = split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
