@@ -100,6 +100,36 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       }
     }
   }
+  // Tensor parallelism over a 2x2 block spanning two wrapped axes (each split into blocks of 2
+  // and the ring of blocks), data over the rings and the other axes: the F7 case's layout that
+  // leaves FSDP rings shared by two (docs/design.md, "Device layouts").
+  for (int a = 0; a < axes; ++a) {
+    for (int b2 = a + 1; b2 < axes; ++b2) {
+      const int na = topology.axes[a].size, nb = topology.axes[b2].size;
+      if (!topology.axes[a].wraparound || !topology.axes[b2].wraparound || na % 4 != 0 || nb % 4 != 0) continue;
+      for (bool fsdp : {false, true}) {
+        PlanCandidate c;
+        c.plan = base;
+        c.plan.fsdp = fsdp;
+        c.plan.pipeline_axis = -1;
+        c.plan.data_axes.clear();
+        c.plan.data_slices.clear();
+        for (int d = 0; d < axes; ++d) {
+          c.plan.data_axes.push_back(d);
+          const int n = topology.axes[d].size;
+          c.plan.data_slices.push_back(d == a || d == b2 ? AxisSlice{2, n / 2} : AxisSlice{1, 0});
+        }
+        c.plan.tensor_axes = {a, b2};
+        c.plan.tensor_slices = {AxisSlice{1, 2}, AxisSlice{1, 2}};
+        std::string others;
+        for (int d = 0; d < axes; ++d) others += topology.axes[d].name + (d == a || d == b2 ? "/2" : "") + ",";
+        others.pop_back();
+        c.label = std::string(fsdp ? "FSDP(" : "DP(") + others + ") + TP(" + topology.axes[a].name + "," +
+                  topology.axes[b2].name + " 2x2 block)";
+        out.push_back(std::move(c));
+      }
+    }
+  }
   if (scenario.training.model.moe) return with_expert_axes(scenario, std::move(out));
   // Pipelines over each axis (its size the depth), 1F1B and interleaved 1F1B with two chunks
   // a device, with every split of the other axes into data (DP or FSDP) and tensor axes
