@@ -14,6 +14,11 @@
 
 namespace podsim {
 
+// How far ahead FSDP gathers a block's weights: a layer's two blocks (attention, MLP), so a
+// block's gather may start once the block kPrefetchBlocks + 1 back has computed, and that many
+// gathered blocks are in flight (the single-program step, the pipeline passes, the memory bucket).
+constexpr int kPrefetchBlocks = 2;
+
 struct BlockOps {
   std::vector<int> entry;    // the ops that took `inputs` (where a pass's first block waits)
   int last_compute = -1;

@@ -232,17 +232,23 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     return static_cast<int>(program.size() - 1);
   };
   const std::vector<int> batch_axes = shape.decode ? kv_batch_axes(model, plan, topology) : std::vector<int>{};
-  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category,
-                        std::vector<int> after) {
+  auto on_axes = [&](const std::string& name, CollectiveKind kind, const std::vector<int>& axes, double bytes, int layer,
+                     const char* category, std::vector<int> after) {
     ProgramOp op;
     op.name = name;
     op.kind = ProgramOpKind::Collective;
     op.collective.kind = kind;
-    op.collective.axes = kind == CollectiveKind::AllToAll ? batch_axes : plan.model_axes;
-    op.collective.bytes = cost.activation_bytes;   // the [tokens, D] activations
+    op.collective.axes = axes;
+    op.collective.bytes = bytes;
     op.layer = layer;
     op.category = category;
     return add(std::move(op), std::move(after));
+  };
+  // Megatron's: the [tokens, D] activations over the model axes (AllToAlls over the batch axes).
+  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category,
+                        std::vector<int> after) {
+    return on_axes(name, kind, kind == CollectiveKind::AllToAll ? batch_axes : plan.model_axes, cost.activation_bytes,
+                   layer, category, std::move(after));
   };
   auto compute = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
                      std::vector<int> after) {
@@ -297,18 +303,6 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   int x_degree = 1, yz_degree = 1;
   for (int a : plan.d_axes) x_degree *= topology.axes[a].size;
   for (int a : plan.model_axes) yz_degree *= topology.axes[a].size;
-  auto on_axes = [&](const std::string& name, CollectiveKind kind, const std::vector<int>& axes, double bytes, int layer,
-                     const char* category, std::vector<int> after) {
-    ProgramOp op;
-    op.name = name;
-    op.kind = ProgramOpKind::Collective;
-    op.collective.kind = kind;
-    op.collective.axes = axes;
-    op.collective.bytes = bytes;
-    op.layer = layer;
-    op.category = category;
-    return add(std::move(op), std::move(after));
-  };
   auto block_2d = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
                       bool attention) {
     const double t = local_tokens;

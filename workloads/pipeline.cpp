@@ -9,8 +9,6 @@
 namespace podsim {
 namespace {
 
-// Blocks ahead FSDP gathers a pass's weights (training.cpp's prefetch: a layer's two blocks).
-constexpr int kPrefetchBlocks = 2;
 
 // A block scaled to a share of itself: the output projection spread over the chunks.
 TrainingBlock share_of(TrainingBlock blk, double fraction) {

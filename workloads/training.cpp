@@ -16,8 +16,6 @@
 namespace podsim {
 namespace {
 
-// Blocks per layer (attention, MLP): how far ahead FSDP gathers weights.
-constexpr int kPrefetchBlocks = 2;
 
 int product_of(const TopologySpec& topology, const std::vector<int>& axes,
                const std::vector<AxisSlice>& slices = {}) {

@@ -46,6 +46,31 @@ std::vector<PlanCandidate> with_expert_axes(const Scenario& scenario, std::vecto
   return out;
 }
 
+// Tensor parallelism over the blocks of k neighbours of each of `block_axes` (each axis split
+// into its blocks and the ring of blocks, chips k apart), data parallelism (FSDP with `fsdp`)
+// over those rings and every other axis. Labelled "DP(X/k,Y,Z) + TP(<block>)".
+PlanCandidate block_tensor_plan(const TrainingPlan& base, const TopologySpec& topology, const std::vector<int>& block_axes,
+                                int k, bool fsdp, const std::string& block) {
+  PlanCandidate c;
+  c.plan = base;
+  c.plan.fsdp = fsdp;
+  c.plan.pipeline_axis = -1;
+  c.plan.data_axes.clear();
+  c.plan.data_slices.clear();
+  c.plan.tensor_axes = block_axes;
+  c.plan.tensor_slices.assign(block_axes.size(), AxisSlice{1, k});
+  std::string data;
+  for (int d = 0; d < static_cast<int>(topology.axes.size()); ++d) {
+    const bool split = std::find(block_axes.begin(), block_axes.end(), d) != block_axes.end();
+    const int n = topology.axes[d].size;
+    c.plan.data_axes.push_back(d);
+    c.plan.data_slices.push_back(split ? AxisSlice{k, n / k} : AxisSlice{1, 0});
+    data += (data.empty() ? "" : ",") + topology.axes[d].name + (split ? "/" + std::to_string(k) : "");
+  }
+  c.label = std::string(fsdp ? "FSDP(" : "DP(") + data + ") + TP(" + block + ")";
+  return c;
+}
+
 std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   const auto& topology = scenario.topology;
   const TrainingPlan& base = scenario.training.plan;
@@ -82,24 +107,8 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
     for (int k : {2, 4, 8}) {
       if (n % (2 * k) != 0) continue;
       for (bool fsdp : {false, true}) {
-        PlanCandidate c;
-        c.plan = base;
-        c.plan.fsdp = fsdp;
-        c.plan.pipeline_axis = -1;
-        c.plan.data_axes.clear();
-        c.plan.data_slices.clear();
-        for (int b = 0; b < axes; ++b) {
-          c.plan.data_axes.push_back(b);
-          c.plan.data_slices.push_back(b == a ? AxisSlice{k, n / k} : AxisSlice{1, 0});
-        }
-        c.plan.tensor_axes = {a};
-        c.plan.tensor_slices = {AxisSlice{1, k}};
-        std::string others;
-        for (int b = 0; b < axes; ++b) others += topology.axes[b].name + (b == a ? "/" + std::to_string(k) : "") + ",";
-        others.pop_back();
-        c.label = std::string(fsdp ? "FSDP(" : "DP(") + others + ") + TP(" + topology.axes[a].name + " block of " +
-                  std::to_string(k) + ")";
-        out.push_back(std::move(c));
+        out.push_back(block_tensor_plan(base, topology, {a}, k, fsdp,
+                                        topology.axes[a].name + " block of " + std::to_string(k)));
       }
     }
   }
@@ -107,29 +116,12 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   // and the ring of blocks), data over the rings and the other axes: the F7 case's layout that
   // leaves FSDP rings shared by two (docs/design.md, "Device layouts").
   for (int a = 0; a < axes; ++a) {
-    for (int b2 = a + 1; b2 < axes; ++b2) {
-      const int na = topology.axes[a].size, nb = topology.axes[b2].size;
-      if (!topology.axes[a].wraparound || !topology.axes[b2].wraparound || na % 4 != 0 || nb % 4 != 0) continue;
+    for (int b = a + 1; b < axes; ++b) {
+      const auto& x = topology.axes[a];
+      const auto& y = topology.axes[b];
+      if (!x.wraparound || !y.wraparound || x.size % 4 != 0 || y.size % 4 != 0) continue;
       for (bool fsdp : {false, true}) {
-        PlanCandidate c;
-        c.plan = base;
-        c.plan.fsdp = fsdp;
-        c.plan.pipeline_axis = -1;
-        c.plan.data_axes.clear();
-        c.plan.data_slices.clear();
-        for (int d = 0; d < axes; ++d) {
-          c.plan.data_axes.push_back(d);
-          const int n = topology.axes[d].size;
-          c.plan.data_slices.push_back(d == a || d == b2 ? AxisSlice{2, n / 2} : AxisSlice{1, 0});
-        }
-        c.plan.tensor_axes = {a, b2};
-        c.plan.tensor_slices = {AxisSlice{1, 2}, AxisSlice{1, 2}};
-        std::string others;
-        for (int d = 0; d < axes; ++d) others += topology.axes[d].name + (d == a || d == b2 ? "/2" : "") + ",";
-        others.pop_back();
-        c.label = std::string(fsdp ? "FSDP(" : "DP(") + others + ") + TP(" + topology.axes[a].name + "," +
-                  topology.axes[b2].name + " 2x2 block)";
-        out.push_back(std::move(c));
+        out.push_back(block_tensor_plan(base, topology, {a, b}, 2, fsdp, x.name + "," + y.name + " 2x2 block"));
       }
     }
   }
