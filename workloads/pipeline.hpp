@@ -6,9 +6,6 @@
 
 namespace podsim {
 
-// Stages along the pipeline axis, or one per slice.
-int stage_count(const TrainingPlan& plan, const TopologySpec& topology);
-
 // Throws std::invalid_argument naming what a pipeline plan cannot do.
 void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology);
 

@@ -132,6 +132,9 @@ struct TrainingLayout {
   MoeStepStats moe;
 };
 
+// Pipeline stages: the pipeline axis's size, or one per slice (Topology::kSliceAxis).
+int stage_count(const TrainingPlan& plan, const TopologySpec& topology);
+
 // Builds one training step's program. Throws std::invalid_argument naming the problem for
 // impossible plans (an axis used twice, a batch that does not divide over the data shards...).
 // The layout alone (degrees, blocks, memory, whether it fits), without building the program:

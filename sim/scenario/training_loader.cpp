@@ -395,7 +395,7 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.virtual_stages = 2;   // Megatron's smallest interleaving
   }
   if (auto pipeline = reader.optional("pipeline")) {
-    const int stages = plan.pipeline_axis == Topology::kSliceAxis ? slices : topology.axes[plan.pipeline_axis].size;
+    const int stages = stage_count(plan, topology);
     check_stages(virtual_stages ? *virtual_stages : *pipeline, stages, plan.virtual_stages, model);
   }
 }
@@ -504,7 +504,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   const auto microbatches = reader.optional("microbatches");
   if (microbatches) plan.microbatches = read_int(*microbatches, 1, kMaxChips);
   if (plan.pipeline_axis >= 0) {
-    const int stages = plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes[plan.pipeline_axis].size;
+    const int stages = stage_count(plan, topology);
     const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
     if (!why.empty()) fail(microbatches ? *microbatches : reader.required("parallelism"), why);
   }
