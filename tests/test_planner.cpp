@@ -171,16 +171,3 @@ TEST_CASE("a plan over the simulation budget is listed with its estimate, not si
   // A generous budget simulates them all.
   for (const auto& c : plan_training(s, nullptr, {}, 0, 1e6).candidates) CHECK((c.simulated || !c.feasible));
 }
-
-TEST_CASE("plans simulated two at a time rank exactly as one at a time", "[planner]") {
-  // The commit follows the serial order (speculative runs past a bound are discarded), so the
-  // CSV, bounded plans included, is byte for byte the same.
-  Scenario s = small_pod("planner-jobs");
-  s.training.plan.global_batch_tokens = 1024.0 * 256;
-  for (const int keep : {0, 3}) {
-    const auto serial = plan_training(s, nullptr, {}, keep, 0, 1);
-    const auto parallel = plan_training(s, nullptr, {}, keep, 0, 2);
-    INFO("keep " << keep);
-    CHECK(planner_csv(parallel) == planner_csv(serial));
-  }
-}

@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -279,7 +276,7 @@ double compute_lower_bound_s(const Program& program) {
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate, int keep,
-                            double budget_s, int jobs) {
+                            double budget_s) {
   PlannerResult result;
   auto all = with_memory_search(scenario, candidates(scenario));
   // Mirror images: the first of each symmetry class is simulated; the others count on it.
@@ -328,88 +325,47 @@ PlannerResult plan_training(const Scenario& scenario,
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) on_progress(0, total, -1);
   int finished = 0;
-  // Simulations run `jobs` at a time, ahead of the order, but are committed in it: whether a
-  // plan is bounded out is decided as the serial planner would, from the plans before it, so
-  // the output does not depend on `jobs` (a speculative simulation that turns out bounded is
-  // discarded). A worker skips a plan only if it is bounded by the plans already committed,
-  // which the serial rule then bounds too (the fastest steps only improve down the order).
-  struct Slot {
-    bool claimed = false, done = false, skipped = false, ok = false;
-    TrainingReport report;
-    std::string error;
-  };
-  std::vector<Slot> slots(order.size());
-  std::vector<double> fastest;   // committed simulated steps, ascending
-  std::mutex mutex;
-  std::condition_variable changed;
-  size_t next_claim = 0;
-  auto surely_bounded = [&](const PlanCandidate& c) {
-    return bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1];
-  };
-  auto worker = [&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (next_claim < order.size()) {
-      const size_t i = next_claim++;
-      const PlanCandidate& c = *order[i];
-      slots[i].claimed = true;
-      if (c.over_budget || surely_bounded(c)) {
-        slots[i].skipped = true;
-        slots[i].done = true;
-        changed.notify_all();
-        continue;
-      }
-      lock.unlock();
-      Slot out;
-      try {
-        TrainingLayout layout;
-        const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
-        const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
-        out.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
-        out.ok = true;
-      } catch (const std::invalid_argument& e) {
-        out.error = e.what();
-      }
-      lock.lock();
-      slots[i].report = std::move(out.report);
-      slots[i].ok = out.ok;
-      slots[i].error = std::move(out.error);
-      slots[i].done = true;
-      changed.notify_all();
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int w = 0; w < std::max(1, jobs); ++w) workers.emplace_back(worker);
-  for (size_t i = 0; i < order.size(); ++i) {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return slots[i].done; });
-    PlanCandidate& c = *order[i];
+  std::vector<double> fastest;   // simulated steps, ascending, the first `keep`
+  for (PlanCandidate* next : order) {
+    PlanCandidate& c = *next;
     if (c.over_budget) {
-      // listed with its estimate
-    } else if (surely_bounded(c)) {
+      result.candidates.push_back(std::move(c));
+      ++finished;
+      if (on_progress) on_progress(finished, total, 0);
+      continue;
+    }
+    if (bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1]) {
       // Every later plan's bound is at least this one's: none can enter the first `keep`.
       c.bounded = true;
-    } else if (slots[i].ok) {
-      c.report = std::move(slots[i].report);
+      result.candidates.push_back(std::move(c));
+      ++finished;
+      if (on_progress) on_progress(finished, total, 0);
+      continue;
+    }
+    spdlog::debug("simulating plan {}", c.label);
+    try {
+      TrainingLayout layout;
+      const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
+      const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
+      c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
       c.simulated = true;
       fastest.insert(std::upper_bound(fastest.begin(), fastest.end(), c.report.step_time_s), c.report.step_time_s);
-    } else {
+    } catch (const std::invalid_argument& e) {
       c.feasible = false;
-      c.error = slots[i].error;
+      c.error = e.what();
     }
-    lock.unlock();
     result.candidates.push_back(std::move(c));
     ++finished;
     if (on_progress) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       on_progress(finished, total, elapsed / finished * (total - finished));
     }
-    if (on_candidate && result.candidates.back().simulated) {
+    if (on_candidate) {
       PlannerResult so_far = result;
       rank(so_far.candidates);
       on_candidate(so_far);
     }
   }
-  for (auto& w : workers) w.join();
   rank(result.candidates);
   // training.md, FSDP + TP: X_opt = sqrt(B/F * M_X/M_Y * N), with M_X = 2, M_Y = 1 on a 3D
   // mesh (two axes of FSDP, one of TP), as the book takes them (book-cases.md row 46).

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -1162,11 +1161,6 @@ bool read_vector(int fd, std::vector<T>& v) {
 
 ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
                     const ReplayOptions& options) {
-  // Callers may replay from several threads at once (podsim plan -j): from pipe() to the
-  // parent's closing its write ends, one thread at a time, so no child inherits another run's
-  // write end (whose reader would then wait for that child too).
-  static std::mutex forking;
-  std::unique_lock<std::mutex> fork_lock(forking);
   // Unflushed output would be written twice, once by each process.
   std::fflush(nullptr);
   int fds[2];
@@ -1217,11 +1211,10 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     _exit(0);
   }
   ::close(fds[1]);
-  if (options.progress) ::close(progress_fds[1]);
-  fork_lock.unlock();
   SimulationProgress progress;
   const auto start = std::chrono::steady_clock::now();
   if (options.progress) {
+    ::close(progress_fds[1]);
     for (const auto& op : ops) {
       progress.total += static_cast<uint64_t>(op.repeat) *
                         (static_cast<uint64_t>(topo.chip_count()) + (op.plan ? static_cast<uint64_t>(op.plan->messages) : 0));
