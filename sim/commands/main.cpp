@@ -285,7 +285,7 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
 }
 
 int plan_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                 int top, bool exhaustive, double budget_s) {
+                 int top, bool exhaustive, double budget_s, int jobs) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
   if (!out_dir.empty()) ensure_directory(out_dir);
@@ -301,7 +301,8 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   // Simulate until the first `top` (10 by default) are certain; --exhaustive simulates all.
   const int keep = exhaustive ? 0 : (top > 0 ? top : 10);
   const PlannerResult result =
-      plan_training(scenario, points_progress("plan", "plans"), partial, keep, exhaustive ? 0.0 : budget_s);
+      plan_training(scenario, points_progress("plan", "plans"), partial, keep, exhaustive ? 0.0 : budget_s,
+                    jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::cout << planner_table(scenario, result, top);
   require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
@@ -483,6 +484,9 @@ int main(int argc, char** argv) {
   plan->add_option("--top", plan_top, "print the first K plans only (plan.csv has all)")->check(CLI::NonNegativeNumber);
   bool plan_exhaustive = false;
   double plan_budget_s = 30;
+  int plan_jobs = 0;
+  plan->add_option("-j,--jobs", plan_jobs, "plans simulated at once (default: all cores); the ranking is the same for any")
+      ->check(CLI::NonNegativeNumber);
   plan->add_option("--budget", plan_budget_s,
                    "seconds of simulation a plan may take, as the preflight estimates it; longer ones are listed "
                    "with their estimate, not simulated (default 30; --exhaustive lifts it)")
@@ -558,7 +562,8 @@ int main(int argc, char** argv) {
       perf_options.fidelity = perf_fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
       return perf_command(perf_scenario, perf_sets, perf_out, perf_options);
     }
-    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s);
+    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s,
+                                            plan_jobs);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
       return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);

@@ -1,7 +1,13 @@
 #include "sim/commands/planner.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -276,7 +282,7 @@ double compute_lower_bound_s(const Program& program) {
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate, int keep,
-                            double budget_s) {
+                            double budget_s, int jobs) {
   PlannerResult result;
   auto all = with_memory_search(scenario, candidates(scenario));
   // Mirror images: the first of each symmetry class is simulated; the others count on it.
@@ -325,46 +331,111 @@ PlannerResult plan_training(const Scenario& scenario,
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) on_progress(0, total, -1);
   int finished = 0;
-  std::vector<double> fastest;   // simulated steps, ascending, the first `keep`
-  for (PlanCandidate* next : order) {
-    PlanCandidate& c = *next;
-    if (c.over_budget) {
+  // Up to `jobs` simulations run side by side, each in its own child process, started and
+  // waited on from this one thread (a fork from a threaded process copies locks other threads
+  // hold: the -j that forked from worker threads deadlocked a child under ASan). They start
+  // ahead of the order but are committed in it: whether a plan is bounded out is decided as
+  // one at a time would decide it, from the plans before it, so the output is the same for any
+  // `jobs` (a speculative simulation that turns out bounded is discarded). A plan is not
+  // started if the plans committed so far bound it already, which the commit then confirms
+  // (the fastest steps only improve down the order).
+  std::vector<double> fastest;   // committed simulated steps, ascending
+  auto surely_bounded = [&](const PlanCandidate& c) {
+    return bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1];
+  };
+  struct Outcome {
+    bool done = false, ok = false;
+    TrainingReport report;
+    std::string error;
+  };
+  struct Running {
+    size_t index = 0;
+    Program program;
+    TrainingLayout layout;
+    PendingRun pending;
+    ~Running() { cancel_replay(pending.child); }   // only if never finished (an exception)
+  };
+  std::vector<Outcome> outcomes(order.size());
+  std::vector<std::unique_ptr<Running>> running;
+  size_t next_start = 0, next_commit = 0;
+  const SimulationSettings settings = simulation_settings(scenario);
+  while (next_commit < order.size()) {
+    while (static_cast<int>(running.size()) < std::max(1, jobs) && next_start < order.size()) {
+      const size_t i = next_start++;
+      const PlanCandidate& c = *order[i];
+      if (c.over_budget || surely_bounded(c)) {
+        outcomes[i].done = true;   // the commit lists it
+        continue;
+      }
+      spdlog::debug("simulating plan {}", c.label);
+      auto r = std::make_unique<Running>();
+      r->index = i;
+      try {
+        r->program = training_program(scenario.training.model, c.plan, scenario.topology, r->layout);
+        r->pending = start_program(scenario.topology, settings, r->program, {});
+        running.push_back(std::move(r));
+      } catch (const std::invalid_argument& e) {
+        outcomes[i].done = true;
+        outcomes[i].error = e.what();
+      }
+    }
+    while (next_commit < order.size() && outcomes[next_commit].done) {
+      PlanCandidate& c = *order[next_commit];
+      Outcome& o = outcomes[next_commit];
+      ++next_commit;
+      const bool listed = c.over_budget || surely_bounded(c);
+      if (c.over_budget) {
+        // listed with its estimate
+      } else if (surely_bounded(c)) {
+        // Every later plan's bound is at least this one's: none can enter the first `keep`.
+        c.bounded = true;
+      } else if (o.ok) {
+        c.report = std::move(o.report);
+        c.simulated = true;
+        fastest.insert(std::upper_bound(fastest.begin(), fastest.end(), c.report.step_time_s), c.report.step_time_s);
+      } else {
+        c.feasible = false;
+        c.error = std::move(o.error);
+      }
+      o.report = TrainingReport{};   // committed: its memory is not kept twice
       result.candidates.push_back(std::move(c));
       ++finished;
-      if (on_progress) on_progress(finished, total, 0);
-      continue;
+      if (on_progress) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        on_progress(finished, total, listed ? 0 : elapsed / finished * (total - finished));
+      }
+      if (on_candidate && !listed) {
+        PlannerResult so_far = result;
+        rank(so_far.candidates);
+        on_candidate(so_far);
+      }
     }
-    if (bounding && static_cast<int>(fastest.size()) >= keep && c.lower_bound_s >= fastest[keep - 1]) {
-      // Every later plan's bound is at least this one's: none can enter the first `keep`.
-      c.bounded = true;
-      result.candidates.push_back(std::move(c));
-      ++finished;
-      if (on_progress) on_progress(finished, total, 0);
-      continue;
+    if (running.empty()) continue;
+    // Wait for any simulation's result (or its end), then read every one that is ready.
+    std::vector<pollfd> waiting;
+    for (const auto& r : running) waiting.push_back({r->pending.child.result_fd, POLLIN, 0});
+    while (::poll(waiting.data(), waiting.size(), -1) < 0) {
+      if (errno != EINTR) throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
     }
-    spdlog::debug("simulating plan {}", c.label);
-    try {
-      TrainingLayout layout;
-      const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
-      const auto run = run_program(scenario.topology, simulation_settings(scenario), program, {});
-      c.report = training_report({scenario.training.model, c.plan, false}, layout, program, run);
-      c.simulated = true;
-      fastest.insert(std::upper_bound(fastest.begin(), fastest.end(), c.report.step_time_s), c.report.step_time_s);
-    } catch (const std::invalid_argument& e) {
-      c.feasible = false;
-      c.error = e.what();
+    std::vector<std::unique_ptr<Running>> still;
+    for (size_t k = 0; k < running.size(); ++k) {
+      if (waiting[k].revents == 0) {
+        still.push_back(std::move(running[k]));
+        continue;
+      }
+      Running& r = *running[k];
+      Outcome& o = outcomes[r.index];
+      const PlanCandidate& c = *order[r.index];
+      try {
+        const RunResult run = finish_program(r.pending);
+        o.report = training_report({scenario.training.model, c.plan, false}, r.layout, r.program, run);
+        o.ok = true;
+      } catch (const std::invalid_argument& e) {
+        o.error = e.what();
+      }
+      o.done = true;
     }
-    result.candidates.push_back(std::move(c));
-    ++finished;
-    if (on_progress) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      on_progress(finished, total, elapsed / finished * (total - finished));
-    }
-    if (on_candidate) {
-      PlannerResult so_far = result;
-      rank(so_far.candidates);
-      on_candidate(so_far);
-    }
+    running = std::move(still);
   }
   rank(result.candidates);
   // training.md, FSDP + TP: X_opt = sqrt(B/F * M_X/M_Y * N), with M_X = 2, M_Y = 1 on a 3D

@@ -51,10 +51,12 @@ struct PlannerResult {
 // the first `keep` and is listed as bounded, not simulated (keep = 0: simulate every plan).
 // `budget_s` > 0: a plan whose simulation the preflight estimates above it is listed with the
 // estimate, not simulated (thousands of microbatches through a pipeline take minutes).
+// `jobs` simulations run at once (each in a child process, all driven from the calling
+// thread); the result is the same for any `jobs`.
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate = {}, int keep = 0,
-                            double budget_s = 0);
+                            double budget_s = 0, int jobs = 1);
 // `top`: the first `top` rows only (0: all).
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top = 0);
 std::string planner_csv(const PlannerResult& result);

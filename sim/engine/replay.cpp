@@ -1159,8 +1159,8 @@ bool read_vector(int fd, std::vector<T>& v) {
 
 }  // namespace
 
-ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
-                    const ReplayOptions& options) {
+ReplayChild start_replay(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                         const std::vector<ReplayOp>& ops, const ReplayOptions& options) {
   // Unflushed output would be written twice, once by each process.
   std::fflush(nullptr);
   int fds[2];
@@ -1211,25 +1211,40 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     _exit(0);
   }
   ::close(fds[1]);
-  SimulationProgress progress;
-  const auto start = std::chrono::steady_clock::now();
+  ReplayChild child;
+  child.pid = pid;
+  child.result_fd = fds[0];
+  child.started = std::chrono::steady_clock::now();
   if (options.progress) {
     ::close(progress_fds[1]);
+    child.progress_fd = progress_fds[0];
     for (const auto& op : ops) {
-      progress.total += static_cast<uint64_t>(op.repeat) *
-                        (static_cast<uint64_t>(topo.chip_count()) + (op.plan ? static_cast<uint64_t>(op.plan->messages) : 0));
+      child.progress_total += static_cast<uint64_t>(op.repeat) *
+                              (static_cast<uint64_t>(topo.chip_count()) + (op.plan ? static_cast<uint64_t>(op.plan->messages) : 0));
     }
+  }
+  return child;
+}
+
+ReplayResult finish_replay(ReplayChild& child, const ReplayOptions& options) {
+  const int result_fd = child.result_fd, progress_fd = child.progress_fd;
+  const pid_t pid = child.pid;
+  SimulationProgress progress;
+  progress.total = child.progress_total;
+  const auto start = child.started;
+  child = ReplayChild{};   // finished once, whatever happens below
+  if (progress_fd >= 0) {
     // Until the first byte of the result: the simulation's reports as they come, and the wall
     // time between them, at most once per interval.
     const int timeout_ms = std::clamp(static_cast<int>(options.progress_interval_s * 1000), 10, 250);
-    pollfd waiting[2] = {{fds[0], POLLIN, 0}, {progress_fds[0], POLLIN, 0}};
+    pollfd waiting[2] = {{result_fd, POLLIN, 0}, {progress_fd, POLLIN, 0}};
     double reported_s = -1;
     while (true) {
       waiting[0].revents = waiting[1].revents = 0;
       if (::poll(waiting, 2, timeout_ms) < 0 && errno != EINTR) break;
       if (waiting[1].revents != 0) {
         uint64_t reports[512];   // whole reports: each was written whole, 8 bytes
-        const ssize_t n = ::read(progress_fds[0], reports, sizeof reports);
+        const ssize_t n = ::read(progress_fd, reports, sizeof reports);
         if (n >= static_cast<ssize_t>(sizeof(uint64_t))) {
           progress.done = std::max(progress.done, reports[n / sizeof(uint64_t) - 1]);
         } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
@@ -1243,14 +1258,14 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
         reported_s = progress.wall_s;
       }
     }
-    ::close(progress_fds[0]);
+    ::close(progress_fd);
   }
   ReplayResult result;
-  bool ok = read_vector(fds[0], result.spans) && read_vector(fds[0], result.hops) &&
-            read_all(fds[0], &result.messages, sizeof result.messages) &&
-            read_all(fds[0], &result.end_time_s, sizeof result.end_time_s) &&
-            read_all(fds[0], &result.simulation_wall_s, sizeof result.simulation_wall_s);
-  ::close(fds[0]);
+  bool ok = read_vector(result_fd, result.spans) && read_vector(result_fd, result.hops) &&
+            read_all(result_fd, &result.messages, sizeof result.messages) &&
+            read_all(result_fd, &result.end_time_s, sizeof result.end_time_s) &&
+            read_all(result_fd, &result.simulation_wall_s, sizeof result.simulation_wall_s);
+  ::close(result_fd);
   int status = 0;
   rusage usage{};
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
@@ -1265,6 +1280,24 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
     options.progress(progress);
   }
   return result;
+}
+
+void cancel_replay(ReplayChild& child) {
+  if (child.pid <= 0) return;
+  ::kill(child.pid, SIGKILL);
+  for (int fd : {child.result_fd, child.progress_fd}) {
+    if (fd >= 0) ::close(fd);
+  }
+  int status = 0;
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  child = ReplayChild{};
+}
+
+ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+                    const ReplayOptions& options) {
+  ReplayChild child = start_replay(topo, endpoints, ops, options);
+  return finish_replay(child, options);
 }
 
 std::string describe_simulation_exit(int status, double peak_rss_bytes) {

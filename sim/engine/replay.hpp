@@ -4,6 +4,7 @@
 // is computed here: every time comes out of SimGrid's clock.
 #include <algorithm>
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -75,8 +76,28 @@ struct ReplayOptions {
   double progress_interval_s = 0.25;
 };
 
+// Replays `ops` in a child process (SimGrid's engine is a process-wide singleton) and waits
+// for its result: start_replay, then finish_replay.
 ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
                     const ReplayOptions& options);
+
+// A simulation started and not yet finished. One thread can run several side by side, waiting
+// with poll() on their result_fd (readable once the result, or the child's end, is there).
+// Started from a process with one thread only: a fork copies the locks other threads hold.
+struct ReplayChild {
+  int pid = -1;
+  int result_fd = -1;
+  int progress_fd = -1;            // -1 unless options.progress
+  uint64_t progress_total = 0;
+  std::chrono::steady_clock::time_point started;
+};
+ReplayChild start_replay(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                         const std::vector<ReplayOp>& ops, const ReplayOptions& options);
+// Waits for the child (reporting progress as replay does), reads its result and reaps it;
+// `child` is spent afterwards. Throws std::runtime_error if the simulation failed.
+ReplayResult finish_replay(ReplayChild& child, const ReplayOptions& options);
+// Kills and reaps a child not finished (when its result is no longer wanted); no-op if spent.
+void cancel_replay(ReplayChild& child);
 
 // What a simulation process's wait status means, in words, with what to try (a SIGKILL is
 // most often the out-of-memory killer).

@@ -162,21 +162,26 @@ SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationS
                             settings.hop_model == HopModel::Floor);
 }
 
-RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
-                      const RunOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+PendingRun start_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                         const RunOptions& options) {
+  PendingRun pending;
+  pending.topology = &topology;
+  pending.settings = settings;
+  pending.program = &program;
+  pending.wall_start = std::chrono::steady_clock::now();
   auto reduction = reduce_program(topology, settings, program, options.fidelity);
   Topology real(topology);
-  RunResult run{std::move(real), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
-                reduction.identity ? "full" : "reduced", {}};
+  pending.run.emplace(RunResult{std::move(real), Topology(reduction.reduced), reduction, {}, {}, 0, 0,
+                                 reduction.identity ? "full" : "reduced", {}});
+  RunResult& run = *pending.run;
   const Topology& sim = run.simulated;
   spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
 
   EndpointRegistry registry;
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) registry.get(chip, "chip", {});  // endpoint == chip
-  std::vector<OpPlan> plans;
-  plans.reserve(program.size());
-  std::vector<ReplayOp> ops;
+  std::vector<OpPlan>& plans = pending.plans;
+  plans.reserve(program.size());   // ops point into it: never reallocated
+  std::vector<ReplayOp>& ops = pending.ops;
   for (const auto& op : program) {
     if (op.kind == ProgramOpKind::Collective) {
       plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
@@ -191,7 +196,7 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
                    op.after_neighbour, op.release_s});
     if (!op.compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
-  ReplayOptions replay_options;
+  ReplayOptions& replay_options = pending.replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
   replay_options.launch_overhead_s = settings.launch_overhead_s;
   replay_options.record_hops = options.record_hops;
@@ -205,7 +210,18 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
   }
   spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
                registry.endpoints().size(), message_count(plans), sim.chip_count());
-  run.replay = replay(sim, registry.endpoints(), ops, replay_options);
+  pending.child = start_replay(sim, registry.endpoints(), ops, replay_options);
+  return pending;
+}
+
+RunResult finish_program(PendingRun& pending) {
+  RunResult run = std::move(*pending.run);
+  const TopologySpec& topology = *pending.topology;
+  const SimulationSettings& settings = pending.settings;
+  const Program& program = *pending.program;
+  const std::vector<ReplayOp>& ops = pending.ops;
+  const Topology& sim = run.simulated;
+  run.replay = finish_replay(pending.child, pending.replay_options);
   size_t offset = 0;
   for (const auto& op : program) {
     run.first_span.push_back(offset);
@@ -288,9 +304,15 @@ RunResult run_program(const TopologySpec& topology, const SimulationSettings& se
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));
   }
-  run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - pending.wall_start).count();
   spdlog::info("simulated {} messages in {:.3f} s of wall time", run.replay.messages, run.wall_time_s);
   return run;
+}
+
+RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                      const RunOptions& options) {
+  PendingRun pending = start_program(topology, settings, program, options);
+  return finish_program(pending);
 }
 
 }  // namespace podsim

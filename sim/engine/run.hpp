@@ -3,7 +3,9 @@
 // and map every chip's timings back to the real pod. Takes a TopologySpec, settings and a
 // Program, never a Scenario, so the engine builds without the YAML layer
 // (sim/commands/scenario_run turns a scenario into these).
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,9 +87,29 @@ struct SimulationSettings {
 SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationSettings& settings,
                                  const Program& program, Fidelity fidelity);
 
-// Runs one per-chip program on a pod.
+// Runs one per-chip program on a pod: start_program, then finish_program.
 RunResult run_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
                       const RunOptions& options);
+
+// A program whose simulation runs (in a child process, ReplayChild) while the caller does
+// other work: several can run side by side from one thread, polled on child.result_fd.
+// `topology` and `program` must outlive it. Moving it keeps ops' pointers into plans valid
+// (a moved vector keeps its elements where they are).
+struct PendingRun {
+  const TopologySpec* topology = nullptr;
+  SimulationSettings settings;
+  const Program* program = nullptr;
+  std::chrono::steady_clock::time_point wall_start;
+  std::optional<RunResult> run;        // the meshes and reduction; finish_program adds the rest
+  std::vector<OpPlan> plans;
+  std::vector<ReplayOp> ops;
+  ReplayOptions replay_options;
+  ReplayChild child;
+};
+// Plans the program's replay and starts it; throws as run_program does before simulating.
+PendingRun start_program(const TopologySpec& topology, const SimulationSettings& settings, const Program& program,
+                         const RunOptions& options);
+RunResult finish_program(PendingRun& pending);
 
 // The axes of a collective as the formulas see them (size and wraparound of each ring).
 std::vector<AxisInfo> collective_axes(const Topology& topo, const CollectiveSpec& spec);

@@ -1,5 +1,7 @@
 #include "sim/python/plan.hpp"
 
+#include <algorithm>
+
 #include "sim/commands/planner.hpp"
 #include "sim/python/call_lock.hpp"
 #include "sim/python/records.hpp"
@@ -12,7 +14,7 @@ namespace podsim::python {
 namespace {
 
 py::dict plan(const py::object& scenario_or_path, const py::object& overrides, int top, bool exhaustive,
-              double budget_s) {
+              double budget_s, int jobs) {
   const LoadedScenario s = as_scenario(scenario_or_path, overrides);
   require_training(s.scenario);
   PlannerResult result;
@@ -21,7 +23,8 @@ py::dict plan(const py::object& scenario_or_path, const py::object& overrides, i
     const py::gil_scoped_release release;
     const std::lock_guard<std::mutex> one_at_a_time(call_lock());
     // As `podsim plan` does: simulate until the first `top` are certain, within the budget.
-    result = plan_training(s.scenario, {}, {}, exhaustive ? 0 : (top > 0 ? top : 10), exhaustive ? 0.0 : budget_s);
+    result = plan_training(s.scenario, {}, {}, exhaustive ? 0 : (top > 0 ? top : 10), exhaustive ? 0.0 : budget_s,
+                           std::max(1, jobs));
     table = planner_table(s.scenario, result);
     csv = planner_csv(result);
   }
@@ -38,10 +41,10 @@ py::dict plan(const py::object& scenario_or_path, const py::object& overrides, i
 
 void bind_plan(py::module_& m) {
   m.def("plan", &plan, py::arg("scenario"), py::arg("overrides") = py::none(), py::arg("top") = 0,
-        py::arg("exhaustive") = false, py::arg("budget_s") = 30.0,
+        py::arg("exhaustive") = false, py::arg("budget_s") = 30.0, py::arg("jobs") = 1,
         R"(Rank parallelism plans for a training scenario by simulated step time, as `podsim plan`
-does (its own parallelism block is ignored); top, exhaustive and budget_s as its --top,
---exhaustive and --budget. Returns {'plans': [...], 'x_opt': float,
+does (its own parallelism block is ignored); top, exhaustive, budget_s and jobs as its --top,
+--exhaustive, --budget and -j (the ranking is the same for any jobs). Returns {'plans': [...], 'x_opt': float,
 'x_opt_note': str, 'table': str}: plans as plan.csv has them (rank, plan, feasible,
 step_time_s, mfu, tokens_per_s_per_chip, exposed_comm_s, memory_per_chip_bytes, fits_hbm,
 error), best first. Raises podsim.InputError for a scenario that is not a training one, or a

@@ -278,8 +278,9 @@ class CommandsTest(TablesEqualTheCsv, unittest.TestCase):
     def test_plan_equals_the_cli(self):
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run([CLI, "plan", TRAINING, "-o", tmp, "-q"], capture_output=True, check=True)
-            report = podsim.plan(TRAINING)
+            report = podsim.plan(TRAINING)   # one at a time; the CLI used every core
             self.assert_records_equal_csv(report["plans"], f"{tmp}/plan.csv")
+        self.assertEqual(podsim.plan(TRAINING, jobs=2)["plans"], report["plans"])
         self.assertEqual(report["plans"][0]["rank"], 1)
         self.assertIn("simulated winner", report["table"])
         self.assertGreater(report["x_opt"], 0)
