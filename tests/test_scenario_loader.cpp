@@ -1274,6 +1274,11 @@ TEST_CASE("a token budget and a chip price: read, and refused out of range where
       with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 4.2}\n", text), kScenarioFile);
   CHECK(s.training.token_budget == 15e12);
   CHECK(s.topology.chip.chip_hour_price_usd == 4.2);
+  CHECK(s.topology.chip.chip_hour_price_source == "hardware.overrides.chip_hour_price_usd");
+  // Without the override, the preset's list price, with its source and date.
+  const Scenario listed = load_scenario_text(text, kScenarioFile);
+  CHECK(listed.topology.chip.chip_hour_price_usd == 4.20);
+  CHECK(podsim_test::contains(listed.topology.chip.chip_hour_price_source, "Feb 2025"));
   // Less than one batch, and a price of nothing.
   require_error(with("15e12", "1000", text), "workload.token_budget", "1000", "token_budget:");
   require_error(with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 0}\n", kTraining),

@@ -67,6 +67,18 @@ TEST_CASE("chip presets carry the book's figures", "[topology]") {
   CHECK(preset("v4p").hbm_bytes == 32e9);
   CHECK(preset("v3").ici_bandwidth_Bps == 1e11);
   CHECK(preset("v3").hbm_bandwidth_Bps == 9e11);
+  // On-demand list prices a chip-hour, not the book's (docs/design.md, "Prices").
+  CHECK(preset("v4p").chip_hour_price_usd == 3.22);
+  CHECK(preset("v5p").chip_hour_price_usd == 4.20);
+  CHECK(preset("v5e").chip_hour_price_usd == 1.20);
+  CHECK(preset("v6e").chip_hour_price_usd == 2.70);
+  CHECK(preset("v3").chip_hour_price_usd == 0);
+  // The book's FLOPs per dollar (applied-inference.md:L97-L101, book-cases.md row 78):
+  // bf16 FLOPs/s x 3600 / price.
+  CHECK(preset("v5p").bf16_flops_per_s * 3600 / preset("v5p").chip_hour_price_usd == Approx(3.9e17).epsilon(0.01));
+  // v5e: 1.97e14 x 3600 / 1.2 = 5.91e17, 1.9% above the book's rounded 5.8e17.
+  CHECK(preset("v5e").bf16_flops_per_s * 3600 / preset("v5e").chip_hour_price_usd == Approx(5.91e17).epsilon(0.001));
+  CHECK(preset("v5e").bf16_flops_per_s * 3600 / preset("v5e").chip_hour_price_usd == Approx(5.8e17).epsilon(0.02));
 
   CHECK(preset("v5p").max_torus_dims == 3);
   CHECK(preset("v5e").max_torus_dims == 2);
@@ -77,6 +89,9 @@ TEST_CASE("chip presets carry the book's figures", "[topology]") {
   for (const ChipSpec& chip : chip_presets()) {
     INFO(chip.name);
     CHECK_FALSE(chip.source.empty());
+    // A price comes with its source and the date it was stated (docs/design.md, "Prices").
+    CHECK((chip.chip_hour_price_usd > 0) == !chip.chip_hour_price_source.empty());
+    if (chip.chip_hour_price_usd > 0) CHECK(chip.chip_hour_price_source.find("20") != std::string::npos);
     CHECK(chip.hop_latency_s == 1e-6);  // sharding.md:L338
     CHECK(chip.neighbor_bandwidth_Bps() == chip.ici_bandwidth_Bps * chip.ici_links_per_neighbor);
     int block = 1;

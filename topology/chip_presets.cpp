@@ -1,6 +1,7 @@
 // Chip presets. Every figure comes from ../shared/reference/hardware.md, which quotes the
 // scaling book ("How to Scale Your Model", jax-ml/scaling-book @ 37acb5ea); each comment names
 // the book line the figure is read from. "assumed" marks the few figures the book does not give.
+// Prices are not the book's: each names its public source and date (docs/design.md, "Prices").
 #include <algorithm>
 #include <utility>
 
@@ -64,6 +65,10 @@ std::vector<ChipSpec> make_presets() {
     c.wrap_rule = WrapRule::FullCubes;  // tpus.md:L150, L212 footnote (full 4x4x4 cubes)
     c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150), "
                "s4 (tpus.md:L136, L214); DCN per host assumed from v5p";
+    // On-demand list price, one chip-hour (no commitment; region as the source says).
+    c.chip_hour_price_usd = 3.22;
+    c.chip_hour_price_source = "Google Cloud TPU pricing page (cloud.google.com/tpu/pricing), TPU v4 on-demand, us-central2, "
+                               "as quoted on 2022-08-11 (infer-pub.com question 1114)";
     presets.push_back(std::move(c));
   }
 
@@ -87,6 +92,10 @@ std::vector<ChipSpec> make_presets() {
     c.wrap_rule = WrapRule::FullCubes;  // tpus.md:L150, L212 footnote (full 4x4x4 cubes)
     c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212, L163), s3 (tpus.md:L150), "
                "s4 (tpus.md:L136, L164, L214; training.md:L572)";
+    // On-demand list price, one chip-hour (no commitment; region as the source says).
+    c.chip_hour_price_usd = 4.20;
+    c.chip_hour_price_source = "applied-inference.md:L97-L101 (book-cases.md row 78): Google Cloud's $4.2 an hour, "
+                               "as of Feb 2025; also the Cloud TPU v5p launch blog (2023-12-06)";
     presets.push_back(std::move(c));
   }
 
@@ -109,6 +118,10 @@ std::vector<ChipSpec> make_presets() {
     c.wrap_rule = WrapRule::Size16; // tpus.md:L150 footnote, L212 (wrap only on axes of size 16)
     c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150, L212), "
                "s4 (tpus.md:L136, L164, L214)";
+    // On-demand list price, one chip-hour (no commitment; region as the source says).
+    c.chip_hour_price_usd = 1.20;
+    c.chip_hour_price_source = "applied-inference.md:L97-L101 (book-cases.md row 78): Google Cloud's $1.2 an hour, "
+                               "as of Feb 2025; also cloud.google.com/tpu (\"Starting at $1.2000 per chip-hour\")";
     presets.push_back(std::move(c));
   }
 
@@ -132,6 +145,10 @@ std::vector<ChipSpec> make_presets() {
     c.wrap_rule = WrapRule::Size16; // tpus.md:L150 footnote, L212 (wrap only on axes of size 16)
     c.source = "hardware.md s1 (tpus.md:L192-L199), s2 (tpus.md:L203-L212), s3 (tpus.md:L150, L212), "
                "s4 (tpus.md:L136, L164, L214)";
+    // On-demand list price, one chip-hour (no commitment; region as the source says).
+    c.chip_hour_price_usd = 2.70;
+    c.chip_hour_price_source = "Google Cloud, Trillium general availability (2024-12), as reported by Neowin: "
+                               "\"available starting at $2.7000 per chip-hour\" (US East, Europe West, Asia Northeast)";
     presets.push_back(std::move(c));
   }
 

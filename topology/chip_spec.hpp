@@ -44,9 +44,12 @@ struct ChipSpec {
   // each weight before the MXU takes it, at this many weights per second (0: free, the ideal
   // machine; the VPU's ~7e12 ops/s per v5p core, hardware.md, bounds it from above).
   double dequant_weights_per_s = 0;
-  // What one chip costs an hour, in US dollars, as the scenario states it (0: not given; prices
-  // vary by region, commitment and date, so podsim ships none).
+  // What one chip costs an hour, in US dollars: the preset's public on-demand list price (with
+  // its source and date in chip_hour_price_source), or the scenario's
+  // hardware.overrides.chip_hour_price_usd (what you pay: prices vary by region and commitment).
+  // 0: no price known (v3).
   double chip_hour_price_usd = 0;
+  std::string chip_hour_price_source;
   // The matrix unit's tile (hardware.md: one bf16[8,128] @ bf16[128,128] per 8 cycles on a
   // 128x128 systolic array; v6e 256x256): with mxu_padding a matmul [M, K] @ [K, N] costs as if
   // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).

@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/price.hpp"
+
 #include "sim/report/trace_counters.hpp"
 #include "sim/report/trace_time.hpp"
 #include "sim/scenario/units.hpp"
@@ -135,7 +137,10 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
       j["steps_to_train"] = training->steps_to_train;
       j["time_to_train_s"] = training->time_to_train_s;
       j["time_to_train_days"] = training->time_to_train_s / 86400;
-      if (training->training_cost_usd > 0) j["training_cost_usd"] = training->training_cost_usd;
+      if (training->training_cost_usd > 0) {
+        j["training_cost_usd"] = training->training_cost_usd;
+        add_price(j, scenario.topology.chip);
+      }
     }
     j["tokens_per_s_per_chip"] = training->tokens_per_s_per_chip;
     j["tflops_per_s_per_chip"] = training->tflops_per_s_per_chip;
@@ -213,6 +218,11 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     j["rule_of_thumb_s"] = inference->layout.rule_of_thumb_s;
     j["tokens_per_s"] = inference->tokens_per_s;
     j["tokens_per_s_per_chip"] = inference->tokens_per_s_per_chip;
+    // Every chip's hour over the tokens it produced in it (decode: generated; prefill: prompt).
+    if (const double price = scenario.topology.chip.chip_hour_price_usd; price > 0 && inference->tokens_per_s_per_chip > 0) {
+      j["cost_per_million_tokens_usd"] = price / 3600 / inference->tokens_per_s_per_chip * 1e6;
+      add_price(j, scenario.topology.chip);
+    }
     j["kv_cache_bytes_per_token"] = inference->layout.kv_cache_bytes_per_token;
     j["max_batch"] = inference->layout.max_batch;
     j["smallest_slice_chips"] = inference->layout.smallest_slice_chips;
@@ -664,8 +674,8 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
     std::snprintf(line, sizeof line, "time to train: %.0f steps, %.1f days", r.steps_to_train, r.time_to_train_s / 86400);
     out += line;
     if (r.training_cost_usd > 0) {
-      std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour", r.training_cost_usd,
-                    scenario.topology.chip.chip_hour_price_usd);
+      std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour (%s)", r.training_cost_usd,
+                    scenario.topology.chip.chip_hour_price_usd, price_origin(scenario.topology.chip).c_str());
       out += line;
     }
     out += "\n";

@@ -138,6 +138,7 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   number("dequant_rate", chip.dequant_weights_per_s, 1e9, false, 1e16,
          "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
+  if (overrides.optional("chip_hour_price_usd")) chip.chip_hour_price_source = "hardware.overrides.chip_hour_price_usd";
   number("chip_hour_price_usd", chip.chip_hour_price_usd, 0, true, 1e4,
          "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
   if (auto links = overrides.optional("ici_links_per_neighbor"))

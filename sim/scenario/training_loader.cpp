@@ -564,7 +564,8 @@ const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefil
                                                    "tokens_per_s_per_chip", "kv_cache_bytes_per_token", "max_batch",
                                                    "memory_per_chip_bytes", "fits_hbm", "total_time_s",
                                                    "rule_of_thumb_s", "exposed_comm_s", "compute_time_s",
-                                                   "smallest_slice_chips", "smallest_slice_kv_caches"};
+                                                   "smallest_slice_chips", "smallest_slice_kv_caches",
+                                                   "cost_per_million_tokens_usd"};
 
 }  // namespace
 
