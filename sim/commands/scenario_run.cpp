@@ -76,8 +76,8 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   const auto wall_start = std::chrono::steady_clock::now();
   const ServingWorkload& w = scenario.serving;
   const bool split = w.config.policy == BatchingPolicy::Disaggregated;
-  const ServerRole generate = role(scenario.topology, w.generate);
-  const ServerRole prefill = role(split ? w.prefill_topology : scenario.topology, w.prefill);
+  const ServerRole generate = role(w.generate_topology, w.generate);
+  const ServerRole prefill = role(split ? w.prefill_server_topology : w.generate_topology, w.prefill);
   // 0 done while the step costs are priced (replays of their own), then requests as they end.
   std::optional<RequestProgress> requests_done;
   if (progress) {
@@ -96,8 +96,8 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   ServingSinks sinks({&stats, outputs, requests_done ? &*requests_done : nullptr});
   run.totals = simulate_serving(w.requests, w.config, run.costs->costs(), sinks);
   if (requests_done) requests_done->report(requests_done->wall_s());
-  run.generate_chips = scenario.topology.chips_per_slice();
-  run.prefill_chips = split ? w.prefill_topology.chips_per_slice() : 0;
+  run.generate_chips = w.generate_topology.chips_per_slice();
+  run.prefill_chips = split ? w.prefill_server_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
   run.stats = stats.finish(run.totals, run.total_chips);
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

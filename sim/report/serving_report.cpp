@@ -65,6 +65,9 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["workload"] = workload;
   j["servers"] = w.config.servers;
   j["prefill_servers"] = w.config.prefill_servers;
+  // Model replicas a slice holds (parallelism.replica): servers = slices x replicas.
+  j["replicas_per_slice"] = w.replicas_per_slice;
+  if (disaggregated(scenario)) j["prefill_replicas_per_slice"] = w.prefill_replicas_per_slice;
   j["chips"] = run.total_chips;
   j["requests"] = r.request_count;
   j["total_time_s"] = r.end_s;
@@ -145,11 +148,15 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                   100 * st.slo_attainment);
     goodput = line;
   }
+  auto per_slice = [](int replicas) {
+    return replicas > 1 ? " (" + std::to_string(replicas) + " a slice)" : std::string();
+  };
   std::string servers = std::to_string(w.config.servers) + " server(s) of " + std::to_string(run.generate_chips) +
-                        " " + scenario.topology.chip.name;
+                        " " + scenario.topology.chip.name + per_slice(w.replicas_per_slice);
   if (w.config.policy == BatchingPolicy::Disaggregated)
     servers = std::to_string(w.config.prefill_servers) + " prefill server(s) of " + std::to_string(run.prefill_chips) +
-              " + " + std::to_string(w.config.servers) + " generate server(s) of " + std::to_string(run.generate_chips);
+              per_slice(w.prefill_replicas_per_slice) + " + " + std::to_string(w.config.servers) +
+              " generate server(s) of " + std::to_string(run.generate_chips) + per_slice(w.replicas_per_slice);
   std::snprintf(buf, sizeof buf,
                 "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
                 "  TTFT       %s\n  TPOT       %s\n  ITL        %s\n  latency    %s\n  queueing   %s\n"

@@ -60,7 +60,14 @@ struct ServingWorkload {
   TransformerSpec model;
   InferencePlan generate;            // the decode (or only) server: dtypes, model axes, efficiency
   InferencePlan prefill;             // prefill steps: same, with its own efficiency and axes
+  // One (generate) server's chips: the slice, or with parallelism.replica the sub-mesh of one
+  // replica (topology/sub_mesh.hpp); `generate`'s axes index it. config.servers counts servers:
+  // the slices `servers:` names times replicas_per_slice.
+  TopologySpec generate_topology;
+  int replicas_per_slice = 1;
   TopologySpec prefill_topology;     // disaggregated: the prefill servers' slice
+  TopologySpec prefill_server_topology;   // one prefill server's chips; `prefill`'s axes index it
+  int prefill_replicas_per_slice = 1;
   ServingConfig config;              // slots filled in by the loader (HBM limit or max_batch)
   std::vector<Request> requests;
   std::string requests_source;       // "poisson" or the trace's path

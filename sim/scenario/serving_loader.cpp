@@ -9,6 +9,7 @@
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"
+#include "topology/sub_mesh.hpp"
 
 namespace podsim::detail {
 
@@ -41,36 +42,57 @@ LengthRange read_length(const Field& field) {
   return range;
 }
 
-// A server is one model replica on its whole slice: its model and expert axes together are
-// every mesh axis. Without parallelism.model, the model axes are those the expert axes leave.
-void server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology, const TransformerSpec& model,
-                 InferencePlan& plan) {
+// A server is one model replica: its model and expert axes together are every mesh axis of its
+// slice, or every axis but parallelism.replica's, whose sizes multiply to the replicas in a
+// slice, each a server on the sub-mesh of the other axes (no collective crosses a replica axis,
+// so a replica's step there is its step in the slice). Without parallelism.model, the model
+// axes are those the expert and replica axes leave. Returns a server's mesh; `plan`'s axes index it.
+TopologySpec server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology,
+                         const TransformerSpec& model, InferencePlan& plan, int& replicas) {
   std::vector<int> all;
   for (size_t a = 0; a < topology.axes.size(); ++a) all.push_back(static_cast<int>(a));
   plan.model_axes = all;
   plan.expert_axes.clear();
-  if (!parallelism) return;
+  plan.replica_axes.clear();
+  replicas = 1;
+  if (!parallelism) return topology;
   const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
   plan.expert_axes = axes.expert;
-  if (!axes.replica.empty())
-    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("replica"),
-         "replicas inside a serving slice are not supported yet; expected servers: N for N slices of one replica each");
   if (!axes.model_d.empty())
     fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
          "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "
          "parallelism.model only");
+  auto listed = [](const std::vector<int>& list, int a) { return std::find(list.begin(), list.end(), a) != list.end(); };
   if (axes.model_given) {
     plan.model_axes = axes.model;
   } else {
     plan.model_axes.clear();
     for (int a : all)
-      if (std::find(axes.expert.begin(), axes.expert.end(), a) == axes.expert.end()) plan.model_axes.push_back(a);
+      if (!listed(axes.expert, a) && !listed(axes.replica, a)) plan.model_axes.push_back(a);
   }
-  if (plan.model_axes.size() + plan.expert_axes.size() + plan.d_axes.size() != all.size())
-    fail(*parallelism, "a server is one model replica on its whole slice; expected parallelism.model" +
-                           std::string(axes.expert.empty() ? "" : " and parallelism.expert together") +
-                           " to list every mesh axis (" + axis_names(topology.axes) + "), or servers: for more "
-                           "replicas");
+  if (plan.model_axes.size() + plan.expert_axes.size() + axes.replica.size() != all.size() || plan.model_axes.empty())
+    fail(*parallelism, "a server is one model replica; expected parallelism.model to list every mesh axis (" +
+                           axis_names(topology.axes) + ") not in parallelism.expert" +
+                           " or parallelism.replica (replicas inside the slice), each once, and at least one");
+  if (axes.replica.empty()) return topology;
+  const Field replica_field = MapReader(*parallelism, SchemaMap::ModelParallelism).required("replica");
+  if (!topology.splits.empty())
+    fail(replica_field, "replicas inside a serving slice take whole mesh axes; expected no topology.splits beside them");
+  // The server's mesh: the axes a replica runs on, in the slice's order; the plan's axes renumbered.
+  std::vector<int> kept;
+  for (int a : all) {
+    if (listed(axes.replica, a)) {
+      replicas *= topology.axes[a].size;
+    } else {
+      kept.push_back(a);
+    }
+  }
+  auto renumber = [&](std::vector<int>& list) {
+    for (int& a : list) a = static_cast<int>(std::find(kept.begin(), kept.end(), a) - kept.begin());
+  };
+  renumber(plan.model_axes);
+  renumber(plan.expert_axes);
+  return sub_mesh(topology, kept);
 }
 
 // Where serving prices steps whole, collective matmuls are refused at the key that asks for them.
@@ -139,7 +161,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                             std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
   w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
   parse_inference_numerics(reader, topology.chip, w.generate);
-  server_axes(reader.optional("parallelism"), topology, w.model, w.generate);
+  w.generate_topology = server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice);
+  const TopologySpec& server = w.generate_topology;
   if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
   reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);
   w.prefill = w.generate;
@@ -153,6 +176,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   }
   const bool split = c.policy == BatchingPolicy::Disaggregated;
   if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
+  c.servers *= w.replicas_per_slice;   // `servers:` counts slices
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
   const auto output_field = parse_requests(reader.required("requests"), w);
   if (auto percentiles = reader.optional("metric_percentiles")) {
@@ -188,15 +212,15 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     w.max_context = std::max(w.max_context, padded_prompt_tokens(r.prompt_tokens, c.buckets) + r.output_tokens);
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   // Expert parallelism copies all but the routed experts into every expert-parallel group.
-  const double weights = server_weight_bytes(w.model, w.generate, topology);
-  const double hbm = topology.chips_per_slice() * topology.chip.hbm_bytes;
+  const double weights = server_weight_bytes(w.model, w.generate, server);
+  const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
   // Clamped before the conversion: a small model beside a large HBM fits more sequences than an
   // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined
   // (clang's UBSan reports it; x86 gave INT_MIN, and 2 tokens "did not fit" in 16,384 TiB).
   // A server never decodes more sequences than there can be requests.
   // With expert parallelism each group holds its share of the caches (data-parallel attention),
   // so the slots are a multiple of the groups: EP x floor(per group), as kind: inference counts.
-  const int groups = expert_parallel_degree(w.generate, topology);
+  const int groups = expert_parallel_degree(w.generate, server);
   const double fit = groups * std::floor((hbm - weights) / groups / (w.max_context * kv_per_token));
   w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
@@ -225,6 +249,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   }
 
   w.prefill_topology = topology;
+  w.prefill_server_topology = server;
+  w.prefill_replicas_per_slice = w.replicas_per_slice;
   const auto prefill = reader.optional("prefill");
   if (prefill && !split) fail(*prefill, "applies to policy: disaggregated only");
   if (split) {
@@ -241,7 +267,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
       // axes; on a slice of its own, the workload's axis indices mean nothing, so it takes every axis.
       const auto prefill_parallelism = p.optional("parallelism");
       if (prefill_parallelism || p.optional("topology"))
-        server_axes(prefill_parallelism, w.prefill_topology, w.model, w.prefill);
+        w.prefill_server_topology = server_axes(prefill_parallelism, w.prefill_topology, w.model, w.prefill,
+                                                w.prefill_replicas_per_slice);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
       if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
       reject_whole_step_overlap(p.optional("collective_matmul"), w.prefill, w.model);
@@ -249,8 +276,10 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;
     for (const auto& r : w.requests) longest = std::max(longest, padded_prompt_tokens(r.prompt_tokens, c.buckets));
-    const double prefill_hbm = w.prefill_topology.chips_per_slice() * w.prefill_topology.chip.hbm_bytes;
-    const double need = server_weight_bytes(w.model, w.prefill, w.prefill_topology) + c.prefill_batch * longest * kv_per_token;
+    c.prefill_servers *= w.prefill_replicas_per_slice;   // prefill.servers counts slices
+    const TopologySpec& prefill_server = w.prefill_server_topology;
+    const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
+    const double need = server_weight_bytes(w.model, w.prefill, prefill_server) + c.prefill_batch * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
            "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +

@@ -604,12 +604,18 @@ void check_scenario(const podsim::Scenario& s) {
       const auto& w = s.serving;
       check_model(w.model);
       check_topology(w.prefill_topology, "the prefill topology");
+      check_topology(w.generate_topology, "a server's mesh");
+      check_topology(w.prefill_server_topology, "a prefill server's mesh");
       check_requests(w.requests, w.model.max_sequence_length);
-      check_moe(w.model, w.generate.routing, w.generate.expert_axes, s.topology);
-      check_moe(w.model, w.prefill.routing, w.prefill.expert_axes, w.prefill_topology);
-      require(w.generate.model_axes.size() + w.generate.expert_axes.size() == s.topology.axes.size() &&
-                  w.prefill.model_axes.size() + w.prefill.expert_axes.size() == w.prefill_topology.axes.size(),
-              "a server's model and expert axes are not every axis of its slice");
+      check_moe(w.model, w.generate.routing, w.generate.expert_axes, w.generate_topology);
+      check_moe(w.model, w.prefill.routing, w.prefill.expert_axes, w.prefill_server_topology);
+      // A server's axes are every axis of its mesh: the slice's, less the replica axes.
+      require(w.generate.model_axes.size() + w.generate.expert_axes.size() == w.generate_topology.axes.size() &&
+                  w.prefill.model_axes.size() + w.prefill.expert_axes.size() == w.prefill_server_topology.axes.size(),
+              "a server's model and expert axes are not every axis of its mesh");
+      require(w.replicas_per_slice >= 1 && w.config.servers % w.replicas_per_slice == 0 &&
+                  w.generate_topology.chips_per_slice() * w.replicas_per_slice == s.topology.chips_per_slice(),
+              "the replicas do not tile the slice");
       require(w.hbm_slots >= 1 && w.config.slots >= 1 && w.config.slots <= w.hbm_slots, "the decode slots are not in [1, what HBM holds]");
       require(w.config.prefill_batch >= 1 && w.config.servers >= 1, "the prefill batch or servers are < 1");
       require(w.max_context >= 1, "the longest context is < 1");
