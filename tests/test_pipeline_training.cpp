@@ -170,8 +170,16 @@ TEST_CASE("3D pipelines: the symmetry-reduced replay equals the full one, chip b
     plan.tensor_overlap = rng.chance(0.3);
     plan.checkpointing = rng.chance(0.5) ? Checkpointing::Book : Checkpointing::None;
     plan.global_batch_tokens = 1024.0 * M * topo.axes[1].size;
+    // ZeRO-1/2 in place of FSDP, and data parallelism over DCN across 2 slices, at times.
+    if (!plan.fsdp && rng.chance(0.4)) plan.zero_stage = 1 + rng.below(2);
+    if (rng.chance(0.3)) {
+      topo.slices = 2;
+      plan.dcn_data_parallel = true;
+      plan.global_batch_tokens *= 2;
+    }
     INFO("case " << c << ": " << schedule_name(schedule) << " P=" << P << " M=" << M << " data " << topo.axes[1].size
-                 << " fsdp " << plan.fsdp << " overlap " << plan.tensor_overlap);
+                 << " fsdp " << plan.fsdp << " zero " << plan.zero_stage << " slices " << topo.slices << " overlap "
+                 << plan.tensor_overlap);
     TrainingLayout layout;
     const auto program = training_program(pipeline_model(2 * P * v), plan, topo, layout);
     const auto reduced = run_program(topo, {}, program, {Fidelity::Auto, false, {}});
@@ -195,4 +203,81 @@ TEST_CASE("interleaved stages over slices: the round-the-end send crosses the DC
   plan.global_batch_tokens *= 2;
   const auto step = simulate(model, plan, topo);
   CHECK(step.report.pipeline_bubble_fraction == Approx(3.0 / (2 * 8 + 3)).epsilon(0.01));
+}
+
+TEST_CASE("pipelines with ZeRO-1/2: each chunk's gradients reduce-scattered, its shard updated, gathered back",
+          "[training][pipeline][zero]") {
+  // 2 stages over X, ZeRO over Y (4 replicas), interleaved (2 chunks a device): per chunk and
+  // block, one ReduceScatter and one AllGather where plain DP has one AllReduce, the same bytes
+  // each (sharding.md: AllReduce = ReduceScatter + AllGather); the optimizer touches 1/4.
+  const auto topo = podsim_test::v5p_mesh({2, 4});
+  const auto model = pipeline_model(8);
+  auto plan = pipeline_plan(PipelineSchedule::Interleaved1F1B, 4, 2);
+  plan.data_axes = {1};
+  plan.global_batch_tokens = 1024.0 * 4 * 4;
+  TrainingLayout dp_layout, zero_layout;
+  const auto dp = training_program(model, plan, topo, dp_layout);
+  plan.zero_stage = 1;
+  const auto zero = training_program(model, plan, topo, zero_layout);
+  int scatters = 0, gathers = 0, allreduces = 0;
+  double scatter_bytes = 0, gather_bytes = 0, allreduce_bytes = 0;
+  for (const auto& op : zero) {
+    if (op.category == "zero_reducescatter") ++scatters, scatter_bytes += op.collective.bytes;
+    if (op.category == "zero_allgather") ++gathers, gather_bytes += op.collective.bytes;
+  }
+  for (const auto& op : dp) {
+    if (op.category == "dp_allreduce") ++allreduces, allreduce_bytes += op.collective.bytes;
+  }
+  CHECK(allreduces == 2 * (2 * 2 + 1));   // 2 chunks x (8 / 4 layers x (attention, MLP) + unembedding share)
+  CHECK(scatters == allreduces);
+  CHECK(gathers == allreduces);
+  CHECK(scatter_bytes == Approx(allreduce_bytes));
+  CHECK(gather_bytes == Approx(allreduce_bytes));
+  CHECK(zero_layout.optimizer_s - topo.chip.compute_overhead_s ==
+        Approx((dp_layout.optimizer_s - topo.chip.compute_overhead_s) / 4));
+  // Memory: the stage's optimizer state over the 4 replicas (ZeRO-1), gradients too (ZeRO-2).
+  CHECK(zero_layout.memory.optimizer_bytes == Approx(dp_layout.memory.optimizer_bytes / 4));
+  CHECK(zero_layout.memory.grads_bytes == Approx(dp_layout.memory.grads_bytes));
+  plan.zero_stage = 2;
+  TrainingLayout zero2;
+  training_program(model, plan, topo, zero2);
+  CHECK(zero2.memory.grads_bytes == Approx(dp_layout.memory.grads_bytes / 4));
+  // The step ends when the gathered weights are back, after the optimizer.
+  const auto run = run_program(topo, {}, zero, {});
+  double optimizer_end = 0;
+  for (size_t i = 0; i < zero.size(); ++i) {
+    if (zero[i].name == "optimizer") optimizer_end = run.operations[i].end_s;
+  }
+  CHECK(run.total_time_s > optimizer_end);
+}
+
+TEST_CASE("pipelines with data parallelism over DCN: each slice runs the pipeline, its gradients cross DCN",
+          "[training][pipeline][dcn]") {
+  // 4 stages over X in each of 2 slices, the batch split over the slices. With DCN ~free, the
+  // step is the one-slice step of half the batch (same microbatches), and the bubble keeps
+  // (P-1)/(M+P-1); with real DCN the gradients' AllReduces cross the slices and the step can
+  // only grow.
+  auto topo = free_links({4});
+  const auto model = pipeline_model(8);
+  auto plan = pipeline_plan(PipelineSchedule::OneFOneB, 8);
+  const auto single = simulate(model, plan, topo);
+  topo.slices = 2;
+  plan.dcn_data_parallel = true;
+  plan.global_batch_tokens *= 2;
+  auto fast = topo;
+  fast.chip.dcn_bandwidth_per_host_Bps *= 1e4;
+  fast.chip.pcie_bandwidth_Bps *= 1e4;
+  const auto across = simulate(model, plan, fast);
+  int dcn = 0;
+  for (const auto& op : across.program) dcn += op.kind == ProgramOpKind::Collective && op.collective.over_dcn;
+  CHECK(dcn == 2 * 2 + 1);   // one hierarchical AllReduce per block of the stage: 8 / 4 layers x 2, + unembedding share
+  CHECK(across.report.step_time_s == Approx(single.report.step_time_s).epsilon(1e-3));
+  CHECK(across.report.pipeline_bubble_fraction == Approx(3.0 / (8 + 3)).epsilon(0.01));
+  CHECK(across.layout.data_degree == 2);
+  const auto real = simulate(model, plan, topo);
+  CHECK(real.report.step_time_s >= across.report.step_time_s * (1 - 1e-9));
+  // A pipeline over the slices leaves none for DCN data parallelism.
+  plan.pipeline_axis = Topology::kSliceAxis;
+  TrainingLayout layout;
+  CHECK_THROWS_WITH(training_program(model, plan, topo, layout), Catch::Contains("leaves no slices"));
 }

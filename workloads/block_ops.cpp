@@ -75,4 +75,27 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
   return ops;
 }
 
+std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
+                                         const std::string& name, const TrainingBlock& blk, int after) {
+  if (layout.data_degree <= 1) return {};
+  const bool sharded = (plan.fsdp || plan.zero_stage > 0) && layout.ici_data_degree > 1;
+  if (!sharded) {
+    return {b.collective(name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes, plan.data_slices,
+                         blk.weight_bytes_per_group, {after}, blk.layer, "dp_allreduce", plan.dcn_data_parallel)};
+  }
+  const char* category = plan.fsdp ? "fsdp_reducescatter" : "zero_reducescatter";
+  const int scatter = b.collective(name + ".reducescatter_grads", CollectiveKind::ReduceScatter, plan.data_axes,
+                                   plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer, category);
+  if (!plan.dcn_data_parallel) return {scatter};
+  return {scatter, b.collective(name + ".dcn_allreduce_grads", CollectiveKind::AllReduce, {}, {},
+                                blk.weight_bytes_per_group / layout.ici_data_degree, {scatter}, blk.layer,
+                                "dcn_allreduce", true)};
+}
+
+int emit_zero_allgather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
+                        int optimizer) {
+  return b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes, plan.data_slices,
+                      blk.weight_bytes_per_group, {optimizer}, blk.layer, "zero_allgather");
+}
+
 }  // namespace podsim

@@ -32,4 +32,18 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
                     const char* category, double ring = 0);
 
+// A block's gradient reduction over the data axes, once its last backward (`after`) is done;
+// nothing waits on it but the optimizer. FSDP and ZeRO-1/2 reduce-scatter it (each replica
+// then updates its shard) and, across slices, all-reduce each chip's shard over DCN after
+// (training.md, "scaling beyond a pod"); plain data parallelism all-reduces it, across slices
+// hierarchically (ICI ReduceScatter, DCN AllReduce, ICI AllGather). Returns the ops; none
+// without data parallelism.
+std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
+                                         const std::string& name, const TrainingBlock& blk, int after);
+
+// ZeRO-1/2: a block's updated shards gathered back into every replica's weights after the
+// optimizer, before the next step can use them.
+int emit_zero_allgather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
+                        int optimizer);
+
 }  // namespace podsim

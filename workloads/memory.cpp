@@ -95,11 +95,12 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   // Gradients in the weights' dtype (bf16) unless accumulated in fp32; ZeRO-2 keeps the shard
   // this replica reduces.
   const double grad_bytes = spec.gradient_bytes_per_param > 0 ? spec.gradient_bytes_per_param : spec.param_bytes;
-  m.grads_bytes = local * grad_bytes / (degrees.zero_stage >= 2 ? degrees.data : 1);
+  const int zero_shards = degrees.zero_shards > 0 ? degrees.zero_shards : degrees.data;
+  m.grads_bytes = local * grad_bytes / (degrees.zero_stage >= 2 ? zero_shards : 1);
   // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments (and an
   // fp32 master copy where kept), sharded over the data replicas from ZeRO-1 on.
   m.optimizer_bytes = local * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param) /
-                      (degrees.zero_stage >= 1 ? degrees.data : 1);
+                      (degrees.zero_stage >= 1 ? zero_shards : 1);
 
   // Activations of the layers on the fullest pipeline stage (ceil(L / pipeline)), for every
   // token on this chip and every microbatch in flight. training.md:L678-L682 keeps only the

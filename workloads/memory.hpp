@@ -16,6 +16,9 @@ struct ShardingDegrees {
   // ZeRO (Rajbhandari et al. 2020) over the `data` replicas: 1 shards the optimizer state
   // (and master weights), 2 the gradients too. Stage 3 is `fsdp`.
   int zero_stage = 0;
+  // The replicas ZeRO shards over: 0 all `data` ones; across slices, a slice's own (each slice
+  // keeps a copy and all-reduces its shard over DCN, as FSDP does).
+  int zero_shards = 0;
 };
 
 // Which activations the forward pass keeps for the backward pass.

@@ -105,13 +105,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     return "mb" + std::to_string(m) + "." + (v > 1 ? "v" + std::to_string(j) + "." : "");
   };
   auto reduce_gradients = [&](const TrainingBlock& blk, int after, const std::string& name) {
-    if (!data) return;
-    grad_ops.push_back(fsdp ? b.collective(name + ".reducescatter_grads", CollectiveKind::ReduceScatter, plan.data_axes,
-                                           plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer,
-                                           "fsdp_reducescatter")
-                            : b.collective(name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
-                                           plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer,
-                                           "dp_allreduce"));
+    for (int op : emit_gradient_reduction(b, plan, layout, name, blk, after)) grad_ops.push_back(op);
   };
 
   // One pass of F or B over the chunk's blocks (B in reverse), each block's weights gathered
@@ -269,12 +263,19 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   ProgramBuilder rest(std::move(program));
   grad_ops.insert(grad_ops.end(), final_tails.begin(), final_tails.end());
   // The optimizer updates this chip's share: the stage's layers, split over the tensor axes
-  // and, under FSDP, over the data axes.
+  // and, under FSDP or ZeRO-1/2, over the data axes of the slice.
+  const bool zero = data && plan.zero_stage > 0;
   const double local_params =
-      param_count(model) / (static_cast<double>(P) * layout.tensor_degree * (fsdp ? layout.ici_data_degree : 1));
+      param_count(model) / (static_cast<double>(P) * layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1));
   layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
                            topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
-  rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  const int optimizer = rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  if (zero) {
+    // Each chunk's updated shards gathered back before the next step's first pass uses them.
+    for (int j = 0; j < v; ++j) {
+      for (const auto& blk : chain) emit_zero_allgather(rest, plan, prefix(j, M - 1) + blk.name, blk, optimizer);
+    }
+  }
   double chunk_flops = 0, chunk_recompute = 0;
   for (const auto& blk : chain) {
     chunk_flops += blk.forward_flops_per_chip;

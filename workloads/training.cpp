@@ -111,12 +111,14 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
     throw std::invalid_argument("ZeRO stage " + std::to_string(plan.zero_stage) + ": expected 1 or 2 (stage 3 is FSDP)");
   }
   if (plan.zero_stage > 0 && plan.fsdp) throw std::invalid_argument("ZeRO-1/2 and FSDP (ZeRO-3) exclude each other");
-  if (plan.zero_stage > 0 && (plan.pipeline_axis >= 0 || plan.dcn_data_parallel || model.moe)) {
-    throw std::invalid_argument("ZeRO-1/2 combines with data parallelism within a slice only (no pipeline, DCN "
-                                "data parallelism or experts yet)");
+  if (plan.zero_stage > 0 && model.moe) {
+    throw std::invalid_argument("ZeRO-1/2 with a mixture-of-experts model is not supported yet");
   }
-  if (plan.dcn_data_parallel && plan.pipeline_axis >= 0) {
-    throw std::invalid_argument("pipelines with data parallelism over DCN are not supported yet");
+  if (plan.zero_stage > 0 && product_of(topology, plan.data_axes, plan.data_slices) < 2) {
+    throw std::invalid_argument("ZeRO-1/2 shards over the data axes within a slice; expected data axes");
+  }
+  if (plan.dcn_data_parallel && plan.pipeline_axis == Topology::kSliceAxis) {
+    throw std::invalid_argument("a pipeline over slices leaves no slices for data parallelism over DCN");
   }
   const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) / context *
                         (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
@@ -244,6 +246,7 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   ShardingDegrees degrees;
   degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
   degrees.zero_stage = data ? plan.zero_stage : 0;
+  degrees.zero_shards = layout.ici_data_degree;
   if (degrees.zero_stage > 0) layout.strategy = "ZeRO-" + std::to_string(degrees.zero_stage) + (tensor ? "+TP" : "");
   degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
   degrees.tensor = layout.tensor_degree;
@@ -256,7 +259,9 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
     degrees.pipeline = stage_count(plan, topology);
     layout.strategy = std::string("PP(") + schedule_name(plan.schedule) +
                       (plan.virtual_stages > 1 ? " v=" + std::to_string(plan.virtual_stages) : "") + ")" +
-                      (fsdp ? "+FSDP" : data ? "+DP" : "") + (tensor ? "+TP" : "");
+                      (fsdp ? "+FSDP" : degrees.zero_stage > 0 ? "+ZeRO-" + std::to_string(degrees.zero_stage)
+                       : data ? "+DP" : "") +
+                      (tensor ? "+TP" : "") + (plan.dcn_data_parallel ? " + DP over DCN" : "");
     // Activations a stage holds at once: the schedule's peak of passes begun and not yet freed.
     const double in_flight =
         peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches, plan.virtual_stages);
@@ -392,30 +397,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
       if (blk.moe_layer >= 0 && last_microbatch) moe.gradients(blk, expert_compute[i], grad_ops);
       if (data && last_microbatch) {
-        // Gradients leave as soon as the block's backward is done; nothing waits on them but
-        // the optimizer. Across slices (training.md, "scaling beyond a pod"): FSDP reduces
-        // each chip's shard over DCN after the ICI ReduceScatter; plain data parallelism
-        // uses the hierarchical AllReduce (ICI ReduceScatter, DCN AllReduce, ICI AllGather).
-        if (fsdp) {
-          const int scatter = b.collective(blk.name + ".reducescatter_grads", CollectiveKind::ReduceScatter,
-                                           plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
-                                           "fsdp_reducescatter");
-          grad_ops.push_back(scatter);
-          if (plan.dcn_data_parallel) {
-            grad_ops.push_back(b.collective(blk.name + ".dcn_allreduce_grads", CollectiveKind::AllReduce, {}, {},
-                                            blk.weight_bytes_per_group / layout.ici_data_degree, {scatter},
-                                            blk.layer, "dcn_allreduce", true));
-          }
-        } else if (plan.zero_stage > 0) {
-          // ZeRO-1/2: each replica reduces, and then updates, its shard of the gradients.
-          grad_ops.push_back(b.collective(blk.name + ".reducescatter_grads", CollectiveKind::ReduceScatter,
-                                          plan.data_axes, plan.data_slices, blk.weight_bytes_per_group,
-                                          {bwd_compute[i]}, blk.layer, "zero_reducescatter"));
-        } else {
-          grad_ops.push_back(b.collective(blk.name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes,
-                                          plan.data_slices, blk.weight_bytes_per_group, {bwd_compute[i]}, blk.layer,
-                                          "dp_allreduce", plan.dcn_data_parallel));
-        }
+        for (int op : emit_gradient_reduction(b, plan, layout, blk.name, blk, bwd_compute[i])) grad_ops.push_back(op);
       }
     }
   }
@@ -432,11 +414,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   grad_ops.push_back(last_compute_all);
   const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
   if (zero) {
-    // The updated shards gathered back into every replica's weights before the next step.
-    for (const auto& blk : blocks) {
-      b.collective(blk.name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes, plan.data_slices,
-                   blk.weight_bytes_per_group, {optimizer}, blk.layer, "zero_allgather");
-    }
+    for (const auto& blk : blocks) emit_zero_allgather(b, plan, blk.name, blk, optimizer);
   }
 
   layout.total_flops = 0;

@@ -361,16 +361,15 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   }
   // Expert parallelism is planned over data axes of one step, not across pipeline stages
   // (issue 11): refused here, at the key, rather than left to the program.
-  if (auto pipeline = reader.optional("pipeline"); pipeline && plan.zero_stage > 0)
-    fail(*pipeline, "pipelines with ZeRO-1/2 are not supported; expected fsdp or no zero with a pipeline");
-  if (auto dcn = reader.optional("dcn_data"); dcn && plan.zero_stage > 0 && plan.dcn_data_parallel)
-    fail(*dcn, "ZeRO-1/2 over DCN is not supported; expected zero within a slice only");
   if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe)
     fail(*pipeline, "pipeline parallelism with an MoE model is not supported; expected data, fsdp, tensor and "
                     "expert axes without a pipeline");
   if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
                                                    pipeline->node.Scalar() == "slices") {
     if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
+    if (plan.dcn_data_parallel)
+      fail(*reader.optional("dcn_data"), "the pipeline's stages take the slices, which leaves none for data "
+                                         "parallelism over DCN; expected dcn_data: false, or a pipeline over a mesh axis");
     plan.pipeline_axis = Topology::kSliceAxis;
   } else if (pipeline) {
     if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
