@@ -14,7 +14,7 @@
 #include <string>
 
 #include "sim/scenario/scenario.hpp"
-#include "sim/scenario/training_loader.hpp"
+#include "sim/scenario/model_loader.hpp"
 #include "scenario_errors.hpp"
 
 using namespace podsim;

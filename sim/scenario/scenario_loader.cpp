@@ -30,6 +30,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/serving_loader.hpp"
+#include "sim/scenario/inference_loader.hpp"
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/scenario/model_loader.hpp"
+#include "sim/scenario/plan_axes.hpp"
 #include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -24,229 +26,20 @@ namespace {
 
 using yaml_fields::Field;
 using yaml_fields::MapReader;
-using yaml_fields::axis_index;
-using yaml_fields::axis_names;
 using yaml_fields::fail;
 using yaml_fields::join;
 using yaml_fields::kMaxChips;
 using yaml_fields::read_bool;
 using yaml_fields::read_choice;
 using yaml_fields::read_int;
-using yaml_fields::read_list;
 using yaml_fields::read_real;
 using yaml_fields::read_string;
 
-constexpr int kMaxModelDim = 1 << 30;
+using detail::kMaxModelDim;
+using detail::moe_field;
+using detail::parse_expert_axes;
+using detail::parse_plan_axes;
 constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
-
-const std::vector<std::string> kModelDims = {"layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"};
-
-const TransformerSpec& read_model_preset(const Field& field) {
-  const std::string name = read_string(field);
-  if (const TransformerSpec* model = find_model_preset(name)) return *model;
-  std::vector<std::string> names;
-  for (const TransformerSpec& model : model_presets()) names.push_back(model.name);
-  for (const TransformerSpec& model : moe_model_presets()) names.push_back(model.name);
-  fail(field, "unknown model preset; expected one of: " + join(names) + ", or a mapping of the model's shape");
-}
-
-// validate_transformer_spec names the field it rejects ("TransformerSpec 'x': heads ...", or
-// "moe.<key>" / "mla.<key>" for the nested mappings); blame that key where the scenario gave it,
-// else the mapping it belongs to, else the whole model.
-[[noreturn]] void fail_model(const MapReader& reader, const MapReader* moe, const MapReader* attention,
-                             const std::string& message) {
-  const size_t start = message.find("': ");
-  std::string key;
-  if (start != std::string::npos) {
-    const size_t end = message.find_first_of(" (", start + 3);
-    key = message.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
-  }
-  // "heads (N) must be a multiple of kv_heads (K)": the override is likelier the kv_heads.
-  if (key == "heads" && message.find("kv_heads") != std::string::npos && reader.optional("kv_heads"))
-    key = "kv_heads";
-  const MapReader* where = &reader;
-  if (key.starts_with("moe.") || key.starts_with("mla.")) {
-    where = key.starts_with("moe.") ? moe : attention;
-    key = key.substr(4);
-    // "experts_per_token (k) must be at most experts (E)": when only experts was given, blame it;
-    // "dense_layers (n) must be at most layers (L)": when only layers was, blame that.
-    if (key == "experts_per_token" && where && !where->optional(key) && where->optional("experts")) key = "experts";
-    if (key == "dense_layers" && (!where || !where->optional(key)) && reader.optional("layers")) {
-      where = &reader;
-      key = "layers";
-    }
-    if (!where) fail(reader.self(), message);
-  }
-  fail(where->optional(key).value_or(where->self()), message);
-}
-
-// `moe:` over the preset's experts, or, on a dense model, a whole MoE block.
-MoeSpec parse_moe(const MapReader& moe, const std::optional<MoeSpec>& base) {
-  moe.reject_unknown();
-  if (!base) {
-    for (const char* key : {"experts", "experts_per_token", "expert_d_ff"})
-      if (!moe.optional(key))
-        fail(moe.self(), std::string("missing ") + key +
-                             "; a dense model made MoE needs experts, experts_per_token and expert_d_ff "
-                             "(shared_experts and dense_layers default to 0)");
-  }
-  MoeSpec m = base.value_or(MoeSpec{});
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = moe.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
-  set("experts", m.experts, 1);
-  set("experts_per_token", m.experts_per_token, 1);
-  set("shared_experts", m.shared_experts, 0);
-  set("expert_d_ff", m.expert_d_ff, 1);
-  set("dense_layers", m.dense_layers, 0);
-  return m;
-}
-
-// `attention:`: the kind (gqa, the default, or mla) and, for mla, its latent dims.
-void parse_attention(const MapReader& attention, TransformerSpec& model) {
-  attention.reject_unknown();
-  const bool was_mla = model.attention == AttentionKind::Mla;
-  if (auto kind = attention.optional("kind"))
-    model.attention = read_choice<AttentionKind>(
-        *kind, {{"gqa", AttentionKind::Gqa}, {"mla", AttentionKind::Mla}, {"none", AttentionKind::None}});
-  const std::vector<std::string> dims = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                                         "v_head_dim"};
-  if (model.attention != AttentionKind::Mla) {
-    for (const std::string& dim : dims)
-      if (auto value = attention.optional(dim))
-        fail(*value, "applies to kind: mla; expected kind: mla beside it, or no " + dim + " for gqa attention");
-    return;
-  }
-  if (!was_mla) {
-    for (const char* dim : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
-      if (!attention.optional(dim))
-        fail(attention.self(), std::string("missing ") + dim + "; kind: mla needs kv_lora_rank, qk_nope_head_dim, "
-                               "qk_rope_head_dim and v_head_dim (q_lora_rank defaults to 0: no query latent)");
-  }
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = attention.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
-  set("q_lora_rank", model.mla.q_lora_rank, 0);
-  set("kv_lora_rank", model.mla.kv_lora_rank, 1);
-  set("qk_nope_head_dim", model.mla.qk_nope_head_dim, 1);
-  set("qk_rope_head_dim", model.mla.qk_rope_head_dim, 1);
-  set("v_head_dim", model.mla.v_head_dim, 1);
-}
-
-// A preset name, or a mapping: a preset with overrides, or a whole custom shape.
-TransformerSpec parse_model(const Field& field, int sequence_length) {
-  if (field.node.IsScalar()) return read_model_preset(field);
-  const MapReader reader(field, SchemaMap::Model);
-  reader.reject_unknown();
-  TransformerSpec model;
-  const auto preset = reader.optional("preset");
-  if (preset) {
-    model = read_model_preset(*preset);
-  } else {
-    for (const std::string& dim : kModelDims)
-      if (!reader.optional(dim))
-        fail(field, "missing " + dim + "; without a preset the model needs all of " + join(kModelDims) +
-                        " (or give preset: to start from a published shape)");
-    model.name = "custom";
-    model.max_sequence_length = sequence_length;   // no published limit: whatever is asked
-  }
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
-  set("layers", model.layers, 1);
-  set("d_model", model.d_model, 1);
-  set("d_ff", model.d_ff, 1);
-  set("heads", model.heads, 1);
-  set("kv_heads", model.kv_heads, 1);
-  set("head_dim", model.head_dim, 1);
-  set("vocab", model.vocab, 0);
-  set("max_sequence_length", model.max_sequence_length, 1);
-  if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
-  if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
-  std::optional<MapReader> moe, attention;
-  if (auto field = reader.optional("moe")) {
-    moe.emplace(*field, SchemaMap::ModelMoe);
-    model.moe = parse_moe(*moe, model.moe);
-  }
-  if (auto field = reader.optional("attention")) {
-    attention.emplace(*field, SchemaMap::ModelAttention);
-    parse_attention(*attention, model);
-  }
-  if (auto name = reader.optional("name")) model.name = read_string(*name);
-  else if (preset && reader.entries().size() > 1) model.name += "-modified";
-  try {
-    validate_transformer_spec(model);
-  } catch (const std::invalid_argument& error) {
-    fail_model(reader, moe ? &*moe : nullptr, attention ? &*attention : nullptr, error.what());
-  }
-  return model;
-}
-
-// Axis names of one kind of parallelism: mesh axes, or logical axes from topology.split. Each
-// axis carries at most one kind, once; the inner and outer parts of a split axis may carry
-// one kind each.
-struct PlanAxes {
-  std::vector<int> axes;
-  std::vector<AxisSlice> slices;
-};
-
-// The names an axes value lists: a list, one name, or `all` (every mesh axis, in order).
-std::vector<Field> axis_items(const Field& field, const TopologySpec& topology) {
-  std::vector<Field> items;
-  if (field.node.IsScalar() && field.node.Scalar() == "all") {   // every mesh axis, in order
-    for (const auto& axis : topology.axes) {
-      Field item = field;
-      item.node = YAML::Node(axis.name);
-      items.push_back(item);
-    }
-  } else if (field.node.IsScalar()) {
-    items.push_back(field);   // "data: X" for a single axis
-  } else {
-    items = read_list(field);
-  }
-  return items;
-}
-
-PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
-                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind) {
-  const std::vector<Field> items = axis_items(field, topology);
-  PlanAxes out;
-  const auto& mesh = topology.axes;
-  for (const Field& item : items) {
-    const std::string name = read_string(item);
-    int index = axis_index(mesh, name);
-    AxisSlice slice{1, 0};
-    std::string key = name;   // what conflicts: "Z", or "Z:inner" / "Z:outer"
-    if (index < 0) {
-      for (const auto& split : topology.splits) {
-        if (name != split.inner && name != split.outer) continue;
-        index = split.axis;
-        const int n = mesh[split.axis].size;
-        slice = name == split.inner ? AxisSlice{1, split.inner_size} : AxisSlice{split.inner_size, n / split.inner_size};
-        key = mesh[split.axis].name + (name == split.inner ? ":inner" : ":outer");
-      }
-    }
-    if (index < 0) {
-      std::string known = axis_names(mesh);
-      for (const auto& split : topology.splits) known += ", " + split.inner + ", " + split.outer;
-      fail(item, "not a mesh axis; the mesh has " + known);
-    }
-    const std::string physical = mesh[index].name;
-    for (const auto& [other, owner] : used) {
-      const bool clash = other == key || other == physical || (key == physical && other.rfind(physical + ":", 0) == 0);
-      if (clash) {
-        fail(item, owner == kind ? "axis listed twice"
-                                 : "axis already carries " + owner +
-                                       " parallelism; expected each mesh axis (or each part of a split axis) in at "
-                                       "most one of data, tensor and pipeline");
-      }
-    }
-    used.emplace_back(key, kind);
-    out.axes.push_back(index);
-    out.slices.push_back(slice);
-  }
-  return out;
-}
 
 // Pipeline chunks (stages x virtual stages) must each get a whole, equal share of the layers.
 void check_stages(const Field& field, int stages, int virtual_stages, const TransformerSpec& model) {
@@ -262,40 +55,6 @@ void check_stages(const Field& field, int stages, int virtual_stages, const Tran
     fail(field, std::to_string(model.layers) + " layers do not split evenly over " + what +
                     "; expected a count dividing the layers");
   }
-}
-
-// `expert:` axes (expert parallelism): whole mesh axes, each once, on a model with experts, and
-// as many expert ranks as divide the experts. `check` adds what the workload needs of each axis
-// (training: a data axis; inference: not a model axis), before the divisibility is checked.
-using ExpertAxisCheck = std::function<void(int axis, const Field& item)>;
-
-std::vector<int> parse_expert_axes(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
-                                   const ExpertAxisCheck& check) {
-  // Its own list of used axes: in training the expert axes are data axes too.
-  std::vector<std::pair<std::string, std::string>> used;
-  const PlanAxes parsed = parse_plan_axes(field, topology, used, "expert");
-  const std::vector<Field> items = axis_items(field, topology);
-  for (size_t i = 0; i < parsed.axes.size(); ++i) {
-    if (parsed.slices[i].size != 0)
-      fail(items[i], "part of a split axis; expected whole mesh axes for expert parallelism");
-  }
-  if (parsed.axes.empty()) return {};
-  if (!model.moe)
-    fail(field, "the model has no experts (" + model.name + " is dense); expected no expert axes, or a model with moe");
-  for (size_t i = 0; i < parsed.axes.size(); ++i) check(parsed.axes[i], items[i]);
-  int64_t ranks = 1;
-  std::vector<std::string> sizes;
-  for (int axis : parsed.axes) {
-    ranks *= topology.axes[axis].size;
-    sizes.push_back(topology.axes[axis].name + "=" + std::to_string(topology.axes[axis].size));
-  }
-  const int experts = model.moe->experts;
-  if (experts % ranks != 0)
-    fail(field, std::to_string(experts) + " experts do not divide over the expert axes (" + join(sizes, " x ") +
-                    (sizes.size() > 1 ? " = " + std::to_string(ranks) : std::string()) +
-                    " ranks); expected expert axes whose sizes multiply to a divisor of " + model.name + "'s " +
-                    std::to_string(experts) + " experts");
-  return parsed.axes;
 }
 
 void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
@@ -468,18 +227,6 @@ const std::vector<std::string> kTrainingMoeFields = {
     "all_to_all_time_s",        "exposed_all_to_all_s",       "dispatch_bytes_per_chip", "dropped_fraction",
     "busiest_expert_over_mean", "busiest_chip_over_mean",     "max_busiest_chip_over_mean",
     "expert_compute_mean_s",    "expert_compute_busiest_s",   "busiest_extra_s"};
-const std::vector<std::string> kInferenceMoeFields = {"expert_compute_mean_s", "expert_compute_busiest_s",
-                                                      "all_to_all_time_s", "dispatch_bytes_per_chip"};
-
-// "moe.<name>" for one of `names`: the name (its suffix gives the unit); "" when `text` is not moe.*.
-std::string moe_field(const Field& field, const std::string& text, const std::vector<std::string>& names) {
-  if (!text.starts_with("moe.")) return "";
-  const std::string name = text.substr(4);
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    fail(field, "expected moe.<one of: " + join(names) + ">");
-  return name;
-}
-
 }  // namespace
 
 namespace detail {
@@ -489,7 +236,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   TrainingPlan& plan = workload.plan;
   const Field length = reader.required("sequence_length");
   plan.sequence_length = read_int(length, 1, kMaxModelDim);
-  workload.model = parse_model(reader.required("model"), plan.sequence_length);
+  workload.model = detail::parse_model_field(reader.required("model"), plan.sequence_length);
   if (plan.sequence_length > workload.model.max_sequence_length)
     fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
                      std::to_string(workload.model.max_sequence_length) + "; expected at most that");
@@ -555,152 +302,6 @@ std::string check_training_field(const Field& field) {
   fail(field, "expected one of: " + join(kTrainingFields) +
                   ", exposed_comm_by_axis_s.<axis>, exposed_comm_by_category_s.<category>, memory_breakdown_bytes.<" +
                   join(kMemoryParts) + ">, moe.<...> or per_layer.<...>");
-}
-
-namespace {
-
-const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefill_time_s", "tokens_per_s",
-                                                   "tokens_per_s_per_chip", "kv_cache_bytes_per_token", "max_batch",
-                                                   "memory_per_chip_bytes", "fits_hbm", "total_time_s",
-                                                   "rule_of_thumb_s", "exposed_comm_s", "compute_time_s",
-                                                   "smallest_slice_chips", "smallest_slice_kv_caches",
-                                                   "cost_per_million_tokens_usd"};
-
-}  // namespace
-
-TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
-
-void parse_inference_numerics(const MapReader& reader, const ChipSpec& chip, InferencePlan& plan) {
-  // fp8 stores one byte like int8; int4 half a byte (seed 000's int4 rows cache K and V at it).
-  if (auto weights = reader.optional("weights")) {
-    plan.weight_bytes = read_choice<double>(*weights, {{"bf16", 2.0}, {"int8", 1.0}, {"fp8", 1.0}, {"int4", 0.5}});
-  }
-  if (auto kv = reader.optional("kv_cache"))
-    plan.kv_bytes = read_choice<double>(*kv, {{"bf16", 2.0}, {"int8", 1.0}, {"fp8", 1.0}, {"int4", 0.5}});
-  if (auto compute = reader.optional("compute")) {
-    const std::string type = read_choice<std::string>(*compute, {{"bf16", "bf16"}, {"int8", "int8"}, {"fp8", "fp8"}});
-    plan.int8_compute = type == "int8";
-    plan.fp8_compute = type == "fp8";
-    if (plan.fp8_compute && !(chip.fp8_flops_per_s > 0))
-      fail(*compute, chip.name + " has no fp8 matmuls (the book's TPU table lists bf16 and int8 rates only); expected "
-                     "bf16 or int8, or a rate in hardware.overrides.fp8_flops");
-  }
-  if (auto efficiency = reader.optional("efficiency")) plan.efficiency = read_fraction(*efficiency);
-  if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
-  if (auto overlap = reader.optional("collective_matmul")) plan.collective_matmul = read_bool(*overlap);
-}
-
-double read_fraction(const Field& field) {
-  const double value = read_real(field);
-  if (value <= 0 || value > 1) fail(field, "expected a fraction in (0, 1]");
-  return value;
-}
-
-ModelParallelAxes parse_model_parallelism(const Field& parallelism, const TopologySpec& topology,
-                                          const TransformerSpec& model) {
-  const MapReader reader(parallelism, SchemaMap::ModelParallelism);
-  reader.reject_unknown();
-  ModelParallelAxes out;
-  std::vector<std::pair<std::string, std::string>> used;
-  if (auto model_axes = reader.optional("model")) {
-    const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
-    }
-    out.model = parsed.axes;
-    out.model_given = true;
-  }
-  if (auto model_d = reader.optional("model_d")) {
-    // 2D weight-stationary (inference.md Question 7): D over these axes, F or heads over model.
-    if (!out.model_given)
-      fail(*model_d, "2D weight-stationary sharding splits F (or heads) over parallelism.model and D over "
-                     "model_d; expected parallelism.model beside it");
-    const auto parsed = parse_plan_axes(*model_d, topology, used, "model_d");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*model_d, "expected whole mesh axes for model_d");
-    }
-    if (model.moe) fail(*model_d, "2D weight-stationary sharding of a mixture-of-experts model is not supported; expected "
-                                  "no model_d");
-    int yz = 1;
-    for (int a : out.model) yz *= topology.axes[a].size;
-    if (model.attention != AttentionKind::None && model.kv_heads % yz != 0)
-      fail(*model_d, std::to_string(model.kv_heads) + " KV heads of " + model.name + " do not split over the " +
-                         std::to_string(yz) + " chips of parallelism.model (2D attention splits the heads over them); "
-                         "expected model axes whose product divides the KV heads");
-    out.model_d = parsed.axes;
-  }
-  if (auto replica = reader.optional("replica")) {
-    // Data-parallel replicas: the batch split over these axes, a model copy on the others.
-    const auto parsed = parse_plan_axes(*replica, topology, used, "replica");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*replica, "expected whole mesh axes for replicas");
-    }
-    out.replica = parsed.axes;
-  }
-  if (auto expert = reader.optional("expert")) {
-    out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
-      if (std::find(out.model.begin(), out.model.end(), axis) != out.model.end())
-        fail(item, topology.axes[axis].name + " already carries model parallelism; expected expert axes apart from "
-                   "parallelism.model: the batch is split over the expert axes outside the MoE blocks, and an "
-                   "AllToAll over them takes each token to its experts' chips and back");
-    });
-  }
-  return out;
-}
-
-InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& topology) {
-  InferenceWorkload workload;
-  InferencePlan& plan = workload.plan;
-  if (auto phase = reader.optional("phase")) {
-    plan.phase = read_choice<InferencePhase>(*phase, {{"decode", InferencePhase::Decode}, {"prefill", InferencePhase::Prefill}});
-  }
-  const bool decode = plan.phase == InferencePhase::Decode;
-  const Field length = reader.required(decode ? "context_length" : "prompt_length");
-  const int tokens = read_int(length, 1, kMaxModelDim);
-  (decode ? plan.context_length : plan.prompt_length) = tokens;
-  if (auto wrong = reader.optional(decode ? "prompt_length" : "context_length")) {
-    fail(*wrong, decode ? "applies to phase: prefill; expected context_length for a decode step"
-                        : "applies to phase: decode; expected prompt_length for a prefill");
-  }
-  workload.model = parse_model(reader.required("model"), tokens);
-  if (tokens > workload.model.max_sequence_length) {
-    fail(length, "longer than " + workload.model.name + "'s max_sequence_length of " +
-                     std::to_string(workload.model.max_sequence_length) + "; expected at most that");
-  }
-  plan.batch = read_int(reader.required("batch"), 1, kMaxChips);
-  parse_inference_numerics(reader, topology.chip, plan);
-  if (auto parallelism = reader.optional("parallelism")) {
-    const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, workload.model);
-    plan.model_axes = axes.model;
-    plan.expert_axes = axes.expert;
-    plan.d_axes = axes.model_d;
-    plan.replica_axes = axes.replica;
-    int replicas = 1;
-    for (int a : plan.replica_axes) replicas *= topology.axes[a].size;
-    if (plan.batch % replicas != 0)
-      fail(reader.required("batch"), "does not split over the " + std::to_string(replicas) +
-                                         " replicas of parallelism.replica; expected a multiple of " +
-                                         std::to_string(replicas));
-    if (!plan.d_axes.empty() && plan.collective_matmul)
-      fail(reader.required("collective_matmul"), "collective matmuls with 2D weight-stationary sharding are not "
-                                                 "modelled; expected false beside parallelism.model_d");
-    int x = 1;
-    for (int a : plan.d_axes) x *= topology.axes[a].size;
-    if (workload.model.attention != AttentionKind::None && plan.batch % x != 0)
-      fail(reader.required("batch"), "does not split over the " + std::to_string(x) +
-                                         " chips of parallelism.model_d (2D attention splits the batch over them); "
-                                         "expected a multiple of " + std::to_string(x));
-  }
-  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
-  return workload;
-}
-
-std::string check_inference_field(const Field& field) {
-  const std::string text = read_string(field);
-  if (std::find(kInferenceFields.begin(), kInferenceFields.end(), text) != kInferenceFields.end()) return text;
-  if (auto moe = moe_field(field, text, kInferenceMoeFields); !moe.empty()) return moe;
-  fail(field, "expected one of: " + join(kInferenceFields) + " or moe.<...>");
-  return text;
 }
 
 }  // namespace detail
