@@ -1,6 +1,7 @@
 // The symmetry reduction on inference programs the other reduction tests do not generate: 2D
-// weight-stationary sharding (parallelism.model_d) and data-parallel replicas inside a slice
-// (parallelism.replica), decode and prefill, against the full replay chip by chip.
+// weight-stationary sharding (parallelism.model_d), data-parallel replicas inside a slice
+// (parallelism.replica) and context-parallel prefill (parallelism.context), decode and
+// prefill, against the full replay chip by chip.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -24,7 +25,7 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
   const auto seed = static_cast<uint64_t>(podsim_test::env_int("PODSIM_INFERENCE_REDUCTION_SEED", 2026112502));
   auto model = *find_model_preset("llama3-8b");   // 32 heads, 8 KV heads
   model.layers = 2;
-  int reduced_cases = 0, with_2d = 0, with_replicas = 0, refused = 0;
+  int reduced_cases = 0, with_2d = 0, with_replicas = 0, with_context = 0, refused = 0;
   for (int c = 0; c < cases; ++c) {
     auto rng = podsim_test::case_rng(seed, c);
     // 2 or 3 axes of 2 or 4 chips, each wrapped or not (v5p links).
@@ -43,6 +44,11 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
       const int role = rng.below(3);
       (role == 0 ? plan.model_axes : role == 1 ? plan.d_axes : plan.replica_axes).push_back(order[i]);
     }
+    // A prefill may take a replica axis for context parallelism (ring attention) instead.
+    if (plan.phase == InferencePhase::Prefill && plan.d_axes.empty() && !plan.replica_axes.empty() && rng.chance(0.6)) {
+      plan.context_axis = plan.replica_axes.back();
+      plan.replica_axes.pop_back();
+    }
     int splits = 1;
     for (int a : plan.d_axes) splits *= sizes[a];
     for (int a : plan.replica_axes) splits *= sizes[a];
@@ -52,7 +58,8 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     plan.weight_bytes = rng.chance(0.5) ? 2 : 1;
     plan.kv_bytes = rng.chance(0.5) ? 2 : 1;
     INFO("case " << c << ": mesh " << sizes.size() << " axes, model " << plan.model_axes.size() << ", d "
-                 << plan.d_axes.size() << ", replicas " << plan.replica_axes.size() << ", batch " << plan.batch
+                 << plan.d_axes.size() << ", replicas " << plan.replica_axes.size() << ", context " << plan.context_axis
+                 << ", batch " << plan.batch
                  << (plan.phase == InferencePhase::Decode ? ", decode" : ", prefill"));
     InferenceLayout layout;
     Program program;
@@ -67,14 +74,17 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     reduced_cases += reduced.simulated.chip_count() < full.simulated.chip_count();
     with_2d += !plan.d_axes.empty();
     with_replicas += !plan.replica_axes.empty();
+    with_context += plan.context_axis >= 0;
     CHECK(podsim_test::spans_differing(program, reduced, full) == 0);
     CHECK(reduced.total_time_s == Approx(full.total_time_s).epsilon(1e-9));
     CHECK(full.total_time_s > 0);
   }
   // The cases reached what they are for.
-  INFO(reduced_cases << " of " << cases << " reduced, " << with_2d << " 2D, " << with_replicas << " with replicas, " << refused << " refused");
+  INFO(reduced_cases << " of " << cases << " reduced, " << with_2d << " 2D, " << with_replicas << " with replicas, "
+                     << with_context << " context-parallel, " << refused << " refused");
   CHECK(reduced_cases > 0);
   CHECK(with_2d > 0);
   CHECK(with_replicas > 0);
+  CHECK(with_context > 0);
   CHECK(refused < cases / 2);
 }

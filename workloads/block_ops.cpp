@@ -1,13 +1,12 @@
 #include "workloads/block_ops.hpp"
 
+#include "workloads/ring_attention.hpp"
+
 namespace podsim {
 namespace {
 
-// The block's compute, as one op, or under context parallelism as ring attention: the
-// projections on the local tokens, then one score step per K/V block of the ring. Each block
-// leaves for the next chip as soon as it is here (the local one once projected, the others
-// once received: double buffering), so a step waits only for its block; the sends go round
-// the end of the line (one wraparound hop on a torus, the closing route on a line).
+// The block's compute, as one op, or under context parallelism as ring attention
+// (ring_attention.hpp): the projections on the local tokens, then one score step per K/V block.
 struct Compute {
   std::vector<int> entry;
   int last = -1;
@@ -21,23 +20,11 @@ Compute emit_compute(ProgramBuilder& b, const TrainingPlan& plan, const std::str
   }
   const double score_s = blk.score_forward_s * ring;
   const double score_flops = blk.score_flops_per_chip * ring;
-  const double bytes = blk.context_kv_bytes * ring;
-  const int axis = plan.context_axis;
   const int projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(inputs),
                                     blk.layer, category);
-  int step = b.compute(name + ".ring0", score_s / steps, score_flops / steps, {projections}, blk.layer, category);
-  int have = projections;   // the op after which this chip holds the block it sends next
-  for (int i = 1; i < steps; ++i) {
-    const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, bytes, {have}, "cp_ring", true);
-    // A send is received by one op on a chip: a zero-length op, which the step and the next
-    // send wait for.
-    const int receive = b.compute(name + ".ring_receive" + std::to_string(i), 0.0, 0.0, {}, blk.layer, "cp_ring_receive");
-    b.op(receive).after_neighbour = {{send, axis, +1, false}, {send, axis, +1, true}};
-    step = b.compute(name + ".ring" + std::to_string(i), score_s / steps, score_flops / steps, {step, receive},
-                     blk.layer, category);
-    have = receive;
-  }
-  return {{projections}, step};
+  const int last = emit_ring_attention(b, name, plan.context_axis, steps, score_s / steps, score_flops / steps,
+                                       blk.context_kv_bytes * ring, projections, blk.layer, category);
+  return {{projections}, last};
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_layer.hpp"
+#include "workloads/program_builder.hpp"
+#include "workloads/ring_attention.hpp"
 #include "workloads/roofline.hpp"
 
 namespace podsim {
@@ -115,6 +117,23 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
     throw std::invalid_argument("a batch of " + std::to_string(plan.batch) + " does not split over " + std::to_string(ep) +
                                 " expert-parallel groups (the batch is data-parallel across them outside the experts)");
   }
+  if (plan.context_axis >= 0) {
+    const int a = plan.context_axis;
+    if (a >= static_cast<int>(topology.axes.size())) throw std::invalid_argument("context axis not in the mesh");
+    if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " listed twice");
+    if (plan.phase != InferencePhase::Prefill)
+      throw std::invalid_argument("context parallelism splits a prompt's tokens; a decode step has one a sequence");
+    if (model.attention != AttentionKind::Gqa)
+      throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
+    if (model.moe) throw std::invalid_argument("context parallelism with a mixture-of-experts model is not supported yet");
+    if (!plan.d_axes.empty()) throw std::invalid_argument("context parallelism with 2D weight-stationary sharding is not supported yet");
+    if (plan.collective_matmul) throw std::invalid_argument("context parallelism with collective matmuls is not supported yet");
+    const int cp = topology.axes[a].size;
+    if (plan.prompt_length % (2 * cp) != 0) {
+      throw std::invalid_argument("a prompt of " + std::to_string(plan.prompt_length) + " tokens does not split into 2 x " +
+                                  std::to_string(cp) + " equal chunks (context parallelism's zig-zag)");
+    }
+  }
 }
 
 }  // namespace
@@ -136,6 +155,10 @@ bool whole_step_attention_shift_holds(const TransformerSpec& model, const Infere
 double server_weight_bytes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
   return ((param_count(model) - routed) * expert_parallel_degree(plan, topology) + routed) * plan.weight_bytes;
+}
+
+int context_degree(const InferencePlan& plan, const TopologySpec& topology) {
+  return plan.context_axis >= 0 ? topology.axes.at(plan.context_axis).size : 1;
 }
 
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology) {
@@ -203,16 +226,20 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   out.unembed_s =
       roofline(out.unembed_flops * padded(unembed_weight_shapes(model, model_degree)), p_out * plan.weight_bytes / y, p_out / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
+  out.score_flops = score_flops / y;
   return out;
 }
 
 StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                               const StepShape& shape) {
-  const int ep = expert_parallel_degree(plan, topology);
+  // Each expert-parallel group its 1/EP of the sequences; each context-parallel chip its 1/CP
+  // of every prompt's tokens, attending over the whole prompt (the full square, split evenly:
+  // the zig-zag split balances the causal half too).
+  const int split = expert_parallel_degree(plan, topology) * context_degree(plan, topology);
   StepShape local = shape;
-  local.tokens /= ep;
-  local.attended_tokens /= ep;
-  local.kv_tokens /= ep;
+  local.tokens /= split;
+  local.attended_tokens /= split;
+  local.kv_tokens /= split;
   return step_compute(model, plan, topology.chip, model_parallel_degree(plan, topology), local);
 }
 
@@ -222,7 +249,8 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   // Expert parallelism: outside the experts each group of model-parallel chips serves its
   // 1/EP of the batch (data-parallel attention, its sequences' caches).
   const int ep = expert_parallel_degree(plan, topology);
-  const double local_tokens = shape.tokens / ep;
+  const int cp = context_degree(plan, topology);
+  const double local_tokens = shape.tokens / (ep * cp);
   const StepCompute cost = chip_step_compute(model, plan, topology, shape);
   Program program;
   std::vector<int> previous;
@@ -267,10 +295,29 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   // Where the cache is also sharded over batch (more model shards than KV heads), attention
   // moves Q to batch sharding and its output back: two AllToAlls over the batch axes
   // (inference.md, "KV[2, B_Z, S, K_Y, H]").
+  // Context parallelism: attention's projections, then its scores as ring attention, the chip's
+  // K and V (its tokens, its KV heads) passed round the context axis a block at a time.
+  const std::vector<int> replicated_kv = kv_batch_axes(model, plan, topology);
+  int kv_heads_split = model_degree;
+  for (int a : replicated_kv) kv_heads_split /= topology.axes[a].size;
+  const double kv_block_bytes = local_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
+  auto attend = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                    std::vector<int> after) {
+    if (cp <= 1 || model.attention == AttentionKind::None || std::string(category) != "attention")
+      return compute(name, seconds, flops, layer, category, std::move(after));
+    const double score_s = flops > 0 ? seconds * cost.score_flops / flops : 0.0;
+    ProgramBuilder b(std::move(program));
+    const int projections = b.compute(name + ".projections", seconds - score_s, flops - cost.score_flops,
+                                      std::move(after), layer, category);
+    const int last = emit_ring_attention(b, name, plan.context_axis, cp, score_s / cp, cost.score_flops / cp,
+                                         kv_block_bytes, projections, layer, category);
+    program = b.take();
+    return last;
+  };
   auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
                    bool to_batch) {
     if (model_degree <= 1) {
-      previous = {compute(name, seconds, flops, layer, category, previous)};
+      previous = {attend(name, seconds, flops, layer, category, previous)};
       return;
     }
     to_batch = to_batch && !batch_axes.empty();
@@ -278,7 +325,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     if (!plan.collective_matmul) {
       int before = gather;
       if (to_batch) before = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", {gather});
-      int c = compute(name, seconds, flops, layer, category, {before});
+      int c = attend(name, seconds, flops, layer, category, {before});
       if (to_batch) c = collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {c});
       previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
       return;
@@ -454,10 +501,12 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& who
   const double routed_bytes =
       model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) * plan.weight_bytes : 0.0;
   const double weights_per_group = layout.param_bytes - routed_bytes + routed_bytes / ep;
-  layout.memory_per_chip_bytes = (weights_per_group + kv_batch_bytes / ep) / y;
+  // Context parallelism: the weights on every context chip, each prompt's cache split over them.
+  const int cp = context_degree(plan, topology);
+  layout.memory_per_chip_bytes = (weights_per_group + kv_batch_bytes / (ep * cp)) / y;
   layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
   // Clamped before the conversion: a double beyond int's range is undefined behaviour to cast.
-  const double max_batch = ep * std::floor((y * chip.hbm_bytes - weights_per_group) /
+  const double max_batch = ep * std::floor(cp * (y * chip.hbm_bytes - weights_per_group) /
                                            (context * layout.kv_cache_bytes_per_token));
   layout.max_batch = static_cast<int>(std::clamp(max_batch, 0.0, double(std::numeric_limits<int>::max())));
   std::vector<int> powers_of_two;
@@ -472,9 +521,11 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& who
   // over the y x EP chips.
   const double p_read = model.moe ? param_count(model) - (model.tied_embeddings ? 0.0 : static_cast<double>(model.vocab) * model.d_model) : p_matmul;
   const double chips_used = y * ep;
+  // Context parallelism splits the tokens (the FLOPs) over cp times the chips; each still reads
+  // its model shard's weights.
   layout.rule_of_thumb_s =
       (decode ? kv_batch_bytes / (chips_used * W) : 0.0) +
-      std::max(2 * tokens * p_matmul / (chips_used * C * plan.efficiency), p_read * plan.weight_bytes / (chips_used * W));
+      std::max(2 * tokens * p_matmul / (chips_used * cp * C * plan.efficiency), p_read * plan.weight_bytes / (chips_used * W));
 
   const StepShape shape = decode ? decode_shape(plan.batch, plan.context_length)
                                   : prefill_shape(plan.batch, plan.prompt_length, 0);

@@ -29,6 +29,11 @@ struct InferencePlan {
   // Data-parallel replicas inside the slice: the batch is split over these axes, each part
   // served by its own copy of the model on the other axes (no collective crosses them).
   std::vector<int> replica_axes;
+  // Prefill only: context parallelism, each prompt's tokens split over this axis (a whole axis
+  // apart from the others; -1: none). Every chip projects and runs the MLPs for its 1/CP of the
+  // tokens with the weights its model axes give it; attention runs as ring attention
+  // (ring_attention.hpp), the K/V blocks passed round the axis beside the score steps.
+  int context_axis = -1;
   // MoE models: mesh axes the experts are split over (expert parallelism). The batch is split
   // over them outside the MoE blocks (data-parallel attention, each group its sequences' KV
   // caches) and an AllToAll over them takes each token to its experts' chips and back.
@@ -70,6 +75,8 @@ struct InferenceLayout {
 // Chips the weights are split over: the product of the model axes' sizes (and the D axes'
 // under 2D weight-stationary sharding).
 int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
+// Chips a prompt's tokens are split over (parallelism.context): 1 without context parallelism.
+int context_degree(const InferencePlan& plan, const TopologySpec& topology);
 // Chips the experts are split over: the product of the expert axes' sizes (1 without).
 int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
 
@@ -95,6 +102,7 @@ struct StepCompute {
   double attention_s = 0, mlp_s = 0, unembed_s = 0;
   double attention_flops = 0, mlp_flops = 0, unembed_flops = 0;
   double activation_bytes = 0;
+  double score_flops = 0;   // of attention_flops: QK^T and AV (what ring attention splits)
 };
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
                          int model_degree, const StepShape& shape);

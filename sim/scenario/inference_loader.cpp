@@ -113,6 +113,16 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
     }
     out.replica = parsed.axes;
   }
+  if (auto context = reader.optional("context")) {
+    // Context parallelism (prefill): one whole axis, apart from the others.
+    if (!context->node.IsScalar()) fail(*context, "expected one mesh axis name (the prompts' tokens are split along it)");
+    const auto parsed = parse_plan_axes(*context, topology, used, "context");
+    if (parsed.slices.at(0).size != 0) fail(*context, "expected a whole mesh axis, not part of a split one");
+    if (model.attention != AttentionKind::Gqa)
+      fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
+    if (model.moe) fail(*context, "context parallelism with a mixture-of-experts model is not supported yet; expected no context");
+    out.context = parsed.axes.at(0);
+  }
   if (auto expert = reader.optional("expert")) {
     out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {
       if (std::find(out.model.begin(), out.model.end(), axis) != out.model.end())
@@ -166,6 +176,22 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
       fail(reader.required("batch"), "does not split over the " + std::to_string(x) +
                                          " chips of parallelism.model_d (2D attention splits the batch over them); "
                                          "expected a multiple of " + std::to_string(x));
+    plan.context_axis = axes.context;
+    if (axes.context >= 0) {
+      const Field context = MapReader(*parallelism, SchemaMap::ModelParallelism).required("context");
+      const int cp = topology.axes[axes.context].size;
+      if (!decode) {
+        if (plan.prompt_length % (2 * cp) != 0)
+          fail(length, "does not split into 2 x " + std::to_string(cp) + " equal chunks over context axis " +
+                           topology.axes[axes.context].name + " (the zig-zag split); expected a multiple of " +
+                           std::to_string(2 * cp));
+      } else {
+        fail(context, "context parallelism splits a prompt's tokens; expected phase: prefill, or no context axis");
+      }
+      if (!plan.d_axes.empty()) fail(context, "context parallelism with parallelism.model_d is not supported yet");
+      if (plan.collective_matmul)
+        fail(context, "context parallelism with collective matmuls is not supported yet; expected collective_matmul: false");
+    }
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;

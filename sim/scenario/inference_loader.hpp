@@ -23,6 +23,7 @@ struct ModelParallelAxes {
   std::vector<int> expert;
   std::vector<int> model_d;   // 2D weight-stationary: the axes D is split over (parallelism.model_d)
   std::vector<int> replica;   // data-parallel replicas in the slice (parallelism.replica)
+  int context = -1;           // prefill: the axis prompts' tokens are split over (parallelism.context)
   bool model_given = false;   // serving gives a missing model list the axes the experts leave
 };
 ModelParallelAxes parse_model_parallelism(const yaml_fields::Field& parallelism, const TopologySpec& topology,

@@ -48,7 +48,7 @@ std::vector<KeyTable> make_tables() {
       {M::TrainingParallelism, "training_parallelism", "workload.parallelism (kind: training)",
        {"data", "fsdp", "zero", "tensor", "tensor_overlap", "context", "pipeline", "schedule", "virtual_stages", "dcn_data", "expert"}},
       {M::ModelParallelism, "model_parallelism", "workload.parallelism (inference, serving), workload.prefill.parallelism",
-       {"model", "model_d", "replica", "expert"}},
+       {"model", "model_d", "replica", "expert", "context"}},
       {M::Routing, "routing", "workload.routing",
        {"distribution", "zipf_s", "loads", "capacity_factor", "pad_to_capacity", "shuffle", "seed"}},
       {M::Requests, "requests", "workload.requests", {"poisson", "trace"}},

@@ -59,6 +59,10 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
   if (!parallelism) return topology;
   const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
   plan.expert_axes = axes.expert;
+  if (axes.context >= 0)
+    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("context"),
+         "context parallelism is modelled for kind: inference prefill, not serving yet (a server's prefill steps "
+         "share one cost table); expected no context axis");
   if (!axes.model_d.empty())
     fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
          "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "

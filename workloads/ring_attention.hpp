@@ -1,0 +1,20 @@
+#pragma once
+// Ring attention (Liu et al. 2023), the context parallelism of training and of prefill: with
+// the sequence split over a mesh axis, each chip's queries meet every chip's keys and values one
+// block at a time. The block a chip holds leaves for its +1 neighbour as soon as it is there
+// (the local one once projected, the others once received: double buffering), so a score step
+// waits only for its block; the sends go round the end of the line (one wraparound hop on a
+// torus, the closing route on a line).
+#include <string>
+
+#include "workloads/program_builder.hpp"
+
+namespace podsim {
+
+// `steps` score steps of `step_s` (and `step_flops`) each, the first after `projections`, each
+// later one after the one before and its block's arrival (`block_bytes` sent along `axis`).
+// Returns the last step.
+int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
+                        double step_flops, double block_bytes, int projections, int layer, const std::string& category);
+
+}  // namespace podsim
