@@ -1,6 +1,8 @@
 // The planner simulates every plan and ranks them: fitting plans first, fastest first.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "sim/commands/planner.hpp"
 #include "seeded_rng.hpp"
 
@@ -242,4 +244,24 @@ TEST_CASE("planner -j: plans simulated side by side rank exactly as one at a tim
   std::vector<int> heard;
   plan_training(s, [&](int finished, int, double) { heard.push_back(finished); }, {}, 3, 0, 3);
   for (size_t i = 0; i < heard.size(); ++i) CHECK(heard[i] == static_cast<int>(i));
+}
+
+TEST_CASE("planner with a token budget: each simulated plan's days and cost", "[planner]") {
+  // days = ceil(budget / batch) x step / 86400; cost = chips x hours x the preset's $4.20.
+  Scenario s = small_pod("planner-budget-cost");
+  s.training.token_budget = 1e9;
+  const auto result = plan_training(s, nullptr, {}, 3);
+  const std::string csv = planner_csv(result);
+  CHECK(csv.find("time_to_train_days,training_cost_usd") != std::string::npos);
+  int checked = 0;
+  for (const auto& c : result.candidates) {
+    if (!c.simulated) continue;
+    const double steps = std::ceil(1e9 / s.training.plan.global_batch_tokens);
+    CHECK(c.report.steps_to_train == steps);
+    CHECK(c.report.time_to_train_s == Approx(steps * c.report.step_time_s));
+    CHECK(c.report.training_cost_usd == Approx(16 * c.report.time_to_train_s / 3600 * 4.20));
+    ++checked;
+  }
+  CHECK(checked >= 3);
+  CHECK(planner_table(s, result).find("its run: ") != std::string::npos);
 }

@@ -428,7 +428,8 @@ PlannerResult plan_training(const Scenario& scenario,
       const PlanCandidate& c = *order[r.index];
       try {
         const RunResult run = finish_program(r.pending);
-        o.report = training_report({scenario.training.model, c.plan, false}, r.layout, r.program, run);
+        o.report = training_report({scenario.training.model, c.plan, false, scenario.training.token_budget}, r.layout,
+                                   r.program, run);
         o.ok = true;
       } catch (const std::invalid_argument& e) {
         o.error = e.what();
@@ -516,6 +517,17 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
     std::snprintf(line, sizeof line, "simulated winner: %s (data degree %d, tensor degree %d)\n", best.label.c_str(), data,
                   tensor);
     out += line;
+    if (best.report.steps_to_train > 0) {
+      std::snprintf(line, sizeof line, "its run: %.0f steps, %.1f days", best.report.steps_to_train,
+                    best.report.time_to_train_s / 86400);
+      out += line;
+      if (best.report.training_cost_usd > 0) {
+        std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour", best.report.training_cost_usd,
+                      scenario.topology.chip.chip_hour_price_usd);
+        out += line;
+      }
+      out += "\n";
+    }
   }
   return out;
 }
@@ -523,7 +535,8 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
 std::string planner_csv(const PlannerResult& result) {
   std::string out =
       "rank,plan,feasible,simulated,mirrors,microbatches,checkpointing,step_time_s,mfu,hfu,tokens_per_s_per_chip,"
-      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,lower_bound_s,bounded,estimated_wall_s,over_budget,error\n";
+      "exposed_comm_s,memory_per_chip_bytes,fits_hbm,lower_bound_s,bounded,estimated_wall_s,over_budget,"
+      "time_to_train_days,training_cost_usd,error\n";
   int rank = 0;
   char buf[512];
   for (const auto& c : result.candidates) {
@@ -539,6 +552,19 @@ std::string planner_csv(const PlannerResult& result) {
     std::snprintf(buf, sizeof buf, "%.9g,%s,%.3g,%s,", c.lower_bound_s, c.bounded ? "true" : "false",
                   c.estimated_wall_s, c.over_budget ? "true" : "false");
     out += buf;
+    // With workload.token_budget: the run's days and, at the chip-hour price, its cost (empty
+    // cells for plans not simulated, or without a budget).
+    if (c.simulated && c.report.steps_to_train > 0) {
+      std::snprintf(buf, sizeof buf, "%.6g,", c.report.time_to_train_s / 86400);
+      out += buf;
+      if (c.report.training_cost_usd > 0) {
+        std::snprintf(buf, sizeof buf, "%.6g", c.report.training_cost_usd);
+        out += buf;
+      }
+      out += ",";
+    } else {
+      out += ",,";
+    }
     out += "\"" + c.error + "\"\n";
   }
   return out;
