@@ -56,6 +56,7 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     plan.context_length = 256 << rng.below(3);
     plan.prompt_length = 128 << rng.below(3);
     plan.weight_bytes = rng.chance(0.5) ? 2 : 1;
+    plan.collective_matmul = plan.d_axes.empty() && rng.chance(0.3);
     plan.kv_bytes = rng.chance(0.5) ? 2 : 1;
     INFO("case " << c << ": mesh " << sizes.size() << " axes, model " << plan.model_axes.size() << ", d "
                  << plan.d_axes.size() << ", replicas " << plan.replica_axes.size() << ", context " << plan.context_axis

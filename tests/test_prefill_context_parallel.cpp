@@ -87,19 +87,23 @@ TEST_CASE("context-parallel prefill: the ring takes step + (CP-1) max(step, send
   // set the pace.
   const auto model = prefill_model();
   for (const int prompt : {65536, 1024}) {
-    INFO(prompt << "-token prompt");
-    auto topo = v5p_mesh({4, 2});
-    if (prompt == 1024) topo.chip.bf16_flops_per_s *= 1000;   // score steps far shorter than a send
-    InferenceLayout layout;
-    const auto program = inference_program(model, prefill_plan(prompt, 0), topo, layout);
-    const auto run = run_program(topo, {}, program, {});
-    const double block_bytes = prompt / 4.0 * 2 * 8 * 128 * 2 / 2;
-    // The default hop model: a hop takes its bytes' time on the link, at least the hop latency.
-    const double send_s = std::max(block_bytes / topo.chip.ici_bandwidth_Bps, topo.chip.hop_latency_s);
-    const Ring ring = layer0_ring(program, run, 4);
-    CHECK(ring.duration_s == Approx(ring.step_s + 3 * std::max(ring.step_s, send_s)).epsilon(0.01));
-    if (prompt == 65536) CHECK(ring.step_s > send_s);
-    else CHECK(send_s > 5 * ring.step_s);
+    for (const bool overlap : {false, true}) {   // collective matmuls: the ring between the halves
+      INFO(prompt << "-token prompt, collective matmuls " << overlap);
+      auto topo = v5p_mesh({4, 2});
+      if (prompt == 1024) topo.chip.bf16_flops_per_s *= 1000;   // score steps far shorter than a send
+      InferenceLayout layout;
+      auto plan = prefill_plan(prompt, 0);
+      plan.collective_matmul = overlap;
+      const auto program = inference_program(model, plan, topo, layout);
+      const auto run = run_program(topo, {}, program, {});
+      const double block_bytes = prompt / 4.0 * 2 * 8 * 128 * 2 / 2;
+      // The default hop model: a hop takes its bytes' time on the link, at least the hop latency.
+      const double send_s = std::max(block_bytes / topo.chip.ici_bandwidth_Bps, topo.chip.hop_latency_s);
+      const Ring ring = layer0_ring(program, run, 4);
+      CHECK(ring.duration_s == Approx(ring.step_s + 3 * std::max(ring.step_s, send_s)).epsilon(0.01));
+      if (prompt == 65536) CHECK(ring.step_s > send_s);
+      else CHECK(send_s > 5 * ring.step_s);
+    }
   }
 }
 
@@ -122,8 +126,10 @@ workload:
   require_error(replaced_in(replaced_in(base, "phase: prefill", "phase: decode"), "prompt_length", "context_length"),
                 "workload.parallelism.context", "X", "context: X");
   require_error(replaced_in(base, "context: X}", "context: Y}"), "workload.parallelism.context", "Y", "context: Y");
-  require_error(replaced_in(base, "context: X}", "context: X}\n  collective_matmul: true"),
-                "workload.parallelism.context", "X", "context: X");
+  // With collective matmuls the ring runs between the two halves of the attention block.
+  const Scenario overlapped = load_scenario_text(replaced_in(base, "context: X}", "context: X}\n  collective_matmul: true"),
+                                                 kScenarioFile);
+  CHECK(overlapped.inference.plan.collective_matmul);
   require_error(replaced_in(base, "context: X}", "context: [X, Y]}"), "workload.parallelism.context", "[X, Y]",
                 "context: [X, Y]");
   // Serving prices a server's prefill steps once for all: no context axis there yet.

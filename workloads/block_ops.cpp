@@ -23,7 +23,7 @@ Compute emit_compute(ProgramBuilder& b, const TrainingPlan& plan, const std::str
   const int projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(inputs),
                                     blk.layer, category);
   const int last = emit_ring_attention(b, name, plan.context_axis, steps, score_s / steps, score_flops / steps,
-                                       blk.context_kv_bytes * ring, projections, blk.layer, category);
+                                       blk.context_kv_bytes * ring, {projections}, blk.layer, category);
   return {{projections}, last};
 }
 
@@ -51,12 +51,24 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
                             plan.tensor_slices, bytes, {ops.last_compute}, blk.layer, "tp_reducescatter")};
     return ops;
   }
-  const int first = b.compute(name + ".matmul1", seconds / 2, flops / 2, inputs, blk.layer, category);
+  // Under context parallelism the scores run as ring attention between the two halves: the
+  // gather streams in beside the first half of the projections (Q, K, V), the ring starts once
+  // both are done, and the scatter streams out beside the second half (the output projection).
+  const bool with_ring = ring > 0 && blk.context_steps > 1;
+  const double score_s = with_ring ? blk.score_forward_s * ring : 0.0;
+  const double score_flops = with_ring ? blk.score_flops_per_chip * ring : 0.0;
+  const double half_s = (seconds - score_s) / 2, half_flops = (flops - score_flops) / 2;
+  const int first = b.compute(name + ".matmul1", half_s, half_flops, inputs, blk.layer, category);
   ops.entry.push_back(first);
-  const int second = b.compute(name + ".matmul2", seconds / 2, flops / 2, {first, gather}, blk.layer, category);
+  std::vector<int> ready = {first, gather};
+  if (with_ring) {
+    const int steps = blk.context_steps;
+    ready = {emit_ring_attention(b, name, plan.context_axis, steps, score_s / steps, score_flops / steps,
+                                 blk.context_kv_bytes * ring, ready, blk.layer, category)};
+  }
+  const int second = b.compute(name + ".matmul2", half_s, half_flops, ready, blk.layer, category);
   const int scatter = b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter,
-                                   plan.tensor_axes, plan.tensor_slices, bytes, {first, gather}, blk.layer,
-                                   "tp_reducescatter");
+                                   plan.tensor_axes, plan.tensor_slices, bytes, ready, blk.layer, "tp_reducescatter");
   ops.last_compute = second;
   ops.end = {second, scatter};
   return ops;

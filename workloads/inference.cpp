@@ -127,7 +127,6 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
       throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
     if (model.moe) throw std::invalid_argument("context parallelism with a mixture-of-experts model is not supported yet");
     if (!plan.d_axes.empty()) throw std::invalid_argument("context parallelism with 2D weight-stationary sharding is not supported yet");
-    if (plan.collective_matmul) throw std::invalid_argument("context parallelism with collective matmuls is not supported yet");
     const int cp = topology.axes[a].size;
     if (plan.prompt_length % (2 * cp) != 0) {
       throw std::invalid_argument("a prompt of " + std::to_string(plan.prompt_length) + " tokens does not split into 2 x " +
@@ -301,18 +300,24 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   int kv_heads_split = model_degree;
   for (int a : replicated_kv) kv_heads_split /= topology.axes[a].size;
   const double kv_block_bytes = local_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
-  auto attend = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
-                    std::vector<int> after) {
-    if (cp <= 1 || model.attention == AttentionKind::None || std::string(category) != "attention")
-      return compute(name, seconds, flops, layer, category, std::move(after));
-    const double score_s = flops > 0 ? seconds * cost.score_flops / flops : 0.0;
+  auto ringed = [&](const char* category) {
+    return cp > 1 && model.attention != AttentionKind::None && std::string(category) == "attention";
+  };
+  auto ring_s = [&](double seconds, double flops) { return flops > 0 ? seconds * cost.score_flops / flops : 0.0; };
+  auto ring = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                  const std::vector<int>& after) {
     ProgramBuilder b(std::move(program));
-    const int projections = b.compute(name + ".projections", seconds - score_s, flops - cost.score_flops,
-                                      std::move(after), layer, category);
-    const int last = emit_ring_attention(b, name, plan.context_axis, cp, score_s / cp, cost.score_flops / cp,
-                                         kv_block_bytes, projections, layer, category);
+    const int last = emit_ring_attention(b, name, plan.context_axis, cp, ring_s(seconds, flops) / cp,
+                                         cost.score_flops / cp, kv_block_bytes, after, layer, category);
     program = b.take();
     return last;
+  };
+  auto attend = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+                    std::vector<int> after) {
+    if (!ringed(category)) return compute(name, seconds, flops, layer, category, std::move(after));
+    const int projections = compute(name + ".projections", seconds - ring_s(seconds, flops), flops - cost.score_flops,
+                                    layer, category, std::move(after));
+    return ring(name, seconds, flops, layer, category, {projections});
   };
   auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
                    bool to_batch) {
@@ -330,13 +335,18 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
       return;
     }
-    const int first = compute(name + ".matmul1", seconds / 2, flops / 2, layer, category, previous);
+    // Context parallelism: the ring between the halves, as in training (block_ops.cpp).
+    const double score_s = ringed(category) ? ring_s(seconds, flops) : 0.0;
+    const double score_flops = ringed(category) ? cost.score_flops : 0.0;
+    const double half_s = (seconds - score_s) / 2, half_flops = (flops - score_flops) / 2;
+    const int first = compute(name + ".matmul1", half_s, half_flops, layer, category, previous);
     std::vector<int> ready = {first, gather};
     if (to_batch) {
       const int q = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", ready);
       ready = {collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {q})};
     }
-    const int second = compute(name + ".matmul2", seconds / 2, flops / 2, layer, category, ready);
+    if (ringed(category)) ready = {ring(name, seconds, flops, layer, category, ready)};
+    const int second = compute(name + ".matmul2", half_s, half_flops, layer, category, ready);
     const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
     previous = {second, scatter};
   };

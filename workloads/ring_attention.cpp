@@ -3,17 +3,18 @@
 namespace podsim {
 
 int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
-                        double step_flops, double block_bytes, int projections, int layer, const std::string& category) {
-  int step = b.compute(name + ".ring0", step_s, step_flops, {projections}, layer, category);
-  int have = projections;   // the op after which this chip holds the block it sends next
+                        double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
+                        const std::string& category) {
+  int step = b.compute(name + ".ring0", step_s, step_flops, projections, layer, category);
+  std::vector<int> have = projections;   // the ops after which this chip holds the block it sends next
   for (int i = 1; i < steps; ++i) {
-    const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, block_bytes, {have}, "cp_ring", true);
+    const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, block_bytes, have, "cp_ring", true);
     // A send is received by one op on a chip: a zero-length op, which the step and the next
     // send wait for.
     const int receive = b.compute(name + ".ring_receive" + std::to_string(i), 0.0, 0.0, {}, layer, "cp_ring_receive");
     b.op(receive).after_neighbour = {{send, axis, +1, false}, {send, axis, +1, true}};
     step = b.compute(name + ".ring" + std::to_string(i), step_s, step_flops, {step, receive}, layer, category);
-    have = receive;
+    have = {receive};
   }
   return step;
 }

@@ -6,15 +6,17 @@
 // waits only for its block; the sends go round the end of the line (one wraparound hop on a
 // torus, the closing route on a line).
 #include <string>
+#include <vector>
 
 #include "workloads/program_builder.hpp"
 
 namespace podsim {
 
-// `steps` score steps of `step_s` (and `step_flops`) each, the first after `projections`, each
-// later one after the one before and its block's arrival (`block_bytes` sent along `axis`).
-// Returns the last step.
+// `steps` score steps of `step_s` (and `step_flops`) each, the first after `projections` (the
+// ops after which the chip holds its own K/V block), each later one after the one before and
+// its block's arrival (`block_bytes` sent along `axis`). Returns the last step.
 int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
-                        double step_flops, double block_bytes, int projections, int layer, const std::string& category);
+                        double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
+                        const std::string& category);
 
 }  // namespace podsim

@@ -94,7 +94,6 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
     if (model.attention != AttentionKind::Gqa) {
       throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
     }
-    if (plan.tensor_overlap) throw std::invalid_argument("context parallelism with collective matmuls is not supported yet");
     // Zig-zag load balancing (Megatron-LM's context parallelism): each chip holds two of the
     // 2CP chunks of a sequence, one early and one late, so causal work is even.
     if (plan.sequence_length % (2 * context) != 0) {

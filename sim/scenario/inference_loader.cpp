@@ -189,8 +189,6 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
         fail(context, "context parallelism splits a prompt's tokens; expected phase: prefill, or no context axis");
       }
       if (!plan.d_axes.empty()) fail(context, "context parallelism with parallelism.model_d is not supported yet");
-      if (plan.collective_matmul)
-        fail(context, "context parallelism with collective matmuls is not supported yet; expected collective_matmul: false");
     }
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);

@@ -107,9 +107,6 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     if (model.moe) fail(*context, "context parallelism with an MoE model is not supported; expected no context axis");
     if (model.attention != AttentionKind::Gqa)
       fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
-    if (plan.tensor_overlap)
-      fail(*context, "context parallelism with tensor_overlap (collective matmuls) is not supported; expected "
-                     "tensor_overlap: false");
     plan.context_axis = parsed.axes.at(0);
     plan.data_axes.push_back(plan.context_axis);
     if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
