@@ -235,10 +235,15 @@ TEST_CASE("MoE training: bad expert axes name file, line, key and value", "[scen
     require_error(partly, "workload.parallelism.expert[0]", "X", "expert:");
     CHECK(contains(expected_of(partly), "only part of X (a split axis) carries data parallelism"));
   }
-  SECTION("a pipeline with an MoE model") {
-    const std::string text = training_with("    fsdp: true\n    tensor: [Z]\n    expert: [X]\n", "    pipeline: Z\n");
-    require_error(text, "workload.parallelism.pipeline", "Z", "pipeline:");
-    CHECK(contains(expected_of(text), "pipeline parallelism with an MoE model is not supported"));
+  SECTION("a pipeline with an MoE model: every layer MoE loads; dense layers first, or ZB-H1, do not") {
+    const std::string text = training_with("    fsdp: true\n    tensor: [Z]\n    expert: [X]\n",
+                                           "    fsdp: true\n    expert: [X]\n    pipeline: Z\n");
+    CHECK(load_scenario_text(text, kScenarioFile).training.plan.pipeline_axis == 2);
+    const std::string dense = replaced_in(text, "model: mixtral-8x7b", "model: {preset: mixtral-8x7b, moe: {dense_layers: 2}}");
+    require_error(dense, "workload.parallelism.pipeline", "Z", "pipeline:");
+    CHECK(contains(expected_of(dense), "its first 2 layers are dense"));
+    const std::string zb = replaced_in(text, "    pipeline: Z\n", "    pipeline: Z\n    schedule: zb_h1\n");
+    require_error(zb, "workload.parallelism.schedule", "zb_h1", "schedule:");
   }
 }
 

@@ -75,7 +75,8 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   CHECK_FALSE(planner_csv(result).empty());
 }
 
-TEST_CASE("planner tries expert parallelism for an MoE model, and no pipelines", "[planner][moe]") {
+TEST_CASE("planner tries expert parallelism for an MoE model, with pipelines where every layer has experts",
+          "[planner][moe]") {
   Scenario s;
   s.path = "<test>";
   s.name = "planner-moe";
@@ -83,25 +84,30 @@ TEST_CASE("planner tries expert parallelism for an MoE model, and no pipelines",
   s.topology.chip = *find_chip_preset("v5p");
   s.topology.axes = {{"X", 4, true}, {"Y", 2, true}};
   s.training.model = *find_model_preset("mixtral-8x7b");
-  s.training.model.layers = 2;
+  s.training.model.layers = 8;
   s.training.model.moe->dense_layers = 0;
   s.training.plan.sequence_length = 1024;
-  s.training.plan.global_batch_tokens = 1024.0 * 8;
-  const auto result = plan_training(s, nullptr);
+  s.training.plan.global_batch_tokens = 1024.0 * 32;
   // 7 axis splits (DP or FSDP where there is a data axis), 2 with TP over a block of 2 of X
-  // (Y's 2 chips hold no two blocks); each also with EP over every whole data axis the 8
-  // experts divide: X (4) and Y (2). No pipelines.
-  int with_ep = 0, feasible_ep = 0;
+  // (Y's 2 chips hold no two blocks), pipelines over X or Y with the other axis DP, FSDP or
+  // TP; each also with EP over every whole data axis the 8 experts divide: X (4) and Y (2).
+  const auto result = plan_training(s, nullptr);
+  int with_ep = 0, feasible_ep = 0, pipelined_ep = 0;
   for (const auto& c : result.candidates) {
-    CHECK(c.label.find("PP(") == std::string::npos);
     if (c.label.find("EP(") == std::string::npos) continue;
     ++with_ep;
     CHECK(c.plan.expert_axes.size() == 1);
-    if (c.feasible) ++feasible_ep;
-    else INFO(c.label << ": " << c.error);
+    INFO(c.label << ": " << c.error);
+    CHECK(c.feasible);
+    feasible_ep += c.feasible;
+    pipelined_ep += c.label.find("PP(") != std::string::npos && c.simulated;
   }
   CHECK(with_ep > 0);
   CHECK(feasible_ep == with_ep);
+  CHECK(pipelined_ep > 0);
+  // Dense layers first: the pipeline's chunks would differ, so no pipelines.
+  s.training.model.moe->dense_layers = 2;
+  for (const auto& c : plan_training(s, nullptr, {}, 3).candidates) CHECK(c.label.find("PP(") == std::string::npos);
 }
 
 TEST_CASE("planner: no mirror images where a perturbation breaks the mesh's symmetry", "[planner]") {

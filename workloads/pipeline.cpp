@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "workloads/block_ops.hpp"
+#include "workloads/moe_training.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program_builder.hpp"
 
@@ -45,9 +46,18 @@ int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
 }
 
 void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
-  if (model.moe) throw std::invalid_argument("pipeline parallelism with a mixture-of-experts model is not supported yet");
   const int stages = stage_count(plan, topology);
   const int chunks = stages * plan.virtual_stages;
+  // The program's chunks are alike (the first stands for each): an MoE model's must all be MoE.
+  if (model.moe && model.moe->dense_layers > 0) {
+    throw std::invalid_argument("pipeline stages of " + model.name + " would differ: its first " +
+                                std::to_string(model.moe->dense_layers) +
+                                " layers are dense, the rest mixture-of-experts (pipelines need every chunk alike)");
+  }
+  if (model.moe && plan.schedule == PipelineSchedule::ZeroBubbleH1) {
+    throw std::invalid_argument("ZB-H1 with a mixture-of-experts model is not supported yet (its experts' weight "
+                                "gradients are not split from the input gradients)");
+  }
   if (const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
       !why.empty()) {
     throw std::invalid_argument(why);
@@ -97,6 +107,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       layout.tokens_per_microbatch * model.d_model * model.activation_bytes / layout.tensor_degree;
 
   ProgramBuilder b;
+  // MoE layers (moe_training.hpp): router and shared experts, the AllToAlls over the expert axes
+  // and the experts, per pass; every chunk's MoE layers take the routing drawn for the first
+  // chunk's, per microbatch (the chain stands for each chunk).
+  MoeTrainingBlocks moe(model, plan, topology, layout, b, fsdp);
   auto index = [&](PipelinePass::Kind kind, int j, int m) { return (static_cast<int>(kind) * v + j) * M + m; };
   std::vector<PassOps> passes(3 * v * M);
   std::vector<int> send_forward(v * M, -1), send_backward(v * M, -1);
@@ -138,6 +152,25 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
         inputs.push_back(gather[i]);
       }
       const bool tp = tensor && i != last_block;
+      if (blk.moe_layer >= 0) {
+        // Not rerun under checkpointing (as in the single-program step); never a pass's first block.
+        const std::vector<int> gather_after = fsdp ? std::vector<int>{gather[i]} : std::vector<int>{};
+        const auto mo = forward ? moe.forward(name, blk, m, inputs, gather_after)
+                                : moe.backward(name, blk, m, inputs, gather_after);
+        compute[i] = mo.last_compute;
+        if (fsdp) {
+          b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
+          b.op(gather[i]).released_by = mo.last_compute;
+        }
+        previous_end = mo.end;
+        if (!forward && m == M - 1) {
+          TrainingBlock named = blk;
+          named.name = prefix(j, m) + blk.name;
+          reduce_gradients(blk, mo.last_compute, named.name);
+          moe.gradients(named, mo.expert_compute, grad_ops);
+        }
+        continue;
+      }
       if (!forward && blk.recompute_s > 0) {
         const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
                                      blk.recompute_flops_per_chip, inputs, "recompute", 1);
@@ -279,8 +312,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   double chunk_flops = 0, chunk_recompute = 0;
   for (const auto& blk : chain) {
     chunk_flops += blk.forward_flops_per_chip;
+    if (blk.moe_layer >= 0) chunk_flops += moe.expert_forward_flops_per_chip();
     chunk_recompute += blk.recompute_flops_per_chip;
   }
+  moe.finish();
   layout.total_flops = 3 * chunk_flops * v * M * layout.chips;
   layout.recompute_flops = chunk_recompute * v * M * layout.chips;
   return rest.take();

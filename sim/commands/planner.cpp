@@ -28,7 +28,7 @@ std::string axes_label(const TopologySpec& topology, const std::vector<int>& axe
 
 // An MoE model's candidates: each plan without expert parallelism and with it over each whole
 // data axis the experts divide over (tokens are data-parallel across expert ranks, so the
-// expert axes are data axes). No pipelines: they do not combine with MoE models yet.
+// expert axes are data axes), pipelines included where every layer has experts.
 std::vector<PlanCandidate> with_expert_axes(const Scenario& scenario, std::vector<PlanCandidate> plans) {
   const auto& topology = scenario.topology;
   const int experts = scenario.training.model.moe->experts;
@@ -128,7 +128,9 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       }
     }
   }
-  if (scenario.training.model.moe) return with_expert_axes(scenario, std::move(out));
+  // An MoE model's pipeline chunks are alike only when every layer has experts.
+  const auto& moe = scenario.training.model.moe;
+  if (moe && moe->dense_layers > 0) return with_expert_axes(scenario, std::move(out));
   // Pipelines over each axis (its size the depth), 1F1B and interleaved 1F1B with two chunks
   // a device, with every split of the other axes into data (DP or FSDP) and tensor axes
   // inside the stages (3D parallelism). Microbatches start at 4 per stage.
@@ -164,6 +166,7 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
       }
     }
   }
+  if (moe) return with_expert_axes(scenario, std::move(out));
   return out;
 }
 

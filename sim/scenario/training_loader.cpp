@@ -117,9 +117,10 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   }
   // Expert parallelism is planned over data axes of one step, not across pipeline stages
   // (issue 11): refused here, at the key, rather than left to the program.
-  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe)
-    fail(*pipeline, "pipeline parallelism with an MoE model is not supported; expected data, fsdp, tensor and "
-                    "expert axes without a pipeline");
+  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe && model.moe->dense_layers > 0)
+    fail(*pipeline, "pipeline stages of " + model.name + " would differ (its first " +
+                        std::to_string(model.moe->dense_layers) + " layers are dense, the rest mixture-of-experts); "
+                        "expected no pipeline, or an MoE model whose every layer has experts");
   if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
                                                    pipeline->node.Scalar() == "slices") {
     if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
@@ -139,6 +140,9 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
                                                              {"1f1b", PipelineSchedule::OneFOneB},
                                                              {"interleaved_1f1b", PipelineSchedule::Interleaved1F1B},
                                                              {"zb_h1", PipelineSchedule::ZeroBubbleH1}});
+    if (plan.schedule == PipelineSchedule::ZeroBubbleH1 && model.moe)
+      fail(*schedule, "ZB-H1 with a mixture-of-experts model is not supported yet (the experts' weight gradients are "
+                      "not split from their input gradients); expected gpipe, 1f1b or interleaved_1f1b");
   }
   const auto virtual_stages = reader.optional("virtual_stages");
   if (virtual_stages) {
