@@ -115,4 +115,17 @@ TEST_CASE("serving replicas: impossible layouts are located errors", "[serving][
   const std::string small = replaced_in(replaced_in(kServing, "{X: 8, Y: 2}", "{X: 4, Y: 4}"),
                                         "{model: [X], replica: [Y]}", "{model: [X], replica: [Y]}");
   CHECK(contains(error_from(small).what(), "does not fit beside"));
+  // More servers than the limit once the replicas multiply them.
+  const std::string many = replaced_in(kServing, "{model: [X], replica: [Y]}", "{model: [X], replica: [Y]}\n  servers: 60000");
+  require_error(many, "workload.servers", "60000", "servers:");
+  CHECK(contains(error_from(many).expected(), "at most 50000 slices"));
+  // A prefill batch whose KV bytes overflow an int when multiplied as ints (10^7 x 2048 tokens):
+  // the HBM check, not undefined behaviour (the sanitizer job's fuzzer found it).
+  const std::string huge = replaced_in(kServing, "  requests:",
+                                       "  policy: disaggregated\n  prefill_batch: 10000000\n  requests:");
+  require_error(huge, "workload.prefill_batch", "10000000", "prefill_batch:");
+  CHECK(contains(error_from(huge).what(), "a prefill server needs"));
+  // Likewise max_batch beyond what HBM holds, with a large product of slots and context.
+  const std::string slots = replaced_in(kServing, "  requests:", "  max_batch: 10000000\n  requests:");
+  require_error(slots, "workload.max_batch", "10000000", "max_batch:");
 }

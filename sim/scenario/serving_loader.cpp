@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/request_trace.hpp"
@@ -30,6 +31,7 @@ const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "itl_s", "l
                                                  "per_token_latency_s"};
 const std::vector<std::string> kStatistics = {"mean", "std", "median", "max"};
 constexpr size_t kMaxPercentiles = 20;
+constexpr int kMaxServers = 100000;
 
 LengthRange read_length(const Field& field) {
   if (field.node.IsScalar()) {
@@ -180,8 +182,17 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                                                     {"disaggregated", BatchingPolicy::Disaggregated}});
   }
   const bool split = c.policy == BatchingPolicy::Disaggregated;
-  if (auto servers = reader.optional("servers")) c.servers = read_int(*servers, 1, 100000);
-  c.servers *= w.replicas_per_slice;   // `servers:` counts slices
+  // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
+  const auto servers_field = reader.optional("servers");
+  if (servers_field) c.servers = read_int(*servers_field, 1, kMaxServers);
+  if (static_cast<int64_t>(c.servers) * w.replicas_per_slice > kMaxServers)
+    fail(servers_field.value_or(reader.self()),
+         std::to_string(c.servers) + " slices of " + std::to_string(w.replicas_per_slice) + " replicas are more than " +
+             std::to_string(kMaxServers) + " servers; expected " +
+             (kMaxServers / w.replicas_per_slice > 0
+                  ? "at most " + std::to_string(kMaxServers / w.replicas_per_slice) + " slices"
+                  : std::string("fewer replicas a slice")));
+  c.servers *= w.replicas_per_slice;
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
   const auto output_field = parse_requests(reader.required("requests"), w);
   if (auto percentiles = reader.optional("metric_percentiles")) {
@@ -238,7 +249,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   if (auto max_batch = reader.optional("max_batch")) {
     c.slots = read_int(*max_batch, 1, kMaxRequests);
     if (c.slots > w.hbm_slots)
-      fail(*max_batch, "needs " + human_bytes(weights + c.slots * w.max_context * kv_per_token) +
+      fail(*max_batch, "needs " + human_bytes(weights + static_cast<double>(c.slots) * w.max_context * kv_per_token) +
                            " of HBM for sequences of up to " + std::to_string(w.max_context) + " tokens, more than " +
                            human_bytes(hbm) + "; expected at most " + std::to_string(w.hbm_slots));
   }
@@ -263,7 +274,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     if (prefill) {
       const MapReader p(*prefill, SchemaMap::Prefill);
       p.reject_unknown();
-      if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, 100000);
+      if (auto servers = p.optional("servers")) c.prefill_servers = read_int(*servers, 1, kMaxServers);
       if (auto t = p.optional("topology")) {
         w.prefill_topology = parse_topology(*t);
         if (w.prefill_topology.slices != 1) fail(*t, "expected one slice per prefill server");
@@ -281,10 +292,17 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;
     for (const auto& r : w.requests) longest = std::max(longest, padded_prompt_tokens(r.prompt_tokens, c.buckets));
-    c.prefill_servers *= w.prefill_replicas_per_slice;   // prefill.servers counts slices
+    // prefill.servers counts slices.
+    if (static_cast<int64_t>(c.prefill_servers) * w.prefill_replicas_per_slice > kMaxServers)
+      fail(*prefill, std::to_string(c.prefill_servers) + " prefill slices of " +
+                         std::to_string(w.prefill_replicas_per_slice) + " replicas are more than " +
+                         std::to_string(kMaxServers) + " servers; expected fewer prefill servers");
+    c.prefill_servers *= w.prefill_replicas_per_slice;
     const TopologySpec& prefill_server = w.prefill_server_topology;
     const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
-    const double need = server_weight_bytes(w.model, w.prefill, prefill_server) + c.prefill_batch * longest * kv_per_token;
+    // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int.
+    const double need = server_weight_bytes(w.model, w.prefill, prefill_server) +
+                        static_cast<double>(c.prefill_batch) * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
            "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +
