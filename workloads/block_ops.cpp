@@ -18,13 +18,10 @@ Compute emit_compute(ProgramBuilder& b, const TrainingPlan& plan, const std::str
     const int op = b.compute(name, seconds, flops, std::move(inputs), blk.layer, category);
     return {{op}, op};
   }
-  const double score_s = blk.score_forward_s * ring;
-  const double score_flops = blk.score_flops_per_chip * ring;
-  const int projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(inputs),
-                                    blk.layer, category);
-  const int last = emit_ring_attention(b, name, plan.context_axis, steps, score_s / steps, score_flops / steps,
-                                       blk.context_kv_bytes * ring, {projections}, blk.layer, category);
-  return {{projections}, last};
+  const auto ops = emit_ring_block(b, name, plan.context_axis, steps, seconds, flops, blk.score_forward_s * ring,
+                                   blk.score_flops_per_chip * ring, blk.context_kv_bytes * ring, std::move(inputs),
+                                   blk.layer, category);
+  return {{ops.projections}, ops.last};
 }
 
 }  // namespace

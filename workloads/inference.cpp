@@ -300,9 +300,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   int kv_heads_split = model_degree;
   for (int a : replicated_kv) kv_heads_split /= topology.axes[a].size;
   const double kv_block_bytes = local_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
-  auto ringed = [&](const char* category) {
-    return cp > 1 && model.attention != AttentionKind::None && std::string(category) == "attention";
-  };
+  // The scores' share of an attention block's roofline (its FLOPs' share).
   auto ring_s = [&](double seconds, double flops) { return flops > 0 ? seconds * cost.score_flops / flops : 0.0; };
   auto ring = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
                   const std::vector<int>& after) {
@@ -312,32 +310,36 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     program = b.take();
     return last;
   };
+  // The block's compute: one op, or with `ringed` its projections and then the ring.
   auto attend = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
-                    std::vector<int> after) {
-    if (!ringed(category)) return compute(name, seconds, flops, layer, category, std::move(after));
-    const int projections = compute(name + ".projections", seconds - ring_s(seconds, flops), flops - cost.score_flops,
-                                    layer, category, std::move(after));
-    return ring(name, seconds, flops, layer, category, {projections});
+                    std::vector<int> after, bool ringed) {
+    if (!ringed) return compute(name, seconds, flops, layer, category, std::move(after));
+    ProgramBuilder b(std::move(program));
+    const int last = emit_ring_block(b, name, plan.context_axis, cp, seconds, flops, ring_s(seconds, flops),
+                                     cost.score_flops, kv_block_bytes, std::move(after), layer, category).last;
+    program = b.take();
+    return last;
   };
   auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
-                   bool to_batch) {
+                   bool attention) {
+    const bool ringed = attention && cp > 1;
     if (model_degree <= 1) {
-      previous = {attend(name, seconds, flops, layer, category, previous)};
+      previous = {attend(name, seconds, flops, layer, category, previous, ringed)};
       return;
     }
-    to_batch = to_batch && !batch_axes.empty();
+    const bool to_batch = attention && !batch_axes.empty();
     const int gather = collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous);
     if (!plan.collective_matmul) {
       int before = gather;
       if (to_batch) before = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", {gather});
-      int c = attend(name, seconds, flops, layer, category, {before});
+      int c = attend(name, seconds, flops, layer, category, {before}, ringed);
       if (to_batch) c = collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {c});
       previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
       return;
     }
     // Context parallelism: the ring between the halves, as in training (block_ops.cpp).
-    const double score_s = ringed(category) ? ring_s(seconds, flops) : 0.0;
-    const double score_flops = ringed(category) ? cost.score_flops : 0.0;
+    const double score_s = ringed ? ring_s(seconds, flops) : 0.0;
+    const double score_flops = ringed ? cost.score_flops : 0.0;
     const double half_s = (seconds - score_s) / 2, half_flops = (flops - score_flops) / 2;
     const int first = compute(name + ".matmul1", half_s, half_flops, layer, category, previous);
     std::vector<int> ready = {first, gather};
@@ -345,7 +347,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       const int q = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", ready);
       ready = {collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {q})};
     }
-    if (ringed(category)) ready = {ring(name, seconds, flops, layer, category, ready)};
+    if (ringed) ready = {ring(name, seconds, flops, layer, category, ready)};
     const int second = compute(name + ".matmul2", half_s, half_flops, layer, category, ready);
     const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
     previous = {second, scatter};

@@ -19,4 +19,15 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
   return step;
 }
 
+RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
+                          double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
+                          int layer, const std::string& category) {
+  RingBlock out;
+  out.projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(after), layer,
+                              category);
+  out.last = emit_ring_attention(b, name, axis, steps, score_s / steps, score_flops / steps, block_bytes,
+                                 {out.projections}, layer, category);
+  return out;
+}
+
 }  // namespace podsim

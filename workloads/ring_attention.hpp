@@ -19,4 +19,15 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
                         double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
                         const std::string& category);
 
+// A whole attention block under context parallelism: its projections (the block's `seconds` and
+// `flops` less the scores' `score_s` and `score_flops`) as one op after `after`, then the ring
+// of `steps` score steps. Returns the projections op and the last step.
+struct RingBlock {
+  int projections = -1;
+  int last = -1;
+};
+RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
+                          double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
+                          int layer, const std::string& category);
+
 }  // namespace podsim
