@@ -102,6 +102,17 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
   return sub_mesh(topology, kept);
 }
 
+// Servers in all from `slices` slices of `replicas` servers each, at most kMaxServers; `where`
+// (the slice count's key) is named otherwise.
+int servers_in(int slices, int replicas, const Field& where, const std::string& what) {
+  if (static_cast<int64_t>(slices) * replicas > kMaxServers)
+    fail(where, std::to_string(slices) + " " + what + " of " + std::to_string(replicas) + " replicas are more than " +
+                    std::to_string(kMaxServers) + " servers; expected " +
+                    (kMaxServers / replicas > 0 ? "at most " + std::to_string(kMaxServers / replicas) + " slices"
+                                                : std::string("fewer replicas a slice")));
+  return slices * replicas;
+}
+
 // Where serving prices steps whole, collective matmuls are refused at the key that asks for them.
 void reject_whole_step_overlap(const std::optional<Field>& field, const InferencePlan& plan, const TransformerSpec& model) {
   if (field && serving_prices_whole_steps(model) && !whole_step_attention_shift_holds(model, plan))
@@ -185,14 +196,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
   const auto servers_field = reader.optional("servers");
   if (servers_field) c.servers = read_int(*servers_field, 1, kMaxServers);
-  if (static_cast<int64_t>(c.servers) * w.replicas_per_slice > kMaxServers)
-    fail(servers_field.value_or(reader.self()),
-         std::to_string(c.servers) + " slices of " + std::to_string(w.replicas_per_slice) + " replicas are more than " +
-             std::to_string(kMaxServers) + " servers; expected " +
-             (kMaxServers / w.replicas_per_slice > 0
-                  ? "at most " + std::to_string(kMaxServers / w.replicas_per_slice) + " slices"
-                  : std::string("fewer replicas a slice")));
-  c.servers *= w.replicas_per_slice;
+  c.servers = servers_in(c.servers, w.replicas_per_slice, servers_field.value_or(reader.self()), "slices");
   c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
   const auto output_field = parse_requests(reader.required("requests"), w);
   if (auto percentiles = reader.optional("metric_percentiles")) {
@@ -293,11 +297,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     int longest = 0;
     for (const auto& r : w.requests) longest = std::max(longest, padded_prompt_tokens(r.prompt_tokens, c.buckets));
     // prefill.servers counts slices.
-    if (static_cast<int64_t>(c.prefill_servers) * w.prefill_replicas_per_slice > kMaxServers)
-      fail(*prefill, std::to_string(c.prefill_servers) + " prefill slices of " +
-                         std::to_string(w.prefill_replicas_per_slice) + " replicas are more than " +
-                         std::to_string(kMaxServers) + " servers; expected fewer prefill servers");
-    c.prefill_servers *= w.prefill_replicas_per_slice;
+    c.prefill_servers = servers_in(c.prefill_servers, w.prefill_replicas_per_slice, prefill.value_or(reader.self()),
+                                   "prefill slices");
     const TopologySpec& prefill_server = w.prefill_server_topology;
     const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
     // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int.
