@@ -79,11 +79,7 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
   ModelParallelAxes out;
   std::vector<std::pair<std::string, std::string>> used;
   if (auto model_axes = reader.optional("model")) {
-    const auto parsed = parse_plan_axes(*model_axes, topology, used, "model");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*model_axes, "expected whole mesh axes for model parallelism");
-    }
-    out.model = parsed.axes;
+    out.model = parse_whole_axes(*model_axes, topology, used, "model", "expected whole mesh axes for model parallelism");
     out.model_given = true;
   }
   if (auto model_d = reader.optional("model_d")) {
@@ -91,10 +87,7 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
     if (!out.model_given)
       fail(*model_d, "2D weight-stationary sharding splits F (or heads) over parallelism.model and D over "
                      "model_d; expected parallelism.model beside it");
-    const auto parsed = parse_plan_axes(*model_d, topology, used, "model_d");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*model_d, "expected whole mesh axes for model_d");
-    }
+    const std::vector<int> d_axes = parse_whole_axes(*model_d, topology, used, "model_d", "expected whole mesh axes for model_d");
     if (model.moe) fail(*model_d, "2D weight-stationary sharding of a mixture-of-experts model is not supported; expected "
                                   "no model_d");
     int yz = 1;
@@ -103,25 +96,20 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
       fail(*model_d, std::to_string(model.kv_heads) + " KV heads of " + model.name + " do not split over the " +
                          std::to_string(yz) + " chips of parallelism.model (2D attention splits the heads over them); "
                          "expected model axes whose product divides the KV heads");
-    out.model_d = parsed.axes;
+    out.model_d = d_axes;
   }
   if (auto replica = reader.optional("replica")) {
     // Data-parallel replicas: the batch split over these axes, a model copy on the others.
-    const auto parsed = parse_plan_axes(*replica, topology, used, "replica");
-    for (const auto& slice : parsed.slices) {
-      if (slice.size != 0) fail(*replica, "expected whole mesh axes for replicas");
-    }
-    out.replica = parsed.axes;
+    out.replica = parse_whole_axes(*replica, topology, used, "replica", "expected whole mesh axes for replicas");
   }
   if (auto context = reader.optional("context")) {
     // Context parallelism (prefill): one whole axis, apart from the others.
-    if (!context->node.IsScalar()) fail(*context, "expected one mesh axis name (the prompts' tokens are split along it)");
-    const auto parsed = parse_plan_axes(*context, topology, used, "context");
-    if (parsed.slices.at(0).size != 0) fail(*context, "expected a whole mesh axis, not part of a split one");
+    const int axis = parse_one_whole_axis(*context, topology, used, "context",
+                                          "expected one mesh axis name (the prompts' tokens are split along it)");
     if (model.attention != AttentionKind::Gqa)
       fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
     if (model.moe) fail(*context, "context parallelism with a mixture-of-experts model is not supported yet; expected no context");
-    out.context = parsed.axes.at(0);
+    out.context = axis;
   }
   if (auto expert = reader.optional("expert")) {
     out.expert = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {

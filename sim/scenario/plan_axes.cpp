@@ -78,6 +78,23 @@ PlanAxes parse_plan_axes(const Field& field, const TopologySpec& topology,
   return out;
 }
 
+std::vector<int> parse_whole_axes(const Field& field, const TopologySpec& topology,
+                                  std::vector<std::pair<std::string, std::string>>& used, const std::string& kind,
+                                  const std::string& expected) {
+  const PlanAxes parsed = parse_plan_axes(field, topology, used, kind);
+  for (const auto& slice : parsed.slices) {
+    if (slice.size != 0) fail(field, expected);
+  }
+  return parsed.axes;
+}
+
+int parse_one_whole_axis(const Field& field, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind,
+                         const std::string& not_one) {
+  if (!field.node.IsScalar()) fail(field, not_one);
+  return parse_whole_axes(field, topology, used, kind, "expected a whole mesh axis, not part of a split one").at(0);
+}
+
 std::vector<int> parse_expert_axes(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
                                    const ExpertAxisCheck& check) {
   // Its own list of used axes: in training the expert axes are data axes too.

@@ -29,6 +29,18 @@ std::vector<yaml_fields::Field> axis_items(const yaml_fields::Field& field, cons
 PlanAxes parse_plan_axes(const yaml_fields::Field& field, const TopologySpec& topology,
                          std::vector<std::pair<std::string, std::string>>& used, const std::string& kind);
 
+// parse_plan_axes for kinds that take whole mesh axes only: their indices; a part of a split
+// axis fails at `field` with `expected` (e.g. "expected whole mesh axes for replicas").
+std::vector<int> parse_whole_axes(const yaml_fields::Field& field, const TopologySpec& topology,
+                                  std::vector<std::pair<std::string, std::string>>& used, const std::string& kind,
+                                  const std::string& expected);
+
+// One whole mesh axis, named by a scalar (a context or pipeline axis): its index. A list fails
+// with `not_one`; a part of a split axis with "expected a whole mesh axis".
+int parse_one_whole_axis(const yaml_fields::Field& field, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, const std::string& kind,
+                         const std::string& not_one);
+
 // `expert:` axes (expert parallelism): whole mesh axes, each once, on a model with experts, and
 // as many expert ranks as divide the experts. `check` adds what the workload needs of each axis
 // (training: a data axis; inference: not a model axis), before the divisibility is checked.

@@ -38,6 +38,7 @@ using yaml_fields::read_string;
 using detail::kMaxModelDim;
 using detail::moe_field;
 using detail::parse_expert_axes;
+using detail::parse_one_whole_axis;
 using detail::parse_plan_axes;
 constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
 
@@ -101,13 +102,12 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   if (auto context = reader.optional("context")) {
     // Context parallelism: a data axis for the weights (synchronised over it), which splits
     // each sequence rather than the batch.
-    if (!context->node.IsScalar()) fail(*context, "expected one mesh axis name (each sequence is split along it)");
-    const auto parsed = parse_plan_axes(*context, topology, used, "context");
-    if (parsed.slices.at(0).size != 0) fail(*context, "expected a whole mesh axis, not part of a split one");
+    const int axis =
+        parse_one_whole_axis(*context, topology, used, "context", "expected one mesh axis name (each sequence is split along it)");
     if (model.moe) fail(*context, "context parallelism with an MoE model is not supported; expected no context axis");
     if (model.attention != AttentionKind::Gqa)
       fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
-    plan.context_axis = parsed.axes.at(0);
+    plan.context_axis = axis;
     plan.data_axes.push_back(plan.context_axis);
     if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
   }
@@ -129,10 +129,8 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
                                          "parallelism over DCN; expected dcn_data: false, or a pipeline over a mesh axis");
     plan.pipeline_axis = Topology::kSliceAxis;
   } else if (pipeline) {
-    if (!pipeline->node.IsScalar()) fail(*pipeline, "expected one mesh axis name (the stages lie along it) or slices");
-    const auto parsed = parse_plan_axes(*pipeline, topology, used, "pipeline");
-    if (parsed.slices.at(0).size != 0) fail(*pipeline, "expected a whole mesh axis, not part of a split one");
-    plan.pipeline_axis = parsed.axes.at(0);
+    plan.pipeline_axis = parse_one_whole_axis(*pipeline, topology, used, "pipeline",
+                                              "expected one mesh axis name (the stages lie along it) or slices");
   }
   if (auto schedule = reader.optional("schedule")) {
     if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
