@@ -521,15 +521,7 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
                   tensor);
     out += line;
     if (best.report.steps_to_train > 0) {
-      std::snprintf(line, sizeof line, "its run: %.0f steps, %.1f days", best.report.steps_to_train,
-                    best.report.time_to_train_s / 86400);
-      out += line;
-      if (best.report.training_cost_usd > 0) {
-        std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour", best.report.training_cost_usd,
-                      scenario.topology.chip.chip_hour_price_usd);
-        out += line;
-      }
-      out += "\n";
+      out += "its run: " + time_to_train_text(best.report, scenario.topology.chip.chip_hour_price_usd) + "\n";
     }
   }
   return out;

@@ -12,7 +12,8 @@ namespace podsim {
 // Adds chip_hour_price_usd and chip_hour_price_source to a summary object.
 void add_price(nlohmann::ordered_json& summary, const ChipSpec& chip);
 
-// For the text summary: "the scenario's price" or "v5p on-demand list price, <source>".
+// For the text summary: "the scenario's price" or "v5p on-demand list price; its source is in
+// summary.json".
 std::string price_origin(const ChipSpec& chip);
 
 }  // namespace podsim

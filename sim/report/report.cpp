@@ -671,14 +671,8 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                 r.tokens_per_s_per_chip, r.parameters / 1e9);
   out += line;
   if (r.steps_to_train > 0) {
-    std::snprintf(line, sizeof line, "time to train: %.0f steps, %.1f days", r.steps_to_train, r.time_to_train_s / 86400);
-    out += line;
-    if (r.training_cost_usd > 0) {
-      std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour (%s)", r.training_cost_usd,
-                    scenario.topology.chip.chip_hour_price_usd, price_origin(scenario.topology.chip).c_str());
-      out += line;
-    }
-    out += "\n";
+    const auto& chip = scenario.topology.chip;
+    out += "time to train: " + time_to_train_text(r, chip.chip_hour_price_usd, price_origin(chip)) + "\n";
   }
   if (r.pipeline_bubble_fraction > 0) {
     std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's time\n", 100 * r.pipeline_bubble_fraction);

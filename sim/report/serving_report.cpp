@@ -88,8 +88,7 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
   j["output_token_throughput_per_s"] = st.tokens_per_s;
   j["total_token_throughput_per_s"] = st.total_tokens_per_s;
   // Every chip's hours over the output tokens they produced (at the offered load, not at capacity).
-  if (const double price = scenario.topology.chip.chip_hour_price_usd; price > 0 && st.tokens_per_s > 0)
-  {
+  if (const double price = scenario.topology.chip.chip_hour_price_usd; price > 0 && st.tokens_per_s > 0) {
     j["cost_per_million_output_tokens_usd"] = run.total_chips * price / 3600 / st.tokens_per_s * 1e6;
     add_price(j, scenario.topology.chip);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace podsim {
 namespace {
@@ -213,6 +214,18 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     report.per_layer.push_back(cost);
   }
   return report;
+}
+
+std::string time_to_train_text(const TrainingReport& report, double chip_hour_price_usd, const std::string& origin) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%.0f steps, %.1f days", report.steps_to_train, report.time_to_train_s / 86400);
+  std::string out = line;
+  if (report.training_cost_usd > 0) {
+    std::snprintf(line, sizeof line, ", $%.4g at $%.4g per chip-hour", report.training_cost_usd, chip_hour_price_usd);
+    out += line;
+    if (!origin.empty()) out += " (" + origin + ")";
+  }
+  return out;
 }
 
 }  // namespace podsim

@@ -66,4 +66,8 @@ struct TrainingReport {
 TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
                                const RunResult& run);
 
+// A run's length in words, as the run and plan tables print it: "476838 steps, 72.7 days" and,
+// with a cost, ", $4.687e+05 at $4.2 per chip-hour" and ` (origin)` where one is given.
+std::string time_to_train_text(const TrainingReport& report, double chip_hour_price_usd, const std::string& origin = "");
+
 }  // namespace podsim
