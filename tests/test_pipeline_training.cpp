@@ -314,6 +314,11 @@ TEST_CASE("MoE models in pipelines: the bubble keeps its formula, the experts' t
     // Per microbatch, the stage's 2 MoE layers, forward (dispatch) and backward (its mirror).
     CHECK(dispatches == M * 2 * 2);
     CHECK(step.layout.moe.expert_degree == 4);
+    // The optimizer passes over what the chip holds: the params bucket's parameters (the stage's
+    // dense ones and its 1/4 of the routed experts), read and written at HBM speed.
+    const double local = step.layout.memory.params_bytes / model.param_bytes;
+    CHECK(step.layout.optimizer_s - topo.chip.compute_overhead_s ==
+          Approx(local * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) / topo.chip.achieved_hbm_Bps()));
   }
   // Models whose chunks would differ (dense layers first), and ZB-H1, are refused.
   auto dense_first = moe_pipeline_model(8);

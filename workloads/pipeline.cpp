@@ -295,13 +295,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
 
   ProgramBuilder rest(std::move(program));
   grad_ops.insert(grad_ops.end(), final_tails.begin(), final_tails.end());
-  // The optimizer updates this chip's share: the stage's layers, split over the tensor axes
-  // and, under FSDP or ZeRO-1/2, over the data axes of the slice.
+  // The optimizer updates this chip's share: the stage's layers (its routed experts over the
+  // expert axes, as the single-program step counts them).
   const bool zero = data && plan.zero_stage > 0;
-  const double local_params =
-      param_count(model) / (static_cast<double>(P) * layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1));
-  layout.optimizer_s = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) /
-                           topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
+  layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, P);
   const int optimizer = rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
   if (zero) {
     // Each chunk's updated shards gathered back before the next step's first pass uses them.

@@ -289,11 +289,23 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   return layout;
 }
 
+double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                        const TrainingLayout& layout, int stages) {
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
+  const bool zero = layout.data_degree > 1 && plan.zero_stage > 0;
+  const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
+  const double local_params =
+      ((param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
+       routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree))) /
+      stages;
+  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
+  return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
+}
+
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                          TrainingLayout& layout) {
   layout = training_layout(model, plan, topology);
   if (plan.pipeline_axis >= 0) return pipeline_program(model, plan, topology, layout);
-  const ChipSpec& chip = topology.chip;
   const bool data = layout.data_degree > 1;
   const bool tensor = layout.tensor_degree > 1;
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
@@ -400,15 +412,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
     }
   }
-  // The optimizer reads gradients, parameters and moments and writes parameters and moments.
-  // Routed experts are split over the expert axes as well when FSDP does not shard them already.
-  const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
   const bool zero = data && plan.zero_stage > 0;
-  const double local_params =
-      (param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
-      routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree));
-  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
-  layout.optimizer_s = bytes_touched / chip.achieved_hbm_Bps() + chip.compute_overhead_s;
+  layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, 1);
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
   const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");

@@ -135,6 +135,13 @@ struct TrainingLayout {
 // Pipeline stages: the pipeline axis's size, or one per slice (Topology::kSliceAxis).
 int stage_count(const TrainingPlan& plan, const TopologySpec& topology);
 
+// The optimizer's pass over this chip's share of the parameters (`stages` pipeline stages of
+// the model, split over the tensor axes, over the slice's data axes under FSDP or ZeRO-1/2, the
+// routed experts over the expert axes unless FSDP shards them): it reads gradients, parameters
+// and moments and writes parameters and moments, at HBM speed.
+double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                        const TrainingLayout& layout, int stages);
+
 // Builds one training step's program. Throws std::invalid_argument naming the problem for
 // impossible plans (an axis used twice, a batch that does not divide over the data shards...).
 // The layout alone (degrees, blocks, memory, whether it fits), without building the program:
