@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "scratch.hpp"
+
 namespace podsim_test {
 
 struct CommandResult {
@@ -44,9 +46,7 @@ inline std::string without_asan_stack_warning(std::string err) {
 // Runs `podsim <args>` with stdout and stderr captured in files under a fresh temp dir.
 inline CommandResult run_podsim(const std::string& args) {
   static int counter = 0;
-  const auto dir = std::filesystem::temp_directory_path() / ("podsim-cli-" + std::to_string(::getpid()) + "-" +
-                                                             std::to_string(counter++));
-  std::filesystem::create_directories(dir);
+  const auto dir = made_dir("cli-" + std::to_string(counter++));
   const std::string command = std::string(PODSIM_BINARY) + " " + args + " >" + (dir / "out").string() + " 2>" +
                               (dir / "err").string() + " </dev/null";
   const int status = std::system(command.c_str());
@@ -56,12 +56,6 @@ inline CommandResult run_podsim(const std::string& args) {
   result.err = without_asan_stack_warning(read_file(dir / "err"));
   std::filesystem::remove_all(dir);
   return result;
-}
-
-inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("podsim-test-" + std::to_string(::getpid())) / name;
-  std::filesystem::remove_all(dir);
-  return dir;
 }
 
 inline std::string source_path(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }

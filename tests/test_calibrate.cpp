@@ -16,12 +16,7 @@ using podsim_test::source_path;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("podsim-calibrate-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return podsim_test::made_dir("calibrate-" + name); }
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/scenario/expert_loads.hpp"
+#include "scratch.hpp"
 #include "sim/scenario/input_error.hpp"
 
 using namespace podsim;
@@ -196,8 +197,7 @@ TEST_CASE("expert loads: bad rows and values", "[expert_loads][moe]") {
 }
 
 TEST_CASE("expert loads: the file itself", "[expert_loads][moe]") {
-  const fs::path dir = fs::temp_directory_path() / ("podsim-expert-loads-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = podsim_test::made_dir("expert-loads");
   const fs::path good = dir / "loads.csv";
   std::ofstream(good) << kHeader << "*,4,3,2,1\n";
   CHECK(read_expert_loads(good.string(), small_moe()) == std::vector<std::vector<double>>{{4, 3, 2, 1}});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "scenario_errors.hpp"
+#include "scratch.hpp"
 #include "sim/scenario/scenario.hpp"
 
 using namespace podsim;
@@ -71,11 +72,7 @@ std::string expected_of(const std::string& text) { return error_from(text).expec
 
 struct TempDir {
   fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("podsim-moe-loader-test-" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+  TempDir() : path(podsim_test::made_dir("moe-loader")) {}
   fs::path write(const std::string& name, const std::string& text) const {
     std::ofstream(path / name, std::ios::binary) << text;
     return path / name;

@@ -16,6 +16,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/model_loader.hpp"
 #include "scenario_errors.hpp"
+#include "scratch.hpp"
 
 using namespace podsim;
 using namespace podsim_test;
@@ -56,11 +57,7 @@ std::string with(const std::string& from, const std::string& to, const std::stri
 
 struct TempDir {
   fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("podsim-scenario-test-" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+  TempDir() : path(podsim_test::made_dir("scenario-loader")) {}
 };
 
 }  // namespace

@@ -31,6 +31,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   sleep 1
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$work"
 }
 trap cleanup EXIT
 
