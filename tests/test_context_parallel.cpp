@@ -99,6 +99,47 @@ TEST_CASE("ring attention hides its sends above t = K C / (N W) and exposes them
   }
 }
 
+TEST_CASE("ring attention on the memory timeline: two received blocks while the sends hide, one when they do not",
+          "[training][context][memory]") {
+  // A received block is live until it is scored and sent on. When a step outlasts a send, the
+  // next block arrives while the step still reads this one: two blocks of the backward's ring
+  // (K, V and their gradients, 2 x 2 t K H bf16 values) are live, which is ring_blocks_bytes.
+  // When the sends are exposed, the next block lands as this one's onward send ends: one block.
+  auto topo = podsim_test::v5p_mesh({8});
+  topo.chip.hop_latency_s = 0;
+  const auto model = cp_model();
+  const double C = topo.chip.achieved_bf16_flops_per_s();
+  const double W = topo.chip.neighbor_bandwidth_Bps();
+  const double crossover = static_cast<double>(model.kv_heads) * C / (model.heads * W);
+  for (const double factor : {0.25, 4.0}) {
+    const int sequence = static_cast<int>(std::round(crossover * factor * 8 / 16)) * 16;
+    const auto plan = cp_plan(sequence, 1);
+    TrainingLayout layout;
+    auto program = training_program(model, plan, topo, layout);
+    const auto run = run_program(topo, {}, program, {});
+    const double t = sequence / 8.0;
+    const double backward_block = 2 * (2 * t * model.kv_heads * model.head_dim * 2.0);
+    INFO("t / crossover = " << factor);
+    CHECK(layout.memory.ring_blocks_bytes == Approx(2 * backward_block));
+    const auto whole = training_report(TrainingWorkload{model, plan, false}, layout, program, run);
+    CHECK(whole.memory_peak_bytes <= layout.memory.total_bytes * (1 + 1e-12));
+    // The timeline of the received blocks alone.
+    int receives = 0;
+    for (auto& op : program) {
+      if (op.category == "cp_ring_receive") {
+        ++receives;
+      } else {
+        op.holds_bytes = 0;
+      }
+    }
+    REQUIRE(receives == 2 * 7 * model.layers);   // a forward and a backward ring per layer
+    const auto rings = training_report(TrainingWorkload{model, plan, false}, layout, program, run);
+    const double held = rings.memory_peak_bytes - (layout.memory.params_bytes + layout.memory.grads_bytes +
+                                                   layout.memory.optimizer_bytes);
+    CHECK(held == Approx(factor > 1 ? 2 * backward_block : backward_block).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("context parallelism: the reduced replay equals the full one, chip by chip (generated cases)",
           "[training][context][generated]") {
   const int cases = podsim_test::env_int("PODSIM_CONTEXT_CASES", 12);

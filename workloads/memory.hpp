@@ -38,6 +38,10 @@ struct MemoryBreakdown {
   // prefetched). Filled by training_layout; 0 from training_memory_per_chip alone.
   double logits_bytes = 0;
   double gathered_weights_bytes = 0;
+  // Under context parallelism, the received K/V blocks a chip holds at once: two of the
+  // backward's ring (ring_attention.hpp: the block being scored and sent on, the next arriving;
+  // K and V with their gradients). The local block is among the activations.
+  double ring_blocks_bytes = 0;
   double total_bytes = 0;
 
   // True when total_bytes <= hbm_bytes.

@@ -160,7 +160,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
         compute[i] = mo.last_compute;
         if (fsdp) {
           b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
-          b.op(gather[i]).released_by = mo.last_compute;
+          b.op(gather[i]).released_by = {mo.last_compute};
         }
         previous_end = mo.end;
         if (!forward && m == M - 1) {
@@ -186,7 +186,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       compute[i] = ops.last_compute;
       if (fsdp) {   // the gathered weights live until the compute that uses them ends
         b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(gather[i]).released_by = ops.last_compute;
+        b.op(gather[i]).released_by = {ops.last_compute};
       }
       previous_end = ops.end;
       if (!forward && !split_backward && m == M - 1) reduce_gradients(blk, ops.last_compute, prefix(j, m) + blk.name);
@@ -236,7 +236,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       const auto frees = split_backward ? PipelinePass::WeightGradient : PipelinePass::Backward;
       ProgramOp& first = b.op(passes[index(PipelinePass::Forward, j, m)].entry.front());
       first.holds_bytes = pass_bytes;
-      first.released_by = passes[index(frees, j, m)].tail.back();
+      first.released_by = {passes[index(frees, j, m)].tail.back()};
     }
   }
   Program program = b.take();

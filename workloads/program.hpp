@@ -59,10 +59,10 @@ struct ProgramOp {
   std::vector<double> compute_s_by_position;
   std::string category;        // groups ops in outputs, e.g. "fsdp_allgather", "matmul"
   // Memory the op makes live on its chip when it starts (saved activations, gathered weights,
-  // logits), until op `released_by` (-1: the step's end) ends there: what the report's
-  // timeline peak adds up. The engine ignores it.
+  // logits, ring-attention blocks), until the last of the ops `released_by` ends there (none:
+  // the step's end): what the report's timeline peak adds up. The engine ignores it.
   double holds_bytes = 0;
-  int released_by = -1;
+  std::vector<int> released_by;
   int layer = -1;              // the model layer it belongs to, -1 for none
 };
 

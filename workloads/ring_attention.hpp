@@ -1,10 +1,11 @@
 #pragma once
 // Ring attention (Liu et al. 2023), the context parallelism of training and of prefill: with
 // the sequence split over a mesh axis, each chip's queries meet every chip's keys and values one
-// block at a time. The block a chip holds leaves for its +1 neighbour as soon as it is there
-// (the local one once projected, the others once received: double buffering), so a score step
-// waits only for its block; the sends go round the end of the line (one wraparound hop on a
-// torus, the closing route on a line).
+// block at a time, double-buffered: while a step scores the block the chip holds, that block
+// leaves for the +1 neighbour and the next one arrives into the buffer the previous step freed
+// (the local block once projected). A step waits for its block and the step before it; a send
+// for its block and the step before the current one. The sends go round the end of the line
+// (one wraparound hop on a torus, the closing route on a line).
 #include <string>
 #include <vector>
 

@@ -284,7 +284,11 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
     for (const auto& blk : layout.blocks) largest = std::max(largest, blk.weight_bytes_per_group);
     layout.memory.gathered_weights_bytes = (kPrefetchBlocks + 1) * largest;
   }
-  layout.memory.total_bytes += layout.memory.logits_bytes + layout.memory.gathered_weights_bytes;
+  for (const auto& blk : layout.blocks) {
+    if (blk.context_steps > 1) layout.memory.ring_blocks_bytes = std::max(layout.memory.ring_blocks_bytes, 2 * 2 * blk.context_kv_bytes);
+  }
+  layout.memory.total_bytes +=
+      layout.memory.logits_bytes + layout.memory.gathered_weights_bytes + layout.memory.ring_blocks_bytes;
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
   return layout;
 }
@@ -398,13 +402,13 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
                                                     : 0.0;
       if (saved > 0) {
         b.op(fwd_compute[i]).holds_bytes = saved;
-        b.op(fwd_compute[i]).released_by = bwd_compute[i];
+        b.op(fwd_compute[i]).released_by = {bwd_compute[i]};
       }
       if (fsdp) {
         b.op(fwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(fwd_gather[i]).released_by = fwd_compute[i];
+        b.op(fwd_gather[i]).released_by = {fwd_compute[i]};
         b.op(bwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(bwd_gather[i]).released_by = bwd_compute[i];
+        b.op(bwd_gather[i]).released_by = {bwd_compute[i]};
       }
       if (blk.moe_layer >= 0 && last_microbatch) moe.gradients(blk, expert_compute[i], grad_ops);
       if (data && last_microbatch) {

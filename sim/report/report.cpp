@@ -179,7 +179,8 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                                    {"optimizer", training->memory.optimizer_bytes},
                                    {"activations", training->memory.activations_bytes},
                                    {"logits", training->memory.logits_bytes},
-                                   {"gathered_weights", training->memory.gathered_weights_bytes}};
+                                   {"gathered_weights", training->memory.gathered_weights_bytes},
+                                   {"ring_blocks", training->memory.ring_blocks_bytes}};
     j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
     j["fits_hbm"] = training->fits_hbm;
     // Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
@@ -694,14 +695,16 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                   m.busiest_chip_over_mean, m.max_busiest_chip_over_mean);
     out += line;
   }
+  std::string in_flight;
+  if (r.memory.gathered_weights_bytes > 0) in_flight += ", gathered weights " + human_bytes(r.memory.gathered_weights_bytes);
+  if (r.memory.ring_blocks_bytes > 0) in_flight += ", ring blocks " + human_bytes(r.memory.ring_blocks_bytes);
   std::snprintf(line, sizeof line,
-                "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s%s\n",
+                "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s\n",
                 human_bytes(r.memory.total_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
                 r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),
                 human_bytes(r.memory.grads_bytes).c_str(), human_bytes(r.memory.optimizer_bytes).c_str(),
                 human_bytes(r.memory.activations_bytes).c_str(), human_bytes(r.memory.logits_bytes).c_str(),
-                r.memory.gathered_weights_bytes > 0 ? ", gathered weights " : "",
-                r.memory.gathered_weights_bytes > 0 ? human_bytes(r.memory.gathered_weights_bytes).c_str() : "");
+                in_flight.c_str());
   out += line;
   std::snprintf(line, sizeof line, "memory peak on the timeline %s at %s (chip 0)\n",
                 human_bytes(r.memory_peak_bytes).c_str(), human_time(r.memory_peak_at_s).c_str());

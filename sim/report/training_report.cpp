@@ -79,7 +79,7 @@ Blocker step_end_blocker(const Program& program, const RunResult& run) {
 
 }  // namespace
 
-// Chip 0's live bytes over the step: each op's holds_bytes from its start to its releaser's end;
+// Chip 0's live bytes over the step: each op's holds_bytes from its start to its last releaser's end;
 // at equal times releases go first (a buffer freed as another is filled). Returns (peak, when).
 static std::pair<double, double> timeline_peak(const Program& program, const RunResult& run) {
   std::vector<std::pair<double, double>> events;   // (time, +/- bytes)
@@ -87,8 +87,8 @@ static std::pair<double, double> timeline_peak(const Program& program, const Run
     const auto& op = program[i];
     if (op.holds_bytes <= 0) continue;
     events.push_back({run.span(static_cast<int>(i), 0, 0).start_s, op.holds_bytes});
-    const double end = op.released_by >= 0 ? run.span(op.released_by, program[op.released_by].repeat - 1, 0).end_s
-                                           : run.total_time_s;
+    double end = op.released_by.empty() ? run.total_time_s : 0.0;
+    for (int by : op.released_by) end = std::max(end, run.span(by, program[by].repeat - 1, 0).end_s);
     events.push_back({end, -op.holds_bytes});
   }
   std::sort(events.begin(), events.end());

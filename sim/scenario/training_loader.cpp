@@ -220,7 +220,7 @@ const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",       
                                                   "total_flops",   "parameters",   "hfu",
                                                   "recompute_flops"};
 const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations", "logits",
-                                               "gathered_weights"};
+                                               "gathered_weights", "ring_blocks"};
 // summary.json's "moe" of a training step (report.cpp) and of an inference step.
 const std::vector<std::string> kTrainingMoeFields = {
     "all_to_all_time_s",        "exposed_all_to_all_s",       "dispatch_bytes_per_chip", "dropped_fraction",
