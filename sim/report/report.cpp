@@ -676,7 +676,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
     out += "time to train: " + time_to_train_text(r, chip.chip_hour_price_usd, price_origin(chip)) + "\n";
   }
   if (r.pipeline_bubble_fraction > 0) {
-    std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's time\n", 100 * r.pipeline_bubble_fraction);
+    std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's span (waiting on other stages)\n", 100 * r.pipeline_bubble_fraction);
     out += line;
   }
   std::string by_axis;

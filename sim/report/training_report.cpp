@@ -7,38 +7,21 @@
 namespace podsim {
 namespace {
 
-// Communication a compute op waited for: the dependency that finished last, if a collective
-// or a send (from a neighbouring pipeline stage).
+// What an op waited for last: the dependency that finished last, on the chip where it ran
+// (a neighbouring stage's send ends on that neighbour's side).
 struct Blocker {
-  std::vector<std::string> axes;   // empty: compute elsewhere (or nothing) held it up
-  std::string category;            // the communication op's category
-  double comm_s = 1e300;           // how much of the wait the communication itself took
+  int op = -1;   // -1: nothing
+  ChipId chip = 0;
 };
 
-// What held a chip up when op `latest` (ending at its span of `duration_s`) was the last thing
-// it waited for: the op's axes if it communicates, nothing if it computes.
-Blocker blocker_of(const Program& program, const RunResult& run, int latest, double duration_s) {
-  Blocker blocker;
-  if (latest < 0 || program[latest].kind == ProgramOpKind::Compute) return blocker;
-  for (const auto& a : run.operations[latest].axes) blocker.axes.push_back(a);
-  blocker.category = program[latest].category;
-  if (program[latest].kind == ProgramOpKind::Collective && program[latest].collective.over_dcn) {
-    blocker.axes.push_back("DCN");
-  }
-  // A send starts when the neighbour's compute ends: only its own flight is communication.
-  if (program[latest].kind == ProgramOpKind::Send) blocker.comm_s = duration_s;
-  return blocker;
-}
-
 Blocker blocking_dependency(const Program& program, const RunResult& run, const ProgramOp& op, ChipId chip) {
-  int latest = -1;
-  double latest_end = -1, latest_duration = 0;
+  Blocker latest;
+  double latest_end = -1;
   auto consider = [&](int dep, ChipId on) {
     const auto& span = run.span(dep, program[dep].repeat - 1, on);
     if (span.end_s > latest_end) {
       latest_end = span.end_s;
-      latest_duration = span.end_s - span.start_s;
-      latest = dep;
+      latest = {dep, on};
     }
   };
   const auto* after = &op.after;
@@ -52,12 +35,11 @@ Blocker blocking_dependency(const Program& program, const RunResult& run, const 
                                       : topo.step_along(chip, n.axis, -n.direction);
     if (from) consider(n.op, *from);
   }
-  return blocker_of(program, run, latest, latest_duration);
+  return latest;
 }
 
 // What the end of the step waited for once chip 0's compute was done: the op that ends last
-// (on the first chip where it does). A collective or send: that communication; a compute on
-// another chip: whatever held that compute up.
+// (on the first chip where it does); a compute on another chip stands for whatever held it up.
 Blocker step_end_blocker(const Program& program, const RunResult& run) {
   int last = -1;
   for (size_t i = 0; i < program.size(); ++i) {
@@ -72,9 +54,8 @@ Blocker step_end_blocker(const Program& program, const RunResult& run) {
       break;
     }
   }
-  const auto& span = run.span(last, rep, on);
   if (program[last].kind == ProgramOpKind::Compute) return blocking_dependency(program, run, program[last], on);
-  return blocker_of(program, run, last, span.end_s - span.start_s);
+  return {last, on};
 }
 
 }  // namespace
@@ -136,12 +117,41 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   // to exposed_comm_s, step time minus chip 0's busy time.
   const ChipId chip0 = 0;
   const std::string elsewhere = layout.pipeline_stages > 1 ? "pipeline_bubble" : "other";
-  auto charge = [&](double wait, const Blocker& blocker) {
-    const double comm = blocker.axes.empty() ? 0.0 : std::min(wait, blocker.comm_s);
-    for (const auto& a : blocker.axes) report.exposed_comm_by_axis_s[a] += comm / blocker.axes.size();
-    if (wait > comm) report.exposed_comm_by_axis_s[elsewhere] += wait - comm;
-    if (comm > 0) report.exposed_comm_by_category_s[blocker.category] += comm;
-    if (wait > comm) report.exposed_comm_by_category_s[elsewhere] += wait - comm;
+  // A wait [from, to] is charged along the chain of what it waited for: a collective for the
+  // part it ran (its span within the wait), the part before it began to what the collective
+  // itself waited for, and so on back; a send for its own flight, the rest (the neighbour's
+  // compute) to `elsewhere`; a compute, to `elsewhere`. So a TP gather that starts late
+  // because its input came from another stage is charged its own time, and the wait for the
+  // stage goes to the bubble. `in_bubble` (the pipeline's share of the wait: elsewhere and the
+  // stage-to-stage sends) is returned for pipeline_bubble_fraction.
+  auto add = [&](const std::vector<std::string>& axes, const std::string& category, double seconds) {
+    if (seconds <= 0) return;
+    for (const auto& a : axes) report.exposed_comm_by_axis_s[a] += seconds / axes.size();
+    report.exposed_comm_by_category_s[category] += seconds;
+  };
+  auto charge = [&](double from, double to, Blocker blocker) {
+    double in_bubble = 0;
+    for (int depth = 0; to > from; ++depth) {
+      const int d = blocker.op;
+      if (d < 0 || program[d].kind == ProgramOpKind::Compute || depth >= 64) break;
+      const auto& span = run.span(d, program[d].repeat - 1, blocker.chip);
+      std::vector<std::string> axes(run.operations[d].axes.begin(), run.operations[d].axes.end());
+      if (program[d].kind == ProgramOpKind::Collective && program[d].collective.over_dcn) axes.push_back("DCN");
+      const double began = std::clamp(span.start_s, from, to);
+      add(axes, program[d].category, to - began);
+      if (program[d].kind == ProgramOpKind::Send) {
+        in_bubble += to - began;
+        to = began;
+        break;
+      }
+      to = began;
+      blocker = blocking_dependency(program, run, program[d], blocker.chip);
+    }
+    if (to > from) {
+      add({elsewhere}, elsewhere, to - from);
+      in_bubble += to - from;
+    }
+    return in_bubble;
   };
   std::vector<int> computes;
   for (size_t i = 0; i < program.size(); ++i) {
@@ -151,16 +161,18 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     return run.span(a, 0, chip0).start_s < run.span(b, 0, chip0).start_s;
   });
   double busy_until = 0;
+  std::vector<std::pair<double, double>> pipeline_waits;   // (when, the wait's pipeline share) between computes
   for (int i : computes) {
     const auto& span = run.span(i, 0, chip0);
     // Busy time: compute ops that overlap on the chip count once.
     report.compute_time_s += std::max(0.0, span.end_s - std::max(span.start_s, busy_until));
-    const double gap = span.start_s - busy_until;
-    if (gap > 0) charge(gap, blocking_dependency(program, run, program[i], chip0));
+    if (span.start_s > busy_until) {
+      const double waited = charge(busy_until, span.start_s, blocking_dependency(program, run, program[i], chip0));
+      if (busy_until > 0) pipeline_waits.push_back({busy_until, waited});
+    }
     busy_until = std::max(busy_until, span.end_s);
   }
-  const double trailing = report.step_time_s - busy_until;
-  if (trailing > 0) charge(trailing, step_end_blocker(program, run));
+  if (report.step_time_s > busy_until) charge(busy_until, report.step_time_s, step_end_blocker(program, run));
   report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
   report.moe = workload.model.moe.has_value();
   report.moe_stats = layout.moe;
@@ -176,15 +188,21 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     }
   }
   if (layout.pipeline_stages > 1) {
-    double busy = 0, first = 1e300, last = 0;
+    // The first stage's time waiting on other stages (their compute and the sends between
+    // them) within its span of passes, Megatron's bubble: its own TP and FSDP waits inside the
+    // passes count as pass time, as the formula's t_f and t_b include them.
+    double first = 1e300, last = 0;
     for (int i : computes) {
       if (program[i].category != "forward" && program[i].category != "backward" && program[i].category != "recompute") continue;
       const auto& span = run.span(i, 0, chip0);
-      busy += span.end_s - span.start_s;
       first = std::min(first, span.start_s);
       last = std::max(last, span.end_s);
     }
-    if (last > first) report.pipeline_bubble_fraction = 1 - busy / (last - first);
+    double bubble = 0;
+    for (const auto& [when, waited] : pipeline_waits) {
+      if (when >= first && when < last) bubble += waited;
+    }
+    if (last > first) report.pipeline_bubble_fraction = bubble / (last - first);
   }
 
   // A layer in the middle of the model, block by block, beside the book's closed forms.
