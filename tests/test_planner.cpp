@@ -75,6 +75,40 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   CHECK_FALSE(planner_csv(result).empty());
 }
 
+TEST_CASE("planner: data parallelism that does not fit tries ZeRO-1 and ZeRO-2 before more microbatches",
+          "[planner][zero]") {
+  // HBM set between the two: plain DP over all 16 chips holds 12 B a parameter (bf16 weights
+  // and gradients, Adam's two fp32 moments); ZeRO-1 splits the 8 B of moments 16 ways, saving
+  // 8 P x 15/16, of which half is taken away here.
+  Scenario s = small_pod("planner-zero");
+  TrainingPlan dp = s.training.plan;
+  dp.data_axes = {0, 1};
+  dp.checkpointing = Checkpointing::None;
+  const TrainingLayout plain = training_layout(s.training.model, dp, s.topology);
+  const double P = param_count(s.training.model);
+  REQUIRE(plain.memory.optimizer_bytes == Approx(8 * P));
+  s.topology.chip.hbm_bytes = plain.memory.total_bytes - 4 * P * 15 / 16;
+  const auto result = plan_training(s, nullptr);
+  const PlanCandidate* zero = nullptr;
+  for (const auto& c : result.candidates) {
+    INFO(c.label);
+    // Plain DP over both axes fits at no microbatch count: 1 mb is what the batch allows
+    // before ZeRO-1, and ZeRO-1 fits there.
+    CHECK_FALSE((c.label.rfind("DP(X,Y), ", 0) == 0 && c.report.fits_hbm));
+    if (c.label == "DP(X,Y) + ZeRO-1, 1 mb, no remat") zero = &c;
+  }
+  REQUIRE(zero != nullptr);
+  CHECK(zero->simulated);
+  CHECK(zero->report.fits_hbm);
+  CHECK(zero->plan.zero_stage == 1);
+  CHECK(zero->report.memory.optimizer_bytes == Approx(8 * P / 16));
+  CHECK(zero->report.step_time_s >= zero->lower_bound_s);
+  // FSDP is ZeRO-3 already: never combined.
+  for (const auto& c : result.candidates) {
+    if (c.plan.fsdp) CHECK(c.plan.zero_stage == 0);
+  }
+}
+
 TEST_CASE("planner tries expert parallelism for an MoE model, with pipelines where every layer has experts",
           "[planner][moe]") {
   Scenario s;

@@ -175,7 +175,12 @@ const std::pair<Checkpointing, const char*> kPolicies[] = {
     {Checkpointing::None, "no remat"}, {Checkpointing::Book, "book remat"}, {Checkpointing::Block, "block remat"}};
 
 // Each split under each policy with the fewest microbatches that fit, from its layout alone; a
-// split that fits under none is kept once, unsimulated, with its leanest memory.
+// split that fits under none is kept once, unsimulated, with its leanest memory. Plain data
+// parallelism that does not fit at a microbatch count tries ZeRO-1, then ZeRO-2 (Megatron's
+// distributed optimizer, and its gradients sharded too) at the same count before more
+// microbatches: the same traffic (a ReduceScatter and an AllGather carry an AllReduce's bytes)
+// for Adam's moments (8 of 12 bytes a parameter), and under ZeRO-2 the gradients too, split
+// over the replicas.
 std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vector<PlanCandidate> splits) {
   const auto& w = scenario.training;
   const double sequences = w.plan.global_batch_tokens / w.plan.sequence_length;
@@ -185,36 +190,48 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
     leanest.simulated = false;
     leanest.report.memory.total_bytes = 1e300;
     bool fits = false, built = false;
+    // The scenario's own zero: is a starting point like its other parallelism keys: searched over.
+    const bool zero = !c.plan.fsdp && !c.plan.data_axes.empty() && !w.model.moe;
+    const std::vector<int> zero_stages = zero ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
     for (const auto& [policy, name] : kPolicies) {
-      for (int m = std::max(1, c.plan.microbatches); m <= sequences; m *= 2) {
-        TrainingPlan plan = c.plan;
-        plan.checkpointing = policy;
-        plan.microbatches = m;
-        TrainingLayout layout;
-        try {
-          layout = training_layout(w.model, plan, scenario.topology);
-        } catch (const std::invalid_argument& e) {
-          if (!built) leanest.error = e.what();
-          break;   // more microbatches do not divide the batch either
+      bool found = false, divides = true;
+      for (int m = std::max(1, c.plan.microbatches); m <= sequences && !found && divides; m *= 2) {
+        for (int stage : zero_stages) {
+          TrainingPlan plan = c.plan;
+          plan.checkpointing = policy;
+          plan.microbatches = m;
+          plan.zero_stage = stage;
+          TrainingLayout layout;
+          try {
+            layout = training_layout(w.model, plan, scenario.topology);
+          } catch (const std::invalid_argument& e) {
+            if (stage != zero_stages.front()) continue;   // this split cannot shard its optimizer
+            if (!built) leanest.error = e.what();
+            divides = false;   // more microbatches do not divide the batch either
+            break;
+          }
+          built = true;
+          if (layout.memory.total_bytes < leanest.report.memory.total_bytes) {
+            leanest.plan = plan;
+            leanest.report.memory = layout.memory;
+          }
+          if (!layout.fits_hbm) continue;
+          PlanCandidate v = c;
+          v.plan = plan;
+          if (stage > 0) v.label += " + ZeRO-" + std::to_string(stage);
+          v.label += ", " + std::to_string(m) + " mb, " + name;
+          out.push_back(std::move(v));
+          found = true;
+          break;
         }
-        built = true;
-        if (layout.memory.total_bytes < leanest.report.memory.total_bytes) {
-          leanest.plan = plan;
-          leanest.report.memory = layout.memory;
-        }
-        if (!layout.fits_hbm) continue;
-        PlanCandidate v = c;
-        v.plan = plan;
-        v.label += ", " + std::to_string(m) + " mb, " + name;
-        out.push_back(std::move(v));
-        fits = true;
-        break;
       }
+      fits = fits || found;
     }
     if (fits) continue;
     leanest.feasible = built;
     if (built) {
       leanest.error.clear();
+      if (leanest.plan.zero_stage > 0) leanest.label += " + ZeRO-" + std::to_string(leanest.plan.zero_stage);
       leanest.label += ", " + std::to_string(leanest.plan.microbatches) + " mb, leanest";
     }
     leanest.report.fits_hbm = false;
@@ -254,7 +271,8 @@ std::string symmetry_key(const TopologySpec& topology, const TrainingPlan& p) {
   return "D" + group(p.data_axes, p.data_slices) + "T" + group(p.tensor_axes, p.tensor_slices) + "E" +
          group(p.expert_axes, {}) + "P" + (p.pipeline_axis >= 0 ? axis_class(p.pipeline_axis) : "-") + "F" +
          std::to_string(p.fsdp) + "M" + std::to_string(p.microbatches) + "C" + std::to_string(static_cast<int>(p.checkpointing)) +
-         "S" + std::to_string(static_cast<int>(p.schedule)) + "V" + std::to_string(p.virtual_stages);
+         "S" + std::to_string(static_cast<int>(p.schedule)) + "V" + std::to_string(p.virtual_stages) + "Z" +
+         std::to_string(p.zero_stage);
 }
 
 void rank(std::vector<PlanCandidate>& candidates) {
