@@ -1,6 +1,7 @@
 // Quantities with units (sim/scenario/units.hpp): each expectation is the SI definition of the unit.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -98,6 +99,18 @@ TEST_CASE("operation rates convert to per second", "[units]") {
     INFO(text);
     CHECK_THROWS_AS(parse_flops_per_s(text), std::invalid_argument);
   }
+}
+
+TEST_CASE("request rates convert to per second, within the range arrival times can take", "[units]") {
+  CHECK(parse_rate_per_s("3 /s") == 3);
+  CHECK(parse_rate_per_s("180 /min") == Approx(3));
+  CHECK(parse_rate_per_s("3.6e-5 /h") == Approx(1e-8));
+  CHECK(std::isinf(parse_rate_per_s("inf /s")));
+  for (const char* text : {"0 /s", "-1 /s", "3", "1e-320 /s", "9e-10 /s", "1e-6 /h"}) {
+    INFO(text);
+    CHECK_THROWS_AS(parse_rate_per_s(text), std::invalid_argument);
+  }
+  CHECK_THROWS_WITH(parse_rate_per_s("1e-320 /s"), Contains("below 1e-9 /s"));
 }
 
 TEST_CASE("arrays give element count times dtype size", "[units]") {
