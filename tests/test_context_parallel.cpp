@@ -32,6 +32,22 @@ TrainingPlan cp_plan(int sequence_length, int data_shards) {
   return plan;
 }
 
+// A v5p ring of 8 without hop latency: a send is its bytes over one link.
+TopologySpec ring_of_8() {
+  auto topo = podsim_test::v5p_mesh({8});
+  topo.chip.hop_latency_s = 0;
+  return topo;
+}
+
+// The sequence (a multiple of 16, for the zig-zag chunks) whose 1/8 per chip is `factor` times
+// the crossover t = K C / (N W), where a score step lasts as long as a block's send.
+int sequence_at(const TopologySpec& topo, const TransformerSpec& model, double factor) {
+  const double C = topo.chip.achieved_bf16_flops_per_s();
+  const double W = topo.chip.neighbor_bandwidth_Bps();
+  const double crossover = static_cast<double>(model.kv_heads) * C / (model.heads * W);
+  return static_cast<int>(std::round(crossover * factor * 8 / 16)) * 16;
+}
+
 double op_time(const Program& program, const RunResult& run, const std::string& name) {
   for (size_t i = 0; i < program.size(); ++i) {
     if (program[i].name == name) return run.operations[i].time_s;
@@ -72,14 +88,10 @@ TEST_CASE("ring attention: a K/V block's send against a score step is K C / (N W
 TEST_CASE("ring attention hides its sends above t = K C / (N W) and exposes them below", "[training][context]") {
   // The ring takes max(step, send) per step: above the crossover the attention forward lasts
   // its compute; below it, CP - 1 sends and the last step.
-  auto topo = podsim_test::v5p_mesh({8});
-  topo.chip.hop_latency_s = 0;
+  const auto topo = ring_of_8();
   const auto model = cp_model();
-  const double C = topo.chip.achieved_bf16_flops_per_s();
-  const double W = topo.chip.neighbor_bandwidth_Bps();
-  const double crossover = static_cast<double>(model.kv_heads) * C / (model.heads * W);
   for (const double factor : {0.25, 4.0}) {
-    const int sequence = static_cast<int>(std::round(crossover * factor * 8 / 16)) * 16;
+    const int sequence = sequence_at(topo, model, factor);
     const auto plan = cp_plan(sequence, 1);
     TrainingLayout layout;
     const auto program = training_program(model, plan, topo, layout);
@@ -105,14 +117,10 @@ TEST_CASE("ring attention on the memory timeline: two received blocks while the 
   // next block arrives while the step still reads this one: two blocks of the backward's ring
   // (K, V and their gradients, 2 x 2 t K H bf16 values) are live, which is ring_blocks_bytes.
   // When the sends are exposed, the next block lands as this one's onward send ends: one block.
-  auto topo = podsim_test::v5p_mesh({8});
-  topo.chip.hop_latency_s = 0;
+  const auto topo = ring_of_8();
   const auto model = cp_model();
-  const double C = topo.chip.achieved_bf16_flops_per_s();
-  const double W = topo.chip.neighbor_bandwidth_Bps();
-  const double crossover = static_cast<double>(model.kv_heads) * C / (model.heads * W);
   for (const double factor : {0.25, 4.0}) {
-    const int sequence = static_cast<int>(std::round(crossover * factor * 8 / 16)) * 16;
+    const int sequence = sequence_at(topo, model, factor);
     const auto plan = cp_plan(sequence, 1);
     TrainingLayout layout;
     auto program = training_program(model, plan, topo, layout);
