@@ -89,9 +89,9 @@ std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& 
 }
 
 int emit_zero_allgather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
-                        int optimizer) {
+                        int after) {
   return b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes, plan.data_slices,
-                      blk.weight_bytes_per_group, {optimizer}, blk.layer, "zero_allgather");
+                      blk.weight_bytes_per_group, {after}, blk.layer, "zero_allgather");
 }
 
 }  // namespace podsim

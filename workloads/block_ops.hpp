@@ -41,9 +41,9 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
                                          const std::string& name, const TrainingBlock& blk, int after);
 
-// ZeRO-1/2: a block's updated shards gathered back into every replica's weights after the
-// optimizer, before the next step can use them.
+// ZeRO-1/2: a block's updated shards gathered back into every replica's weights after `after`
+// (the optimizer, or the block gathered before it), before the next step can use them.
 int emit_zero_allgather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
-                        int optimizer);
+                        int after);
 
 }  // namespace podsim

@@ -302,8 +302,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   const int optimizer = rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
   if (zero) {
     // Each chunk's updated shards gathered back before the next step's first pass uses them.
+    // One after another, as the single-program step gathers them (training.cpp).
+    int previous = optimizer;
     for (int j = 0; j < v; ++j) {
-      for (const auto& blk : chain) emit_zero_allgather(rest, plan, prefix(j, M - 1) + blk.name, blk, optimizer);
+      for (const auto& blk : chain) previous = emit_zero_allgather(rest, plan, prefix(j, M - 1) + blk.name, blk, previous);
     }
   }
   double chunk_flops = 0, chunk_recompute = 0;

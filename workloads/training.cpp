@@ -422,7 +422,12 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   grad_ops.push_back(last_compute_all);
   const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
   if (zero) {
-    for (const auto& blk : blocks) emit_zero_allgather(b, plan, blk.name, blk, optimizer);
+    // One after another, as a framework issues them on its one collective stream (Megatron's
+    // distributed optimizer gathers bucket by bucket; NCCL runs a communicator's collectives
+    // in order): the same bytes over the same links as all at once, and only one gather's
+    // messages in flight (all at once, LLaMA-3 70B's 161 on v5p-2048 took 20x longer to simulate).
+    int previous = optimizer;
+    for (const auto& blk : blocks) previous = emit_zero_allgather(b, plan, blk.name, blk, previous);
   }
 
   layout.total_flops = 0;

@@ -131,9 +131,10 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   };
   auto charge = [&](double from, double to, Blocker blocker) {
     double in_bubble = 0;
-    for (int depth = 0; to > from; ++depth) {
+    // The program is acyclic, so the walk back ends: each step goes to an earlier op.
+    while (to > from) {
       const int d = blocker.op;
-      if (d < 0 || program[d].kind == ProgramOpKind::Compute || depth >= 64) break;
+      if (d < 0 || program[d].kind == ProgramOpKind::Compute) break;
       const auto& span = run.span(d, program[d].repeat - 1, blocker.chip);
       std::vector<std::string> axes(run.operations[d].axes.begin(), run.operations[d].axes.end());
       if (program[d].kind == ProgramOpKind::Collective && program[d].collective.over_dcn) axes.push_back("DCN");
