@@ -68,6 +68,11 @@ const TransformerSpec& read_model_preset(const Field& field) {
   fail(where->optional(key).value_or(where->self()), message);
 }
 
+// `key` of `reader`, when given, into `target`: a model dimension of at least `min`.
+void read_dim(const MapReader& reader, std::string_view key, int& target, int64_t min) {
+  if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
+}
+
 // `moe:` over the preset's experts, or, on a dense model, a whole MoE block.
 MoeSpec parse_moe(const MapReader& moe, const std::optional<MoeSpec>& base) {
   moe.reject_unknown();
@@ -79,9 +84,7 @@ MoeSpec parse_moe(const MapReader& moe, const std::optional<MoeSpec>& base) {
                              "(shared_experts and dense_layers default to 0)");
   }
   MoeSpec m = base.value_or(MoeSpec{});
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = moe.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
+  auto set = [&](std::string_view key, int& target, int64_t min) { read_dim(moe, key, target, min); };
   set("experts", m.experts, 1);
   set("experts_per_token", m.experts_per_token, 1);
   set("shared_experts", m.shared_experts, 0);
@@ -111,9 +114,7 @@ void parse_attention(const MapReader& attention, TransformerSpec& model) {
         fail(attention.self(), std::string("missing ") + dim + "; kind: mla needs kv_lora_rank, qk_nope_head_dim, "
                                "qk_rope_head_dim and v_head_dim (q_lora_rank defaults to 0: no query latent)");
   }
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = attention.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
+  auto set = [&](std::string_view key, int& target, int64_t min) { read_dim(attention, key, target, min); };
   set("q_lora_rank", model.mla.q_lora_rank, 0);
   set("kv_lora_rank", model.mla.kv_lora_rank, 1);
   set("qk_nope_head_dim", model.mla.qk_nope_head_dim, 1);
@@ -138,9 +139,7 @@ TransformerSpec parse_model(const Field& field, int sequence_length) {
     model.name = "custom";
     model.max_sequence_length = sequence_length;   // no published limit: whatever is asked
   }
-  auto set = [&](std::string_view key, int& target, int64_t min) {
-    if (auto value = reader.optional(key)) target = read_int(*value, min, kMaxModelDim);
-  };
+  auto set = [&](std::string_view key, int& target, int64_t min) { read_dim(reader, key, target, min); };
   set("layers", model.layers, 1);
   set("d_model", model.d_model, 1);
   set("d_ff", model.d_ff, 1);
