@@ -168,8 +168,8 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     // Busy time: compute ops that overlap on the chip count once.
     report.compute_time_s += std::max(0.0, span.end_s - std::max(span.start_s, busy_until));
     if (span.start_s > busy_until) {
-      const double waited = charge(busy_until, span.start_s, blocking_dependency(program, run, program[i], chip0));
-      if (busy_until > 0) pipeline_waits.push_back({busy_until, waited});
+      pipeline_waits.push_back(
+          {busy_until, charge(busy_until, span.start_s, blocking_dependency(program, run, program[i], chip0))});
     }
     busy_until = std::max(busy_until, span.end_s);
   }
