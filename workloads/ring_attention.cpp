@@ -8,7 +8,6 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
   int step = b.compute(name + ".ring0", step_s, step_flops, projections, layer, category);
   int before = -1;                       // the step before `step`
   std::vector<int> have = projections;   // the ops after which this chip holds the block it sends next
-  int held = -1;                         // the receive whose block is held until it is scored and sent on
   for (int i = 1; i < steps; ++i) {
     // Two buffers: while `step` scores the block it holds, that block leaves for the neighbour
     // and the next arrives in the other buffer, which the step before freed. So a send waits
@@ -17,7 +16,7 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
     std::vector<int> ready = have;
     if (before >= 0) ready.push_back(before);
     const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, block_bytes, ready, "cp_ring", true);
-    if (held >= 0) b.op(held).released_by.push_back(send);
+    if (i > 1) b.op(have.front()).released_by.push_back(send);   // the received block this send passes on
     // A send is received by one op on a chip: a zero-length op, which the step and the next
     // send wait for. The received block is live from then until its step and its onward send
     // have both ended (the memory timeline; the local block is among the saved activations).
@@ -27,7 +26,6 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
     step = b.compute(name + ".ring" + std::to_string(i), step_s, step_flops, {step, receive}, layer, category);
     b.op(receive).holds_bytes = block_bytes;
     b.op(receive).released_by = {step};
-    held = receive;
     have = {receive};
   }
   return step;
