@@ -181,6 +181,13 @@ const std::pair<Checkpointing, const char*> kPolicies[] = {
 // microbatches: the same traffic (a ReduceScatter and an AllGather carry an AllReduce's bytes)
 // for Adam's moments (8 of 12 bytes a parameter), and under ZeRO-2 the gradients too, split
 // over the replicas.
+// A plan's label after its split: " + ZeRO-N" where the search sharded its optimizer, then its
+// microbatches and policy.
+std::string memory_label(const TrainingPlan& plan, const char* policy) {
+  return (plan.zero_stage > 0 ? " + ZeRO-" + std::to_string(plan.zero_stage) : std::string()) + ", " +
+         std::to_string(plan.microbatches) + " mb, " + policy;
+}
+
 std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vector<PlanCandidate> splits) {
   const auto& w = scenario.training;
   const double sequences = w.plan.global_batch_tokens / w.plan.sequence_length;
@@ -218,8 +225,7 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
           if (!layout.fits_hbm) continue;
           PlanCandidate v = c;
           v.plan = plan;
-          if (stage > 0) v.label += " + ZeRO-" + std::to_string(stage);
-          v.label += ", " + std::to_string(m) + " mb, " + name;
+          v.label += memory_label(plan, name);
           out.push_back(std::move(v));
           found = true;
           break;
@@ -231,8 +237,7 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
     leanest.feasible = built;
     if (built) {
       leanest.error.clear();
-      if (leanest.plan.zero_stage > 0) leanest.label += " + ZeRO-" + std::to_string(leanest.plan.zero_stage);
-      leanest.label += ", " + std::to_string(leanest.plan.microbatches) + " mb, leanest";
+      leanest.label += memory_label(leanest.plan, "leanest");
     }
     leanest.report.fits_hbm = false;
     out.push_back(std::move(leanest));
