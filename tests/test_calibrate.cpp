@@ -8,6 +8,7 @@
 
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
+#include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/scenario.hpp"
 
 using namespace podsim;
@@ -144,6 +145,19 @@ TEST_CASE("bad measurement files get located errors", "[calibrate]") {
        "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
            ", field: x_s, measured: \"1 us\"}\n  - {name: a, scenario: " + scenario + ", field: x_s, measured: \"1 us\"}\n",
        "measurements[1].name", "unique"},
+      // A time no collective or step takes drove the fit to 0 error of a prediction of 0 (1e300 s)
+      // or to NaN parameters blamed on a --set never given (1e-300 s).
+      {"an absurdly long time",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
+           ", field: operations.allgather_y.time_s, measured: \"1e300 s\"}\n",
+       "measurements[0].measured", "between 1 ns and 1e6 s"},
+      {"an absurdly short time",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario +
+           ", field: operations.allgather_y.time_s, measured: \"1e-300 s\"}\n",
+       "measurements[0].measured", "between 1 ns and 1e6 s"},
+      {"a number beyond any measurement",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", field: mfu, measured: 1e300}\n",
+       "measurements[0].measured", "between 1e-12 and 1e15"},
       {"empty list", "version: 1\nmeasurements: []\n", "measurements", "non-empty"},
       {"wrong version", "version: 2\nmeasurements: []\n", "version", "expected 1"}};
   for (const auto& c : cases) {
@@ -250,4 +264,20 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
     CHECK(std::system(plot.c_str()) == 0);
     CHECK(fs::file_size(dir / "m.png") > 1000);
   }
+}
+
+TEST_CASE("a profile says what was not estimated instead of writing 0", "[calibrate][adversarial]") {
+  // One measurement, one parameter: no residual degrees of freedom for an sd, no leave-one-out.
+  const fs::path dir = scratch("not-estimated");
+  const auto cli = podsim_test::run_podsim("calibrate " +
+                                           source_path("scenarios/profiles/v4_llama_decode.measurements.yaml") +
+                                           " --fit hbm_efficiency -o " + (dir / "p.yaml").string());
+  REQUIRE(cli.exit_code == 0);
+  const std::string profile = podsim_test::read_file(dir / "p.yaml");
+  CHECK(profile.find("# sd 0") == std::string::npos);
+  CHECK(profile.find("sd not estimated") != std::string::npos);
+  CHECK(profile.find("max_leave_one_out_error: null") != std::string::npos);
+  CHECK(profile.find("max_leave_one_out_error: 0") == std::string::npos);
+  // It still loads as a profile.
+  CHECK_NOTHROW(load_profile((dir / "p.yaml").string()));
 }

@@ -197,6 +197,32 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
     const auto text = perturbed("  - links: {axis: X}\n    bandwidth_scale: -0.5\n");
     require_error(text, "perturbations[0].bandwidth_scale", "-0.5", "bandwidth_scale", "a factor > 0");
   }
+  // Each factor in its own range, the link SimGrid gets out of its range: 1e298 made SimGrid
+  // abort ("The Impossible Did Happen"), 1e-320 deadlocked it.
+  SECTION("a bandwidth scale that overflows the link") {
+    const auto text = perturbed("  - links: {axis: X}\n    bandwidth_scale: 1e298\n");
+    require_error(text, "perturbations[0].bandwidth_scale", "1e298", "bandwidth_scale", "between 1 kB/s and 1 EB/s");
+  }
+  SECTION("a bandwidth scale that stalls the link") {
+    const auto text = perturbed("  - links: {axis: X}\n    bandwidth_scale: 1e-320\n");
+    require_error(text, "perturbations[0].bandwidth_scale", "1e-320", "bandwidth_scale", "between 1 kB/s and 1 EB/s");
+  }
+  SECTION("a NIC scale that stalls the host's DCN") {
+    const auto text = perturbed("  - nics: {slice: 0}\n    bandwidth_scale: 1e-12\n");
+    require_error(text, "perturbations[0].bandwidth_scale", "1e-12", "bandwidth_scale", "between 1 kB/s and 1 EB/s");
+  }
+  SECTION("an extra latency beyond a second") {
+    const auto text = perturbed("  - links: {axis: X}\n    extra_latency: \"1e300 s\"\n");
+    require_error(text, "perturbations[0].extra_latency", "1e300 s", "extra_latency", "from 0 s to 1 s");
+  }
+  SECTION("a compute slowdown beyond a million") {
+    const auto text = perturbed("  - chips: [1, 2, 3]\n    compute_slowdown: 1e300\n");
+    require_error(text, "perturbations[0].compute_slowdown", "1e300", "compute_slowdown", "from 0.001 to 1e6");
+  }
+  SECTION("a link efficiency that stalls every link") {
+    const auto text = with("workload:\n", "simulation: {link_efficiency: 1e-320}\nworkload:\n");
+    require_error(text, "simulation.link_efficiency", "1e-320", "link_efficiency", "between 1 kB/s and 1 EB/s");
+  }
   SECTION("a factor that is not a number") {
     const auto text = perturbed("  - chips: [1, 2, 3]\n    compute_slowdown: slow\n");
     require_error(text, "perturbations[0].compute_slowdown", "slow", "compute_slowdown", "a finite number");

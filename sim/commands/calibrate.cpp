@@ -45,6 +45,10 @@ std::vector<ScenarioOverride> parameter_overrides(HopModel model, const std::vec
   std::vector<ScenarioOverride> out{{"simulation.hop_model", model == HopModel::Floor ? "floor" : "additive"}};
   for (const auto& p : parameters) {
     if (!p.fitted) continue;
+    // The fit's own values: were one not finite, the scenario would blame an override the user never gave.
+    if (!std::isfinite(p.value))
+      throw std::runtime_error("calibrate: the fit diverged (" + p.name + " = " + number_text(p.value) +
+                               "); the measurements cannot be matched within the parameters' bounds");
     if (p.name == "hop_latency") out.push_back({"hardware.overrides.hop_latency", "\"" + number_text(p.value * 1e6) + " us\""});
     if (p.name == "link_efficiency") out.push_back({"simulation.link_efficiency", number_text(p.value)});
     if (p.name == "collective_overhead")
@@ -300,6 +304,8 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   // Standard deviations: cov(u) = s^2 (J^T J)^-1 with s^2 = cost / (N - P), mapped through the
   // logistic's slope.
   const size_t n = fitter.index().size();
+  // Not estimated (no residual degrees of freedom, or J^T J singular) stays NaN: written as such, never as 0.
+  for (size_t k = 0; k < n; ++k) result.parameters[fitter.index()[k]].sd = std::numeric_limits<double>::quiet_NaN();
   const double dof = static_cast<double>(all.size()) - static_cast<double>(n);
   if (n > 0 && dof > 0 && !best.jtj.empty()) {
     const auto cov = inverse(best.jtj);
@@ -371,7 +377,7 @@ std::string calibration_table(const MeasurementFile& file, const CalibrationResu
   out += "parameter              value          sd            bounds\n";
   for (const auto& p : r.parameters) {
     std::snprintf(line, sizeof line, "  %-20s %-14s %-13s [%s, %s]%s\n", p.name.c_str(), value_text(p, p.value).c_str(),
-                  p.fitted ? value_text(p, p.sd).c_str() : "-", value_text(p, p.low).c_str(),
+                  !p.fitted ? "-" : std::isfinite(p.sd) ? value_text(p, p.sd).c_str() : "n/a", value_text(p, p.low).c_str(),
                   value_text(p, p.high).c_str(), p.fitted ? "" : "  (not fitted)");
     out += line;
   }
@@ -470,11 +476,17 @@ std::string calibration_profile_yaml(const MeasurementFile& file, const Calibrat
   for (const auto& p : r.parameters) {
     if (!p.fitted) continue;
     out += "  " + p.name + ": " + (p.time ? "\"" + number_text(p.value * 1e6) + " us\"" : number_text(p.value)) +
-           "   # sd " + value_text(p, p.sd) + "\n";
+           (std::isfinite(p.sd) ? "   # sd " + value_text(p, p.sd)
+                                : std::string("   # sd not estimated: no more measurements than fitted parameters")) +
+           "\n";
   }
+  const bool loo = std::any_of(r.rows.begin(), r.rows.end(), [](const auto& row) { return row.leave_one_out_predicted.has_value(); });
   out += "fit:\n  measurements: " + file.path + "\n  rms_error_default: " + number_text(r.rms_default) +
          "\n  rms_error_fitted: " + number_text(r.rms_fitted) + "\n  max_leave_one_out_error: " +
-         number_text(r.max_abs_leave_one_out) + "\n  residuals:\n";
+         (loo ? number_text(r.max_abs_leave_one_out)
+              : std::string("null   # no leave-one-out ran (--no-leave-one-out, or no more measurements than fitted "
+                            "parameters + 1)")) +
+         "\n  residuals:\n";
   for (const auto& row : r.rows) {
     out += "    " + row.name + ": {measured: " + number_text(row.measured) +
            ", fitted: " + number_text(row.fitted_predicted) +

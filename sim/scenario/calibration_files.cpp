@@ -12,6 +12,9 @@ namespace podsim {
 namespace {
 
 constexpr uintmax_t kMaxCalibrationFileBytes = 16u << 20;
+// Bounds of a measured time: 1 ns is below any collective's latency floor, 1e6 s beyond any step.
+constexpr double kMinMeasuredTime_s = 1e-9;
+constexpr double kMaxMeasuredTime_s = 1e6;
 
 SourceLocation at(const std::string& path, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -114,6 +117,14 @@ MeasurementFile load_measurements(const std::string& path) {
     if (!(m.measured > 0) || !std::isfinite(m.measured))
       throw InputError(at(path, entry["measured"]), where + "measured", measured,
                        "expected a positive measurement (errors are relative to it)");
+    // A measured time outside what a collective or a step can take would drive the fit to a bound
+    // (1e300 s fits every parameter to 0 error of a prediction of 0): refused at the key.
+    if (time && (m.measured < kMinMeasuredTime_s || m.measured > kMaxMeasuredTime_s))
+      throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                       "expected a measured time between 1 ns and 1e6 s (11.6 days)");
+    if (!time && (m.measured < 1e-12 || m.measured > 1e15))
+      throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                       "expected a measurement between 1e-12 and 1e15");
     if (entry["source"]) m.source = required_string(path, entry, "source", where);
     file.measurements.push_back(std::move(m));
   }

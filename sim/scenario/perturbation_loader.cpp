@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "sim/scenario/link_bounds.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim::detail {
@@ -260,7 +261,7 @@ double read_factor(const Field& field, const std::string& what) {
   return value;
 }
 
-Perturbation read_perturbation(const Field& entry, int index, const TopologySpec& topology) {
+Perturbation read_perturbation(const Field& entry, int index, const TopologySpec& topology, double link_efficiency) {
   const MapReader reader(entry, SchemaMap::Perturbation);
   reader.reject_unknown();
   Perturbation p;
@@ -295,8 +296,24 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
     }
     effect = true;
     if (e.name == "compute_slowdown") p.compute_slowdown = read_factor(e.value, "compute time is multiplied by it, e.g. 1.5");
-    if (e.name == "bandwidth_scale") p.bandwidth_scale = read_factor(e.value, "bandwidth is multiplied by it, e.g. 0.5");
-    if (e.name == "extra_latency") p.extra_latency_s = read_quantity(e.value, parse_time_s);
+    if (e.name == "compute_slowdown" && (p.compute_slowdown < 1e-3 || p.compute_slowdown > 1e6))
+      fail(e.value, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
+    if (e.name == "bandwidth_scale") {
+      p.bandwidth_scale = read_factor(e.value, "bandwidth is multiplied by it, e.g. 0.5");
+      // The link SimGrid gets: the chip's ICI link (or host NIC) at the simulation's efficiency, scaled.
+      const double base = p.kind == PerturbationKind::Nics ? topology.chip.dcn_bandwidth_per_host_Bps
+                                                           : topology.chip.ici_bandwidth_Bps;
+      const double scaled = base * link_efficiency * p.bandwidth_scale;
+      if (!(scaled >= kMinLinkBandwidth_Bps && scaled <= kMaxLinkBandwidth_Bps))
+        fail(e.value, "makes the link's bandwidth " + link_bandwidth_text(scaled) + " (" + human_bandwidth(base) +
+                          " x link efficiency " + link_bandwidth_text(link_efficiency, "") +
+                          " x this); expected a scale that keeps it between 1 kB/s and 1 EB/s");
+    }
+    if (e.name == "extra_latency") {
+      p.extra_latency_s = read_quantity(e.value, parse_time_s);
+      if (!(p.extra_latency_s >= 0 && p.extra_latency_s <= kMaxLinkLatency_s))
+        fail(e.value, "out of range; expected an extra latency from 0 s to 1 s, e.g. \"2 us\"");
+    }
   }
   if (!effect) {
     fail(entry, p.kind == PerturbationKind::SlowChips
@@ -308,12 +325,12 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
 
 }  // namespace
 
-std::vector<Perturbation> parse_perturbations(const Field& field, const TopologySpec& topology) {
+std::vector<Perturbation> parse_perturbations(const Field& field, const TopologySpec& topology, double link_efficiency) {
   std::vector<Perturbation> out;
   std::unordered_set<std::string> names;   // a set: 30,000 entries took 6 s to compare pairwise
   int index = 0;
   for (const Field& entry : read_list(field)) {
-    Perturbation p = read_perturbation(entry, index++, topology);
+    Perturbation p = read_perturbation(entry, index++, topology, link_efficiency);
     if (!names.insert(p.name).second)
       fail(MapReader::open(entry).optional("name").value_or(entry), "perturbation name used twice");
     out.push_back(std::move(p));

@@ -10,6 +10,8 @@ namespace podsim::detail {
 
 // Slow chips, degraded links and degraded NICs, each checked against the topology (positions
 // on the mesh, axes, factors, units) so that Topology never sees a selection it would refuse.
-std::vector<Perturbation> parse_perturbations(const yaml_fields::Field& field, const TopologySpec& topology);
+// `link_efficiency`: the simulation's, which scales every link a bandwidth_scale scales too.
+std::vector<Perturbation> parse_perturbations(const yaml_fields::Field& field, const TopologySpec& topology,
+                                              double link_efficiency = 1.0);
 
 }  // namespace podsim::detail

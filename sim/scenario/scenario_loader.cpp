@@ -31,6 +31,7 @@
 #include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/serving_loader.hpp"
 #include "sim/scenario/inference_loader.hpp"
+#include "sim/scenario/link_bounds.hpp"
 #include "sim/scenario/training_loader.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"
@@ -370,6 +371,25 @@ void parse_simulation(const Field& field, Scenario& scenario) {
   }
   if (auto overhead = reader.optional("launch_overhead"))
     scenario.launch_overhead_s = read_quantity(*overhead, parse_time_s);
+}
+
+// Every link at the simulation's efficiency stays in the range SimGrid handles (link_bounds.hpp):
+// an efficiency of 1e-320 is a fraction in (0, 1] and deadlocked it. Blames the key that set
+// the efficiency: simulation.link_efficiency, else the profile.
+void check_derived_links(const MapReader& top, const Scenario& scenario) {
+  const ChipSpec& chip = scenario.topology.chip;
+  const double slowest = std::min(chip.ici_bandwidth_Bps, chip.dcn_bandwidth_per_host_Bps) * scenario.link_efficiency;
+  const double fastest = std::max(chip.ici_bandwidth_Bps, chip.dcn_bandwidth_per_host_Bps) * scenario.link_efficiency;
+  if (slowest >= kMinLinkBandwidth_Bps && fastest <= kMaxLinkBandwidth_Bps) return;
+  const std::string what = "makes the " + std::string(slowest < kMinLinkBandwidth_Bps ? "slowest link " : "fastest link ") +
+                           link_bandwidth_text(slowest < kMinLinkBandwidth_Bps ? slowest : fastest) +
+                           "; expected a link efficiency that keeps every link between 1 kB/s and 1 EB/s";
+  if (auto simulation = top.optional("simulation")) {
+    if (auto efficiency = MapReader(*simulation, SchemaMap::Simulation).optional("link_efficiency")) fail(*efficiency, what);
+  }
+  if (auto profile = MapReader(top.required("hardware"), SchemaMap::Hardware).optional("profile"))
+    fail(*profile, "its link_efficiency " + what);
+  fail(top.required("hardware"), what);
 }
 
 // ---- operations ----
@@ -761,7 +781,8 @@ void record_locations(const MapReader& top, Scenario& scenario) {
     record(field);
     if (!field.node.IsMap()) continue;
     const MapReader reader = MapReader::open(field);
-    for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests", "strict_memory"})
+    for (const char* key : {"mesh", "slices", "microbatches", "batch", "batch_tokens", "operations", "requests", "strict_memory",
+                            "model"})
       if (auto value = reader.optional(key)) record(*value);
   }
 }
@@ -786,6 +807,7 @@ Scenario parse_document(const Field& root) {
     apply_profile(*profile, root.where.file, top.required("hardware"), chip, scenario);
   scenario.topology = parse_topology(top.required("topology"), chip);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
+  check_derived_links(top, scenario);
   parse_workload(top.required("workload"), scenario);
   if (auto perturbations = top.optional("perturbations")) {
     // A serving run prices one step shape once and reuses it on every server and step: there
@@ -793,7 +815,8 @@ Scenario parse_document(const Field& root) {
     if (scenario.workload_kind == WorkloadKind::Serving)
       fail(*perturbations, "perturbations apply to collectives, training and inference workloads, not serving "
                            "(its step costs are shared by every server); expected no perturbations block");
-    scenario.topology.perturbations = detail::parse_perturbations(*perturbations, scenario.topology);
+    scenario.topology.perturbations =
+        detail::parse_perturbations(*perturbations, scenario.topology, scenario.link_efficiency);
   }
   if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
   if (auto compare = top.optional("compare")) scenario.compare = parse_compare(*compare);
@@ -941,7 +964,14 @@ Scenario load_scenario_text(const std::string& text, const std::string& path,
     throw InputError(SourceLocation{path, 0, 0}, "", "",
                      "empty scenario file; expected a mapping starting with version: 1");
   try {
-    return parse_document(Field{document, "", locate(path, document.Mark())});
+    Scenario scenario = parse_document(Field{document, "", locate(path, document.Mark())});
+    // Keys a --set replaced (or holds): their marks point into the --set text, so a later error
+    // at one (the preflight's, a plan's) names the --set, as a load error does below.
+    for (const auto& o : overrides) {
+      for (auto& [key, where] : scenario.locations)
+        if (key == o.key || key.starts_with(o.key + ".")) where = {path + " (--set " + o.key + "=" + o.value + ")", 0, 0};
+    }
+    return scenario;
   } catch (const InputError& error) {
     // An overridden value's marks point into the --set text, not the file: name the --set.
     for (const auto& o : overrides) {

@@ -45,6 +45,7 @@
 #include "seeded_rng.hpp"
 #include "sim/scenario/expert_loads.hpp"
 #include "sim/scenario/input_error.hpp"
+#include "sim/scenario/link_bounds.hpp"
 #include "sim/scenario/request_trace.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/schema_keys.hpp"
@@ -197,7 +198,7 @@ std::string joined(const std::vector<std::string>& lines) {
 // Values at the edges of what a reader takes: numbers past every range, non-numbers, special
 // YAML scalars and collections, units at their limits, names of axes and keywords.
 const std::vector<std::string> kExtremes = {
-    "1e308", "-1e308", "1e309", "-1", "0", "-0", "0.0", "nan", ".nan", "inf", ".inf", "-.inf", "1e-320", "5e-324",
+    "1e308", "-1e308", "1e309", "1e298", "1e-300", "-1", "0", "-0", "0.0", "nan", ".nan", "inf", ".inf", "-.inf", "1e-320", "5e-324",
     "2147483647", "2147483648", "-2147483649", "4294967296", "9223372036854775807", "9223372036854775808",
     "18446744073709551615", "18446744073709551616", "1e19", "1e30", "0.5", "1", "2", "3", "7", "4096", "4097",
     "1000000", "1000001", "10000000", "10000001", "1073741824", "1073741825", "9007199254740993", "0x10", "0o17",
@@ -558,9 +559,29 @@ void check_moe(const podsim::TransformerSpec& model, const podsim::MoeRouting& r
   if (spec.kind == podsim::RoutingKind::Weights) check_loads(routing.layer_weights, model);
 }
 
+// What SimGrid is given for a link: every product of the factors a scenario multiplies in
+// stays within link_bounds.hpp (1e298 x a link aborted SimGrid, 1e-320 deadlocked it).
+void check_derived_links(const podsim::Scenario& s) {
+  const auto& chip = s.topology.chip;
+  auto in_range = [](double bandwidth) {
+    return bandwidth >= podsim::kMinLinkBandwidth_Bps && bandwidth <= podsim::kMaxLinkBandwidth_Bps;
+  };
+  for (double base : {chip.ici_bandwidth_Bps, chip.dcn_bandwidth_per_host_Bps})
+    require(in_range(base * s.link_efficiency), "a link's bandwidth x link_efficiency is outside 1 kB/s..1 EB/s");
+  for (const auto& p : s.topology.perturbations) {
+    const double base = p.kind == podsim::PerturbationKind::Nics ? chip.dcn_bandwidth_per_host_Bps : chip.ici_bandwidth_Bps;
+    if (p.kind != podsim::PerturbationKind::SlowChips)
+      require(in_range(base * s.link_efficiency * p.bandwidth_scale), "a perturbed link's bandwidth is outside 1 kB/s..1 EB/s");
+    require(p.extra_latency_s <= podsim::kMaxLinkLatency_s, "a perturbation's extra latency is over 1 s");
+    require(p.compute_slowdown >= 1e-3 && p.compute_slowdown <= 1e6, "a compute slowdown is outside 0.001..1e6");
+  }
+  require(chip.hop_latency_s <= podsim::kMaxLinkLatency_s, "the hop latency is over 1 s");
+}
+
 void check_scenario(const podsim::Scenario& s) {
   check_topology(s.topology, "the topology");
   require(positive_finite(s.link_efficiency) && s.link_efficiency <= 1, "link_efficiency is outside (0, 1]");
+  check_derived_links(s);
   require(std::isfinite(s.launch_overhead_s) && s.launch_overhead_s >= 0, "launch_overhead is not finite and >= 0");
   for (const auto& e : s.expectations) {
     require((std::isfinite(e.value) && e.value != 0) || e.field.ends_with("fits_hbm"), "an expectation's value is 0 or not finite");
