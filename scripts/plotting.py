@@ -1,6 +1,7 @@
 """Shared by podsim's plot scripts: matplotlib from Debian's python3-matplotlib, CSV rows."""
 import csv
 import os
+import stat
 import sys
 
 
@@ -36,9 +37,36 @@ def number(row, key):
 
 
 def save(fig, path):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    """Writes the figure as podsim writes its files (sim/report/output_files.hpp): whole or not at
+    all, by a rename over a regular file (a link's target) or nothing; through to a character
+    device or FIFO (-o /dev/null); a directory, block device or socket is refused (exit 2)."""
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fmt = os.path.splitext(path)[1][1:].lower() or "png"
+    try:
+        mode = os.stat(path).st_mode   # follows a symbolic link
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:
+        sys.exit(f"podsim: cannot write {path}: {e.strerror}")
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        with open(path, "wb") as f:
+            fig.savefig(f, format=fmt, dpi=120)
+    elif mode is not None and not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        print(f"podsim: error: -o {path}: is {kind}; expected a file's path, e.g. out/plot.png", file=sys.stderr)
+        sys.exit(2)
+    else:
+        target = os.path.realpath(path)
+        folder = os.path.dirname(target)
+        os.makedirs(folder, exist_ok=True)
+        temporary = os.path.join(folder, f".{os.path.basename(target)}.tmp{os.getpid()}")
+        try:
+            fig.savefig(temporary, format=fmt, dpi=120)
+            os.replace(temporary, target)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise
     print(f"wrote {path}")
 
 

@@ -239,3 +239,27 @@ TEST_CASE("preflight: the estimate is within a factor of 3 of measured runs", "[
     CHECK(e.memory_bytes < m.rss_bytes * 3);
   }
 }
+
+TEST_CASE("preflight: a program too long to build is refused from its counts, naming the key", "[preflight][adversarial]") {
+  const std::string scenario = source_path("scenarios/training_llama2_13b_fsdp1024_tp4.yaml");
+  const auto dir = podsim_test::fresh_dir("pf-layers");
+  // Grew to 6.8 GB in 10 s (a billion layers) or died of std::bad_alloc (3,000,000) before the
+  // preflight ran: now refused before anything is built, at the --set that gave the model.
+  for (const std::string model : {"{preset: llama3-8b, layers: 1073741824, d_model: 1073741824}",
+                                  "{preset: llama3-8b, layers: 3000000}"}) {
+    INFO(model);
+    const auto r = podsim_test::run_podsim("run " + scenario + " -o " + dir.string() + " --set 'workload.model=" + model + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("(--set workload.model=") != std::string::npos);
+    CHECK(r.err.find("key 'workload.model.layers'") != std::string::npos);
+    CHECK(r.err.find("its program alone would hold") != std::string::npos);
+  }
+  // Past the check from counts, the preflight proper names the layers too, not topology.mesh
+  // (100,000 layers did): the same model at 2,000 layers, under a limit it exceeds.
+  const auto r = podsim_test::run_podsim("run " + scenario + " -o " + dir.string() +
+                                         " --set 'workload.model={preset: llama3-8b, layers: 2000}' --max-memory \"200 MiB\"");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("key 'workload.model.layers': value '2000'") != std::string::npos);
+  CHECK(r.err.find("the run would need about") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "summary.json"));
+}

@@ -100,6 +100,8 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
     rows.push_back(row);
   }
   OutputFiles files(options.out_dir);
+  // compare.png is drawn after, from this CSV: an older one would show other rows if the plot fails.
+  files.owns({"compare.csv", "compare.png"});
   files.add("compare.csv", compare_csv(rows));
   files.commit();
   return rows;

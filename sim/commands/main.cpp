@@ -1,7 +1,9 @@
 // podsim command line: run, compare, sweep, perf, validate, plan, calibrate, presets, bench.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -62,6 +64,33 @@ std::function<void(int, int, double)> points_progress(const char* what, const ch
   };
 }
 
+// Ctrl-C (SIGINT) or SIGTERM during a sweep or a compare: the points under way are killed and
+// recorded as interrupted (the next sweep runs them again), sweep.csv is written for this grid,
+// and podsim exits 128 + the signal, as a shell reports a command the signal ended. A second
+// signal ends podsim at once (SA_RESETHAND).
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) { stop_signal = signal; }
+
+void handle_stop_signals() {
+  struct sigaction action = {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;   // no SA_RESTART: the sweep's waitpid returns EINTR and asks again
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_requested() { return stop_signal != 0; }
+
+// After a sweep or compare a signal stopped: its exit status, and where its rows are.
+int interrupted_exit(const std::string& csv) {
+  std::cerr << "podsim: interrupted by " << (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": the points under way were stopped and are marked 'interrupted' in " << csv
+            << "; running the same command again runs them\n";
+  return 128 + static_cast<int>(stop_signal);
+}
+
 std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<ScenarioOverride> overrides;
   for (const auto& s : sets) {
@@ -104,7 +133,10 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
     std::cout << "\n";
     return counts.missing > 0 ? 1 : 0;
   }
+  handle_stop_signals();
+  options.stop_requested = stop_requested;
   const auto progress = run_sweep(options);
+  if (stop_requested()) return interrupted_exit(out_dir + "/sweep.csv");
   std::cout << progress.points << (progress.points == 1 ? " point: " : " points: ") << progress.already_done << " already done, " << progress.ran
             << " run (" << progress.failed << " failed";
   if (progress.interrupted > 0) std::cout << ", " << progress.interrupted << " killed by a signal";
@@ -133,11 +165,14 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   options.podsim_binary = self_binary();
   options.on_progress = points_progress("compare");
+  handle_stop_signals();
+  options.stop_requested = stop_requested;
   std::string name;
   const auto rows = run_compare(options, &name);
   std::cout << compare_table(rows);
   const std::string csv = out_dir + "/compare.csv", png = out_dir + "/compare.png";
   std::cout << "wrote " << csv << "\n";
+  if (stop_requested()) return interrupted_exit(csv);
   // The bar chart comes from the plot script beside this binary, run without a shell: the
   // scenario's name is one argument, whatever it holds.
   const std::string script = find_script("plot_compare.py");
@@ -211,11 +246,12 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
 }
 
 // Writes one file at `path` (its folder made if missing), whole or not at all; returns its path.
-std::string write_file_at(const std::string& path, const std::string& content) {
+// `option` ("-o", "--csv") names the path's origin in messages.
+std::string write_file_at(const std::string& path, const std::string& content, const std::string& option) {
   const std::filesystem::path file(path);
   const std::string dir = file.has_parent_path() ? file.parent_path().string() : ".";
-  if (file.has_parent_path()) ensure_directory(dir);
-  OutputFiles files(dir);
+  if (file.has_parent_path()) ensure_directory(dir, option);
+  OutputFiles files(dir, option);
   files.add(file.filename().string(), content);
   files.commit();
   return files.path(file.filename().string());
@@ -225,15 +261,19 @@ std::string write_file_at(const std::string& path, const std::string& content) {
 int validate_measured_command(const std::string& measured, const std::string& profile, const std::string& csv_path) {
   const MeasurementFile file = load_measurements(measured);
   if (!profile.empty()) load_profile(profile);   // a bad profile is reported as itself, first
+  if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   const auto rows = compare_measurements(file, profile);
   std::cout << measured_table(file, profile, rows);
   if (!csv_path.empty()) {
-    std::cout << "wrote " << write_file_at(csv_path, measured_csv(rows)) << "\n";
+    // Written first: `cout << "wrote " << write_file_at(...)` printed "wrote " before a failed write.
+    const std::string written = write_file_at(csv_path, measured_csv(rows), "--csv");
+    std::cout << "wrote " << written << "\n";
   }
   return 0;
 }
 
 int validate_command(const std::string& csv_path, bool quick, double prediction_skew) {
+  if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   ValidationOptions options;
   options.quick = quick;
   options.prediction_skew = prediction_skew;
@@ -272,11 +312,7 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
               rows.size(), book, explained, unexplained.size(), 100 * worst_closed, 100 * worst_fluid);
   for (const auto& s : result.skipped) std::printf("not replayed: %s\n", s.c_str());
   if (!csv_path.empty()) {
-    const auto slash = csv_path.find_last_of('/');
-    OutputFiles files(slash == std::string::npos ? "." : csv_path.substr(0, slash));
-    files.add(slash == std::string::npos ? csv_path : csv_path.substr(slash + 1), validation_csv(rows));
-    files.commit();
-    std::printf("wrote %s\n", csv_path.c_str());
+    std::printf("wrote %s\n", write_file_at(csv_path, validation_csv(rows), "--csv").c_str());
   }
   if (unexplained.empty()) return 0;
   std::printf("unexplained rows (simulated more than 1%% from the prediction):\n");
@@ -288,7 +324,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
                  int top, bool exhaustive, double budget_s, int jobs) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
-  if (!out_dir.empty()) ensure_directory(out_dir);
+  if (!out_dir.empty()) ensure_directory(out_dir, "-o");
   // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
   // so an interrupted plan keeps what it found.
   auto write_csv = [&](const PlannerResult& so_far) {
@@ -318,7 +354,7 @@ int perf_command(const std::string& scenario_path, const std::vector<std::string
   PerfOptions options = given;
   options.on_progress = points_progress("perf", "sizes");
   const PerfResult result = run_perf(scenario, options);
-  ensure_directory(out_dir);
+  ensure_directory(out_dir, "-o");
   OutputFiles files(out_dir);
   files.add("perf.csv", perf_csv(result));
   files.commit();
@@ -331,6 +367,7 @@ int perf_command(const std::string& scenario_path, const std::vector<std::string
 int calibrate_command(const std::string& measurements_path, const std::string& out_path, const std::string& fit,
                       const std::string& hop_model, std::string name, bool leave_one_out) {
   const MeasurementFile file = load_measurements(measurements_path);
+  require_file_destination(out_path, "-o");   // before the fit, not after it
   CalibrationOptions options;
   options.fit.clear();
   for (size_t begin = 0; begin <= fit.size();) {
@@ -351,7 +388,8 @@ int calibrate_command(const std::string& measurements_path, const std::string& o
   if (terminal) std::fputs("\33[2K\r", stderr);
   std::cout << calibration_table(file, result);
   if (name.empty()) name = file.name;
-  std::cout << "wrote " << write_file_at(out_path, calibration_profile_yaml(file, result, name)) << "\n";
+  const std::string written = write_file_at(out_path, calibration_profile_yaml(file, result, name), "-o");
+  std::cout << "wrote " << written << "\n";
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <spdlog/spdlog.h>
 
+#include "sim/commands/preflight_check.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/preflight.hpp"
 #include "sim/scenario/units.hpp"
@@ -309,6 +310,8 @@ PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate, int keep,
                             double budget_s, int jobs) {
+  // A model too long to build even one program of is refused before any candidate is made.
+  check_program_size(scenario, {});
   PlannerResult result;
   auto all = with_memory_search(scenario, candidates(scenario));
   // Mirror images: the first of each symmetry class is simulated; the others count on it.

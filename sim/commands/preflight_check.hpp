@@ -19,6 +19,12 @@ constexpr double kDefaultMaxWallS = 24 * 3600.0;
 // The machine's physical memory (sysconf), the default memory limit.
 double physical_memory_bytes();
 
+// Before any program is built: the ops it will hold, bounded from the scenario's counts (layers,
+// microbatches, pipeline chunks), and the memory and time they alone take. A scenario whose
+// program could not even be built within the limits (a million layers: std::bad_alloc before
+// the preflight) is refused naming the key that makes it large (InputError: exit 2).
+void check_program_size(const Scenario& scenario, const PreflightLimits& limits);
+
 // Estimates the run and throws InputError when it exceeds a limit; returns the estimate.
 SimulationEstimate preflight_check(const Scenario& scenario, const Program& program, Fidelity fidelity,
                                    const PreflightLimits& limits);

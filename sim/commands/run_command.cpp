@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 
+#include "sim/commands/preflight_check.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/report/gzip.hpp"
 #include "sim/report/output_files.hpp"
@@ -16,12 +17,19 @@ namespace podsim {
 
 namespace {
 
+// Every file `podsim run` may write into its directory: a run removes those it did not write
+// itself, so a collectives run's summary never sits beside an earlier serving run's requests.csv.
+const std::vector<std::string> kRunOutputs = {"summary.json", "operations.csv", "trace.json", "trace.json.gz",
+                                              "requests.csv", "steps.csv"};
+
 RunCommandOutputs serve_to_directory(const Scenario& scenario, const std::string& out_dir,
                                      const RunCommandOptions& options) {
   // The per-request files are written while the run goes (memory stays bounded by what is in
   // flight); all of them appear only once the summary is written too.
-  ensure_directory(out_dir);
+  check_program_size(scenario, options.limits);
+  ensure_directory(out_dir, "-o");
   OutputFiles files(out_dir);
+  files.owns(kRunOutputs);
   ServingFileSink outputs(scenario, files);
   ServingRun run;
   try {
@@ -62,6 +70,7 @@ Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
   options.fidelity = command.fidelity;
   options.record_hops = command.record_hops;
   options.progress = command.progress;
+  check_program_size(scenario, command.limits);
   Program program;
   TrainingLayout layout;
   InferenceLayout inference_layout;
@@ -122,8 +131,9 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
   const auto& training = simulated.training;
   const auto& inference = simulated.inference;
   const RunOptions options{command.fidelity, command.record_hops, {}};
-  ensure_directory(out_dir);
+  ensure_directory(out_dir, "-o");
   OutputFiles files(out_dir);
+  files.owns(kRunOutputs);
   files.add("summary.json", summary_json(scenario, run, {command.reproducible}, training ? &*training : nullptr,
                                          inference ? &*inference : nullptr));
   files.add("operations.csv", operations_csv(run));

@@ -225,6 +225,13 @@ void run_sweep_point(const SweepOptions& options, int index) {
 
 SweepProgress run_sweep(const SweepOptions& options) {
   const auto points = sweep_grid(options.axes);
+  // An older grid's sweep.csv must not sit beside this grid's points while they run: were this
+  // run killed outright (SIGKILL, a power cut), its row 0 would describe another point 0.
+  {
+    std::error_code ec;
+    const fs::path csv = fs::path(options.out_dir) / "sweep.csv";
+    if (fs::symlink_status(csv, ec).type() == fs::file_type::regular) fs::remove(csv, ec);
+  }
   SweepProgress progress;
   progress.points = static_cast<int>(points.size());
   std::vector<int> pending;
@@ -239,13 +246,15 @@ SweepProgress run_sweep(const SweepOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (options.on_progress) options.on_progress(progress.already_done, progress.points, -1);
   while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
+    int status = 0;
+    // Asked before each wait (and before starting more points), and again whenever a signal
+    // interrupts one.
+    const bool stop = options.stop_requested && options.stop_requested();
+    while (!stop && next < pending.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
       const int index = pending[next++];
       running[start_point(options, points[index], inputs[index])] = index;
     }
-    int status = 0;
-    // Asked before each wait, and again whenever a signal interrupts one.
-    if (options.stop_requested && options.stop_requested()) {
+    if (stop) {
       for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);   // its simulation dies with it
       for (const auto& [pid, index] : running) {
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -328,7 +337,7 @@ SweepCounts collect_sweep(const SweepOptions& options, const std::vector<std::st
     }
     csv += "\n";
   }
-  ensure_directory(options.out_dir);
+  ensure_directory(options.out_dir, "-o");
   OutputFiles files(options.out_dir);
   files.add("sweep.csv", csv);
   files.commit();
