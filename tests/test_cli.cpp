@@ -332,3 +332,127 @@ workload:
   CHECK(result.err.find("nowhere.yaml") != std::string::npos);
   CHECK(result.err.find("fits nowhere") != std::string::npos);
 }
+
+// ---- issue 24: bad input is refused with one located message, never accepted silently ----
+
+namespace {
+
+// `s` as one word for the shell run_podsim() runs its command line in.
+std::string sh(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// kGood on a 4-chip ring: runs in milliseconds.
+const std::string kTiny = std::string(kGood).replace(std::string(kGood).find("X: 16"), 5, "X: 4");
+
+int lines_of(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("perf: a size range smaller than one element is refused, naming -e and the type", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  const auto out = fresh_dir("perf-tiny-out");
+  const auto r = run_podsim("perf " + input.string() + " -b 3 -e 3 -d float -o " + out.string());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("-e") != std::string::npos);
+  CHECK(r.err.find("float") != std::string::npos);
+  CHECK(r.out.find("simulated 0 chips") == std::string::npos);
+  CHECK_FALSE(fs::exists(out / "perf.csv"));
+}
+
+TEST_CASE("batch_tokens past 2^53 is refused, not rounded", "[cli]") {
+  const auto input = write_scenario("batch.yaml", R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2}}
+workload:
+  kind: training
+  model: {preset: llama2-13b, layers: 2}
+  batch_tokens: 8192
+  sequence_length: 4096
+  parallelism: {data: [X]}
+)");
+  for (const char* value : {"9007199254740993", "99999999999999999999999"}) {
+    INFO(value);
+    const auto r = run_podsim("run " + input.string() + " --set workload.batch_tokens=" + value + " -o " +
+                              fresh_dir("batch-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("2^53") != std::string::npos);
+    CHECK(r.err.find(value) != std::string::npos);
+  }
+}
+
+TEST_CASE("inference: weights no slice holds are said so, not 'smallest slice 0 chips'", "[cli]") {
+  const auto input = write_scenario("huge-dff.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: inference
+  model: {preset: llama3-70b, d_ff: 1073741824}
+  phase: decode
+  batch: 8
+  context_length: 1024
+  weights: int8
+  kv_cache: int8
+  parallelism: {model: [X, Y]}
+)");
+  const auto r = run_podsim("run " + input.string() + " -o " + fresh_dir("huge-dff-out").string());
+  INFO(r.out << r.err);
+  CHECK(r.out.find("smallest slice 0 chips") == std::string::npos);
+  if (r.exit_code == 0) CHECK(r.out.find("no slice of up to 8192 chips holds the weights") != std::string::npos);
+  else CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("messages name the --set, the form of a size, a directory", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  SECTION("a list-index --set is blamed as the --set, not the file's 1:1") {
+    const auto r = run_podsim("run " + input.string() + " --set " + sh("workload.operations.0.bytes=[4096]") + " -o " +
+                              fresh_dir("set-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--set workload.operations.0.bytes=[4096]") != std::string::npos);
+    CHECK(r.err.find("tiny.yaml:1:1") == std::string::npos);
+  }
+  SECTION("0x10 as a size is not a size, not 'not positive'") {
+    const auto r = run_podsim("run " + input.string() + " --set workload.operations.0.bytes=0x10 -o " +
+                              fresh_dir("hex-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("hexadecimal") != std::string::npos);
+    CHECK(r.err.find("must be positive") == std::string::npos);
+  }
+  SECTION("a directory as the scenario, or a measurement's scenario") {
+    const auto dir = made_dir("a-directory.yaml");
+    const auto run = run_podsim("run " + dir.string() + " -o " + fresh_dir("dir-out").string());
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("directory") != std::string::npos);
+    const auto measurements = write_scenario("measurements.yaml", "version: 1\nmeasurements:\n  - {name: a, scenario: " +
+                                                                      dir.string() +
+                                                                      ", field: total_time_s, measured: \"1 us\"}\n");
+    const auto cal = run_podsim("calibrate " + measurements.string() + " -o " + (fresh_dir("cal-out") / "p.yaml").string());
+    CHECK(cal.exit_code == 2);
+    CHECK(cal.err.find("a directory, not a scenario file") != std::string::npos);
+    CHECK(cal.err.find("no such scenario file") == std::string::npos);
+    const auto as_file = run_podsim("calibrate " + dir.string());
+    CHECK(as_file.exit_code == 2);
+    CHECK(as_file.err.find("directory") != std::string::npos);
+  }
+}
+
+TEST_CASE("a request trace that is not CSV is quoted in a short, escaped excerpt", "[cli]") {
+  const auto dir = made_dir("not-csv");
+  const std::string secret = "root:$6$abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ\x1b[0m:19000:0:99999:7:::";
+  std::ofstream(dir / "shadow") << secret << "\nbin:*:19000:0:99999:7:::\n";
+  const auto input = write_scenario("trace.yaml", "version: 1\nhardware: {preset: v5e}\n"
+                                                  "topology: {mesh: {X: 4, Y: 4}}\nworkload:\n  kind: serving\n"
+                                                  "  model: llama3-70b\n  weights: int8\n  kv_cache: int8\n"
+                                                  "  requests:\n    trace: " + (dir / "shadow").string() + "\n");
+  const auto r = run_podsim("run " + input.string() + " -o " + (dir / "out").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find((dir / "shadow").string() + ":1:") != std::string::npos);
+  CHECK(r.err.find(secret.substr(0, 20)) != std::string::npos);
+  CHECK(r.err.find(secret.substr(40, 12)) == std::string::npos);   // not the rest of the line
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(lines_of(r.err) == 1);
+}
