@@ -351,6 +351,53 @@ int lines_of(const std::string& text) { return static_cast<int>(std::count(text.
 
 }  // namespace
 
+TEST_CASE("compare: every row failing is a failed command", "[cli]") {
+  // The operation's axis Y is on no compared shape: each row fails on its own.
+  const auto input = write_scenario("compare-fails.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 2, Y: 2}}
+workload:
+  kind: collectives
+  operations:
+    - {name: ag, kind: all_gather, axes: [Y], bytes: "1 MiB"}
+)");
+  const auto out = fresh_dir("compare-fails-out");
+  const auto r = run_podsim("compare " + input.string() + " --topologies 4,8 -j 1 -o " + out.string());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no run of the comparison succeeded") != std::string::npos);
+  CHECK(r.out.find("error:") != std::string::npos);   // the rows' own errors stay in the table
+}
+
+TEST_CASE("numeric options out of their range are refused with exit 2", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  const auto out = fresh_dir("ranges-out");
+  struct Case {
+    std::string args, mentions;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"sweep " + input.string() + " --point -1 -o " + out.string(), "--point"},
+           {"sweep " + input.string() + " --point 5 -o " + out.string(), "--point"},
+           {"sweep " + input.string() + " -j -3 -o " + out.string(), "--jobs"},
+           {"compare " + input.string() + " --topologies 4 -j -3 -o " + out.string(), "--jobs"},
+           {"plan " + input.string() + " -j -3", "--jobs"},
+           {"plan " + input.string() + " --budget nan", "--budget"},
+           {"plan " + input.string() + " --budget inf", "--budget"},
+           {"plan " + input.string() + " --budget 0", "--budget"},
+           {"calibrate /nonexistent/measurements.yaml --fit ''", "--fit"},
+           {"calibrate /nonexistent/measurements.yaml --fit ,", "--fit"}}) {
+    INFO(c.args);
+    const auto r = run_podsim(c.args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.mentions) != std::string::npos);
+    CHECK_FALSE(fs::exists(out / "points"));   // no point ran
+  }
+  // An empty --fit names what can be fitted.
+  const auto fit = run_podsim("calibrate /nonexistent/measurements.yaml --fit ''");
+  CHECK(fit.err.find("hop_latency, link_efficiency") != std::string::npos);
+}
+
 TEST_CASE("perf: a size range smaller than one element is refused, naming -e and the type", "[cli]") {
   const auto input = write_scenario("tiny.yaml", kTiny);
   const auto out = fresh_dir("perf-tiny-out");
@@ -405,7 +452,7 @@ workload:
   else CHECK(r.exit_code == 2);
 }
 
-TEST_CASE("messages name the --set, the form of a size, a directory", "[cli]") {
+TEST_CASE("messages name the --set, the form of a size, a directory, an -o that is a file", "[cli]") {
   const auto input = write_scenario("tiny.yaml", kTiny);
   SECTION("a list-index --set is blamed as the --set, not the file's 1:1") {
     const auto r = run_podsim("run " + input.string() + " --set " + sh("workload.operations.0.bytes=[4096]") + " -o " +
@@ -436,6 +483,68 @@ TEST_CASE("messages name the --set, the form of a size, a directory", "[cli]") {
     const auto as_file = run_podsim("calibrate " + dir.string());
     CHECK(as_file.exit_code == 2);
     CHECK(as_file.err.find("directory") != std::string::npos);
+  }
+  SECTION("an existing file as the output directory") {
+    const auto file = made_dir("out-is-a-file") / "not-a-dir";
+    std::ofstream(file) << "x";
+    for (const std::string command : {"sweep", "run", "perf", "compare"}) {
+      INFO(command);
+      const auto r = run_podsim(command + " " + input.string() + (command == "compare" ? " --topologies 4" : "") +
+                                " -o " + file.string() + (command == "sweep" ? " --set workload.operations.0.bytes=1K,2K" : ""));
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find("key '-o'") != std::string::npos);
+      CHECK(r.err.find("not a directory") != std::string::npos);
+      CHECK(r.err.find("filesystem error") == std::string::npos);
+      CHECK(lines_of(r.err) == 1);
+    }
+  }
+}
+
+TEST_CASE("sweep --emit slurm prints its collect command shell-quoted", "[cli]") {
+  const auto dir = made_dir("it's a dir");
+  const auto input = dir / "tiny.yaml";
+  std::ofstream(input) << kTiny;
+  const auto out = dir / "out put";
+  const std::string set = "workload.operations.0.bytes=1K,2K";
+  const auto r = run_podsim("sweep " + sh(input.string()) + " --set " + sh(set) + " -o " + sh(out.string()) + " --emit slurm");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.out.find("  podsim sweep ");
+  REQUIRE(at != std::string::npos);
+  const std::string command = r.out.substr(at + 2, r.out.find('\n', at) - at - 2);
+  auto quoted = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  CHECK(command == "podsim sweep " + quoted(input.string()) + " --set " + quoted(set) + " -o " + quoted(out.string()) +
+                       " --collect");
+}
+
+TEST_CASE("control characters in names are escaped in tables and messages", "[cli]") {
+  // YAML's "\e" is ESC: a name that would recolour the terminal if printed raw.
+  std::string text = kTiny;
+  text.insert(text.find("hardware"), "name: \"evil\\e[31m\\rname\"\n");
+  const auto input = write_scenario("evil.yaml", text);
+  struct Case {
+    std::string args;
+    int exit_code;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"run " + input.string() + " -o " + fresh_dir("evil-run").string(), 0},
+           {"perf " + input.string() + " -b 1M -e 2M -o " + fresh_dir("evil-perf").string(), 0},
+           {"run " + input.string() + " --set " + sh("workload.operations.0.axes=[\"\x1b[31mQ\"]") + " -o " +
+                fresh_dir("evil-err").string(),
+            2},
+           {"run " + input.string() + " --fidelity " + sh("\x1b[31mfull"), 2}}) {
+    INFO(c.args);
+    const auto r = run_podsim(c.args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == c.exit_code);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\r') == std::string::npos);
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK((r.out + r.err).find("\\x1b") != std::string::npos);
   }
 }
 
