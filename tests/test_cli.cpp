@@ -519,6 +519,7 @@ TEST_CASE("sweep --emit slurm prints its collect command shell-quoted", "[cli]")
   };
   CHECK(command == "podsim sweep " + quoted(input.string()) + " --set " + quoted(set) + " -o " + quoted(out.string()) +
                        " --collect");
+  CHECK(r.out.find("\n  sbatch " + quoted((out / "sweep.sbatch").string()) + "\n") != std::string::npos);
 }
 
 TEST_CASE("control characters in names are escaped in tables and messages", "[cli]") {

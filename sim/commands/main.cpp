@@ -115,8 +115,8 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
     std::string command = "podsim sweep " + shell_quote(scenario_path);
     for (const auto& s : sets) command += " --set " + shell_quote(s);
     command += " -o " + shell_quote(out_dir) + " --collect";
-    std::cout << "wrote " << shown(script) << " (" << points << " array tasks); submit it with sbatch, then run:\n  "
-              << shown(command) << "\n";
+    std::cout << "wrote " << shown(script) << " (" << points << " array tasks); submit it with\n  sbatch "
+              << shown(shell_quote(script)) << "\nthen, when the array is done, run:\n  " << shown(command) << "\n";
     return 0;
   }
   if (point) {
