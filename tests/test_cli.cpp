@@ -332,3 +332,237 @@ workload:
   CHECK(result.err.find("nowhere.yaml") != std::string::npos);
   CHECK(result.err.find("fits nowhere") != std::string::npos);
 }
+
+// ---- issue 24: bad input is refused with one located message, never accepted silently ----
+
+namespace {
+
+// `s` as one word for the shell run_podsim() runs its command line in.
+std::string sh(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// kGood on a 4-chip ring: runs in milliseconds.
+const std::string kTiny = std::string(kGood).replace(std::string(kGood).find("X: 16"), 5, "X: 4");
+
+int lines_of(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("compare: every row failing is a failed command", "[cli]") {
+  // The operation's axis Y is on no compared shape: each row fails on its own.
+  const auto input = write_scenario("compare-fails.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 2, Y: 2}}
+workload:
+  kind: collectives
+  operations:
+    - {name: ag, kind: all_gather, axes: [Y], bytes: "1 MiB"}
+)");
+  const auto out = fresh_dir("compare-fails-out");
+  const auto r = run_podsim("compare " + input.string() + " --topologies 4,8 -j 1 -o " + out.string());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no run of the comparison succeeded") != std::string::npos);
+  CHECK(r.out.find("error:") != std::string::npos);   // the rows' own errors stay in the table
+}
+
+TEST_CASE("numeric options out of their range are refused with exit 2", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  const auto out = fresh_dir("ranges-out");
+  struct Case {
+    std::string args, mentions;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"sweep " + input.string() + " --point -1 -o " + out.string(), "--point"},
+           {"sweep " + input.string() + " --point 5 -o " + out.string(), "--point"},
+           {"sweep " + input.string() + " -j -3 -o " + out.string(), "--jobs"},
+           {"compare " + input.string() + " --topologies 4 -j -3 -o " + out.string(), "--jobs"},
+           {"plan " + input.string() + " -j -3", "--jobs"},
+           {"plan " + input.string() + " --budget nan", "--budget"},
+           {"plan " + input.string() + " --budget inf", "--budget"},
+           {"plan " + input.string() + " --budget 0", "--budget"},
+           {"calibrate /nonexistent/measurements.yaml --fit ''", "--fit"},
+           {"calibrate /nonexistent/measurements.yaml --fit ,", "--fit"}}) {
+    INFO(c.args);
+    const auto r = run_podsim(c.args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.mentions) != std::string::npos);
+    CHECK_FALSE(fs::exists(out / "points"));   // no point ran
+  }
+  // An empty --fit names what can be fitted.
+  const auto fit = run_podsim("calibrate /nonexistent/measurements.yaml --fit ''");
+  CHECK(fit.err.find("hop_latency, link_efficiency") != std::string::npos);
+}
+
+TEST_CASE("perf: a size range smaller than one element is refused, naming -e and the type", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  const auto out = fresh_dir("perf-tiny-out");
+  const auto r = run_podsim("perf " + input.string() + " -b 3 -e 3 -d float -o " + out.string());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("-e") != std::string::npos);
+  CHECK(r.err.find("float") != std::string::npos);
+  CHECK(r.out.find("simulated 0 chips") == std::string::npos);
+  CHECK_FALSE(fs::exists(out / "perf.csv"));
+}
+
+TEST_CASE("batch_tokens past 2^53 is refused, not rounded", "[cli]") {
+  const auto input = write_scenario("batch.yaml", R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2}}
+workload:
+  kind: training
+  model: {preset: llama2-13b, layers: 2}
+  batch_tokens: 8192
+  sequence_length: 4096
+  parallelism: {data: [X]}
+)");
+  for (const char* value : {"9007199254740993", "99999999999999999999999"}) {
+    INFO(value);
+    const auto r = run_podsim("run " + input.string() + " --set workload.batch_tokens=" + value + " -o " +
+                              fresh_dir("batch-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("2^53") != std::string::npos);
+    CHECK(r.err.find(value) != std::string::npos);
+  }
+}
+
+TEST_CASE("inference: weights no slice holds are said so, not 'smallest slice 0 chips'", "[cli]") {
+  const auto input = write_scenario("huge-dff.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: inference
+  model: {preset: llama3-70b, d_ff: 1073741824}
+  phase: decode
+  batch: 8
+  context_length: 1024
+  weights: int8
+  kv_cache: int8
+  parallelism: {model: [X, Y]}
+)");
+  const auto r = run_podsim("run " + input.string() + " -o " + fresh_dir("huge-dff-out").string());
+  INFO(r.out << r.err);
+  CHECK(r.out.find("smallest slice 0 chips") == std::string::npos);
+  if (r.exit_code == 0) CHECK(r.out.find("no slice of up to 8192 chips holds the weights") != std::string::npos);
+  else CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("messages name the --set, the form of a size, a directory, an -o that is a file", "[cli]") {
+  const auto input = write_scenario("tiny.yaml", kTiny);
+  SECTION("a list-index --set is blamed as the --set, not the file's 1:1") {
+    const auto r = run_podsim("run " + input.string() + " --set " + sh("workload.operations.0.bytes=[4096]") + " -o " +
+                              fresh_dir("set-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--set workload.operations.0.bytes=[4096]") != std::string::npos);
+    CHECK(r.err.find("tiny.yaml:1:1") == std::string::npos);
+  }
+  SECTION("0x10 as a size is not a size, not 'not positive'") {
+    const auto r = run_podsim("run " + input.string() + " --set workload.operations.0.bytes=0x10 -o " +
+                              fresh_dir("hex-out").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("hexadecimal") != std::string::npos);
+    CHECK(r.err.find("must be positive") == std::string::npos);
+  }
+  SECTION("a directory as the scenario, or a measurement's scenario") {
+    const auto dir = made_dir("a-directory.yaml");
+    const auto run = run_podsim("run " + dir.string() + " -o " + fresh_dir("dir-out").string());
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("directory") != std::string::npos);
+    const auto measurements = write_scenario("measurements.yaml", "version: 1\nmeasurements:\n  - {name: a, scenario: " +
+                                                                      dir.string() +
+                                                                      ", field: total_time_s, measured: \"1 us\"}\n");
+    const auto cal = run_podsim("calibrate " + measurements.string() + " -o " + (fresh_dir("cal-out") / "p.yaml").string());
+    CHECK(cal.exit_code == 2);
+    CHECK(cal.err.find("a directory, not a scenario file") != std::string::npos);
+    CHECK(cal.err.find("no such scenario file") == std::string::npos);
+    const auto as_file = run_podsim("calibrate " + dir.string());
+    CHECK(as_file.exit_code == 2);
+    CHECK(as_file.err.find("directory") != std::string::npos);
+  }
+  SECTION("an existing file as the output directory") {
+    const auto file = made_dir("out-is-a-file") / "not-a-dir";
+    std::ofstream(file) << "x";
+    for (const std::string command : {"sweep", "run", "perf", "compare"}) {
+      INFO(command);
+      const auto r = run_podsim(command + " " + input.string() + (command == "compare" ? " --topologies 4" : "") +
+                                " -o " + file.string() + (command == "sweep" ? " --set workload.operations.0.bytes=1K,2K" : ""));
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find("key '-o'") != std::string::npos);
+      CHECK(r.err.find("not a directory") != std::string::npos);
+      CHECK(r.err.find("filesystem error") == std::string::npos);
+      CHECK(lines_of(r.err) == 1);
+    }
+  }
+}
+
+TEST_CASE("sweep --emit slurm prints its collect command shell-quoted", "[cli]") {
+  const auto dir = made_dir("it's a dir");
+  const auto input = dir / "tiny.yaml";
+  std::ofstream(input) << kTiny;
+  const auto out = dir / "out put";
+  const std::string set = "workload.operations.0.bytes=1K,2K";
+  const auto r = run_podsim("sweep " + sh(input.string()) + " --set " + sh(set) + " -o " + sh(out.string()) + " --emit slurm");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.out.find("  podsim sweep ");
+  REQUIRE(at != std::string::npos);
+  const std::string command = r.out.substr(at + 2, r.out.find('\n', at) - at - 2);
+  auto quoted = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  CHECK(command == "podsim sweep " + quoted(input.string()) + " --set " + quoted(set) + " -o " + quoted(out.string()) +
+                       " --collect");
+  CHECK(r.out.find("\n  sbatch " + quoted((out / "sweep.sbatch").string()) + "\n") != std::string::npos);
+}
+
+TEST_CASE("control characters in names are escaped in tables and messages", "[cli]") {
+  // YAML's "\e" is ESC: a name that would recolour the terminal if printed raw.
+  std::string text = kTiny;
+  text.insert(text.find("hardware"), "name: \"evil\\e[31m\\rname\"\n");
+  const auto input = write_scenario("evil.yaml", text);
+  struct Case {
+    std::string args;
+    int exit_code;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"run " + input.string() + " -o " + fresh_dir("evil-run").string(), 0},
+           {"perf " + input.string() + " -b 1M -e 2M -o " + fresh_dir("evil-perf").string(), 0},
+           {"run " + input.string() + " --set " + sh("workload.operations.0.axes=[\"\x1b[31mQ\"]") + " -o " +
+                fresh_dir("evil-err").string(),
+            2},
+           {"run " + input.string() + " --fidelity " + sh("\x1b[31mfull"), 2}}) {
+    INFO(c.args);
+    const auto r = run_podsim(c.args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == c.exit_code);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\r') == std::string::npos);
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK((r.out + r.err).find("\\x1b") != std::string::npos);
+  }
+}
+
+TEST_CASE("a request trace that is not CSV is quoted in a short, escaped excerpt", "[cli]") {
+  const auto dir = made_dir("not-csv");
+  const std::string secret = "root:$6$abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ\x1b[0m:19000:0:99999:7:::";
+  std::ofstream(dir / "shadow") << secret << "\nbin:*:19000:0:99999:7:::\n";
+  const auto input = write_scenario("trace.yaml", "version: 1\nhardware: {preset: v5e}\n"
+                                                  "topology: {mesh: {X: 4, Y: 4}}\nworkload:\n  kind: serving\n"
+                                                  "  model: llama3-70b\n  weights: int8\n  kv_cache: int8\n"
+                                                  "  requests:\n    trace: " + (dir / "shadow").string() + "\n");
+  const auto r = run_podsim("run " + input.string() + " -o " + (dir / "out").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find((dir / "shadow").string() + ":1:") != std::string::npos);
+  CHECK(r.err.find(secret.substr(0, 20)) != std::string::npos);
+  CHECK(r.err.find(secret.substr(40, 12)) == std::string::npos);   // not the rest of the line
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(lines_of(r.err) == 1);
+}

@@ -65,7 +65,7 @@ struct InferenceLayout {
   int max_batch = 0;                     // sequences whose KV caches fit beside the weights
   double flops = 0;                      // useful FLOPs of the step, whole slice
   double tokens = 0;                     // tokens the step produces (decode) or reads (prefill)
-  int smallest_slice_chips = 0;          // fewest chips (a power of two) holding the weights
+  int smallest_slice_chips = 0;          // fewest chips (a power of two) holding the weights; 0: none up to 8192
   int smallest_slice_kv_caches = 0;      // sequences of this context that fit beside them
   // inference.md: step = B x KV / W + max(2 B P / C, P_bytes / W), over the model's chips
   // (C scaled by the efficiency; a prefill reads no cache).

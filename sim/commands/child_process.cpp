@@ -88,4 +88,10 @@ std::string find_script(const std::string& name) {
   return {};
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace podsim

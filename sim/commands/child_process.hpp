@@ -27,6 +27,10 @@ ChildResult run_child(const std::vector<std::string>& argv, Captured captured = 
 // scripts/ there) or in ../share/podsim/scripts when installed. Empty when neither has it.
 std::string find_script(const std::string& name);
 
+// `s` as one POSIX shell word, in single quotes ('\'' for a quote inside): for the commands
+// podsim writes into job scripts or prints for the user to paste.
+std::string shell_quote(const std::string& s);
+
 // The running binary's path (/proc/self/exe).
 std::string self_binary();
 

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "sim/commands/preflight_check.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/output_files.hpp"
+#include "sim/scenario/input_error.hpp"
 #include "sim/scenario/units.hpp"
 
 using namespace podsim;
@@ -36,6 +38,10 @@ namespace {
 constexpr int kExitBadInput = 2;
 
 bool quiet_mode = false;   // -q: errors only, no warnings, no progress
+
+// Tables and paths as the terminal gets them: names from input files with their control
+// characters escaped, line breaks kept.
+std::string shown(const std::string& text) { return terminal_safe(text, true); }
 
 void set_verbosity(int verbose, bool quiet) {
   // Logs and progress go to stderr; stdout carries results only.
@@ -86,9 +92,26 @@ bool stop_requested() { return stop_signal != 0; }
 // After a sweep or compare a signal stopped: its exit status, and where its rows are.
 int interrupted_exit(const std::string& csv) {
   std::cerr << "podsim: interrupted by " << (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
-            << ": the points under way were stopped and are marked 'interrupted' in " << csv
+            << ": the points under way were stopped and are marked 'interrupted' in " << shown(csv)
             << "; running the same command again runs them\n";
   return 128 + static_cast<int>(stop_signal);
+}
+
+// An -o directory that is a file, or lies under one, is refused before any work: otherwise it
+// surfaces mid-run as a raw filesystem error (or, for sweep, after the points were started).
+void require_output_directory(const std::string& dir) {
+  std::error_code error;
+  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (!std::filesystem::exists(p, error)) {
+      if (p == p.parent_path()) break;
+      continue;
+    }
+    if (std::filesystem::is_directory(p, error)) return;
+    throw InputError({"command line", 0, 0}, "-o", dir,
+                     (p == std::filesystem::path(dir) ? std::string("an existing file")
+                                                      : "under '" + p.string() + "', an existing file") +
+                         ", not a directory; expected a directory for the outputs");
+  }
 }
 
 std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
@@ -104,7 +127,7 @@ std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& se
 }
 
 int sweep_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                  int jobs, const std::string& emit, bool collect, int point) {
+                  int jobs, const std::string& emit, bool collect, std::optional<int> point) {
   SweepOptions options;
   options.scenario_path = scenario_path;
   options.out_dir = out_dir;
@@ -113,22 +136,25 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   options.podsim_binary = self_binary();
   options.on_progress = points_progress("sweep");
   load_scenario(scenario_path);   // the base scenario must load; points may still fail
+  require_output_directory(out_dir);
   const size_t points = sweep_grid(options.axes).size();
   if (!emit.empty()) {
     const auto script = emit_slurm(options);
-    std::cout << "wrote " << script << " (" << points << " array tasks); submit it with sbatch, then run:\n  podsim sweep "
-              << scenario_path;
-    for (const auto& s : sets) std::cout << " --set '" << s << "'";
-    std::cout << " -o " << out_dir << " --collect\n";
+    // Quoted as the .sbatch quotes it, so that the line pastes into a shell as one command.
+    std::string command = "podsim sweep " + shell_quote(scenario_path);
+    for (const auto& s : sets) command += " --set " + shell_quote(s);
+    command += " -o " + shell_quote(out_dir) + " --collect";
+    std::cout << "wrote " << shown(script) << " (" << points << " array tasks); submit it with\n  sbatch "
+              << shown(shell_quote(script)) << "\nthen, when the array is done, run:\n  " << shown(command) << "\n";
     return 0;
   }
-  if (point >= 0) {
-    run_sweep_point(options, point);
+  if (point) {
+    run_sweep_point(options, *point);
     return 0;
   }
   if (collect) {
     const SweepCounts counts = collect_sweep(options);
-    std::cout << "wrote " << out_dir << "/sweep.csv: " << points - counts.missing << " of " << points << " points";
+    std::cout << "wrote " << shown(out_dir) << "/sweep.csv: " << points - counts.missing << " of " << points << " points";
     if (counts.missing > 0) std::cout << " (" << counts.missing << " not run yet, interrupted, or run on other inputs)";
     std::cout << "\n";
     return counts.missing > 0 ? 1 : 0;
@@ -140,7 +166,7 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   std::cout << progress.points << (progress.points == 1 ? " point: " : " points: ") << progress.already_done << " already done, " << progress.ran
             << " run (" << progress.failed << " failed";
   if (progress.interrupted > 0) std::cout << ", " << progress.interrupted << " killed by a signal";
-  std::cout << ", recorded in sweep.csv)\nwrote " << out_dir << "/sweep.csv\n";
+  std::cout << ", recorded in sweep.csv)\nwrote " << shown(out_dir) << "/sweep.csv\n";
   if (progress.succeeded == 0) {
     std::cerr << "podsim: error: no point of the sweep succeeded (each point's error is in sweep.csv)\n";
     return 1;
@@ -167,26 +193,32 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   options.on_progress = points_progress("compare");
   handle_stop_signals();
   options.stop_requested = stop_requested;
+  require_output_directory(out_dir);
   std::string name;
   const auto rows = run_compare(options, &name);
-  std::cout << compare_table(rows);
+  std::cout << shown(compare_table(rows));
   const std::string csv = out_dir + "/compare.csv", png = out_dir + "/compare.png";
-  std::cout << "wrote " << csv << "\n";
+  std::cout << "wrote " << shown(csv) << "\n";
   if (stop_requested()) return interrupted_exit(csv);
+  if (std::none_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.status == "ok"; })) {
+    std::cerr << "podsim: error: no run of the comparison succeeded (each one's error is in the table and compare.csv)\n";
+    return 1;
+  }
   // The bar chart comes from the plot script beside this binary, run without a shell: the
   // scenario's name is one argument, whatever it holds.
   const std::string script = find_script("plot_compare.py");
   if (script.empty()) {
-    std::cout << "no " << png << ": plot_compare.py is not beside " << self_binary() << " (nor in ../share/podsim/scripts)\n";
+    std::cout << "no " << shown(png) << ": plot_compare.py is not beside " << shown(self_binary())
+              << " (nor in ../share/podsim/scripts)\n";
     return 0;
   }
   const ChildResult plot = run_child({"python3", script, csv, "-o", png, "--title", name});
   if (plot.succeeded()) {
-    std::cout << "wrote " << png << "\n";
+    std::cout << "wrote " << shown(png) << "\n";
   } else if (plot.error.find("No module named 'matplotlib'") != std::string::npos) {
-    std::cout << "no " << png << ": python3-matplotlib is not installed (scripts/install-deps.sh installs it)\n";
+    std::cout << "no " << shown(png) << ": python3-matplotlib is not installed (scripts/install-deps.sh installs it)\n";
   } else {
-    std::cout << "no " << png << ": python3 " << script << " failed: " << plot.describe() << "\n";
+    std::cout << "no " << shown(png) << ": python3 " << shown(script) << " failed: " << shown(plot.describe()) << "\n";
   }
   return 0;
 }
@@ -213,6 +245,7 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
                 bool trace_gzip, const PreflightLimits& limits) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  require_output_directory(out_dir);
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
@@ -220,13 +253,14 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   options.strict = strict;
   options.trace_gzip = trace_gzip;
   if (stderr_is_terminal()) {
+    const std::string name = terminal_safe(scenario.name);
     // Rounded down, so that 100% means done.
     options.progress = [&](const SimulationProgress& p) {
-      std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", scenario.name.c_str(),
+      std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", name.c_str(),
                    static_cast<int>(std::floor(100 * p.fraction())), p.wall_s);
     };
     options.serving_progress = [&](const SimulationProgress& p) {
-      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", scenario.name.c_str(),
+      std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", name.c_str(),
                    static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
     };
   }
@@ -239,8 +273,8 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
     throw;
   }
   if (stderr_is_terminal()) std::fprintf(stderr, "\33[2K\r");
-  std::cout << outputs.table << "wrote ";
-  for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << outputs.files[i];
+  std::cout << shown(outputs.table) << "wrote ";
+  for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << shown(outputs.files[i]);
   std::cout << "\n";
   return 0;
 }
@@ -263,11 +297,11 @@ int validate_measured_command(const std::string& measured, const std::string& pr
   if (!profile.empty()) load_profile(profile);   // a bad profile is reported as itself, first
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   const auto rows = compare_measurements(file, profile);
-  std::cout << measured_table(file, profile, rows);
+  std::cout << shown(measured_table(file, profile, rows));
   if (!csv_path.empty()) {
     // Written first: `cout << "wrote " << write_file_at(...)` printed "wrote " before a failed write.
     const std::string written = write_file_at(csv_path, measured_csv(rows), "--csv");
-    std::cout << "wrote " << written << "\n";
+    std::cout << "wrote " << shown(written) << "\n";
   }
   return 0;
 }
@@ -312,7 +346,7 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
               rows.size(), book, explained, unexplained.size(), 100 * worst_closed, 100 * worst_fluid);
   for (const auto& s : result.skipped) std::printf("not replayed: %s\n", s.c_str());
   if (!csv_path.empty()) {
-    std::printf("wrote %s\n", write_file_at(csv_path, validation_csv(rows), "--csv").c_str());
+    std::printf("wrote %s\n", shown(write_file_at(csv_path, validation_csv(rows), "--csv")).c_str());
   }
   if (unexplained.empty()) return 0;
   std::printf("unexplained rows (simulated more than 1%% from the prediction):\n");
@@ -324,6 +358,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
                  int top, bool exhaustive, double budget_s, int jobs) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
+  if (!out_dir.empty()) require_output_directory(out_dir);
   if (!out_dir.empty()) ensure_directory(out_dir, "-o");
   // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
   // so an interrupted plan keeps what it found.
@@ -339,11 +374,11 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   const PlannerResult result =
       plan_training(scenario, points_progress("plan", "plans"), partial, keep, exhaustive ? 0.0 : budget_s,
                     jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  std::cout << planner_table(scenario, result, top);
+  std::cout << shown(planner_table(scenario, result, top));
   require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
     write_csv(result);
-    std::cout << "wrote " << out_dir << "/plan.csv\n";
+    std::cout << "wrote " << shown(out_dir) << "/plan.csv\n";
   }
   return 0;
 }
@@ -351,6 +386,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
 int perf_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                  const PerfOptions& given) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  require_output_directory(out_dir);
   PerfOptions options = given;
   options.on_progress = points_progress("perf", "sizes");
   const PerfResult result = run_perf(scenario, options);
@@ -358,16 +394,14 @@ int perf_command(const std::string& scenario_path, const std::vector<std::string
   OutputFiles files(out_dir);
   files.add("perf.csv", perf_csv(result));
   files.commit();
-  std::cout << perf_table(result);
+  std::cout << shown(perf_table(result));
   // A comment line, so that the output still parses as nccl-tests' does.
-  std::cout << "# wrote " << files.path("perf.csv") << "\n";
+  std::cout << "# wrote " << shown(files.path("perf.csv")) << "\n";
   return 0;
 }
 
 int calibrate_command(const std::string& measurements_path, const std::string& out_path, const std::string& fit,
                       const std::string& hop_model, std::string name, bool leave_one_out) {
-  const MeasurementFile file = load_measurements(measurements_path);
-  require_file_destination(out_path, "-o");   // before the fit, not after it
   CalibrationOptions options;
   options.fit.clear();
   for (size_t begin = 0; begin <= fit.size();) {
@@ -377,19 +411,27 @@ int calibrate_command(const std::string& measurements_path, const std::string& o
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
+  if (options.fit.empty()) {
+    std::string known;
+    for (const auto& p : calibration_parameters()) known += (known.empty() ? "" : ", ") + p.name;
+    throw InputError({"command line", 0, 0}, "--fit", fit.empty() ? "\"\"" : fit,
+                     "no parameter to fit; expected one or more of " + known + ", comma-separated");
+  }
+  const MeasurementFile file = load_measurements(measurements_path);
+  require_file_destination(out_path, "-o");   // before the fit, not after it
   if (hop_model == "floor") options.hop_model = HopModel::Floor;
   if (hop_model == "additive") options.hop_model = HopModel::Additive;
   options.leave_one_out = leave_one_out;
   const bool terminal = stderr_is_terminal();
   options.progress = [&](const std::string& line) {
-    if (terminal) std::fprintf(stderr, "\33[2K\rcalibrate: %s", line.c_str());
+    if (terminal) std::fprintf(stderr, "\33[2K\rcalibrate: %s", terminal_safe(line).c_str());
   };
   const CalibrationResult result = calibrate(file, options);
   if (terminal) std::fputs("\33[2K\r", stderr);
-  std::cout << calibration_table(file, result);
+  std::cout << shown(calibration_table(file, result));
   if (name.empty()) name = file.name;
   const std::string written = write_file_at(out_path, calibration_profile_yaml(file, result, name), "-o");
-  std::cout << "wrote " << written << "\n";
+  std::cout << "wrote " << shown(written) << "\n";
   return 0;
 }
 
@@ -443,6 +485,24 @@ int bench_command(bool compare_naive, int repeat) {
 
 }  // namespace
 
+// CLI11's NonNegativeNumber would do, but its message spells out DBL_MAX in 309 digits.
+const CLI::Validator non_negative_whole(
+    [](std::string& text) {
+      long long value = 0;
+      if (!CLI::detail::lexical_cast(text, value) || value < 0) return "value '" + text + "': expected a whole number >= 0";
+      return std::string();
+    },
+    "NONNEGATIVE");
+
+// CLI11's PositiveNumber lets nan and inf through: no comparison with nan fails.
+const CLI::Validator finite_positive(
+    [](std::string& text) {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value)) return "value '" + text + "': expected a number";
+      return std::isfinite(value) && value > 0 ? std::string() : "value '" + text + "': expected a finite number > 0";
+    },
+    "POSITIVE");
+
 int main(int argc, char** argv) {
   CLI::App app{"podsim: a discrete-event simulator of TPU-style accelerator pods"};
   app.set_version_flag("--version", std::string("podsim ") + PODSIM_VERSION);
@@ -483,20 +543,21 @@ int main(int argc, char** argv) {
   compare->add_option("--topologies", topologies, "mesh shapes, e.g. 4x4x4,8x8,16x4 (default: its compare: block)");
   compare->add_option("--chips", compare_chips, "chip presets to cross with the shapes, e.g. v5e,v5p");
   compare->add_option("-o,--output", compare_out, "output directory")->capture_default_str();
-  compare->add_option("-j,--jobs", compare_jobs, "runs at once (default: all cores)");
+  compare->add_option("-j,--jobs", compare_jobs, "runs at once (default: all cores)")->check(non_negative_whole);
 
   auto* sweep = app.add_subcommand("sweep", "run a scenario over the grid of --set values; write sweep.csv");
   std::string sweep_scenario, sweep_out = "out/sweep", emit;
   std::vector<std::string> sweep_sets;
-  int jobs = 0, point = -1;
+  int jobs = 0, point = 0;
   bool collect = false;
   sweep->add_option("scenario", sweep_scenario, "scenario YAML file")->required();
   sweep->add_option("--set", sweep_sets, "key=v1,v2,...: one axis of the grid (repeatable)");
   sweep->add_option("-o,--output", sweep_out, "output directory")->capture_default_str();
-  sweep->add_option("-j,--jobs", jobs, "points run at once (default: all cores)");
+  sweep->add_option("-j,--jobs", jobs, "points run at once (default: all cores)")->check(non_negative_whole);
   sweep->add_option("--emit", emit, "write a job script instead of running: slurm")->check(CLI::IsMember({"slurm"}));
   sweep->add_flag("--collect", collect, "merge the points' outputs into sweep.csv (after a Slurm array)");
-  sweep->add_option("--point", point, "run one point (a Slurm array task)");
+  // Out of range is refused once the grid is known; a negative index never names a point.
+  auto* point_option = sweep->add_option("--point", point, "run one point (a Slurm array task)")->check(non_negative_whole);
 
   auto* validate = app.add_subcommand("validate", "simulated collectives vs the book's formulas over a grid");
   std::string csv_path;
@@ -519,16 +580,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> plan_sets;
   plan->add_option("--set", plan_sets, "override a scenario value: key=value (dotted key, YAML value)");
   int plan_top = 0;
-  plan->add_option("--top", plan_top, "print the first K plans only (plan.csv has all)")->check(CLI::NonNegativeNumber);
+  plan->add_option("--top", plan_top, "print the first K plans only (plan.csv has all)")->check(non_negative_whole);
   bool plan_exhaustive = false;
   double plan_budget_s = 30;
   int plan_jobs = 0;
   plan->add_option("-j,--jobs", plan_jobs, "plans simulated at once (default: all cores); the ranking is the same for any")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_whole);
   plan->add_option("--budget", plan_budget_s,
                    "seconds of simulation a plan may take, as the preflight estimates it; longer ones are listed "
                    "with their estimate, not simulated (default 30; --exhaustive lifts it)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_positive);
   plan->add_flag("--exhaustive", plan_exhaustive,
                  "simulate every plan (default: stop once no plan left can enter the first --top, 10 by default, "
                  "by its compute alone)");
@@ -580,19 +641,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0) {
       if (auto unknown = unknown_word_message(app, argc, argv)) {
-        std::fprintf(stderr, "podsim: error: %s\nRun with --help for more information.\n", unknown->c_str());
+        std::fprintf(stderr, "podsim: error: %s\nRun with --help for more information.\n", terminal_safe(*unknown).c_str());
         return kExitBadInput;
       }
+      // CLI11's own message quotes the argument as typed: escaped, as every message is.
+      std::fprintf(stderr, "podsim: error: %s\nRun with --help for more information.\n", terminal_safe(e.what()).c_str());
+      return kExitBadInput;
     }
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitBadInput;
+    return app.exit(e);   // --help, --version
   }
   set_verbosity(verbose, quiet);
   try {
     if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
                                           preflight_limits(max_memory, max_time));
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
-    if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect, point);
+    if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,
+                                              point_option->count() > 0 ? std::optional<int>(point) : std::nullopt);
     if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profile, csv_path);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
@@ -607,11 +671,11 @@ int main(int argc, char** argv) {
       return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
-    std::fprintf(stderr, "podsim: error: %s\n", e.what());
+    std::fprintf(stderr, "podsim: error: %s\n", terminal_safe(e.what()).c_str());
     return kExitBadInput;
   } catch (const std::exception& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);
-    std::fprintf(stderr, "podsim: error: %s\n", e.what());
+    std::fprintf(stderr, "podsim: error: %s\n", terminal_safe(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -195,6 +195,14 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
     const uint64_t shares = p.kind == CollectiveKind::AllReduce ? 1 : static_cast<uint64_t>(p.group_size);
     const uint64_t unit_bits = std::lcm(shares * static_cast<uint64_t>(p.element_bits), uint64_t{8});
     p.unit_bytes = unit_bits / 8;
+    // Every size rounding to nothing would print an empty table and "simulated 0 chips".
+    if (sizes.end_bytes < p.unit_bytes) {
+      throw InputError({"-e", 0, 0}, "", options.sizes.end,
+                       "every size from -b " + options.sizes.begin + " to -e " + options.sizes.end +
+                           " rounds to nothing: operation '" + p.name + "' moves whole " + p.type +
+                           " elements on each rank, " + std::to_string(p.unit_bytes) + " bytes at least; expected -e of at least " +
+                           std::to_string(p.unit_bytes) + " bytes, or a smaller -d type");
+    }
     result.operations.push_back(std::move(p));
   }
 

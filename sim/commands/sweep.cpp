@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sim/commands/child_process.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
@@ -343,16 +344,6 @@ SweepCounts collect_sweep(const SweepOptions& options, const std::vector<std::st
   files.commit();
   return counts;
 }
-
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 std::string emit_slurm(const SweepOptions& options) {
   const auto points = sweep_grid(options.axes);

@@ -755,10 +755,14 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                 r.tokens_per_s, r.tokens_per_s_per_chip, human_bytes(r.layout.kv_cache_bytes_per_token).c_str(),
                 r.layout.max_batch);
   out += line;
-  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s); smallest slice %d chips with room for %d caches\n",
+  // No power-of-two slice up to 8192 chips holds the weights: say so rather than "0 chips".
+  char smallest[96] = "no slice of up to 8192 chips holds the weights";
+  if (r.layout.smallest_slice_chips > 0)
+    std::snprintf(smallest, sizeof smallest, "smallest slice %d chips with room for %d caches",
+                  r.layout.smallest_slice_chips, r.layout.smallest_slice_kv_caches);
+  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s); %s\n",
                 human_bytes(r.layout.memory_per_chip_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
-                r.layout.fits_hbm ? "fits" : "DOES NOT FIT", r.layout.smallest_slice_chips,
-                r.layout.smallest_slice_kv_caches);
+                r.layout.fits_hbm ? "fits" : "DOES NOT FIT", smallest);
   out += line;
   return out;
 }

@@ -90,9 +90,16 @@ MeasurementFile load_measurements(const std::string& path) {
       throw InputError(at(path, entry["name"]), where + "name", m.name, "a second measurement of this name; expected unique names");
     const std::string scenario = required_string(path, entry, "scenario", where);
     m.scenario_path = resolve_input_path(scenario, path);
-    if (!std::filesystem::is_regular_file(m.scenario_path))
+    if (!std::filesystem::is_regular_file(m.scenario_path)) {
+      std::error_code error;
+      const bool directory = std::filesystem::is_directory(m.scenario_path, error);
+      const bool exists = std::filesystem::exists(m.scenario_path, error);
       throw InputError(at(path, entry["scenario"]), where + "scenario", scenario,
-                       "no such scenario file (resolved to " + m.scenario_path + ")");
+                       std::string(directory ? "a directory, not a scenario file"
+                                   : exists  ? "not a regular file (a device, FIFO or socket)"
+                                             : "no such scenario file") +
+                           " (resolved to " + m.scenario_path + "); expected a scenario YAML file");
+    }
     if (const YAML::Node set = entry["set"]) {
       if (!set.IsMap()) throw InputError(at(path, set), where + "set", text_of(set), "expected a mapping of dotted keys to values");
       for (const auto& kv : set) {

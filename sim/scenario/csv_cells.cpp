@@ -22,4 +22,12 @@ bool csv_line_skipped(const std::string& line) {
   return first == std::string::npos || line[first] == '#';
 }
 
+std::string csv_line_excerpt(const std::string& line) {
+  constexpr size_t kKeep = 40;
+  if (line.size() <= kKeep) return line;
+  size_t end = kKeep;
+  while (end > 0 && (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80) --end;   // not inside a character
+  return line.substr(0, end) + "...";
+}
+
 }  // namespace podsim

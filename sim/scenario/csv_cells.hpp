@@ -13,4 +13,8 @@ std::vector<std::string> split_csv_line(const std::string& line);
 // Whether a line is blank or a '#' comment.
 bool csv_line_skipped(const std::string& line);
 
+// A line as an error quotes it: its first 40 bytes (whole UTF-8 characters) and "..." when cut.
+// A file that is not CSV at all (a scenario naming /etc/shadow) must not be echoed whole.
+std::string csv_line_excerpt(const std::string& line);
+
 }  // namespace podsim

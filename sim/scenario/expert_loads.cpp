@@ -59,7 +59,7 @@ std::vector<std::vector<double>> parse_expert_loads(const std::string& text, con
                          "(e.g. layer,expert_0,expert_1,...)");
       const long long given = static_cast<long long>(cells.size()) - 1;
       if (given != experts)
-        throw InputError({path, line_number, 1}, "header", line,
+        throw InputError({path, line_number, 1}, "header", csv_line_excerpt(line),
                          plural(given, "expert column", "expert columns") + " for a model with " +
                              plural(experts, "expert", "experts") + " (expected layer + " + std::to_string(experts) +
                              ")");
@@ -70,7 +70,7 @@ std::vector<std::vector<double>> parse_expert_loads(const std::string& text, con
       continue;
     }
     if (cells.size() != columns.size())
-      throw InputError({path, line_number, 1}, "row", line,
+      throw InputError({path, line_number, 1}, "row", csv_line_excerpt(line),
                        std::to_string(cells.size()) + " columns; expected " + std::to_string(columns.size()) +
                            ", as in the header (layer + " + plural(experts, "expert", "experts") + ")");
 

@@ -3,25 +3,32 @@
 #include <cstdio>
 
 namespace podsim {
+
+std::string terminal_safe(const std::string& text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 || c == 0x7f) && !(keep_newlines && c == '\n')) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // A value as the message shows it: control characters escaped (a message goes to a terminal),
 // and a long one cut, with how long it was (a 1 MB value must not make a 1 MB message).
 std::string shown(const std::string& text, size_t limit) {
-  std::string out;
   const size_t keep = text.size() > limit ? limit * 3 / 4 : text.size();
   size_t end = keep;
   while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // whole UTF-8
-  for (size_t i = 0; i < end; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  std::string out = terminal_safe(text.substr(0, end));
   if (end < text.size()) out += "... [" + std::to_string(text.size()) + " bytes in all]";
   return out;
 }

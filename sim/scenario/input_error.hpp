@@ -12,6 +12,11 @@ struct SourceLocation {
   int column = 0;     // 1-based; 0 when unknown
 };
 
+// `text` as a terminal may show it: control characters (ESC, CR, NUL...) escaped as \xNN, so a
+// name read from a file cannot move the cursor or recolour the screen; line breaks stay when
+// `keep_newlines` (a table is many lines). Every message and table podsim prints passes here.
+std::string terminal_safe(const std::string& text, bool keep_newlines = false);
+
 class InputError : public std::runtime_error {
  public:
   // Message: "<file>:<line>:<col>: key '<key>': value '<value>': <expected>", with control

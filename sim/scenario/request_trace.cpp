@@ -35,7 +35,7 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
       }
       for (size_t k = 0; k < names.size(); ++k) {
         if (column[k] < 0)
-          throw InputError({path, line_number, 1}, "header", line,
+          throw InputError({path, line_number, 1}, "header", csv_line_excerpt(line),
                            "no column " + names[k] + "; expected a header naming arrival_s, prompt_tokens and "
                            "output_tokens");
       }
@@ -44,7 +44,7 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
       continue;
     }
     if (cells.size() != columns)
-      throw InputError({path, line_number, 1}, "row", line,
+      throw InputError({path, line_number, 1}, "row", csv_line_excerpt(line),
                        std::to_string(cells.size()) + " columns; expected " + std::to_string(columns) +
                            ", as in the header");
     Request r;

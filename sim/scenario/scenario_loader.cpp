@@ -883,6 +883,21 @@ long list_index(const std::string& part) {
   return std::stol(part);
 }
 
+// A dotted --set key as error messages spell it: "workload.operations.0.bytes" is
+// "workload.operations[0].bytes" (a top-level key is never an index).
+std::string bracketed_indices(const std::string& key) {
+  std::string out;
+  for (size_t begin = 0;;) {
+    const size_t dot = key.find('.', begin);
+    const std::string part = key.substr(begin, dot - begin);
+    if (begin > 0 && list_index(part) >= 0) out += "[" + part + "]";
+    else out += (begin > 0 ? "." : "") + part;
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  return out;
+}
+
 // Sets `key` (dotted, through mappings and, by index, lists; missing mappings are made) to
 // `value` parsed as YAML.
 void apply_override(YAML::Node& document, const ScenarioOverride& o, const std::string& path) {
@@ -974,8 +989,10 @@ Scenario load_scenario_text(const std::string& text, const std::string& path,
     return scenario;
   } catch (const InputError& error) {
     // An overridden value's marks point into the --set text, not the file: name the --set.
+    // Errors spell a list index as [0], a --set key as .0.
     for (const auto& o : overrides) {
-      if (error.key() == o.key || error.key().starts_with(o.key + ".") || error.key().starts_with(o.key + "["))
+      const std::string key = bracketed_indices(o.key);
+      if (error.key() == key || error.key().starts_with(key + ".") || error.key().starts_with(key + "["))
         throw InputError({path + " (--set " + o.key + "=" + o.value + ")", 0, 0}, error.key(), error.value(),
                          error.expected());
     }

@@ -166,7 +166,16 @@ double read_batch_tokens(const Field& field) {
   if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) || value <= 0 ||
       value != std::floor(value))
     fail(field, expected);
-  if (value > kMaxBatchTokens) fail(field, "expected at most 2^53 tokens");
+  // From 2^52 on a decimal can round to a neighbouring whole double (9007199254740993 reads as
+  // 2^53, and would pass the bound below): there the text must be plain digits, read exactly.
+  if (value >= 0x1p52) {
+    uint64_t exact = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), exact);
+    if (error != std::errc() || end != text.data() + text.size() || exact > static_cast<uint64_t>(kMaxBatchTokens))
+      fail(field, "expected at most 2^53 = 9007199254740992 tokens, written as plain digits from 2^52 on so that "
+                  "no value is rounded");
+    return static_cast<double>(exact);
+  }
   return value;
 }
 

@@ -403,11 +403,15 @@ double parse_flops_per_s(std::string_view text) {
 
 uint64_t parse_bytes(std::string_view text) {
   const Quantity q = split_quantity(text, kBytesHint);
-  if (q.number.negative && !is_zero(q.number)) fail("must not be negative", kBytesHint);
-  if (is_zero(q.number)) fail("must be positive", kBytesHint);
+  // The form first: "0x10" is a 0 followed by a unit "x10", and "must be positive" would
+  // blame its value rather than its form.
+  if (q.number.literal == "0" && !q.unit.empty() && (q.unit.front() == 'x' || q.unit.front() == 'X'))
+    fail("is not a decimal size (hexadecimal is not accepted)", kBytesHint);
   const Prefix* prefix = nullptr;
   if (!q.unit.empty() && !unit_factor(q.unit, kByteUnits, kLargePrefixes, &prefix))
-    fail("unknown unit '" + std::string(q.unit) + "'", kBytesHint);
+    fail("is not a size: unknown unit '" + std::string(q.unit) + "'", kBytesHint);
+  if (q.number.negative && !is_zero(q.number)) fail("must not be negative", kBytesHint);
+  if (is_zero(q.number)) fail("must be positive", kBytesHint);
   return exact_bytes(q.number, prefix ? prefix->exact : 1, kBytesHint);
 }
 
