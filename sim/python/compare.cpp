@@ -29,7 +29,7 @@ py::list compare(const py::object& scenario_or_path, const py::object& topologie
                  const py::object& overrides, const py::object& output_dir, int jobs, const std::string& podsim_binary) {
   const LoadedScenario s = as_scenario(scenario_or_path, overrides);
   CompareOptions options;
-  options.overrides = s.overrides;
+  for (const auto& o : s.overrides) options.overrides.push_back({o.key, point_override(s, o.key, o.value)});
   options.topologies = strings(topologies, "topologies");
   options.chips = strings(chips, "chips");
   options.podsim_binary = cli_binary(podsim_binary);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sim/report/output_files.hpp"
+#include "sim/scenario/file_references.hpp"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -140,19 +141,8 @@ LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object&
 std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
   if (!s.from_dict) return s.path;
   YAML::Node document = YAML::Load(s.text);
-  // The paths a scenario names (serving_input_files and routing_input_files know them): a request
-  // trace and an expert-load CSV. Looked up through a const view: yaml-cpp's non-const
-  // operator[] would add the keys it does not find.
-  const YAML::Node& view = document;
-  const YAML::Node workload = view["workload"];
-  const std::pair<const char*, const char*> named_files[] = {{"requests", "trace"}, {"routing", "loads"}};
-  for (const auto& [section, key] : named_files) {
-    // (IsDefined first: a key that is missing gives a node that throws on anything else.)
-    const YAML::Node parent = workload.IsDefined() && workload.IsMap() ? workload[section] : YAML::Node();
-    const YAML::Node file = parent.IsDefined() && parent.IsMap() ? parent[key] : YAML::Node();
-    if (file.IsDefined() && file.IsScalar() && fs::path(file.Scalar()).is_relative())
-      document["workload"][section][key] = fs::absolute(fs::path(s.base_dir) / file.Scalar()).string();
-  }
+  // The file moves away from base_dir: the paths it names (file_references()) go with it.
+  make_file_references_absolute(document, "", s.base_dir);
   YAML::Emitter out;
   out << document;
   ensure_directory(directory);
@@ -160,6 +150,22 @@ std::string scenario_file(const LoadedScenario& s, const std::string& directory)
   files.add("scenario.yaml", std::string(out.c_str()) + "\n");
   files.commit();
   return files.path("scenario.yaml");
+}
+
+std::string point_override(const LoadedScenario& s, const std::string& key, const std::string& value) {
+  if (!s.from_dict) return value;   // a file's points read it where it is, as load did
+  YAML::Node node;
+  try {
+    node = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    return value;   // the point's run reports it, naming the --set
+  }
+  if (!make_file_references_absolute(node, key, s.base_dir)) return value;
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << node;
+  return out.c_str();
 }
 
 std::string workload_kind_name(WorkloadKind kind) {
@@ -226,7 +232,8 @@ Raises podsim.InputError, located in the file (or naming the override), for bad 
       R"(Load and check a scenario given as a dict (the YAML file's structure: version, name,
 hardware, topology, workload, ...). It is written as YAML (Scenario.text) and checked as a file
 would be; messages name '<dict>' and the line in Scenario.text. base_dir: where relative paths
-in it (a request trace, an expert-load CSV) are taken from. A dict without 'name' is named '<dict>'.)");
+in it (a calibration profile, a request trace, an expert-load CSV) are taken from. A dict without
+'name' is named '<dict>'.)");
 }
 
 }  // namespace podsim::python

@@ -36,9 +36,14 @@ LoadedScenario with_overrides(const LoadedScenario& scenario, const std::vector<
 LoadedScenario as_scenario(const pybind11::object& scenario_or_path, const pybind11::object& overrides);
 
 // The document as a file `podsim run` can read, for sweep and compare: a file-based scenario is
-// its own file; a dict's is written to `directory`/scenario.yaml (a relative request trace made
-// absolute against base_dir, since the file no longer sits there). Overrides are not applied.
+// its own file; a dict's is written to `directory`/scenario.yaml (each relative path a
+// file_references() key gives made absolute against base_dir, since the file no longer sits there). Overrides are not applied.
 std::string scenario_file(const LoadedScenario& scenario, const std::string& directory);
+
+// An override's text as a point run on scenario_file() must get it: for a dict, a relative path
+// it gives to a file_references() key (e.g. {'hardware.profile': 'profiles/b.yaml'}) is made
+// absolute against base_dir, where load_dict took it from.
+std::string point_override(const LoadedScenario& scenario, const std::string& key, const std::string& value);
 
 std::string workload_kind_name(WorkloadKind kind);
 

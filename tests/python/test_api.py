@@ -286,6 +286,71 @@ class CommandsTest(TablesEqualTheCsv, unittest.TestCase):
         self.assertGreater(report["x_opt"], 0)
 
 
+class FileReferenceTest(unittest.TestCase):
+    """A relative calibration profile, taken from beside the scenario (or base_dir) wherever the
+    points run: sweep and compare write a dict's scenario into output_dir, and cwd may differ."""
+    RING = {"version": 1, "hardware": {"preset": "v5e", "profile": "profiles/p.yaml"}, "topology": {"mesh": {"X": 8}},
+            "workload": {"kind": "collectives",
+                         "operations": [{"name": "ag", "kind": "all_gather", "axes": ["X"], "bytes": "1 KiB"}]}}
+    TRAINING = {"version": 1, "hardware": {"preset": "v5e", "profile": "profiles/p.yaml"}, "topology": {"mesh": {"X": 4}},
+                "workload": {"kind": "training", "model": {"preset": "llama2-7b", "layers": 2},
+                             "batch_tokens": 16384, "sequence_length": 2048, "parallelism": {"data": ["X"]}}}
+
+    @staticmethod
+    def write_profile(hop_latency, name="p.yaml"):
+        with open(os.path.join("sc", "profiles", name), "w") as f:
+            f.write(f'version: 1\nname: {name}\nchip: v5e\nhop_model: additive\n'
+                    f'parameters: {{hop_latency: "{hop_latency}"}}\n')
+
+    def setUp(self):
+        self.cwd = os.getcwd()
+        self.tmp = tempfile.TemporaryDirectory()
+        os.chdir(self.tmp.name)
+        os.makedirs(os.path.join("sc", "profiles"))
+        self.write_profile("1 us")
+        with open(os.path.join("sc", "s.yaml"), "w") as f:
+            json.dump(self.RING, f)   # JSON is YAML
+
+    def tearDown(self):
+        os.chdir(self.cwd)
+        self.tmp.cleanup()
+
+    def scenarios(self):
+        return {"file": podsim.load(os.path.join("sc", "s.yaml")), "dict": podsim.load_dict(self.RING, base_dir="sc")}
+
+    def test_sweep_and_compare(self):
+        for how, scenario in self.scenarios().items():
+            with self.subTest(how):
+                points = podsim.sweep(scenario, {"topology.mesh.X": [4, 8]}, output_dir=f"o-{how}")
+                self.assertEqual([p["status"] for p in points], ["ok", "ok"], [p["error"] for p in points])
+                rows = podsim.compare(scenario, ["4", "8"], output_dir=f"c-{how}")
+                self.assertEqual([r["status"] for r in rows], ["ok", "ok"], [r["error"] for r in rows])
+                # A relative profile given as an override or a grid value is taken from the same place.
+                self.write_profile("3 us", "q.yaml")
+                points = podsim.sweep(scenario, {"hardware.profile": ["profiles/p.yaml", "profiles/q.yaml"]},
+                                      overrides={"topology.mesh.X": 4}, output_dir=f"g-{how}")
+                self.assertEqual([p["status"] for p in points], ["ok", "ok"], [p["error"] for p in points])
+                self.assertLess(points[0]["summary"]["total_time_s"], points[1]["summary"]["total_time_s"])
+                rows = podsim.compare(scenario, ["4"], overrides={"hardware.profile": "profiles/q.yaml"})
+                self.assertEqual(rows[0]["status"], "ok", rows[0]["error"])
+
+    def test_sweep_again_after_the_profile_changed(self):
+        # In one process, as a notebook would: the second sweep must see the new profile.
+        for how, scenario in self.scenarios().items():
+            with self.subTest(how):
+                self.write_profile("1 us")
+                first = podsim.sweep(scenario, {"topology.mesh.X": [8]}, output_dir=f"o-{how}")
+                self.write_profile("5 us")
+                again = podsim.sweep(scenario, {"topology.mesh.X": [8]}, output_dir=f"o-{how}")
+                self.assertEqual(again[0]["status"], "ok", again[0]["error"])
+                self.assertLess(first[0]["summary"]["total_time_s"], again[0]["summary"]["total_time_s"])
+
+    def test_plan(self):
+        report = podsim.plan(podsim.load_dict(self.TRAINING, base_dir="sc"), budget_s=5)
+        self.assertGreater(len(report["plans"]), 0)
+        self.assertEqual(report["plans"][0]["rank"], 1)
+
+
 class InputErrorTest(unittest.TestCase):
     def test_located_message_equals_the_cli(self):
         with tempfile.TemporaryDirectory() as tmp:
