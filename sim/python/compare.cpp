@@ -21,7 +21,7 @@ std::vector<std::string> strings(const py::object& values, const char* what) {
   if (values.is_none()) return out;
   if (py::isinstance<py::str>(values))
     throw py::type_error(std::string("podsim.compare: ") + what + " must be a list, e.g. ['4x4x4', '8x8']");
-  for (auto v : values) out.push_back(py::str(v).cast<std::string>());   // 16 is the shape "16"
+  for (auto v : values) out.push_back(utf8_text(py::str(v), what));   // 16 is the shape "16"
   return out;
 }
 
@@ -34,8 +34,7 @@ py::list compare(const py::object& scenario_or_path, const py::object& topologie
   options.chips = strings(chips, "chips");
   options.podsim_binary = cli_binary(podsim_binary);
   options.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const WorkDir dir(output_dir.is_none() ? std::string()
-                                         : py::module_::import("os").attr("fspath")(output_dir).cast<std::string>());
+  const WorkDir dir(optional_path(output_dir));
   options.out_dir = dir.path();
   options.scenario_path = scenario_file(s, dir.path());
   options.stop_requested = stop_on_interrupt;

@@ -22,9 +22,15 @@ struct LoadedScenario {
 
 // Python override values as `--set` texts: a str is YAML text as after `--set key=` ("8" is
 // the number 8, "45 GB/s" a string); other values are written as YAML (True -> true, lists
-// and dicts in flow style, None -> null, which removes the key).
+// and dicts in flow style, None -> null, which removes the key). Values nested more than 100
+// levels deep, containing themselves, or of more than a million values raise ValueError naming
+// the key path (`key` starts it), as load_dict does.
 std::vector<ScenarioOverride> to_overrides(const pybind11::object& overrides);
-std::string override_text(const pybind11::handle& value);
+std::string override_text(const pybind11::handle& value, const std::string& key);
+
+// A str (or the bytes os.fspath may give) as UTF-8; ValueError naming `key` for a str UTF-8
+// cannot hold (a lone surrogate), where pybind11's cast would raise a bare RuntimeError.
+std::string utf8_text(pybind11::handle value, const std::string& key);
 
 LoadedScenario load_file(const std::string& path, std::vector<ScenarioOverride> overrides);
 LoadedScenario load_dict(const pybind11::dict& document, const std::string& base_dir,

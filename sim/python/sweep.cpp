@@ -31,11 +31,11 @@ py::list sweep(const py::object& scenario_or_path, const py::dict& grid, const p
   for (auto item : grid) {
     if (!py::isinstance<py::str>(item.first)) throw py::type_error("podsim.sweep: grid keys must be dotted keys (str)");
     if (py::isinstance<py::str>(item.second) || !py::hasattr(item.second, "__iter__"))
-      throw py::type_error("podsim.sweep: grid['" + item.first.cast<std::string>() + "'] must be a list of values");
-    SweepAxis axis{item.first.cast<std::string>(), {}};
+      throw py::type_error("podsim.sweep: grid['" + utf8_text(item.first, "") + "'] must be a list of values");
+    SweepAxis axis{utf8_text(item.first, ""), {}};
     std::vector<py::object> values;
     for (auto v : item.second) {
-      axis.values.push_back(point_override(s, axis.key, override_text(v)));
+      axis.values.push_back(point_override(s, axis.key, override_text(v, axis.key)));
       values.push_back(py::reinterpret_borrow<py::object>(v));
     }
     if (values.empty()) throw py::value_error("podsim.sweep: grid['" + axis.key + "'] has no values");

@@ -351,6 +351,76 @@ class FileReferenceTest(unittest.TestCase):
         self.assertEqual(report["plans"][0]["rank"], 1)
 
 
+class ConverterTest(unittest.TestCase):
+    """Python values the YAML writer cannot take: a ValueError naming the key path, never a crash."""
+    DOCUMENT = {"version": 1, "hardware": {"preset": "v5e"}, "topology": {"mesh": {"X": 4}},
+                "workload": {"kind": "collectives",
+                             "operations": [{"name": "ar", "kind": "all_reduce", "axes": ["X"], "bytes": "1 MiB"}]}}
+
+    @staticmethod
+    def bad_values():
+        """(name, value, the key path below the value's own key the error names)."""
+        cycle = {}
+        cycle["x"] = cycle
+        loop = [1]
+        loop.append(loop)
+        deep = []
+        for _ in range(50_000):
+            deep = [deep]
+        return [("dict cycle", cycle, r"\.x' contains itself"),
+                ("list cycle", loop, r"\[1\]' contains itself"),
+                ("50,000 deep", deep, r"(\[0\]){99,100}'; expected at most 100 levels")]
+
+    def test_load_dict(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load_dict(dict(self.DOCUMENT, description=value))
+
+    def test_overrides(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load_dict(self.DOCUMENT, overrides={"description": value})
+            with self.subTest(name + ", load"), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load(ALLGATHER, overrides={"description": value})
+
+    def test_sweep_grid_values(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.sweep(ALLGATHER, {"description": ["fine", value]})
+        # A grid that is itself a self-containing list is caught the same way.
+        loop = []
+        loop.append(loop)
+        with self.assertRaisesRegex(ValueError, r"'description\[0\]' contains itself"):
+            podsim.sweep(ALLGATHER, {"description": loop})
+
+    def test_text_utf8_cannot_hold(self):
+        # A lone surrogate (os.fsdecode's escape of a byte) was pybind11's bare RuntimeError.
+        with self.assertRaisesRegex(ValueError, r"at 'description\.x'.*lone surrogates"):
+            podsim.load_dict(dict(self.DOCUMENT, description={"x": "\ud800"}))
+        with self.assertRaisesRegex(ValueError, "lone surrogates"):
+            podsim.load(ALLGATHER, overrides={"description\udcff": "x"})
+
+    def test_shared_values_are_not_cycles(self):
+        # The same list twice is a tree as YAML sees it; only the path to a value matters.
+        shared = ["X"]
+        operation = {"name": "ar", "kind": "all_reduce", "axes": shared, "bytes": "1 MiB"}
+        document = dict(self.DOCUMENT, workload={"kind": "collectives",
+                                                 "operations": [operation, dict(operation, name="ar2", axes=shared)]})
+        self.assertEqual(podsim.load_dict(document).kind, "collectives")
+        # ... but sharing cannot multiply a document past a million values.
+        wide = [0]
+        for _ in range(30):
+            wide = [wide, wide]
+        with self.assertRaisesRegex(ValueError, "more than 1000000 values"):
+            podsim.load_dict(dict(self.DOCUMENT, description=wide))
+        # 100 levels are allowed (and fail as the scenario's own check, not the converter's).
+        nested = "leaf"
+        for _ in range(99):
+            nested = [nested]
+        with self.assertRaisesRegex(podsim.InputError, "description"):
+            podsim.load_dict(dict(self.DOCUMENT, description=nested))
+
+
 class InputErrorTest(unittest.TestCase):
     def test_located_message_equals_the_cli(self):
         with tempfile.TemporaryDirectory() as tmp:
