@@ -57,7 +57,10 @@ void bind_compare(py::module_& m) {
         R"(Run one workload on several mesh shapes (and chips), as `podsim compare` does, and return
 the rows of compare.csv as dicts: topology, chip, status, error, chips, wraparound,
 diameter_hops, bisection_links, hops, time_metric, time_s, algbw_Bps, exposed_comm_s, mfu,
-tokens_per_s_per_chip (None where a workload has no such figure).
+tokens_per_s_per_chip (None where a workload has no such figure, and in a row that did not
+run). status: 'ok', 'error', or as for podsim.sweep 'interrupted' or 'missing'; on Ctrl-C the
+points under way are killed, compare.csv in output_dir records them, and KeyboardInterrupt is
+raised.
 
 topologies: mesh shapes, e.g. ['4x4x4', '8x8']; default: the scenario's compare: block.
 chips: presets to cross with the shapes, e.g. ['v5e', 'v5p'].

@@ -252,6 +252,28 @@ class SweepTest(TablesEqualTheCsv, unittest.TestCase):
             timer.cancel()
             signal.signal(signal.SIGINT, previous)
 
+    def test_ctrl_c_stops_a_compare(self):
+        # As for a sweep: KeyboardInterrupt, no point left running, and compare.csv saying which
+        # shapes were stopped or never started (not 'error' rows of zeros).
+        slow = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                timer.start()
+                with self.assertRaises(KeyboardInterrupt):
+                    podsim.compare(slow, ["16x16x16", "16x16x16", "16x16x16"], output_dir=tmp, jobs=2)
+                rows = read_csv(f"{tmp}/compare.csv")
+                self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
+                self.assertIn("killed by signal 15", rows[0]["error"])
+                self.assertIn("not run", rows[2]["error"])
+                self.assertEqual([(r["chips"], r["time_s"]) for r in rows], [("", "")] * 3)
+                running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
+                self.assertEqual(running.stdout, "")
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+
     def test_a_bad_base_scenario_raises(self):
         with self.assertRaises(podsim.InputError):
             podsim.sweep(DECODE, {"workload.batch": [1]}, overrides={"workload.phase": "sideways"})
