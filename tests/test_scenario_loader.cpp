@@ -13,8 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/file_references.hpp"
 #include "sim/scenario/model_loader.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "scenario_errors.hpp"
 #include "scratch.hpp"
 
@@ -1407,4 +1408,37 @@ TEST_CASE("inference replicas: the batch must divide, and serving refuses them",
   require_error(with("batch: 32", "batch: 31", base), "workload.batch", "31", "  batch: 31");
   require_error(with("    replica: [Y]\n", "    replica: [X]\n", base), "workload.parallelism.replica[0]", "X",
                 "    replica: [X]");
+}
+
+TEST_CASE("the files a scenario names: one list, resolved beside it, made absolute for a copy elsewhere",
+          "[scenario][files]") {
+  const YAML::Node document = YAML::Load(
+      "hardware: {preset: v5e, profile: profiles/p.yaml}\n"
+      "workload: {requests: {trace: /data/t.csv}, routing: {loads: loads.csv}}\n");
+  const auto files = named_files(document, "dir/s.yaml");
+  REQUIRE(files.size() == file_references().size());
+  CHECK(files[0].key == "hardware.profile");
+  CHECK(files[0].path == "dir/profiles/p.yaml");
+  CHECK(files[1].path == "/data/t.csv");
+  CHECK(files[2].path == "dir/loads.csv");
+  // Absent or malformed keys name nothing (the loader reports them); nothing is added to the document.
+  const YAML::Node sparse = YAML::Load("hardware: v5e\nworkload: {routing: {loads: [a, b]}}\n");
+  CHECK(named_files(sparse, "s.yaml").empty());
+  CHECK(!sparse["workload"]["requests"].IsDefined());
+
+  YAML::Node copy = YAML::Clone(document);
+  CHECK(make_file_references_absolute(copy, "", "/base"));
+  CHECK(copy["hardware"]["profile"].Scalar() == "/base/profiles/p.yaml");
+  CHECK(copy["workload"]["requests"]["trace"].Scalar() == "/data/t.csv");
+  CHECK(copy["workload"]["routing"]["loads"].Scalar() == "/base/loads.csv");
+  // An override's value, placed at its key: the scalar itself, or a mapping above the file key.
+  YAML::Node scalar = YAML::Load("q.yaml");
+  CHECK(make_file_references_absolute(scalar, "hardware.profile", "/base"));
+  CHECK(scalar.Scalar() == "/base/q.yaml");
+  YAML::Node hardware = YAML::Load("{preset: v5e, profile: q.yaml}");
+  CHECK(make_file_references_absolute(hardware, "hardware", "/base"));
+  CHECK(hardware["profile"].Scalar() == "/base/q.yaml");
+  YAML::Node unrelated = YAML::Load("8");
+  CHECK_FALSE(make_file_references_absolute(unrelated, "workload.batch", "/base"));
+  CHECK_FALSE(make_file_references_absolute(unrelated, "hardware.profile.x", "/base"));
 }

@@ -118,6 +118,41 @@ TEST_CASE("a sweep re-runs a point whose inputs changed: scenario, grid, trace",
   CHECK(read_file(serving / "run" / "points" / "00000" / "inputs.txt").find("trace.csv") != std::string::npos);
 }
 
+TEST_CASE("a sweep re-runs a point whose calibration profile changed, and only then", "[sweep][resume]") {
+  const auto out = fresh_dir("sweep-profile");
+  fs::create_directories(out / "profiles");
+  auto write_profile = [&](const std::string& hop_latency) {
+    std::ofstream(out / "profiles" / "p.yaml") << "version: 1\nname: p\nchip: v5e\nhop_model: additive\n"
+                                                  "parameters: {hop_latency: \"" << hop_latency << "\"}\n";
+  };
+  write_profile("1 us");
+  std::ofstream(out / "s.yaml") << "version: 1\nhardware: {preset: v5e, profile: profiles/p.yaml}\n"
+                                   "topology: {mesh: {X: 8}}\nworkload:\n  kind: collectives\n  operations:\n"
+                                   "    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 KiB\"}\n";
+  const std::string args = "sweep " + (out / "s.yaml").string() + " --set topology.mesh.X=4,8 -o " + (out / "run").string();
+  auto time_of = [&](int point) {
+    return nlohmann::json::parse(read_file(out / "run" / "points" / ("0000" + std::to_string(point)) / "summary.json"))
+        .at("operations")[0]
+        .at("time_s")
+        .get<double>();
+  };
+  const auto first = run_podsim(args);
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out.find("2 points: 0 already done, 2 run") != std::string::npos);
+  const double before = time_of(1);
+  CHECK(read_file(out / "run" / "points" / "00000" / "inputs.txt").find("p.yaml") != std::string::npos);
+  CHECK(run_podsim(args).out.find("2 points: 2 already done, 0 run") != std::string::npos);
+  // A slower hop in the profile: every point runs again, and takes longer (a 1 KiB gather's
+  // time is mostly hop latency).
+  write_profile("5 us");
+  const auto rerun = run_podsim(args);
+  INFO(rerun.out << rerun.err);
+  CHECK(rerun.out.find("2 points: 0 already done, 2 run") != std::string::npos);
+  CHECK(time_of(1) > before);
+  CHECK(run_podsim(args).out.find("2 points: 2 already done, 0 run") != std::string::npos);
+}
+
 TEST_CASE("a point killed by a signal is not finished; a sweep of failures exits non-zero", "[sweep][resume]") {
   const auto out = fresh_dir("sweep-killed");
   fs::create_directories(out);

@@ -90,12 +90,21 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
     row.chip = chips.empty() ? base.topology.chip.name : point.overrides[options.overrides.size()].value;
     row.topology = point.overrides.back().value;
     const fs::path dir = point_dir(options.out_dir, point.index);
-    if (fs::exists(dir / "summary.json")) {
+    // As sweep.csv has it: a point's files count only when run on these inputs (a stopped
+    // compare leaves an earlier run's there), and a point killed or never started says so.
+    const bool done = point_done(options.out_dir, point.index, point_inputs(sweep, point));
+    if (done && fs::exists(dir / "summary.json")) {
       row.status = "ok";
       fill_metrics(nlohmann::json::parse(read_text_file((dir / "summary.json").string())), row);
-    } else {
+    } else if (done) {
       row.status = "error";
       row.error = read_message((dir / "error.txt").string());
+    } else if (fs::exists(dir / "interrupted.txt")) {
+      row.status = "interrupted";
+      row.error = read_message((dir / "interrupted.txt").string());
+    } else {
+      row.status = "missing";
+      row.error = "not run: the compare stopped before this shape started; the next compare runs it";
     }
     rows.push_back(row);
   }
@@ -113,9 +122,10 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       "exposed_comm_s,mfu,tokens_per_s_per_chip\n";
   for (const auto& r : rows) {
     auto opt = [](bool has, double v) { return has ? csv_number(v) : std::string(); };
-    out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + csv_number(r.chips) +
-           "," + r.wraparound + "," + csv_number(r.diameter_hops) + "," + csv_number(r.bisection_links) + "," +
-           opt(r.has_hops, r.hops) + "," + r.time_metric + "," + csv_number(r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
+    const bool ok = r.status == "ok";   // a row that did not run has no figures, not zeros
+    out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + opt(ok, r.chips) +
+           "," + r.wraparound + "," + opt(ok, r.diameter_hops) + "," + opt(ok, r.bisection_links) + "," +
+           opt(r.has_hops, r.hops) + "," + r.time_metric + "," + opt(ok, r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
            opt(r.has_exposed, r.exposed_comm_s) + "," + opt(r.has_mfu, r.mfu) + "," +
            opt(r.has_tokens, r.tokens_per_s_per_chip) + "\n";
   }
@@ -131,7 +141,8 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
   out += buf;
   for (const auto& r : rows) {
     if (r.status != "ok") {
-      std::snprintf(buf, sizeof buf, "%-10s %-5s error: %s\n", r.topology.c_str(), r.chip.c_str(), r.error.c_str());
+      std::snprintf(buf, sizeof buf, "%-10s %-5s %s: %s\n", r.topology.c_str(), r.chip.c_str(), r.status.c_str(),
+                    r.error.c_str());
       out += buf;
       continue;
     }

@@ -91,9 +91,16 @@ uint64_t fnv1a(const char* data, size_t size, uint64_t hash = 0xcbf29ce484222325
 }
 
 std::string file_fingerprint(const std::string& path) {
-  // Once per file and process: every point of a sweep names the same trace.
+  // Hashed once per file version: every point of a sweep names the same trace. The key has the
+  // size and modification time, since a process may sweep again after the file changed (the
+  // Python module runs many sweeps in one process).
   static std::map<std::string, std::string> known;
-  if (auto it = known.find(path); it != known.end()) return it->second;
+  std::error_code error;
+  const auto size_now = fs::file_size(path, error);
+  const auto time_now = fs::last_write_time(path, error);
+  const std::string version = path + "\n" + std::to_string(error ? 0 : size_now) + "\n" +
+                              std::to_string(error ? 0 : time_now.time_since_epoch().count());
+  if (auto it = known.find(version); it != known.end()) return it->second;
   std::ifstream in(path, std::ios::binary);
   if (!in) return "unreadable";
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -106,7 +113,7 @@ std::string file_fingerprint(const std::string& path) {
   char text[64];
   std::snprintf(text, sizeof text, "%llu bytes, fnv1a64 %016llx", static_cast<unsigned long long>(size),
                 static_cast<unsigned long long>(hash));
-  return known[path] = text;
+  return known[version] = text;
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 // outputs under <out>/points/<index>/; sweep.csv has one row per point. A point is finished
 // when its summary.json (or the error.txt of a point that failed on its input) is there and
 // its inputs.txt equals the point's inputs now: the podsim version, the scenario resolved with
-// the point's --set values, and the size and FNV-1a hash of each file it names (request
-// traces). Anything else is run again: a changed scenario, trace or grid, a point killed by a
+// the point's --set values, and the size and FNV-1a hash of each file it names (every
+// file_references() key: a calibration profile, a request trace, an expert-load CSV).
+// Anything else is run again: a changed scenario, profile, trace or grid, a point killed by a
 // signal (recorded as interrupted.txt), a point never finished.
 #include <functional>
 #include <string>

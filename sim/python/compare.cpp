@@ -21,7 +21,7 @@ std::vector<std::string> strings(const py::object& values, const char* what) {
   if (values.is_none()) return out;
   if (py::isinstance<py::str>(values))
     throw py::type_error(std::string("podsim.compare: ") + what + " must be a list, e.g. ['4x4x4', '8x8']");
-  for (auto v : values) out.push_back(py::str(v).cast<std::string>());   // 16 is the shape "16"
+  for (auto v : values) out.push_back(utf8_text(py::str(v), what));   // 16 is the shape "16"
   return out;
 }
 
@@ -29,13 +29,12 @@ py::list compare(const py::object& scenario_or_path, const py::object& topologie
                  const py::object& overrides, const py::object& output_dir, int jobs, const std::string& podsim_binary) {
   const LoadedScenario s = as_scenario(scenario_or_path, overrides);
   CompareOptions options;
-  options.overrides = s.overrides;
+  for (const auto& o : s.overrides) options.overrides.push_back({o.key, point_override(s, o.key, o.value)});
   options.topologies = strings(topologies, "topologies");
   options.chips = strings(chips, "chips");
   options.podsim_binary = cli_binary(podsim_binary);
   options.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const WorkDir dir(output_dir.is_none() ? std::string()
-                                         : py::module_::import("os").attr("fspath")(output_dir).cast<std::string>());
+  const WorkDir dir(optional_path(output_dir));
   options.out_dir = dir.path();
   options.scenario_path = scenario_file(s, dir.path());
   options.stop_requested = stop_on_interrupt;
@@ -58,7 +57,10 @@ void bind_compare(py::module_& m) {
         R"(Run one workload on several mesh shapes (and chips), as `podsim compare` does, and return
 the rows of compare.csv as dicts: topology, chip, status, error, chips, wraparound,
 diameter_hops, bisection_links, hops, time_metric, time_s, algbw_Bps, exposed_comm_s, mfu,
-tokens_per_s_per_chip (None where a workload has no such figure).
+tokens_per_s_per_chip (None where a workload has no such figure, and in a row that did not
+run). status: 'ok', 'error', or as for podsim.sweep 'interrupted' or 'missing'; on Ctrl-C the
+points under way are killed, compare.csv in output_dir records them, and KeyboardInterrupt is
+raised.
 
 topologies: mesh shapes, e.g. ['4x4x4', '8x8']; default: the scenario's compare: block.
 chips: presets to cross with the shapes, e.g. ['v5e', 'v5p'].

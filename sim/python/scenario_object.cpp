@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "sim/report/output_files.hpp"
+#include "sim/scenario/file_references.hpp"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -17,9 +19,46 @@ namespace podsim::python {
 
 namespace {
 
+// Python containers are converted by recursion, so depth is bounded (a list nested 50,000 deep
+// would overflow the C stack) and a container met again on its own path is a cycle (r["x"] = r
+// would recurse forever). No real scenario nests more than a few levels; 100 is far beyond it.
+// The value count bounds shared references, which are legal but can multiply: a list holding
+// one list twice, 64 levels deep, has 2^64 leaves to write.
+constexpr int kMaxNesting = 100;
+constexpr long kMaxValues = 1'000'000;
+
+struct EmitState {
+  std::vector<PyObject*> path;   // the containers from the root to the one being written
+  std::string key;               // the key path to it, grown and cut back as the walk goes
+  long values = 0;
+};
+
+std::string at_key(const std::string& key) { return key.empty() ? std::string() : " at '" + key + "'"; }
+
+}  // namespace
+
+std::string utf8_text(py::handle value, const std::string& key) {
+  if (py::isinstance<py::bytes>(value)) return value.cast<std::string>();   // os.fspath may give bytes
+  Py_ssize_t size = 0;
+  const char* data = py::isinstance<py::str>(value) ? PyUnicode_AsUTF8AndSize(value.ptr(), &size) : nullptr;
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw py::value_error("podsim: " + py::repr(value).cast<std::string>() + at_key(key) +
+                          " is not text UTF-8 can hold; expected a str without lone surrogates");
+  }
+  return std::string(data, static_cast<size_t>(size));
+}
+
+namespace {
+
 // A Python value as YAML. Strings inside a document are strings (the emitter quotes what would
-// read otherwise); floats keep Python's shortest round-trip form.
-void emit(YAML::Emitter& out, py::handle value, const std::string& key) {
+// read otherwise); floats keep Python's shortest round-trip form. Containers are tested before
+// __fspath__: hasattr on a list raises and clears an AttributeError, the slowest step here.
+void emit(YAML::Emitter& out, py::handle value, EmitState& state) {
+  const std::string& key = state.key;
+  if (++state.values > kMaxValues)
+    throw py::value_error("podsim: more than " + std::to_string(kMaxValues) + " values in a scenario (the last" +
+                          at_key(key) + "); expected a document of scenario size (is a list shared many times over?)");
   if (value.is_none()) {
     out << YAML::Null;
   } else if (py::isinstance<py::bool_>(value)) {
@@ -32,25 +71,43 @@ void emit(YAML::Emitter& out, py::handle value, const std::string& key) {
             : std::isinf(v) ? std::string(v > 0 ? ".inf" : "-.inf")
                             : py::repr(value).cast<std::string>());
   } else if (py::isinstance<py::str>(value)) {
-    out << value.cast<std::string>();
-  } else if (py::hasattr(value, "__fspath__")) {
-    out << py::module_::import("os").attr("fspath")(value).cast<std::string>();
-  } else if (py::isinstance<py::dict>(value)) {
-    out << YAML::BeginMap;
-    for (auto item : py::reinterpret_borrow<py::dict>(value)) {
-      if (!py::isinstance<py::str>(item.first))
-        throw py::type_error("podsim: scenario keys must be str; got " + py::repr(item.first).cast<std::string>() +
-                             (key.empty() ? std::string() : " under '" + key + "'"));
-      const std::string name = item.first.cast<std::string>();
-      out << YAML::Key << name << YAML::Value;
-      emit(out, item.second, key.empty() ? name : key + "." + name);
+    out << utf8_text(value, key);
+  } else if (py::isinstance<py::dict>(value) || py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    if (std::find(state.path.begin(), state.path.end(), value.ptr()) != state.path.end())
+      throw py::value_error("podsim: the " + py::str(py::type::of(value).attr("__name__")).cast<std::string>() +
+                            at_key(key) + " contains itself; expected a tree of dicts and lists, without cycles");
+    if (static_cast<int>(state.path.size()) >= kMaxNesting)
+      throw py::value_error("podsim: a value nested more than " + std::to_string(kMaxNesting) + " levels deep" +
+                            at_key(key) + "; expected at most " + std::to_string(kMaxNesting) +
+                            " levels of dicts and lists");
+    state.path.push_back(value.ptr());
+    const size_t length = state.key.size();
+    if (py::isinstance<py::dict>(value)) {
+      out << YAML::BeginMap;
+      for (auto item : py::reinterpret_borrow<py::dict>(value)) {
+        if (!py::isinstance<py::str>(item.first))
+          throw py::type_error("podsim: scenario keys must be str; got " + py::repr(item.first).cast<std::string>() +
+                               (key.empty() ? std::string() : " under '" + key + "'"));
+        const std::string name = utf8_text(item.first, key);
+        out << YAML::Key << name << YAML::Value;
+        state.key.append(length == 0 ? "" : ".").append(name);
+        emit(out, item.second, state);
+        state.key.resize(length);
+      }
+      out << YAML::EndMap;
+    } else {
+      out << YAML::BeginSeq;
+      int i = 0;
+      for (auto item : value) {
+        state.key.append("[").append(std::to_string(i++)).append("]");
+        emit(out, item, state);
+        state.key.resize(length);
+      }
+      out << YAML::EndSeq;
     }
-    out << YAML::EndMap;
-  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
-    out << YAML::BeginSeq;
-    int i = 0;
-    for (auto item : value) emit(out, item, key + "[" + std::to_string(i++) + "]");
-    out << YAML::EndSeq;
+    state.path.pop_back();
+  } else if (py::hasattr(value, "__fspath__")) {
+    out << utf8_text(py::module_::import("os").attr("fspath")(value), key);
   } else {
     throw py::type_error("podsim: cannot write a " + py::str(py::type::of(value).attr("__name__")).cast<std::string>() +
                          (key.empty() ? std::string() : " (at '" + key + "')") +
@@ -58,8 +115,15 @@ void emit(YAML::Emitter& out, py::handle value, const std::string& key) {
   }
 }
 
+// `key`: where the value sits ("" for a whole document, the dotted key of an override).
+void emit(YAML::Emitter& out, py::handle value, const std::string& key) {
+  EmitState state;
+  state.key = key;
+  emit(out, value, state);
+}
+
 std::string fspath(const py::handle& path) {
-  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+  return utf8_text(py::module_::import("os").attr("fspath")(path), "");
 }
 
 std::string read_whole(const std::string& path) {
@@ -71,13 +135,13 @@ std::string read_whole(const std::string& path) {
 
 }  // namespace
 
-std::string override_text(const py::handle& value) {
-  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+std::string override_text(const py::handle& value, const std::string& key) {
+  if (py::isinstance<py::str>(value)) return utf8_text(value, key);
   YAML::Emitter out;
   // One line, as a --set value is.
   out.SetMapFormat(YAML::Flow);
   out.SetSeqFormat(YAML::Flow);
-  emit(out, value, "");
+  emit(out, value, key);
   return out.c_str();
 }
 
@@ -88,7 +152,8 @@ std::vector<ScenarioOverride> to_overrides(const py::object& overrides) {
     throw py::type_error("podsim: overrides must be a dict of dotted keys to values, e.g. {'workload.batch': 8}");
   for (auto item : py::reinterpret_borrow<py::dict>(overrides)) {
     if (!py::isinstance<py::str>(item.first)) throw py::type_error("podsim: override keys must be str (dotted keys)");
-    out.push_back({item.first.cast<std::string>(), override_text(item.second)});
+    const std::string key = utf8_text(item.first, "");
+    out.push_back({key, override_text(item.second, key)});
   }
   return out;
 }
@@ -140,19 +205,8 @@ LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object&
 std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
   if (!s.from_dict) return s.path;
   YAML::Node document = YAML::Load(s.text);
-  // The paths a scenario names (serving_input_files and routing_input_files know them): a request
-  // trace and an expert-load CSV. Looked up through a const view: yaml-cpp's non-const
-  // operator[] would add the keys it does not find.
-  const YAML::Node& view = document;
-  const YAML::Node workload = view["workload"];
-  const std::pair<const char*, const char*> named_files[] = {{"requests", "trace"}, {"routing", "loads"}};
-  for (const auto& [section, key] : named_files) {
-    // (IsDefined first: a key that is missing gives a node that throws on anything else.)
-    const YAML::Node parent = workload.IsDefined() && workload.IsMap() ? workload[section] : YAML::Node();
-    const YAML::Node file = parent.IsDefined() && parent.IsMap() ? parent[key] : YAML::Node();
-    if (file.IsDefined() && file.IsScalar() && fs::path(file.Scalar()).is_relative())
-      document["workload"][section][key] = fs::absolute(fs::path(s.base_dir) / file.Scalar()).string();
-  }
+  // The file moves away from base_dir: the paths it names (file_references()) go with it.
+  make_file_references_absolute(document, "", s.base_dir);
   YAML::Emitter out;
   out << document;
   ensure_directory(directory);
@@ -160,6 +214,22 @@ std::string scenario_file(const LoadedScenario& s, const std::string& directory)
   files.add("scenario.yaml", std::string(out.c_str()) + "\n");
   files.commit();
   return files.path("scenario.yaml");
+}
+
+std::string point_override(const LoadedScenario& s, const std::string& key, const std::string& value) {
+  if (!s.from_dict) return value;   // a file's points read it where it is, as load did
+  YAML::Node node;
+  try {
+    node = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    return value;   // the point's run reports it, naming the --set
+  }
+  if (!make_file_references_absolute(node, key, s.base_dir)) return value;
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << node;
+  return out.c_str();
 }
 
 std::string workload_kind_name(WorkloadKind kind) {
@@ -216,7 +286,8 @@ void bind_scenario(py::module_& m) {
 
 overrides: {dotted key: value}, e.g. {'workload.batch': 8}; a str value is YAML text as after
 --set (so '8' is a number), other values are written as YAML; None removes the key.
-Raises podsim.InputError, located in the file (or naming the override), for bad input.)");
+Raises podsim.InputError, located in the file (or naming the override), for bad input;
+ValueError for a value nested more than 100 levels deep or containing itself.)");
   m.def(
       "load_dict",
       [](const py::dict& document, const py::object& base_dir, const py::object& overrides) {
@@ -226,7 +297,10 @@ Raises podsim.InputError, located in the file (or naming the override), for bad 
       R"(Load and check a scenario given as a dict (the YAML file's structure: version, name,
 hardware, topology, workload, ...). It is written as YAML (Scenario.text) and checked as a file
 would be; messages name '<dict>' and the line in Scenario.text. base_dir: where relative paths
-in it (a request trace, an expert-load CSV) are taken from. A dict without 'name' is named '<dict>'.)");
+in it (a calibration profile, a request trace, an expert-load CSV) are taken from. A dict without
+'name' is named '<dict>'. Raises TypeError for a value YAML cannot hold (bytes, an object, a key
+that is not str) and ValueError for dicts and lists nested more than 100 levels deep, one that
+contains itself, or more than a million values, naming the key path where it happened.)");
 }
 
 }  // namespace podsim::python

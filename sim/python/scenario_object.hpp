@@ -22,9 +22,15 @@ struct LoadedScenario {
 
 // Python override values as `--set` texts: a str is YAML text as after `--set key=` ("8" is
 // the number 8, "45 GB/s" a string); other values are written as YAML (True -> true, lists
-// and dicts in flow style, None -> null, which removes the key).
+// and dicts in flow style, None -> null, which removes the key). Values nested more than 100
+// levels deep, containing themselves, or of more than a million values raise ValueError naming
+// the key path (`key` starts it), as load_dict does.
 std::vector<ScenarioOverride> to_overrides(const pybind11::object& overrides);
-std::string override_text(const pybind11::handle& value);
+std::string override_text(const pybind11::handle& value, const std::string& key);
+
+// A str (or the bytes os.fspath may give) as UTF-8; ValueError naming `key` for a str UTF-8
+// cannot hold (a lone surrogate), where pybind11's cast would raise a bare RuntimeError.
+std::string utf8_text(pybind11::handle value, const std::string& key);
 
 LoadedScenario load_file(const std::string& path, std::vector<ScenarioOverride> overrides);
 LoadedScenario load_dict(const pybind11::dict& document, const std::string& base_dir,
@@ -36,9 +42,14 @@ LoadedScenario with_overrides(const LoadedScenario& scenario, const std::vector<
 LoadedScenario as_scenario(const pybind11::object& scenario_or_path, const pybind11::object& overrides);
 
 // The document as a file `podsim run` can read, for sweep and compare: a file-based scenario is
-// its own file; a dict's is written to `directory`/scenario.yaml (a relative request trace made
-// absolute against base_dir, since the file no longer sits there). Overrides are not applied.
+// its own file; a dict's is written to `directory`/scenario.yaml (each relative path a
+// file_references() key gives made absolute against base_dir, since the file no longer sits there). Overrides are not applied.
 std::string scenario_file(const LoadedScenario& scenario, const std::string& directory);
+
+// An override's text as a point run on scenario_file() must get it: for a dict, a relative path
+// it gives to a file_references() key (e.g. {'hardware.profile': 'profiles/b.yaml'}) is made
+// absolute against base_dir, where load_dict took it from.
+std::string point_override(const LoadedScenario& scenario, const std::string& key, const std::string& value);
 
 std::string workload_kind_name(WorkloadKind kind);
 

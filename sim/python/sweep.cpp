@@ -26,16 +26,16 @@ py::list sweep(const py::object& scenario_or_path, const py::dict& grid, const p
   SweepOptions options;
   options.podsim_binary = cli_binary(podsim_binary);
   // The scenario's own overrides go first, as axes of one value: every point gets them.
-  for (const auto& o : s.overrides) options.axes.push_back({o.key, {o.value}});
+  for (const auto& o : s.overrides) options.axes.push_back({o.key, {point_override(s, o.key, o.value)}});
   std::vector<std::pair<py::str, std::vector<py::object>>> swept;   // the caller's values, for the records
   for (auto item : grid) {
     if (!py::isinstance<py::str>(item.first)) throw py::type_error("podsim.sweep: grid keys must be dotted keys (str)");
     if (py::isinstance<py::str>(item.second) || !py::hasattr(item.second, "__iter__"))
-      throw py::type_error("podsim.sweep: grid['" + item.first.cast<std::string>() + "'] must be a list of values");
-    SweepAxis axis{item.first.cast<std::string>(), {}};
+      throw py::type_error("podsim.sweep: grid['" + utf8_text(item.first, "") + "'] must be a list of values");
+    SweepAxis axis{utf8_text(item.first, ""), {}};
     std::vector<py::object> values;
     for (auto v : item.second) {
-      axis.values.push_back(override_text(v));
+      axis.values.push_back(point_override(s, axis.key, override_text(v, axis.key)));
       values.push_back(py::reinterpret_borrow<py::object>(v));
     }
     if (values.empty()) throw py::value_error("podsim.sweep: grid['" + axis.key + "'] has no values");

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "sim/python/scenario_object.hpp"
 #include "sim/report/output_files.hpp"
 
 namespace fs = std::filesystem;
@@ -37,7 +38,7 @@ WorkDir::~WorkDir() {
 
 std::string optional_path(const pybind11::object& path) {
   return path.is_none() ? std::string()
-                        : pybind11::module_::import("os").attr("fspath")(path).cast<std::string>();
+                        : utf8_text(pybind11::module_::import("os").attr("fspath")(path), "output_dir");
 }
 
 }  // namespace podsim::python

@@ -86,14 +86,4 @@ MoeRouting parse_routing(const Field& field, const TransformerSpec& model) {
   return routing;
 }
 
-std::vector<std::string> routing_input_files(const YAML::Node& workload, const std::string& scenario_path) {
-  // yaml-cpp: a missing key gives an invalid node, which throws on anything but IsDefined().
-  if (!workload.IsDefined() || !workload.IsMap()) return {};
-  const YAML::Node routing = workload["routing"];
-  if (!routing.IsDefined() || !routing.IsMap()) return {};
-  const YAML::Node loads = routing["loads"];
-  if (!loads.IsDefined() || !loads.IsScalar()) return {};
-  return {resolve_input_path(loads.Scalar(), scenario_path)};
-}
-
 }  // namespace podsim::detail

@@ -15,8 +15,4 @@ namespace podsim::detail {
 // against the others and the model's experts. Routing on a dense model is an error at `field`.
 MoeRouting parse_routing(const yaml_fields::Field& field, const TransformerSpec& model);
 
-// The expert-load CSV the resolved `workload` node names, resolved as parse_routing resolves it
-// (none when absent or malformed): a sweep keys its points by the files a run reads.
-std::vector<std::string> routing_input_files(const YAML::Node& workload, const std::string& scenario_path);
-
 }  // namespace podsim::detail

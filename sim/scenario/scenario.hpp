@@ -136,9 +136,10 @@ Scenario load_scenario_text(const std::string& text, const std::string& path,
                             const std::vector<ScenarioOverride>& overrides = {});
 
 // What a run of the scenario reads: the document with the overrides applied (YAML, comments
-// and layout dropped) and the other files it names (request traces), resolved as the loader
-// resolves them. A sweep keys its points by these (sim/commands/sweep.hpp). Throws InputError
-// only for malformed YAML or a malformed --set; the rest is the run's to check.
+// and layout dropped) and the other files it names (every key of file_references(): a
+// calibration profile, a request trace, an expert-load CSV), resolved as the loader resolves
+// them. A sweep keys its points by these (sim/commands/sweep.hpp). Throws InputError only for
+// malformed YAML or a malformed --set; the rest is the run's to check.
 struct ResolvedScenario {
   std::string text;
   std::vector<std::string> input_files;

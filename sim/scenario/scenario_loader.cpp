@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "sim/scenario/calibration_files.hpp"
+#include "sim/scenario/file_references.hpp"
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -1012,10 +1013,7 @@ ResolvedScenario resolve_scenario(const std::string& path, const std::vector<Sce
   YAML::Emitter emitter;
   emitter << document;
   out.text = emitter.c_str();
-  if (document.IsMap()) {
-    out.input_files = detail::serving_input_files(document["workload"], path);
-    for (auto& file : detail::routing_input_files(document["workload"], path)) out.input_files.push_back(std::move(file));
-  }
+  for (auto& file : named_files(document, path)) out.input_files.push_back(std::move(file.path));
   return out;
 }
 

@@ -330,17 +330,3 @@ std::string check_serving_field(const Field& field, const std::vector<double>& p
 }
 
 }  // namespace podsim::detail
-
-namespace podsim::detail {
-
-std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path) {
-  // yaml-cpp: a missing key gives an invalid node, which throws on anything but IsDefined().
-  if (!workload.IsDefined() || !workload.IsMap()) return {};
-  const YAML::Node requests = workload["requests"];
-  if (!requests.IsDefined() || !requests.IsMap()) return {};
-  const YAML::Node trace = requests["trace"];
-  if (!trace.IsDefined() || !trace.IsScalar()) return {};
-  return {resolve_input_path(trace.Scalar(), scenario_path)};
-}
-
-}  // namespace podsim::detail

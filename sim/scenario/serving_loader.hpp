@@ -16,9 +16,6 @@ using TopologyParser = std::function<TopologySpec(const yaml_fields::Field&)>;
 ServingWorkload parse_serving(const yaml_fields::MapReader& reader, const TopologySpec& topology,
                               const TopologyParser& parse_topology);
 
-// The files a serving workload reads, from its resolved `workload` node (none if malformed).
-std::vector<std::string> serving_input_files(const YAML::Node& workload, const std::string& scenario_path);
-
 // An expectation's `field` for a serving workload: a summary field, or "<metric>.<statistic>"
 // for the latency distributions (ttft_s.p99: mean, std, median, max or one of the workload's
 // metric_percentiles); returns the name whose suffix gives the unit.

@@ -252,6 +252,28 @@ class SweepTest(TablesEqualTheCsv, unittest.TestCase):
             timer.cancel()
             signal.signal(signal.SIGINT, previous)
 
+    def test_ctrl_c_stops_a_compare(self):
+        # As for a sweep: KeyboardInterrupt, no point left running, and compare.csv saying which
+        # shapes were stopped or never started (not 'error' rows of zeros).
+        slow = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                timer.start()
+                with self.assertRaises(KeyboardInterrupt):
+                    podsim.compare(slow, ["16x16x16", "16x16x16", "16x16x16"], output_dir=tmp, jobs=2)
+                rows = read_csv(f"{tmp}/compare.csv")
+                self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
+                self.assertIn("killed by signal 15", rows[0]["error"])
+                self.assertIn("not run", rows[2]["error"])
+                self.assertEqual([(r["chips"], r["time_s"]) for r in rows], [("", "")] * 3)
+                running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
+                self.assertEqual(running.stdout, "")
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+
     def test_a_bad_base_scenario_raises(self):
         with self.assertRaises(podsim.InputError):
             podsim.sweep(DECODE, {"workload.batch": [1]}, overrides={"workload.phase": "sideways"})
@@ -284,6 +306,141 @@ class CommandsTest(TablesEqualTheCsv, unittest.TestCase):
         self.assertEqual(report["plans"][0]["rank"], 1)
         self.assertIn("simulated winner", report["table"])
         self.assertGreater(report["x_opt"], 0)
+
+
+class FileReferenceTest(unittest.TestCase):
+    """A relative calibration profile, taken from beside the scenario (or base_dir) wherever the
+    points run: sweep and compare write a dict's scenario into output_dir, and cwd may differ."""
+    RING = {"version": 1, "hardware": {"preset": "v5e", "profile": "profiles/p.yaml"}, "topology": {"mesh": {"X": 8}},
+            "workload": {"kind": "collectives",
+                         "operations": [{"name": "ag", "kind": "all_gather", "axes": ["X"], "bytes": "1 KiB"}]}}
+    TRAINING = {"version": 1, "hardware": {"preset": "v5e", "profile": "profiles/p.yaml"}, "topology": {"mesh": {"X": 4}},
+                "workload": {"kind": "training", "model": {"preset": "llama2-7b", "layers": 2},
+                             "batch_tokens": 16384, "sequence_length": 2048, "parallelism": {"data": ["X"]}}}
+
+    @staticmethod
+    def write_profile(hop_latency, name="p.yaml"):
+        with open(os.path.join("sc", "profiles", name), "w") as f:
+            f.write(f'version: 1\nname: {name}\nchip: v5e\nhop_model: additive\n'
+                    f'parameters: {{hop_latency: "{hop_latency}"}}\n')
+
+    def setUp(self):
+        self.cwd = os.getcwd()
+        self.tmp = tempfile.TemporaryDirectory()
+        os.chdir(self.tmp.name)
+        os.makedirs(os.path.join("sc", "profiles"))
+        self.write_profile("1 us")
+        with open(os.path.join("sc", "s.yaml"), "w") as f:
+            json.dump(self.RING, f)   # JSON is YAML
+
+    def tearDown(self):
+        os.chdir(self.cwd)
+        self.tmp.cleanup()
+
+    def scenarios(self):
+        return {"file": podsim.load(os.path.join("sc", "s.yaml")), "dict": podsim.load_dict(self.RING, base_dir="sc")}
+
+    def test_sweep_and_compare(self):
+        for how, scenario in self.scenarios().items():
+            with self.subTest(how):
+                points = podsim.sweep(scenario, {"topology.mesh.X": [4, 8]}, output_dir=f"o-{how}")
+                self.assertEqual([p["status"] for p in points], ["ok", "ok"], [p["error"] for p in points])
+                rows = podsim.compare(scenario, ["4", "8"], output_dir=f"c-{how}")
+                self.assertEqual([r["status"] for r in rows], ["ok", "ok"], [r["error"] for r in rows])
+                # A relative profile given as an override or a grid value is taken from the same place.
+                self.write_profile("3 us", "q.yaml")
+                points = podsim.sweep(scenario, {"hardware.profile": ["profiles/p.yaml", "profiles/q.yaml"]},
+                                      overrides={"topology.mesh.X": 4}, output_dir=f"g-{how}")
+                self.assertEqual([p["status"] for p in points], ["ok", "ok"], [p["error"] for p in points])
+                self.assertLess(points[0]["summary"]["total_time_s"], points[1]["summary"]["total_time_s"])
+                rows = podsim.compare(scenario, ["4"], overrides={"hardware.profile": "profiles/q.yaml"})
+                self.assertEqual(rows[0]["status"], "ok", rows[0]["error"])
+
+    def test_sweep_again_after_the_profile_changed(self):
+        # In one process, as a notebook would: the second sweep must see the new profile.
+        for how, scenario in self.scenarios().items():
+            with self.subTest(how):
+                self.write_profile("1 us")
+                first = podsim.sweep(scenario, {"topology.mesh.X": [8]}, output_dir=f"o-{how}")
+                self.write_profile("5 us")
+                again = podsim.sweep(scenario, {"topology.mesh.X": [8]}, output_dir=f"o-{how}")
+                self.assertEqual(again[0]["status"], "ok", again[0]["error"])
+                self.assertLess(first[0]["summary"]["total_time_s"], again[0]["summary"]["total_time_s"])
+
+    def test_plan(self):
+        report = podsim.plan(podsim.load_dict(self.TRAINING, base_dir="sc"), budget_s=5)
+        self.assertGreater(len(report["plans"]), 0)
+        self.assertEqual(report["plans"][0]["rank"], 1)
+
+
+class ConverterTest(unittest.TestCase):
+    """Python values the YAML writer cannot take: a ValueError naming the key path, never a crash."""
+    DOCUMENT = {"version": 1, "hardware": {"preset": "v5e"}, "topology": {"mesh": {"X": 4}},
+                "workload": {"kind": "collectives",
+                             "operations": [{"name": "ar", "kind": "all_reduce", "axes": ["X"], "bytes": "1 MiB"}]}}
+
+    @staticmethod
+    def bad_values():
+        """(name, value, the key path below the value's own key the error names)."""
+        cycle = {}
+        cycle["x"] = cycle
+        loop = [1]
+        loop.append(loop)
+        deep = []
+        for _ in range(50_000):
+            deep = [deep]
+        return [("dict cycle", cycle, r"\.x' contains itself"),
+                ("list cycle", loop, r"\[1\]' contains itself"),
+                ("50,000 deep", deep, r"(\[0\]){99,100}'; expected at most 100 levels")]
+
+    def test_load_dict(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load_dict(dict(self.DOCUMENT, description=value))
+
+    def test_overrides(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load_dict(self.DOCUMENT, overrides={"description": value})
+            with self.subTest(name + ", load"), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.load(ALLGATHER, overrides={"description": value})
+
+    def test_sweep_grid_values(self):
+        for name, value, where in self.bad_values():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "description" + where):
+                podsim.sweep(ALLGATHER, {"description": ["fine", value]})
+        # A grid that is itself a self-containing list is caught the same way.
+        loop = []
+        loop.append(loop)
+        with self.assertRaisesRegex(ValueError, r"'description\[0\]' contains itself"):
+            podsim.sweep(ALLGATHER, {"description": loop})
+
+    def test_text_utf8_cannot_hold(self):
+        # A lone surrogate (os.fsdecode's escape of a byte) was pybind11's bare RuntimeError.
+        with self.assertRaisesRegex(ValueError, r"at 'description\.x'.*lone surrogates"):
+            podsim.load_dict(dict(self.DOCUMENT, description={"x": "\ud800"}))
+        with self.assertRaisesRegex(ValueError, "lone surrogates"):
+            podsim.load(ALLGATHER, overrides={"description\udcff": "x"})
+
+    def test_shared_values_are_not_cycles(self):
+        # The same list twice is a tree as YAML sees it; only the path to a value matters.
+        shared = ["X"]
+        operation = {"name": "ar", "kind": "all_reduce", "axes": shared, "bytes": "1 MiB"}
+        document = dict(self.DOCUMENT, workload={"kind": "collectives",
+                                                 "operations": [operation, dict(operation, name="ar2", axes=shared)]})
+        self.assertEqual(podsim.load_dict(document).kind, "collectives")
+        # ... but sharing cannot multiply a document past a million values.
+        wide = [0]
+        for _ in range(30):
+            wide = [wide, wide]
+        with self.assertRaisesRegex(ValueError, "more than 1000000 values"):
+            podsim.load_dict(dict(self.DOCUMENT, description=wide))
+        # 100 levels are allowed (and fail as the scenario's own check, not the converter's).
+        nested = "leaf"
+        for _ in range(99):
+            nested = [nested]
+        with self.assertRaisesRegex(podsim.InputError, "description"):
+            podsim.load_dict(dict(self.DOCUMENT, description=nested))
 
 
 class InputErrorTest(unittest.TestCase):
