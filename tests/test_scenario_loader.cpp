@@ -10,6 +10,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -1441,4 +1442,31 @@ TEST_CASE("the files a scenario names: one list, resolved beside it, made absolu
   YAML::Node unrelated = YAML::Load("8");
   CHECK_FALSE(make_file_references_absolute(unrelated, "workload.batch", "/base"));
   CHECK_FALSE(make_file_references_absolute(unrelated, "hardware.profile.x", "/base"));
+}
+
+TEST_CASE("every key of file_references() is a file the loader reads, taken from beside the scenario",
+          "[scenario][files]") {
+  // One scenario per key that reads it; each names a file that is not there, so the load fails
+  // naming the resolved path: a key misspelt in the list, or no longer read, fails here.
+  const std::string serving = "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4, Y: 4}}\n"
+                              "workload: {kind: serving, model: llama3-70b, weights: int8, kv_cache: int8,\n"
+                              "           requests: {trace: t.csv}}\n";
+  const std::string moe = "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 2}}\n"
+                          "workload:\n  kind: inference\n  batch: 2\n  context_length: 64\n"
+                          "  model: {layers: 2, d_model: 256, d_ff: 1024, heads: 4, kv_heads: 4, head_dim: 64, vocab: 0,\n"
+                          "          moe: {experts: 4, experts_per_token: 2, expert_d_ff: 512}}\n"
+                          "  routing: {distribution: loads, loads: l.csv}\n";
+  const std::map<std::string, std::string> reader = {
+      {"hardware.profile", kBase}, {"workload.requests.trace", serving}, {"workload.routing.loads", moe}};
+  const std::string path = "/nowhere/podsim/s.yaml";   // only labels messages and resolves paths
+  for (const auto& reference : file_references()) {
+    INFO(reference.key);
+    REQUIRE(reader.count(reference.key) == 1);
+    try {
+      load_scenario_text(reader.at(reference.key), path, {{reference.key, "absent/file.txt"}});
+      FAIL("loaded a scenario naming a file that is not there");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find("/nowhere/podsim/absent/file.txt") != std::string::npos);
+    }
+  }
 }

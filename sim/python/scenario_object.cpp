@@ -164,6 +164,7 @@ LoadedScenario load_file(const std::string& path, std::vector<ScenarioOverride> 
   s.path = path;
   s.base_dir = fs::path(path).parent_path().string();
   if (s.base_dir.empty()) s.base_dir = ".";
+  s.absolute_dir = fs::absolute(s.base_dir).lexically_normal().string();
   s.text = read_whole(path);
   s.overrides = std::move(overrides);
   return s;
@@ -177,17 +178,26 @@ LoadedScenario load_dict(const py::dict& document, const std::string& base_dir, 
   s.base_dir = base_dir.empty() ? "." : base_dir;
   // Messages name "<dict>"; relative paths in it (a request trace, an expert-load CSV) resolve against base_dir.
   s.path = s.base_dir == "." ? "<dict>" : (fs::path(s.base_dir) / "<dict>").string();
+  s.absolute_dir = fs::absolute(s.base_dir).lexically_normal().string();
   s.text = std::string(out.c_str()) + "\n";
   s.scenario = load_scenario_text(s.text, s.path, overrides);
   s.overrides = std::move(overrides);
   return s;
 }
 
+std::string where_loaded(const LoadedScenario& s) {
+  const fs::path absolute = fs::path(s.absolute_dir) / fs::path(s.path).filename();
+  // The path as given while it still names that file (messages and inputs.txt keep it); after a
+  // change of directory, the absolute one.
+  return fs::absolute(s.path).lexically_normal() == absolute ? s.path : absolute.string();
+}
+
 LoadedScenario with_overrides(const LoadedScenario& base, const std::vector<ScenarioOverride>& more) {
   LoadedScenario s = base;
   s.overrides.insert(s.overrides.end(), more.begin(), more.end());
   // A file is read again, as `podsim run FILE --set ...` would read it.
-  s.scenario = s.from_dict ? load_scenario_text(s.text, s.path, s.overrides) : load_scenario(s.path, s.overrides);
+  s.scenario = s.from_dict ? load_scenario_text(s.text, where_loaded(s), s.overrides)
+                           : load_scenario(where_loaded(s), s.overrides);
   return s;
 }
 
@@ -203,10 +213,10 @@ LoadedScenario as_scenario(const py::object& scenario_or_path, const py::object&
 }
 
 std::string scenario_file(const LoadedScenario& s, const std::string& directory) {
-  if (!s.from_dict) return s.path;
+  if (!s.from_dict) return where_loaded(s);
   YAML::Node document = YAML::Load(s.text);
   // The file moves away from base_dir: the paths it names (file_references()) go with it.
-  make_file_references_absolute(document, "", s.base_dir);
+  make_file_references_absolute(document, "", s.absolute_dir);
   YAML::Emitter out;
   out << document;
   ensure_directory(directory);
@@ -224,7 +234,7 @@ std::string point_override(const LoadedScenario& s, const std::string& key, cons
   } catch (const YAML::Exception&) {
     return value;   // the point's run reports it, naming the --set
   }
-  if (!make_file_references_absolute(node, key, s.base_dir)) return value;
+  if (!make_file_references_absolute(node, key, s.absolute_dir)) return value;
   YAML::Emitter out;
   out.SetMapFormat(YAML::Flow);
   out.SetSeqFormat(YAML::Flow);

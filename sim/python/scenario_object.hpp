@@ -15,6 +15,9 @@ struct LoadedScenario {
   std::string path;        // the file; for a dict, base_dir/<dict> (labels messages, resolves relative paths)
   bool from_dict = false;
   std::string base_dir;    // a dict's; for a file, its directory
+  // base_dir made absolute when loaded: points of a later sweep or compare resolve the scenario's
+  // relative paths there even if the process has changed directory since.
+  std::string absolute_dir;
   std::string text;        // the document before overrides (a dict's as YAML)
   std::vector<ScenarioOverride> overrides;
   Scenario scenario;       // loaded, validated, overrides applied
@@ -35,6 +38,11 @@ std::string utf8_text(pybind11::handle value, const std::string& key);
 LoadedScenario load_file(const std::string& path, std::vector<ScenarioOverride> overrides);
 LoadedScenario load_dict(const pybind11::dict& document, const std::string& base_dir,
                          std::vector<ScenarioOverride> overrides);
+// Where the scenario was loaded from: `path`, or, once the process has changed directory so that
+// `path` no longer names it, the same place made absolute (for a dict, the label that resolves
+// its relative paths).
+std::string where_loaded(const LoadedScenario& scenario);
+
 // The same document with more overrides (applied after the ones it has).
 LoadedScenario with_overrides(const LoadedScenario& scenario, const std::vector<ScenarioOverride>& more);
 

@@ -367,6 +367,21 @@ class FileReferenceTest(unittest.TestCase):
                 self.assertEqual(again[0]["status"], "ok", again[0]["error"])
                 self.assertLess(first[0]["summary"]["total_time_s"], again[0]["summary"]["total_time_s"])
 
+    def test_loaded_then_changed_directory(self):
+        # A Scenario remembers where its relative paths were taken from: a notebook that loads,
+        # then changes directory, still sweeps and compares the same files.
+        scenarios = self.scenarios()
+        os.makedirs("elsewhere")
+        os.chdir("elsewhere")
+        for how, scenario in scenarios.items():
+            with self.subTest(how):
+                points = podsim.sweep(scenario, {"topology.mesh.X": [4]}, overrides={"topology.mesh.X": 8})
+                self.assertEqual(points[0]["status"], "ok", points[0]["error"])
+                rows = podsim.compare(scenario, ["4"])
+                self.assertEqual(rows[0]["status"], "ok", rows[0]["error"])
+                self.assertEqual(podsim.run(scenario.with_overrides({"topology.mesh.X": 4})).summary["topology"]["chips"], 4)
+        self.assertEqual(scenarios["file"].path, os.path.join("sc", "s.yaml"))   # as given
+
     def test_plan(self):
         report = podsim.plan(podsim.load_dict(self.TRAINING, base_dir="sc"), budget_s=5)
         self.assertGreater(len(report["plans"]), 0)
