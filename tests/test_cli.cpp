@@ -497,6 +497,9 @@ TEST_CASE("messages name the --set, the form of a size, a directory, an -o that 
       CHECK(r.err.find("filesystem error") == std::string::npos);
       CHECK(lines_of(r.err) == 1);
     }
+    const auto empty = run_podsim("run " + input.string() + " -o ''");
+    CHECK(empty.exit_code == 2);
+    CHECK(empty.err.find("key '-o': an empty path") != std::string::npos);
   }
 }
 

@@ -100,6 +100,7 @@ int interrupted_exit(const std::string& csv) {
 // An -o directory that is a file, or lies under one, is refused before any work: otherwise it
 // surfaces mid-run as a raw filesystem error (or, for sweep, after the points were started).
 void require_output_directory(const std::string& dir) {
+  if (dir.empty()) throw InputError({"command line", 0, 0}, "-o", "", "an empty path; expected a directory for the outputs");
   std::error_code error;
   for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
     if (!std::filesystem::exists(p, error)) {

@@ -2,7 +2,7 @@
 // unknown options, and values that are negative, nan, huge, empty, hexadecimal or full of
 // control characters, or missing. The promise under test: every invocation ends by itself with
 // exit status 0, 1 or 2 and says something; never a signal, a sanitizer report, a hang, or a
-// raw ESC or CR on the terminal (names are escaped in every table and message).
+// raw ESC, CR or NUL on the terminal (names are escaped in every table and message).
 //
 //   podsim_fuzz_cli --podsim BINARY --out DIR [--seconds S] [--seed N] [--case I]
 //
@@ -227,7 +227,7 @@ void make_scratch(const fs::path& dir) {
   const std::string tiny = "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4}}\nworkload:\n  kind: collectives\n"
                            "  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MiB\"}\n";
   write_text(dir / "tiny.yaml", tiny);
-  write_text(dir / "evil.yaml", "name: \"evil\\e[31m\\r\"\n" + tiny);
+  write_text(dir / "evil.yaml", "name: \"evil\\e[31m\\r\\0\"\n" + tiny);
   write_text(dir / "malformed.yaml", "version: 1\nhardware: {preset: v5e\n");
   write_text(dir / "empty.yaml", "");
   write_text(dir / "file", "not a directory\n");
@@ -296,7 +296,7 @@ std::string check(const Outcome& r) {
   }
   if (code != 0 && code != 1 && code != 2) return "exit status " + std::to_string(code) + ", expected 0, 1 or 2";
   if (code != 0 && r.err.empty() && r.out.empty()) return "exit status " + std::to_string(code) + " without a message";
-  for (const char c : {'\x1b', '\r'}) {
+  for (const char c : {'\x1b', '\r', '\0'}) {
     if (r.out.find(c) != std::string::npos) return "a raw control character on stdout";
     if (r.err.find(c) != std::string::npos) return "a raw control character on stderr";
   }
