@@ -118,6 +118,12 @@ TEST_CASE("a directory as an output file is refused at the option, before anythi
     CHECK(cli.err.find("'-o'") != std::string::npos);
     CHECK(cli.out.find("wrote") == std::string::npos);
   }
+  // A file where the profile's folder would be: refused before the fit, not after it.
+  std::ofstream(dir / "plain") << "x";
+  const auto under_file = run_podsim("calibrate " + measurements + " --fit hbm_efficiency -o " + shell_arg(dir / "plain" / "p.yaml"));
+  CHECK(under_file.exit_code == 2);
+  CHECK(under_file.err.find("which is a file, not a directory") != std::string::npos);
+  CHECK(under_file.out.empty());   // no table: the fit never ran
   // A regular file as an output directory: refused at -o (exit 2), not a raw filesystem error.
   std::ofstream(dir / "file") << "keep me\n";
   const auto run = run_podsim("run " + source_path("scenarios/v5e_8x4_allgather_y_small.yaml") + " -o " + shell_arg(dir / "file"));

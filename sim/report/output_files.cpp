@@ -154,6 +154,17 @@ void require_file_destination(const std::string& path, const std::string& option
     throw InputError(kCommandLine, option_name(option), path, "names a directory; expected a file's path, e.g. out/profile.yaml");
   const Destination d = destination_of(path);
   if (d.kind == Destination::Refused) refuse(option, d);
+  // A folder on the way that is a file: the write would fail only after the work.
+  std::error_code ec;
+  for (fs::path up = file.parent_path(); !up.empty(); up = up.parent_path()) {
+    const fs::file_status status = fs::status(up, ec);
+    if (status.type() == fs::file_type::directory) return;
+    if (status.type() != fs::file_type::not_found && !ec)
+      throw InputError(kCommandLine, option_name(option), path,
+                       "lies under '" + up.string() + "', which is a file, not a directory; expected a file's path in a "
+                       "directory (made if missing)");
+    if (up == up.parent_path()) return;
+  }
 }
 
 OutputFiles::OutputFiles(std::string directory, std::string option)

@@ -171,6 +171,10 @@ std::vector<std::string> generate(Rng& rng) {
                                                "topology.mesh.X=2,4", "workload.operations.0.name=\x1b[2J",
                                                "workload.operations.0.bytes=-1", "name=\x1b[31mred"})
                                   : random_value(rng);
+    // An output path stays inside the scratch directory: random bytes could spell "/" or "..",
+    // and a run writes summary.json wherever -o points (as root, in CI).
+    const bool output = name == "-o" || name == "--output" || name == "--csv";
+    if (output && value != "/dev/null" && (value.find('/') == 0 || value.find("..") != std::string::npos)) continue;
     if (rng.chance(0.2) && name.rfind("--", 0) == 0) {
       args.push_back(name + "=" + value);
     } else {
