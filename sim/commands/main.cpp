@@ -255,12 +255,12 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   options.trace_gzip = trace_gzip;
   if (stderr_is_terminal()) {
     const std::string name = terminal_safe(scenario.name);
-    // Rounded down, so that 100% means done.
-    options.progress = [&](const SimulationProgress& p) {
+    // Rounded down, so that 100% means done. `name` by value: it ends with this block.
+    options.progress = [name](const SimulationProgress& p) {
       std::fprintf(stderr, "\33[2K\rsimulating %s: %d%% of the work, %.1f s", name.c_str(),
                    static_cast<int>(std::floor(100 * p.fraction())), p.wall_s);
     };
-    options.serving_progress = [&](const SimulationProgress& p) {
+    options.serving_progress = [name](const SimulationProgress& p) {
       std::fprintf(stderr, "\33[2K\rserving %s: %llu of %llu requests, %.1f s", name.c_str(),
                    static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.wall_s);
     };
