@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# The CLI and the plot scripts beside it only: the tests and the Python module (scripts/test.sh
+# builds them) are most of the build's time.
+scripts/build.sh podsim podsim_scripts
 build/podsim run scenarios/v5e_8x4_allgather_y.yaml -o out/default
 echo "open out/default/trace.json in https://ui.perfetto.dev"
