@@ -36,14 +36,13 @@ def main():
     spans = [e for e in events if e.get("ph") == "X"]
     if not spans:
         sys.exit("podsim: no spans in " + args.trace_json)
-    tracks = []
-    for e in spans:
-        key = (e["pid"], e["tid"])
-        if key not in tracks:
-            tracks.append(key)
-    tracks = sorted(tracks)[: args.tracks]
     lo = args.start_ms * 1e3 if args.start_ms is not None else min(e["ts"] for e in spans)
     hi = args.end_ms * 1e3 if args.end_ms is not None else max(e["ts"] + e["dur"] for e in spans)
+    # Only tracks with a span inside the window: one busy only later (a chip's third
+    # communication track) would be an empty row.
+    tracks = sorted({(e["pid"], e["tid"]) for e in spans if e["ts"] + e["dur"] >= lo and e["ts"] <= hi})[: args.tracks]
+    if not tracks:
+        sys.exit("podsim: no span of " + args.trace_json + " falls inside the window")
     colours, handles = {}, {}
     cmap = plt.get_cmap("tab10")
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(tracks) + 1.5))

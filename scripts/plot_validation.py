@@ -43,8 +43,12 @@ def main():
             x = [plotting.number(r, "bytes") for r in points]
             style, marker = styles[axis_sets.index(axis) % len(styles)]
             colour = colours.get(collective, "tab:gray")
+            # AllGather and ReduceScatter take the same time (the book's 2.3): AllGather's marks are
+            # large and hollow, so that the ReduceScatter drawn over it leaves them visible.
+            gather = collective == "all_gather"
             ax.plot(x, [plotting.number(r, "simulated_s") * 1e6 for r in points], linestyle=style, marker=marker,
-                    ms=3, color=colour, label=f"{collective} {axis}")
+                    ms=6 if gather else 3, markerfacecolor="none" if gather else colour, color=colour,
+                    label=f"{collective} {axis}")
             ax.plot(x, [plotting.number(r, "analytic_s") * 1e6 for r in points], "--", color=colour, alpha=0.4,
                     linewidth=0.8)
         ax.set_xscale("log")
