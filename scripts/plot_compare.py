@@ -5,7 +5,6 @@ with algorithm bandwidth, MFU or tokens/s per chip beside it where the workload 
   build/podsim compare scenarios/v4p_4x4x4_book_question2.yaml --topologies 4x4x4,8x8,16x4,2x4x8 -o out/compare
   python3 scripts/plot_compare.py out/compare/compare.csv -o out/compare/compare.png
 """
-import argparse
 import os
 import sys
 
@@ -14,13 +13,11 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("compare_csv")
-    parser.add_argument("-o", "--output", default="compare.png")
+    parser = plotting.arguments(__doc__, "compare_csv", "compare.png")
     parser.add_argument("--title", help="the figure's title (default: the CSV's directory)")
     args = parser.parse_args()
     plt = plotting.pyplot()
-    rows = [r for r in plotting.read_rows(args.compare_csv) if r.get("status") == "ok"]
+    rows = plotting.ok_rows(args.compare_csv)
     if not rows:
         sys.exit("podsim: no successful runs in " + args.compare_csv)
     chips = {r["chip"] for r in rows}

@@ -7,7 +7,6 @@ axes with the diagonal and a +-10% band.
       --profile scenarios/profiles/v5e_book.yaml --csv out/measured.csv
   python3 scripts/plot_measured.py out/measured.csv -o out/measured.png
 """
-import argparse
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -15,9 +14,7 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("measured_csv")
-    parser.add_argument("-o", "--output", default="measured.png")
+    parser = plotting.arguments(__doc__, "measured_csv", "measured.png")
     args = parser.parse_args()
     plt = plotting.pyplot()
     rows = plotting.read_rows(args.measured_csv)

@@ -11,7 +11,6 @@ the mean's), with the busiest chip's load over the mean on a second axis.
       --set workload.batch_tokens=2097152 -o out/skew -j2        # 8 s on 2 cores
   python3 scripts/plot_moe_skew.py out/skew/sweep.csv -o out/skew/skew.png
 """
-import argparse
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -29,12 +28,10 @@ def step_time(row):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep_csv")
-    parser.add_argument("-o", "--output", default="moe_skew.png")
+    parser = plotting.arguments(__doc__, "sweep_csv", "moe_skew.png")
     args = parser.parse_args()
     plt = plotting.pyplot()
-    rows = [r for r in plotting.read_rows(args.sweep_csv) if r.get("status") == "ok"]
+    rows = plotting.ok_rows(args.sweep_csv)
     if not rows or SKEW not in rows[0]:
         sys.exit(f"podsim: no swept {SKEW} in the sweep (expected --set {SKEW}=0,0.5,1,...)")
     rows.sort(key=lambda r: plotting.number(r, SKEW))

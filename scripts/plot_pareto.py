@@ -7,7 +7,6 @@ context length, each point labelled with its batch; the rule of thumb (inference
       --set workload.context_length=2048,8192 --set workload.batch=1,4,16,32,64,120,240 -o out/pareto
   python3 scripts/plot_pareto.py out/pareto/sweep.csv -o out/pareto/pareto.png
 """
-import argparse
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -15,12 +14,10 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep_csv")
-    parser.add_argument("-o", "--output", default="pareto.png")
+    parser = plotting.arguments(__doc__, "sweep_csv", "pareto.png")
     args = parser.parse_args()
     plt = plotting.pyplot()
-    rows = [r for r in plotting.read_rows(args.sweep_csv) if r.get("status") == "ok"]
+    rows = plotting.ok_rows(args.sweep_csv)
     if not rows or "decode_step_time_s" not in rows[0]:
         sys.exit("podsim: no decode points in the sweep (expected a kind: inference, phase: decode scenario)")
     # A line per combination of the swept keys other than the batch (the columns between

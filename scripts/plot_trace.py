@@ -5,7 +5,6 @@ span, coloured by category, for the first --tracks tracks and an optional time w
   build/podsim run scenarios/training_llama2_13b_fsdp1024_tp4.yaml -o out/train
   python3 scripts/plot_trace.py out/train/trace.json -o out/train/trace.png --tracks 8
 """
-import argparse
 import json
 import os
 import sys
@@ -15,9 +14,7 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("trace_json")
-    parser.add_argument("-o", "--output", default="trace.png")
+    parser = plotting.arguments(__doc__, "trace_json", "trace.png")
     parser.add_argument("--tracks", type=int, default=8, help="rows to draw (the first, in trace order)")
     parser.add_argument("--start-ms", type=float, default=None)
     parser.add_argument("--end-ms", type=float, default=None)

@@ -7,7 +7,6 @@ key is the x axis; a pair of lines (math solid, communication dashed) per value 
       --set workload.batch_tokens=40800,81600,163200,326400 -o out/train-sweep
   python3 scripts/plot_training.py out/train-sweep/sweep.csv -o out/train-sweep/training.png
 """
-import argparse
 import os
 import sys
 
@@ -16,13 +15,11 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep_csv")
-    parser.add_argument("-o", "--output", default="training.png")
+    parser = plotting.arguments(__doc__, "sweep_csv", "training.png")
     parser.add_argument("--block", default="mlp", help="per_layer block: mlp or attn")
     args = parser.parse_args()
     plt = plotting.pyplot()
-    rows = [r for r in plotting.read_rows(args.sweep_csv) if r.get("status") == "ok"]
+    rows = plotting.ok_rows(args.sweep_csv)
     math_key, comms_key = f"per_layer.{args.block}.t_math_s", f"per_layer.{args.block}.t_comms_s"
     if not rows or math_key not in rows[0]:
         sys.exit("podsim: no training points with " + math_key + " in the sweep")

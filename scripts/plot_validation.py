@@ -5,7 +5,6 @@ per mesh, a line per collective and axes, from `podsim validate --csv`.
   build/podsim validate --csv out/validate.csv
   python3 scripts/plot_validation.py out/validate.csv -o out/validate.png
 """
-import argparse
 import math
 import os
 import sys
@@ -16,9 +15,7 @@ import plotting  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("validate_csv")
-    parser.add_argument("-o", "--output", default="validate.png")
+    parser = plotting.arguments(__doc__, "validate_csv", "validate.png")
     args = parser.parse_args()
     plt = plotting.pyplot()
     rows = plotting.read_rows(args.validate_csv)

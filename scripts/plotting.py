@@ -20,6 +20,20 @@ def pyplot():
     return plt
 
 
+def arguments(doc, input_name, default_output):
+    """The parser every plot script starts from: its input file and -o; a script adds its own."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(input_name)
+    parser.add_argument("-o", "--output", default=default_output)
+    return parser
+
+
+def ok_rows(path):
+    """A sweep's or compare's rows whose point ran ("status" ok)."""
+    return [r for r in read_rows(path) if r.get("status") == "ok"]
+
+
 def read_rows(path):
     try:
         with open(path, newline="") as f:
