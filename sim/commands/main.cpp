@@ -97,24 +97,6 @@ int interrupted_exit(const std::string& csv) {
   return 128 + static_cast<int>(stop_signal);
 }
 
-// An -o directory that is a file, or lies under one, is refused before any work: otherwise it
-// surfaces mid-run as a raw filesystem error (or, for sweep, after the points were started).
-void require_output_directory(const std::string& dir) {
-  if (dir.empty()) throw InputError({"command line", 0, 0}, "-o", "", "an empty path; expected a directory for the outputs");
-  std::error_code error;
-  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
-    if (!std::filesystem::exists(p, error)) {
-      if (p == p.parent_path()) break;
-      continue;
-    }
-    if (std::filesystem::is_directory(p, error)) return;
-    throw InputError({"command line", 0, 0}, "-o", dir,
-                     (p == std::filesystem::path(dir) ? std::string("an existing file")
-                                                      : "under '" + p.string() + "', an existing file") +
-                         ", not a directory; expected a directory for the outputs");
-  }
-}
-
 std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<ScenarioOverride> overrides;
   for (const auto& s : sets) {
@@ -137,7 +119,7 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   options.podsim_binary = self_binary();
   options.on_progress = points_progress("sweep");
   load_scenario(scenario_path);   // the base scenario must load; points may still fail
-  require_output_directory(out_dir);
+  require_output_directory(out_dir, "-o");
   const size_t points = sweep_grid(options.axes).size();
   if (!emit.empty()) {
     const auto script = emit_slurm(options);
@@ -194,7 +176,7 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   options.on_progress = points_progress("compare");
   handle_stop_signals();
   options.stop_requested = stop_requested;
-  require_output_directory(out_dir);
+  require_output_directory(out_dir, "-o");
   std::string name;
   const auto rows = run_compare(options, &name);
   std::cout << shown(compare_table(rows));
@@ -246,7 +228,7 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
                 bool trace_gzip, const PreflightLimits& limits) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
-  require_output_directory(out_dir);
+  require_output_directory(out_dir, "-o");
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
@@ -359,7 +341,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
                  int top, bool exhaustive, double budget_s, int jobs) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
-  if (!out_dir.empty()) require_output_directory(out_dir);
+  if (!out_dir.empty()) require_output_directory(out_dir, "-o");
   if (!out_dir.empty()) ensure_directory(out_dir, "-o");
   // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
   // so an interrupted plan keeps what it found.
@@ -387,7 +369,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
 int perf_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                  const PerfOptions& given) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
-  require_output_directory(out_dir);
+  require_output_directory(out_dir, "-o");
   PerfOptions options = given;
   options.on_progress = points_progress("perf", "sizes");
   const PerfResult result = run_perf(scenario, options);

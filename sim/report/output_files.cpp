@@ -132,6 +132,19 @@ std::string system_temporary() {
   return pattern;
 }
 
+// The nearest of `path` and its ancestors that exists, when it is not a directory: where a path
+// meant to lie in directories runs into a file. Empty when the nearest existing one is a directory.
+fs::path first_non_directory(const fs::path& path) {
+  std::error_code ec;
+  for (fs::path up = path; !up.empty(); up = up.parent_path()) {
+    const fs::file_status status = fs::status(up, ec);
+    if (status.type() == fs::file_type::directory) return {};
+    if (!ec && status.type() != fs::file_type::not_found) return up;
+    if (up == up.parent_path()) break;
+  }
+  return {};
+}
+
 }  // namespace
 
 void ensure_directory(const std::string& directory, const std::string& option) {
@@ -155,16 +168,22 @@ void require_file_destination(const std::string& path, const std::string& option
   const Destination d = destination_of(path);
   if (d.kind == Destination::Refused) refuse(option, d);
   // A folder on the way that is a file: the write would fail only after the work.
-  std::error_code ec;
-  for (fs::path up = file.parent_path(); !up.empty(); up = up.parent_path()) {
-    const fs::file_status status = fs::status(up, ec);
-    if (status.type() == fs::file_type::directory) return;
-    if (status.type() != fs::file_type::not_found && !ec)
-      throw InputError(kCommandLine, option_name(option), path,
-                       "lies under '" + up.string() + "', which is a file, not a directory; expected a file's path in a "
-                       "directory (made if missing)");
-    if (up == up.parent_path()) return;
-  }
+  const fs::path blocker = first_non_directory(file.parent_path());
+  if (!blocker.empty())
+    throw InputError(kCommandLine, option_name(option), path,
+                     "lies under '" + blocker.string() + "', which is a file, not a directory; expected a file's path "
+                     "in a directory (made if missing)");
+}
+
+void require_output_directory(const std::string& directory, const std::string& option) {
+  if (directory.empty())
+    throw InputError(kCommandLine, option_name(option), "", "an empty path; expected a directory for the outputs");
+  const fs::path blocker = first_non_directory(directory);
+  if (blocker.empty()) return;
+  throw InputError(kCommandLine, option_name(option), directory,
+                   (blocker == fs::path(directory) ? std::string("an existing file")
+                                                   : "under '" + blocker.string() + "', an existing file") +
+                       ", not a directory; expected a directory for the outputs");
 }
 
 OutputFiles::OutputFiles(std::string directory, std::string option)

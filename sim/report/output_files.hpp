@@ -57,6 +57,11 @@ void ensure_directory(const std::string& directory, const std::string& option = 
 // directory, "DIR/", a block device): checked before a long computation whose result goes there.
 void require_file_destination(const std::string& path, const std::string& option);
 
+// Throws InputError naming `option` when `directory` is empty, is a file, or lies under one:
+// checked before any work, which would otherwise meet it as a raw filesystem error mid-run (or,
+// for a sweep, after its points were started).
+void require_output_directory(const std::string& directory, const std::string& option);
+
 // The reason of the last failed system call, as strerror(errno) gives it.
 std::string system_reason();
 
