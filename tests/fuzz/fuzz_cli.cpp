@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "seeded_rng.hpp"
+#include "sim/scenario/input_error.hpp"   // terminal_safe, for this program's own report
 
 namespace fs = std::filesystem;
 using podsim_test::Rng;
@@ -199,22 +200,6 @@ std::string shell_line(const std::vector<std::string>& args) {
   return line;
 }
 
-// For this program's own report: control characters as \xNN (the failing line itself is in the file).
-std::string visible(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\n') || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string read_text(const fs::path& path) {
@@ -357,8 +342,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "podsim_fuzz_cli: case %d (replay: PODSIM_FUZZ_SEED=%llu PODSIM_FUZZ_CASE=%d): %s\n  %s\n"
                    "(written to %s; run it in a copy of %s)\n--- stdout\n%s--- stderr\n%s",
-                   i, static_cast<unsigned long long>(o.seed), i, problem.c_str(), visible(line).c_str(),
-                   (root / "fuzz-failure-cli.txt").c_str(), scratch.c_str(), visible(r.out).c_str(), visible(r.err).c_str());
+                   i, static_cast<unsigned long long>(o.seed), i, problem.c_str(), podsim::terminal_safe(line, true).c_str(),
+                   (root / "fuzz-failure-cli.txt").c_str(), scratch.c_str(), podsim::terminal_safe(r.out, true).c_str(),
+                   podsim::terminal_safe(r.err, true).c_str());
       return 1;
     }
     ++by_status[WEXITSTATUS(r.status)];
