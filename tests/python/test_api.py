@@ -4,6 +4,7 @@ Run by CTest (tests/CMakeLists.txt) with the system /usr/bin/python3, PYTHONPATH
 module's directory, PODSIM_BINARY the CLI and PODSIM_SOURCE_DIR the repository. By hand:
     PYTHONPATH=build/python PODSIM_BINARY=build/podsim /usr/bin/python3 tests/python/test_api.py
 """
+import contextlib
 import csv
 import json
 import math
@@ -36,6 +37,24 @@ def cli_run(scenario, out_dir, overrides=None):
         args += ["--set", f"{key}={value}"]
     done = subprocess.run(args, capture_output=True, text=True, check=True)
     return done.stdout
+
+
+# A training step of a few seconds: under way when an interrupt comes.
+SLOW = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
+
+
+@contextlib.contextmanager
+def sigint_after(seconds):
+    """SIGINT to this process after `seconds`, as a notebook's interrupt sends it; the handler and
+    the timer are put back however the block ends."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 def read_json(path):
@@ -235,44 +254,28 @@ class SweepTest(TablesEqualTheCsv, unittest.TestCase):
     def test_ctrl_c_stops_the_points_under_way(self):
         # As a notebook's interrupt does: SIGINT to this process while points run. A point of
         # this scenario takes seconds; it must be killed, not left running, and recorded.
-        slow = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                timer.start()
-                with self.assertRaises(KeyboardInterrupt):
-                    podsim.sweep(slow, {"workload.matmul_efficiency": [0.5, 0.6, 0.7]}, output_dir=tmp, jobs=2)
-                rows = read_csv(f"{tmp}/sweep.csv")
-                self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
-                self.assertIn("killed by signal 15", rows[0]["error"])
-                running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
-                self.assertEqual(running.stdout, "")
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
+        with tempfile.TemporaryDirectory() as tmp, sigint_after(0.5):
+            with self.assertRaises(KeyboardInterrupt):
+                podsim.sweep(SLOW, {"workload.matmul_efficiency": [0.5, 0.6, 0.7]}, output_dir=tmp, jobs=2)
+            rows = read_csv(f"{tmp}/sweep.csv")
+            self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
+            self.assertIn("killed by signal 15", rows[0]["error"])
+            running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
+            self.assertEqual(running.stdout, "")
 
     def test_ctrl_c_stops_a_compare(self):
         # As for a sweep: KeyboardInterrupt, no point left running, and compare.csv saying which
         # shapes were stopped or never started (not 'error' rows of zeros).
-        slow = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                timer.start()
-                with self.assertRaises(KeyboardInterrupt):
-                    podsim.compare(slow, ["16x16x16", "16x16x16", "16x16x16"], output_dir=tmp, jobs=2)
-                rows = read_csv(f"{tmp}/compare.csv")
-                self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
-                self.assertIn("killed by signal 15", rows[0]["error"])
-                self.assertIn("not run", rows[2]["error"])
-                self.assertEqual([(r["chips"], r["time_s"]) for r in rows], [("", "")] * 3)
-                running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
-                self.assertEqual(running.stdout, "")
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
+        with tempfile.TemporaryDirectory() as tmp, sigint_after(0.5):
+            with self.assertRaises(KeyboardInterrupt):
+                podsim.compare(SLOW, ["16x16x16", "16x16x16", "16x16x16"], output_dir=tmp, jobs=2)
+            rows = read_csv(f"{tmp}/compare.csv")
+            self.assertEqual([r["status"] for r in rows], ["interrupted", "interrupted", "missing"])
+            self.assertIn("killed by signal 15", rows[0]["error"])
+            self.assertIn("not run", rows[2]["error"])
+            self.assertEqual([(r["chips"], r["time_s"]) for r in rows], [("", "")] * 3)
+            running = subprocess.run(["pgrep", "-f", f"podsim run .* -o {tmp}/"], capture_output=True, text=True)
+            self.assertEqual(running.stdout, "")
 
     def test_a_bad_base_scenario_raises(self):
         with self.assertRaises(podsim.InputError):
