@@ -134,7 +134,7 @@ TEST_CASE("ring attention on the memory timeline: two received blocks while the 
     // The timeline of the received blocks alone.
     int receives = 0;
     for (auto& op : program) {
-      if (op.category == "cp_ring_receive") {
+      if (op.role == OpRole::RingReceive) {
         ++receives;
       } else {
         op.holds_bytes = 0;

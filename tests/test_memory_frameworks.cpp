@@ -79,12 +79,12 @@ TEST_CASE("ZeRO-1/2 steps: gradients reduce-scattered, the shard updated, the we
   int scatters = 0, gathers = 0, allreduces = 0;
   double zero_bytes = 0, dp_bytes = 0;
   for (const auto& op : zero) {
-    scatters += op.category == "zero_reducescatter";
-    gathers += op.category == "zero_allgather";
+    scatters += op.role == OpRole::ZeroReduceScatter;
+    gathers += op.role == OpRole::ZeroAllGather;
     if (op.kind == ProgramOpKind::Collective) zero_bytes += op.collective.bytes;
   }
   for (const auto& op : dp) {
-    allreduces += op.category == "dp_allreduce";
+    allreduces += op.role == OpRole::DataAllReduce;
     if (op.kind == ProgramOpKind::Collective) dp_bytes += op.collective.bytes;
   }
   CHECK(scatters == allreduces);

@@ -52,7 +52,7 @@ TEST_CASE("moe inference: the experts' time is flat until B_crit = (C / 2W) E / 
     const auto program = inference_program(model, seed_plan(b), topo, layout);
     double experts = 0;
     for (const auto& op : program)
-      if (op.category == "experts") experts += op.compute_s;
+      if (op.role == OpRole::Experts) experts += op.compute_s;
     experts_s.push_back(experts);
     step.push_back(run_program(topo, {}, program, {Fidelity::Auto, false, {}}).total_time_s);
   }

@@ -163,8 +163,7 @@ TEST_CASE("moe training: the busiest-expert formula predicts the skewed step's g
   const double even_step = even_run.total_time_s;
   double even_a2a = 0;   // chip 0's time in the AllToAlls
   for (size_t i = 0; i < even.program.size(); ++i) {
-    const auto& c = even.program[i].category;
-    if (c == "moe_dispatch" || c == "moe_combine") even_a2a += even_run.span(static_cast<int>(i), 0, 0).end_s - even_run.span(static_cast<int>(i), 0, 0).start_s;
+    if (is_moe_all_to_all(even.program[i].role)) even_a2a += even_run.span(static_cast<int>(i), 0, 0).end_s - even_run.span(static_cast<int>(i), 0, 0).start_s;
   }
   for (const double s : {0.6, 1.2, 2.0}) {
     auto plan = ep_plan(2);

@@ -126,9 +126,9 @@ TEST_CASE("3D parallelism: FSDP and TP inside the stages keep the pipeline's sha
     // The traffic inside the stages is there: every block's TP gather, FSDP gathers per pass.
     int tp = 0, fsdp = 0, reductions = 0;
     for (const auto& op : step.program) {
-      tp += op.category == "tp_allgather";
-      fsdp += op.category == "fsdp_allgather";
-      reductions += op.category == "fsdp_reducescatter";
+      tp += op.role == OpRole::TensorAllGather;
+      fsdp += op.role == OpRole::FsdpAllGather;
+      reductions += op.role == OpRole::FsdpReduceScatter;
     }
     const int blocks_per_chunk = 2 * 16 / (4 * v) + 1;   // attention, MLP per layer, and the unembedding share
     CHECK(tp == 2 * v * 8 * (blocks_per_chunk - 1));        // forward and backward, no TP for the share
@@ -222,11 +222,11 @@ TEST_CASE("pipelines with ZeRO-1/2: each chunk's gradients reduce-scattered, its
   int scatters = 0, gathers = 0, allreduces = 0;
   double scatter_bytes = 0, gather_bytes = 0, allreduce_bytes = 0;
   for (const auto& op : zero) {
-    if (op.category == "zero_reducescatter") ++scatters, scatter_bytes += op.collective.bytes;
-    if (op.category == "zero_allgather") ++gathers, gather_bytes += op.collective.bytes;
+    if (op.role == OpRole::ZeroReduceScatter) ++scatters, scatter_bytes += op.collective.bytes;
+    if (op.role == OpRole::ZeroAllGather) ++gathers, gather_bytes += op.collective.bytes;
   }
   for (const auto& op : dp) {
-    if (op.category == "dp_allreduce") ++allreduces, allreduce_bytes += op.collective.bytes;
+    if (op.role == OpRole::DataAllReduce) ++allreduces, allreduce_bytes += op.collective.bytes;
   }
   CHECK(allreduces == 2 * (2 * 2 + 1));   // 2 chunks x (8 / 4 layers x (attention, MLP) + unembedding share)
   CHECK(scatters == allreduces);
@@ -310,7 +310,7 @@ TEST_CASE("MoE models in pipelines: the bubble keeps its formula, the experts' t
     INFO("M = " << M);
     CHECK(step.report.pipeline_bubble_fraction == Approx(3.0 / (M + 3)).epsilon(0.01));
     int dispatches = 0;
-    for (const auto& op : step.program) dispatches += op.category == "moe_dispatch";
+    for (const auto& op : step.program) dispatches += op.role == OpRole::MoeDispatch;
     // Per microbatch, the stage's 2 MoE layers, forward (dispatch) and backward (its mirror).
     CHECK(dispatches == M * 2 * 2);
     CHECK(step.layout.moe.expert_degree == 4);

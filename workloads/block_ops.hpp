@@ -30,7 +30,7 @@ struct BlockOps {
 // 0: none, e.g. ZB-H1's weight gradients).
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
-                    const char* category, double ring = 0);
+                    OpRole role, double ring = 0);
 
 // A block's gradient reduction over the data axes, once its last backward (`after`) is done;
 // nothing waits on it but the optimizer. FSDP and ZeRO-1/2 reduce-scatter it (each replica

@@ -260,7 +260,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   };
   const std::vector<int> batch_axes = shape.decode ? kv_batch_axes(model, plan, topology) : std::vector<int>{};
   auto on_axes = [&](const std::string& name, CollectiveKind kind, const std::vector<int>& axes, double bytes, int layer,
-                     const char* category, std::vector<int> after) {
+                     OpRole role, std::vector<int> after) {
     ProgramOp op;
     op.name = name;
     op.kind = ProgramOpKind::Collective;
@@ -268,16 +268,16 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     op.collective.axes = axes;
     op.collective.bytes = bytes;
     op.layer = layer;
-    op.category = category;
+    op.role = role;
     return add(std::move(op), std::move(after));
   };
   // Megatron's: the [tokens, D] activations over the model axes (AllToAlls over the batch axes).
-  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, const char* category,
+  auto collective = [&](const std::string& name, CollectiveKind kind, int layer, OpRole role,
                         std::vector<int> after) {
     return on_axes(name, kind, kind == CollectiveKind::AllToAll ? batch_axes : plan.model_axes, cost.activation_bytes,
-                   layer, category, std::move(after));
+                   layer, role, std::move(after));
   };
-  auto compute = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+  auto compute = [&](const std::string& name, double seconds, double flops, int layer, OpRole role,
                      std::vector<int> after) {
     ProgramOp op;
     op.name = name;
@@ -285,7 +285,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     op.compute_s = seconds;
     op.flops = flops;
     op.layer = layer;
-    op.category = category;
+    op.role = role;
     return add(std::move(op), std::move(after));
   };
   // One block: gather the activations, its matmuls, scatter the partial sums (Megatron). With
@@ -302,54 +302,54 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   const double kv_block_bytes = local_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
   // The scores' share of an attention block's roofline (its FLOPs' share).
   auto ring_s = [&](double seconds, double flops) { return flops > 0 ? seconds * cost.score_flops / flops : 0.0; };
-  auto ring = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+  auto ring = [&](const std::string& name, double seconds, double flops, int layer, OpRole role,
                   const std::vector<int>& after) {
     ProgramBuilder b(std::move(program));
     const int last = emit_ring_attention(b, name, plan.context_axis, cp, ring_s(seconds, flops) / cp,
-                                         cost.score_flops / cp, kv_block_bytes, after, layer, category);
+                                         cost.score_flops / cp, kv_block_bytes, after, layer, role);
     program = b.take();
     return last;
   };
   // The block's compute: one op, or with `ringed` its projections and then the ring.
-  auto attend = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+  auto attend = [&](const std::string& name, double seconds, double flops, int layer, OpRole role,
                     std::vector<int> after, bool ringed) {
-    if (!ringed) return compute(name, seconds, flops, layer, category, std::move(after));
+    if (!ringed) return compute(name, seconds, flops, layer, role, std::move(after));
     ProgramBuilder b(std::move(program));
     const int last = emit_ring_block(b, name, plan.context_axis, cp, seconds, flops, ring_s(seconds, flops),
-                                     cost.score_flops, kv_block_bytes, std::move(after), layer, category).last;
+                                     cost.score_flops, kv_block_bytes, std::move(after), layer, role).last;
     program = b.take();
     return last;
   };
-  auto block = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+  auto block = [&](const std::string& name, double seconds, double flops, int layer, OpRole role,
                    bool attention) {
     const bool ringed = attention && cp > 1;
     if (model_degree <= 1) {
-      previous = {attend(name, seconds, flops, layer, category, previous, ringed)};
+      previous = {attend(name, seconds, flops, layer, role, previous, ringed)};
       return;
     }
     const bool to_batch = attention && !batch_axes.empty();
-    const int gather = collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous);
+    const int gather = collective(name + ".allgather", CollectiveKind::AllGather, layer, OpRole::ModelAllGather, previous);
     if (!plan.collective_matmul) {
       int before = gather;
-      if (to_batch) before = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", {gather});
-      int c = attend(name, seconds, flops, layer, category, {before}, ringed);
-      if (to_batch) c = collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {c});
-      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", {c})};
+      if (to_batch) before = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, OpRole::KvAllToAll, {gather});
+      int c = attend(name, seconds, flops, layer, role, {before}, ringed);
+      if (to_batch) c = collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, OpRole::KvAllToAll, {c});
+      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, OpRole::ModelReduceScatter, {c})};
       return;
     }
     // Context parallelism: the ring between the halves, as in training (block_ops.cpp).
     const double score_s = ringed ? ring_s(seconds, flops) : 0.0;
     const double score_flops = ringed ? cost.score_flops : 0.0;
     const double half_s = (seconds - score_s) / 2, half_flops = (flops - score_flops) / 2;
-    const int first = compute(name + ".matmul1", half_s, half_flops, layer, category, previous);
+    const int first = compute(name + ".matmul1", half_s, half_flops, layer, role, previous);
     std::vector<int> ready = {first, gather};
     if (to_batch) {
-      const int q = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, "kv_alltoall", ready);
-      ready = {collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, "kv_alltoall", {q})};
+      const int q = collective(name + ".alltoall_q", CollectiveKind::AllToAll, layer, OpRole::KvAllToAll, ready);
+      ready = {collective(name + ".alltoall_out", CollectiveKind::AllToAll, layer, OpRole::KvAllToAll, {q})};
     }
-    if (ringed) ready = {ring(name, seconds, flops, layer, category, ready)};
-    const int second = compute(name + ".matmul2", half_s, half_flops, layer, category, ready);
-    const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", ready);
+    if (ringed) ready = {ring(name, seconds, flops, layer, role, ready)};
+    const int second = compute(name + ".matmul2", half_s, half_flops, layer, role, ready);
+    const int scatter = collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, OpRole::ModelReduceScatter, ready);
     previous = {second, scatter};
   };
   // 2D weight-stationary (inference.md Question 7, Appendix B; ESTI sec. 3.2.2): weights
@@ -362,36 +362,36 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
   int x_degree = 1, yz_degree = 1;
   for (int a : plan.d_axes) x_degree *= topology.axes[a].size;
   for (int a : plan.model_axes) yz_degree *= topology.axes[a].size;
-  auto block_2d = [&](const std::string& name, double seconds, double flops, int layer, const char* category,
+  auto block_2d = [&](const std::string& name, double seconds, double flops, int layer, OpRole role,
                       bool attention) {
     const double t = local_tokens;
     const double io_bytes = cost.activation_bytes / x_degree;
     const int gather = on_axes(name + ".allgather", CollectiveKind::AllGather, plan.model_axes, io_bytes, layer,
-                               "mp_allgather", previous);
+                               OpRole::ModelAllGather, previous);
     int last = gather;
     if (!attention) {
       // Gated MLPs reduce both [T, F] projections before the gate.
       const double hidden = (model.gated_mlp ? 2.0 : 1.0) * t * model.d_ff * 2.0 / yz_degree;
       const double first = model.gated_mlp ? 2.0 / 3.0 : 0.5;
-      last = compute(name + ".matmul1", seconds * first, flops * first, layer, category, {last});
-      last = on_axes(name + ".allreduce", CollectiveKind::AllReduce, plan.d_axes, hidden, layer, "mp_allreduce", {last});
-      last = compute(name + ".matmul2", seconds * (1 - first), flops * (1 - first), layer, category, {last});
+      last = compute(name + ".matmul1", seconds * first, flops * first, layer, role, {last});
+      last = on_axes(name + ".allreduce", CollectiveKind::AllReduce, plan.d_axes, hidden, layer, OpRole::ModelAllReduce, {last});
+      last = compute(name + ".matmul2", seconds * (1 - first), flops * (1 - first), layer, role, {last});
     } else {
       const double nh = static_cast<double>(model.heads) * model.head_dim;
       const double qkv = nh + 2.0 * model.kv_heads * model.head_dim;
       const double weight_flops = 2 * t * model.d_model * (qkv + nh) / (x_degree * yz_degree);
       const double f_qkv = weight_flops > 0 ? std::min(1.0, 2 * t * model.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
       const double f_out = weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model.d_model * nh / (x_degree * yz_degree) / flops) : 0;
-      last = compute(name + ".qkv", seconds * f_qkv, flops * f_qkv, layer, category, {last});
+      last = compute(name + ".qkv", seconds * f_qkv, flops * f_qkv, layer, role, {last});
       last = on_axes(name + ".reducescatter_qkv", CollectiveKind::ReduceScatter, plan.d_axes, t * qkv * 2.0 / yz_degree,
-                     layer, "mp_reducescatter", {last});
-      last = compute(name + ".scores", seconds * (1 - f_qkv - f_out), flops * (1 - f_qkv - f_out), layer, category, {last});
+                     layer, OpRole::ModelReduceScatter, {last});
+      last = compute(name + ".scores", seconds * (1 - f_qkv - f_out), flops * (1 - f_qkv - f_out), layer, role, {last});
       last = on_axes(name + ".allgather_out", CollectiveKind::AllGather, plan.d_axes, t * nh * 2.0 / yz_degree, layer,
-                     "mp_allgather", {last});
-      last = compute(name + ".out", seconds * f_out, flops * f_out, layer, category, {last});
+                     OpRole::ModelAllGather, {last});
+      last = compute(name + ".out", seconds * f_out, flops * f_out, layer, role, {last});
     }
     previous = {on_axes(name + ".reducescatter", CollectiveKind::ReduceScatter, plan.model_axes, io_bytes, layer,
-                        "mp_reducescatter", {last})};
+                        OpRole::ModelReduceScatter, {last})};
   };
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
   // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
@@ -407,11 +407,11 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
                                        (dense_params * plan.weight_bytes + io) / model_degree, C, topology.chip,
                                        plan.efficiency, dequant_s(dense_params / model_degree, plan, topology.chip));
     std::vector<int> before = previous;
-    if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, "mp_allgather", previous)};
-    const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, "mlp", before);
+    if (model_degree > 1) before = {collective(name + ".allgather", CollectiveKind::AllGather, layer, OpRole::ModelAllGather, previous)};
+    const int shared = compute(name + ".router_shared", shared_s, shared_flops, layer, OpRole::Mlp, before);
     const MoeLayerWork w = moe_layer_work(model, plan.routing, local_tokens, ep, layer - model.moe->dense_layers, 0);
     const double row_bytes = model.d_model * 2.0;   // bf16 activations
-    auto all_to_all = [&](const std::string& op_name, bool transposed, std::vector<int> after, const char* category) {
+    auto all_to_all = [&](const std::string& op_name, bool transposed, std::vector<int> after, OpRole role) {
       if (ep <= 1) return after;
       std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
       ProgramOp op;
@@ -422,10 +422,10 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       for (double b : pairs) op.collective.bytes += b;
       if (!w.uniform) op.collective.pair_bytes = std::move(pairs);
       op.layer = layer;
-      op.category = category;
+      op.role = role;
       return std::vector<int>{add(std::move(op), std::move(after))};
     };
-    const std::vector<int> arrived = all_to_all(name + ".dispatch", false, {shared}, "moe_dispatch");
+    const std::vector<int> arrived = all_to_all(name + ".dispatch", false, {shared}, OpRole::MoeDispatch);
     // Each rank reads the weights of its experts that received tokens (a grouped matmul skips
     // the empty ones; padded buffers fill every expert) and computes its rows.
     const int per_rank = model.moe->experts / ep;
@@ -446,7 +446,7 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
                               dequant_s(used * expert_params(model) / model_degree, plan, topology.chip));
       flops_sum += flops;
     }
-    const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, "experts", arrived);
+    const int experts = compute(name + ".experts", 0, flops_sum / ep, layer, OpRole::Experts, arrived);
     const bool even = std::all_of(by_rank.begin(), by_rank.end(), [&](double t) { return t == by_rank[0]; });
     if (even) {
       program[experts].compute_s = by_rank[0];
@@ -458,9 +458,9 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
       std::sort(program[experts].vary_axes.begin(), program[experts].vary_axes.end());
       program[experts].compute_s_by_position = by_rank;
     }
-    previous = all_to_all(name + ".combine", true, {experts}, "moe_combine");
+    previous = all_to_all(name + ".combine", true, {experts}, OpRole::MoeCombine);
     if (model_degree > 1)
-      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, "mp_reducescatter", previous)};
+      previous = {collective(name + ".reducescatter", CollectiveKind::ReduceScatter, layer, OpRole::ModelReduceScatter, previous)};
   };
   for (int l = 0; l < model.layers; ++l) {
     const std::string name = "L" + std::to_string(l);
@@ -468,16 +468,16 @@ Program inference_step_program(const TransformerSpec& model, const InferencePlan
     // prefilling) and projects back; then the MLP.
     if (!plan.d_axes.empty()) {
       if (model.attention != AttentionKind::None)
-        block_2d(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
-      block_2d(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
+        block_2d(name + ".attn", cost.attention_s, cost.attention_flops, l, OpRole::Attention, true);
+      block_2d(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, OpRole::Mlp, false);
       continue;
     }
     if (model.attention != AttentionKind::None)
-      block(name + ".attn", cost.attention_s, cost.attention_flops, l, "attention", true);
+      block(name + ".attn", cost.attention_s, cost.attention_flops, l, OpRole::Attention, true);
     if (model.moe && l >= model.moe->dense_layers) moe_block(name + ".mlp", l);
-    else block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, "mlp", false);
+    else block(name + ".mlp", cost.mlp_s, cost.mlp_flops, l, OpRole::Mlp, false);
   }
-  compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, "unembed", previous);
+  compute("unembed", cost.unembed_s, cost.unembed_flops, model.layers, OpRole::Unembed, previous);
   return program;
 }
 

@@ -87,7 +87,7 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
   layout_.moe.expert_compute_mean_s += mean;
   layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
   const int op = b_.compute(name, w.uniform ? by_rank[0] : mean, passes * expert_forward_flops_per_chip(),
-                            std::move(after), block.layer, backward ? "backward" : "forward");
+                            std::move(after), block.layer, backward ? OpRole::Backward : OpRole::Forward);
   if (!w.uniform) {
     b_.op(op).vary_axes = expert_axes_;
     b_.op(op).compute_s_by_position = std::move(by_rank);
@@ -96,13 +96,13 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
 }
 
 int MoeTrainingBlocks::all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
-                                  bool transposed, std::vector<int> after, const char* category) {
+                                  bool transposed, std::vector<int> after, OpRole role) {
   if (w.ranks <= 1) return -1;
   const double row_bytes = model_.d_model * model_.activation_bytes;
   std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
   const double total = std::accumulate(pairs.begin(), pairs.end(), 0.0);
   const int op = b_.collective(name, CollectiveKind::AllToAll, expert_axes_, {}, total, std::move(after), block.layer,
-                               category);
+                               role);
   if (!w.uniform) b_.op(op).collective.pair_bytes = std::move(pairs);
   return op;
 }
@@ -114,7 +114,7 @@ int MoeTrainingBlocks::tensor_collective(const std::string& name, const Training
   const bool gather = kind == CollectiveKind::AllGather;
   return b_.collective(name + (gather ? ".allgather_activations" : ".reducescatter_activations"), kind,
                        plan_.tensor_axes, plan_.tensor_slices, block.activation_bytes_per_group, std::move(after),
-                       block.layer, gather ? "tp_allgather" : "tp_reducescatter");
+                       block.layer, gather ? OpRole::TensorAllGather : OpRole::TensorReduceScatter);
 }
 
 // The chip's experts' weights, FSDP-gathered over the data axes that are not expert axes.
@@ -122,7 +122,7 @@ int MoeTrainingBlocks::expert_weight_gather(const std::string& name, const Train
                                             const std::vector<int>& after) {
   return b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
                        expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, after, block.layer,
-                       "fsdp_allgather");
+                       OpRole::FsdpAllGather);
 }
 
 MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const TrainingBlock& block, int microbatch,
@@ -133,12 +133,12 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The router (and shared experts) decide where each token goes before it can be sent.
   const int shared = b_.compute(name + ".router_shared", block.forward_s, block.forward_flops_per_chip, inputs,
-                                block.layer, "forward");
-  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, "moe_dispatch");
+                                block.layer, OpRole::Forward);
+  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, OpRole::MoeDispatch);
   std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
   if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
   ops.expert_compute = expert_op(name + ".experts", block, w, false, expert_inputs);
-  const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, "moe_combine");
+  const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   ops.last_compute = ops.expert_compute;
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
   if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
@@ -153,15 +153,15 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   Ops ops;
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The combine's mirror takes each output gradient to the experts its token went to.
-  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, "moe_combine");
+  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
   std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
   if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
   ops.expert_compute = expert_op(name + ".experts", block, w, true, expert_inputs);
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
   // backward runs (their output gradients are local).
-  const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, "moe_dispatch");
+  const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
   const int shared = b_.compute(name + ".router_shared", block.backward_s, 2 * block.forward_flops_per_chip,
-                                {ops.expert_compute}, block.layer, "backward");
+                                {ops.expert_compute}, block.layer, OpRole::Backward);
   ops.last_compute = shared;
   std::vector<int> done{shared};
   if (home >= 0) done.push_back(home);
@@ -176,19 +176,19 @@ void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute
     if (fsdp_) {
       const int scatter = b_.collective(block.name + ".reducescatter_expert_grads", CollectiveKind::ReduceScatter,
                                         expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
-                                        "fsdp_reducescatter");
+                                        OpRole::FsdpReduceScatter);
       grad_ops.push_back(scatter);
       if (plan_.dcn_data_parallel)
         grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
-                                         bytes / expert_fsdp_degree_, {scatter}, block.layer, "dcn_allreduce", true));
+                                         bytes / expert_fsdp_degree_, {scatter}, block.layer, OpRole::DcnAllReduce, true));
       return;
     }
     grad_ops.push_back(b_.collective(block.name + ".allreduce_expert_grads", CollectiveKind::AllReduce,
                                      expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
-                                     "dp_allreduce", plan_.dcn_data_parallel));
+                                     OpRole::DataAllReduce, plan_.dcn_data_parallel));
   } else if (plan_.dcn_data_parallel) {
     grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
-                                     bytes, {expert_compute}, block.layer, "dcn_allreduce", true));
+                                     bytes, {expert_compute}, block.layer, OpRole::DcnAllReduce, true));
   }
 }
 

@@ -54,7 +54,7 @@ class MoeTrainingBlocks {
   int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool backward,
                 std::vector<int> after);
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
-                 std::vector<int> after, const char* category);
+                 std::vector<int> after, OpRole role);
   int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);
   int expert_weight_gather(const std::string& name, const TrainingBlock& block, const std::vector<int>& after);
 

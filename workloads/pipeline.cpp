@@ -132,7 +132,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     // A collective matmul's first block starts two ops on the input (its gather and first
     // matmul), but a send is received by one op on a chip: a zero-length op receives it.
     if (tensor && plan.tensor_overlap) {
-      pass.entry = {b.compute(pre + (forward ? "fwd" : "bwd") + ".receive", 0.0, 0.0, {}, -1, "pipeline_receive")};
+      pass.entry = {b.compute(pre + (forward ? "fwd" : "bwd") + ".receive", 0.0, 0.0, {}, -1, OpRole::PipelineReceive)};
       previous_end = pass.entry;
     }
     for (int k = 0; k < n; ++k) {
@@ -146,7 +146,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
         if (k > 0) after.push_back(gather[forward ? i - 1 : i + 1]);
         if (k > kPrefetchBlocks) after.push_back(compute[forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1]);
         gather[i] = b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes,
-                                 plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, "fsdp_allgather");
+                                 plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, OpRole::FsdpAllGather);
         if (k <= kPrefetchBlocks) pass.lead_gathers.push_back(gather[i]);
         pass.last_gather = gather[i];
         inputs.push_back(gather[i]);
@@ -173,15 +173,15 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       }
       if (!forward && blk.recompute_s > 0) {
         const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
-                                     blk.recompute_flops_per_chip, inputs, "recompute", 1);
+                                     blk.recompute_flops_per_chip, inputs, OpRole::Recompute, 1);
         if (k == 0 && pass.entry.empty()) pass.entry = redo.entry;
         inputs = redo.end;
       }
       const double w = split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
       const auto ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
-                                            "forward", 1)
+                                            OpRole::Forward, 1)
                                : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
-                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, "backward", 2);
+                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, OpRole::Backward, 2);
       if (k == 0 && pass.entry.empty()) pass.entry = ops.entry;
       compute[i] = ops.last_compute;
       if (fsdp) {   // the gathered weights live until the compute that uses them ends
@@ -202,7 +202,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       const TrainingBlock& blk = chain[i];
       const double w = weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree);
       const int op = b.compute(prefix(j, m) + blk.name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w,
-                               previous, blk.layer, "backward");
+                               previous, blk.layer, OpRole::Backward);
       if (i == n - 1) pass.entry = {op};
       previous = {op};
       if (m == M - 1) reduce_gradients(blk, op, prefix(j, m) + blk.name);
@@ -216,14 +216,14 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       // The last chunk's output stays for the loss; the others go to the next stage (round the
       // end: from the last device to the first, for its next chunk).
       send_forward[j * M + m] = b.send(prefix(j, m) + "send_activations", axis, +1, activation_bytes,
-                                       passes[index(PipelinePass::Forward, j, m)].tail, "pp_send", j < v - 1);
+                                       passes[index(PipelinePass::Forward, j, m)].tail, OpRole::PipelineSend, j < v - 1);
     }
   }
   for (int j = v - 1; j >= 0; --j) {
     for (int m = 0; m < M; ++m) {
       emit_pass(PipelinePass::Backward, j, m);
       send_backward[j * M + m] = b.send(prefix(j, m) + "send_gradients", axis, -1, activation_bytes,
-                                        passes[index(PipelinePass::Backward, j, m)].tail, "pp_send", j > 0);
+                                        passes[index(PipelinePass::Backward, j, m)].tail, OpRole::PipelineSend, j > 0);
       if (split_backward) emit_weight_pass(j, m);
     }
   }
@@ -299,7 +299,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   // expert axes, as the single-program step counts them).
   const bool zero = data && plan.zero_stage > 0;
   layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, P);
-  const int optimizer = rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  const int optimizer = rest.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, OpRole::Optimizer);
   if (zero) {
     // Each chunk's updated shards gathered back before the next step's first pass uses them.
     // One after another, as the single-program step gathers them (training.cpp).

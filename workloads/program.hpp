@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "workloads/op_role.hpp"
 
 namespace podsim {
 
@@ -57,7 +58,7 @@ struct ProgramOp {
   // reduction keeps them whole.
   std::vector<int> vary_axes;
   std::vector<double> compute_s_by_position;
-  std::string category;        // groups ops in outputs, e.g. "fsdp_allgather", "matmul"
+  OpRole role = OpRole::Unassigned;   // what the op is for: reports group and branch on it
   // Memory the op makes live on its chip when it starts (saved activations, gathered weights,
   // logits, ring-attention blocks), until the last of the ops `released_by` ends there (none:
   // the step's end): what the report's timeline peak adds up. The engine ignores it.

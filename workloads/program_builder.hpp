@@ -14,7 +14,7 @@ class ProgramBuilder {
  public:
   ProgramBuilder() = default;
   explicit ProgramBuilder(Program program) : program_(std::move(program)) {}
-  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, std::string category,
+  int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, OpRole role,
            bool round_the_end = false) {
     ProgramOp op;
     op.send_round_the_end = round_the_end;
@@ -24,7 +24,7 @@ class ProgramBuilder {
     op.send_direction = direction;
     op.collective.bytes = bytes;
     op.after = clean(std::move(after));
-    op.category = std::move(category);
+    op.role = role;
     return add(std::move(op));
   }
   int add(ProgramOp op) {
@@ -32,7 +32,7 @@ class ProgramBuilder {
     return static_cast<int>(program_.size() - 1);
   }
   int compute(std::string name, double seconds, double flops, std::vector<int> after, int layer,
-              std::string category) {
+              OpRole role) {
     ProgramOp op;
     op.name = std::move(name);
     op.kind = ProgramOpKind::Compute;
@@ -40,12 +40,12 @@ class ProgramBuilder {
     op.flops = flops;
     op.after = clean(std::move(after));
     op.layer = layer;
-    op.category = std::move(category);
+    op.role = role;
     return add(std::move(op));
   }
   int collective(std::string name, CollectiveKind kind, const std::vector<int>& axes,
                  const std::vector<AxisSlice>& slices, double bytes, std::vector<int> after, int layer,
-                 std::string category, bool over_dcn = false) {
+                 OpRole role, bool over_dcn = false) {
     ProgramOp op;
     op.name = std::move(name);
     op.kind = ProgramOpKind::Collective;
@@ -56,7 +56,7 @@ class ProgramBuilder {
     op.collective.bytes = bytes;
     op.after = clean(std::move(after));
     op.layer = layer;
-    op.category = std::move(category);
+    op.role = role;
     return add(std::move(op));
   }
   ProgramOp& op(int index) { return program_.at(index); }

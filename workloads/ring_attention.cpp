@@ -4,8 +4,8 @@ namespace podsim {
 
 int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
                         double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
-                        const std::string& category) {
-  int step = b.compute(name + ".ring0", step_s, step_flops, projections, layer, category);
+                        OpRole role) {
+  int step = b.compute(name + ".ring0", step_s, step_flops, projections, layer, role);
   int before = -1;                       // the step before `step`
   std::vector<int> have = projections;   // the ops after which this chip holds the block it sends next
   for (int i = 1; i < steps; ++i) {
@@ -15,15 +15,15 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
     // ahead of the compute than one block.
     std::vector<int> ready = have;
     if (before >= 0) ready.push_back(before);
-    const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, block_bytes, ready, "cp_ring", true);
+    const int send = b.send(name + ".ring_send" + std::to_string(i), axis, +1, block_bytes, ready, OpRole::RingSend, true);
     if (i > 1) b.op(have.front()).released_by.push_back(send);   // the received block this send passes on
     // A send is received by one op on a chip: a zero-length op, which the step and the next
     // send wait for. The received block is live from then until its step and its onward send
     // have both ended (the memory timeline; the local block is among the saved activations).
-    const int receive = b.compute(name + ".ring_receive" + std::to_string(i), 0.0, 0.0, {}, layer, "cp_ring_receive");
+    const int receive = b.compute(name + ".ring_receive" + std::to_string(i), 0.0, 0.0, {}, layer, OpRole::RingReceive);
     b.op(receive).after_neighbour = {{send, axis, +1, false}, {send, axis, +1, true}};
     before = step;
-    step = b.compute(name + ".ring" + std::to_string(i), step_s, step_flops, {step, receive}, layer, category);
+    step = b.compute(name + ".ring" + std::to_string(i), step_s, step_flops, {step, receive}, layer, role);
     b.op(receive).holds_bytes = block_bytes;
     b.op(receive).released_by = {step};
     have = {receive};
@@ -33,12 +33,12 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
 
 RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
                           double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
-                          int layer, const std::string& category) {
+                          int layer, OpRole role) {
   RingBlock out;
   out.projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(after), layer,
-                              category);
+                              role);
   out.last = emit_ring_attention(b, name, axis, steps, score_s / steps, score_flops / steps, block_bytes,
-                                 {out.projections}, layer, category);
+                                 {out.projections}, layer, role);
   return out;
 }
 

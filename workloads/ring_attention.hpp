@@ -18,7 +18,7 @@ namespace podsim {
 // its block's arrival (`block_bytes` sent along `axis`). Returns the last step.
 int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
                         double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
-                        const std::string& category);
+                        OpRole role);
 
 // A whole attention block under context parallelism: its projections (the block's `seconds` and
 // `flops` less the scores' `score_s` and `score_flops`) as one op after `after`, then the ring
@@ -29,6 +29,6 @@ struct RingBlock {
 };
 RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
                           double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
-                          int layer, const std::string& category);
+                          int layer, OpRole role);
 
 }  // namespace podsim

@@ -325,8 +325,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   int last_compute_all = -1;
 
   auto emit_block = [&](const std::string& name, const TrainingBlock& blk, double seconds, double flops,
-                        std::vector<int> inputs, const char* category, double ring) {
-    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), category, ring);
+                        std::vector<int> inputs, OpRole role, double ring) {
+    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), role, ring);
   };
 
   for (int m = 0; m < plan.microbatches; ++m) {
@@ -344,7 +344,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         if (i > 0) after.push_back(fwd_gather[i - 1]);
         fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
                                      plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
-                                     "fsdp_allgather");
+                                     OpRole::FsdpAllGather);
         inputs.push_back(fwd_gather[i]);
       }
       if (blk.moe_layer >= 0) {
@@ -354,7 +354,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         previous_end = ops.end;
         continue;
       }
-      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, "forward", 1);
+      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, OpRole::Forward, 1);
       fwd_compute[i] = ops.last_compute;
       previous_end = ops.end;
     }
@@ -371,7 +371,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         after.push_back(i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1]);
         bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
                                      plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
-                                     "fsdp_allgather");
+                                     OpRole::FsdpAllGather);
         inputs.push_back(bwd_gather[i]);
       }
       BlockOps ops;
@@ -385,9 +385,9 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
         if (blk.recompute_s > 0) {
           // The forward rerun first, with its tensor-parallel gather and scatter again.
           inputs = emit_block(mb + blk.name + ".recompute", blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs,
-                              "recompute", 1).end;
+                              OpRole::Recompute, 1).end;
         }
-        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, "backward", 2);
+        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, OpRole::Backward, 2);
       }
       bwd_compute[i] = ops.last_compute;
       last_compute_all = ops.last_compute;
@@ -420,7 +420,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, 1);
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
-  const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, "optimizer");
+  const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, OpRole::Optimizer);
   if (zero) {
     // One after another, as a framework issues them on its one collective stream (Megatron's
     // distributed optimizer gathers bucket by bucket; NCCL runs a communicator's collectives

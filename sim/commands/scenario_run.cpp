@@ -56,7 +56,7 @@ Program collectives_program(const Scenario& scenario) {
     p.kind = ProgramOpKind::Collective;
     p.collective = op.collective;
     p.repeat = op.repeat;
-    p.category = std::string(to_string(op.collective.kind));
+    p.role = OpRole::ScenarioCollective;
     for (const auto& name : op.after) {
       for (size_t j = 0; j < scenario.operations.size(); ++j) {
         if (scenario.operations[j].name == name) p.after.push_back(static_cast<int>(j));

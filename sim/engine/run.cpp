@@ -242,7 +242,8 @@ RunResult finish_program(PendingRun& pending) {
     OperationResult result;
     result.name = op.name;
     result.compute = op.kind == ProgramOpKind::Compute;
-    result.category = op.category;
+    result.role = op.role;
+    result.category = category_name(op.role, op.collective.kind);
     result.layer = op.layer;
     result.repeat = op.repeat;
     double sum = 0;
@@ -269,7 +270,6 @@ RunResult finish_program(PendingRun& pending) {
       result.bytes = op.collective.bytes;
       result.size_bytes = op.collective.bytes;
       result.group_size = 2;
-      result.category = op.category;
       // A send's time is its transfer, the longest on any chip (send to delivery), not the span
       // from the first stage's send to the last's, which is the pipeline's skew.
       double longest = 0;

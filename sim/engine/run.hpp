@@ -39,7 +39,8 @@ struct OperationResult {
   // For a send round the end: the ops that wait for it on the line's first chip (the
   // dependencies marked round_the_end); received_by then holds the other chips' waiting ops.
   std::vector<int> received_round_the_end_by;
-  std::string category;
+  OpRole role = OpRole::Unassigned;
+  std::string category;        // the role as outputs name it (category_name)
   int layer = -1;
   CollectiveKind kind = CollectiveKind::AllGather;
   std::vector<std::string> axes;

@@ -41,7 +41,7 @@ double attention_stagger_s(const Program& program, const RunResult& run) {
   // For each op, the first attention compute at or after it.
   std::vector<int> next_attention(program.size(), -1);
   for (int i = static_cast<int>(program.size()) - 1, next = -1; i >= 0; --i) {
-    if (program[i].kind == ProgramOpKind::Compute && program[i].category == "attention") next = i;
+    if (program[i].kind == ProgramOpKind::Compute && program[i].role == OpRole::Attention) next = i;
     next_attention[i] = next;
   }
   std::map<int, double> traffic_end, attention_start;   // by attention op

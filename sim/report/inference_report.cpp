@@ -18,18 +18,18 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
   int dispatches = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& op = program[i];
-    if (op.category == "experts") {
+    if (op.role == OpRole::Experts) {
       r.moe = true;
       r.expert_compute_mean_s += op.compute_s;
       r.expert_compute_busiest_s += op.compute_s_by_position.empty()
                                         ? op.compute_s
                                         : *std::max_element(op.compute_s_by_position.begin(), op.compute_s_by_position.end());
     }
-    if (op.category == "moe_dispatch" || op.category == "moe_combine") {
+    if (is_moe_all_to_all(op.role)) {
       const auto& span = run.span(static_cast<int>(i), 0, 0);
       r.all_to_all_time_s += span.end_s - span.start_s;
     }
-    if (op.category == "moe_dispatch") {
+    if (op.role == OpRole::MoeDispatch) {
       // Chip 0's row of the pair sizes without itself (uniform: V / G^2 to each of G - 1 others).
       const int g = layout.expert_degree;
       double sent = 0;

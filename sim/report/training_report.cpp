@@ -139,7 +139,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
       std::vector<std::string> axes(run.operations[d].axes.begin(), run.operations[d].axes.end());
       if (program[d].kind == ProgramOpKind::Collective && program[d].collective.over_dcn) axes.push_back("DCN");
       const double began = std::clamp(span.start_s, from, to);
-      add(axes, program[d].category, to - began);
+      add(axes, std::string(role_name(program[d].role)), to - began);
       if (program[d].kind == ProgramOpKind::Send) {
         in_bubble += to - began;
         to = began;
@@ -177,12 +177,12 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
   report.moe = workload.model.moe.has_value();
   report.moe_stats = layout.moe;
-  for (const char* category : {"moe_dispatch", "moe_combine"}) {
-    const auto it = report.exposed_comm_by_category_s.find(category);
+  for (const OpRole role : {OpRole::MoeDispatch, OpRole::MoeCombine}) {
+    const auto it = report.exposed_comm_by_category_s.find(std::string(role_name(role)));
     if (it != report.exposed_comm_by_category_s.end()) report.exposed_all_to_all_s += it->second;
   }
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].category != "moe_dispatch" && program[i].category != "moe_combine") continue;
+    if (!is_moe_all_to_all(program[i].role)) continue;
     for (int rep = 0; rep < program[i].repeat; ++rep) {
       const auto& span = run.span(static_cast<int>(i), rep, chip0);
       report.all_to_all_time_s += span.end_s - span.start_s;
@@ -194,7 +194,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     // passes count as pass time, as the formula's t_f and t_b include them.
     double first = 1e300, last = 0;
     for (int i : computes) {
-      if (program[i].category != "forward" && program[i].category != "backward" && program[i].category != "recompute") continue;
+      if (!is_training_pass(program[i].role)) continue;
       const auto& span = run.span(i, 0, chip0);
       first = std::min(first, span.start_s);
       last = std::max(last, span.end_s);
@@ -222,7 +222,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
       const bool forward = name.find(".fwd") != std::string::npos;
       if (op.kind == ProgramOpKind::Compute) {
         cost.t_math_s += result.time_s;
-        if (op.category != "recompute") cost.book_t_math_s += op.flops / peak;   // the book counts no remat
+        if (op.role != OpRole::Recompute) cost.book_t_math_s += op.flops / peak;   // the book counts no remat
         if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;
