@@ -1,4 +1,4 @@
-// Perturbations felt through the simulation (topology/perturbation.hpp, design.md "Chips that
+// Perturbations felt through the simulation (topology/perturbation.hpp, docs/modelling.md "Chips that
 // differ"): collectives keep their algorithm, and a degraded link, a raised latency or a slow
 // chip changes the replayed times by what the formulas say.
 #include <catch2/catch.hpp>

@@ -198,7 +198,7 @@ workload:
 }
 
 TEST_CASE("preflight: the estimate is within a factor of 3 of measured runs", "[preflight]") {
-  // Peak memory measured on the reference machine (RSS of the whole run; docs/design.md,
+  // Peak memory measured on the reference machine (RSS of the whole run; docs/modelling.md,
   // "Preflight"), against the estimate: a model, so a band, but one that fails if a term goes
   // missing (no AllToAll term: 12^3 would be 0.05 GB).
   struct Measured {

@@ -45,7 +45,7 @@ constexpr uint64_t kDefaultSeed = 20261123;
 // the first layers, by as much again. The bound is the worst error found, rounded up with
 // half again for margin: over 1,600 generated cases (seeds 20261123 and 7; 301 with such a
 // group) prefill 1.96%, the filled decode table 1.06%, decode 0.07%; a separate search over
-// models and dtypes found 2.03% (docs/design.md, "Serving").
+// models and dtypes found 2.03% (docs/modelling.md, "Serving").
 constexpr double kUnequalLinesBound = 0.03;
 
 const char* const kModels[] = {"llama3-70b", "llama3-8b", "llama2-13b", "llama2-7b"};

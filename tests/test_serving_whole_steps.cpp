@@ -41,7 +41,7 @@ constexpr uint64_t kDefaultSeed = 20261124;
 // float rounding (collectives/ring_fluid.hpp: "which of two simultaneous events goes first"),
 // which depends on the absolute time, so moving a step's later ops by an attention's change
 // can move a tie. Measured as the worst error over 3,000 generated cases (seed 20261124),
-// rounded up with half again for margin (docs/design.md, "Serving").
+// rounded up with half again for margin (docs/modelling.md, "Serving").
 constexpr double kOpenLinesBound = 5e-4;
 
 const char* const kModels[] = {"mixtral-8x7b", "qwen3-235b-a22b", "deepseek-v3", "seed-moe-e16-k2", "llama2-7b"};

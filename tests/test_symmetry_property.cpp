@@ -9,7 +9,7 @@
 // (the last invariant, so the reduction keeps its part of them), with a compute op the slow
 // chips feel and a collective after it. The hop model stays `floor`: under `additive`, blocks
 // shorter than SimGrid's 1 ns timing precision make reduced and full differ by about one
-// block's transfer time whatever the perturbations (design.md, known limits);
+// block's transfer time whatever the perturbations (docs/modelling.md, known limits);
 // tests/test_perturbation_replay.cpp checks the additive model's extra latency separately.
 //
 // Another share (kUnevenShare, from a third stream) adds MoE-shaped work that differs by

@@ -67,7 +67,7 @@ TEST_CASE("chip presets carry the book's figures", "[topology]") {
   CHECK(preset("v4p").hbm_bytes == 32e9);
   CHECK(preset("v3").ici_bandwidth_Bps == 1e11);
   CHECK(preset("v3").hbm_bandwidth_Bps == 9e11);
-  // On-demand list prices a chip-hour, not the book's (docs/design.md, "Prices").
+  // On-demand list prices a chip-hour, not the book's (docs/modelling.md, "Prices").
   CHECK(preset("v4p").chip_hour_price_usd == 3.22);
   CHECK(preset("v5p").chip_hour_price_usd == 4.20);
   CHECK(preset("v5e").chip_hour_price_usd == 1.20);
@@ -89,7 +89,7 @@ TEST_CASE("chip presets carry the book's figures", "[topology]") {
   for (const ChipSpec& chip : chip_presets()) {
     INFO(chip.name);
     CHECK_FALSE(chip.source.empty());
-    // A price comes with its source and the date it was stated (docs/design.md, "Prices").
+    // A price comes with its source and the date it was stated (docs/modelling.md, "Prices").
     CHECK((chip.chip_hour_price_usd > 0) == !chip.chip_hour_price_source.empty());
     if (chip.chip_hour_price_usd > 0) CHECK(chip.chip_hour_price_source.find("20") != std::string::npos);
     CHECK(chip.hop_latency_s == 1e-6);  // sharding.md:L338

@@ -1,7 +1,7 @@
 // Chip presets. Every figure comes from ../shared/reference/hardware.md, which quotes the
 // scaling book ("How to Scale Your Model", jax-ml/scaling-book @ 37acb5ea); each comment names
 // the book line the figure is read from. "assumed" marks the few figures the book does not give.
-// Prices are not the book's: each names its public source and date (docs/design.md, "Prices").
+// Prices are not the book's: each names its public source and date (docs/modelling.md, "Prices").
 #include <algorithm>
 #include <utility>
 

@@ -49,7 +49,7 @@ struct Perturbation {
   int axis = -1;
   int direction = 0;
   // Links and Nics: each selected direction's bandwidth is multiplied by bandwidth_scale, and
-  // every message crossing it takes extra_latency_s longer (design.md: how this combines with
+  // every message crossing it takes extra_latency_s longer (docs/modelling.md: how this combines with
   // the hop model).
   double bandwidth_scale = 1.0;
   double extra_latency_s = 0.0;

@@ -10,7 +10,7 @@
 // tokens of one rank; the routing is drawn once for them, and every source rank sends each
 // expert its 1/ranks share of that expert's rows (a rank's routing is a sample of the same
 // router: the per-source fluctuation, ~sqrt(rows) of a binomial, is left out and named in
-// docs/design.md). Combine sends every row back: its pair sizes are dispatch's transposed.
+// docs/modelling.md). Combine sends every row back: its pair sizes are dispatch's transposed.
 #include <vector>
 
 #include "workloads/model_spec.hpp"

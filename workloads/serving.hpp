@@ -80,7 +80,7 @@ struct StepRecord {
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests
-// holds only what is in flight (serve_command streams them to their files; docs/design.md,
+// holds only what is in flight (serve_command streams them to their files; docs/modelling.md,
 // "Serving at scale"). Called in this order within one run:
 // - step: when a step starts (its end is known then), per server in start order;
 // - request: when a request and every request before it are done, in request order (records

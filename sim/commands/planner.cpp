@@ -118,7 +118,7 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   }
   // Tensor parallelism over a 2x2 block spanning two wrapped axes (each split into blocks of 2
   // and the ring of blocks), data over the rings and the other axes: the F7 case's layout that
-  // leaves FSDP rings shared by two (docs/design.md, "Device layouts").
+  // leaves FSDP rings shared by two (docs/modelling.md, "Device layouts").
   for (int a = 0; a < axes; ++a) {
     for (int b = a + 1; b < axes; ++b) {
       const auto& x = topology.axes[a];

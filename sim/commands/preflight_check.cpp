@@ -18,7 +18,7 @@ double physical_memory_bytes() {
 namespace {
 
 // Bounds of a transformer program's length and footprint (check_program_size), measured on the
-// shipped training and inference scenarios' programs (docs/design.md, "Preflight"): at most 41
+// shipped training and inference scenarios' programs (docs/modelling.md, "Preflight"): at most 41
 // ops per layer with one microbatch (context parallelism's ring), 2-10 per layer and further
 // microbatch in pipelines and gradient accumulation; 436-925 bytes an op, its vectors included.
 constexpr double kOpsPerLayerPass = 32;            // one microbatch's forward and backward of one layer

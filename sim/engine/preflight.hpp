@@ -6,7 +6,7 @@
 //
 // Counts are exact (count_messages walks the plan's own schedule; the reduction is run_program's
 // own). Memory and time are a linear model of those counts whose coefficients were measured on
-// this project's reference machine (docs/design.md, "Preflight"); they are estimates, within a
+// this project's reference machine (docs/modelling.md, "Preflight"); they are estimates, within a
 // factor of 2 on the cases measured there (not a promise elsewhere); the limits leave room.
 #include <cstdint>
 #include <string>
@@ -34,7 +34,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
                                        const Program& program, Fidelity fidelity);
 
 // The model's coefficients, measured on this project's 2-core reference machine in CPU time
-// (docs/design.md, "Preflight"): rings, sends and DCN rings cost 3.6-11 us of CPU per message;
+// (docs/modelling.md, "Preflight"): rings, sends and DCN rings cost 3.6-11 us of CPU per message;
 // an AllToAll's blocks all travel at once, and SimGrid's sharing solver makes each cost in
 // proportion to how many are in flight (8 ns x flows per flow on 12^3 and 16^3 reduced, 4 ns on
 // a full 16x16), so an AllToAll costs flows^2 x 1e-8 s. Memory: 48 KB per simulated chip (a

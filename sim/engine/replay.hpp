@@ -1,6 +1,6 @@
 #pragma once
 // Replays planned collectives on SimGrid with one actor per chip, each an event loop over its
-// own ops, messages and timers (docs/design.md, "The full replay"). Nothing about the result
+// own ops, messages and timers (docs/modelling.md, "The full replay"). Nothing about the result
 // is computed here: every time comes out of SimGrid's clock.
 #include <algorithm>
 #include <cstdint>

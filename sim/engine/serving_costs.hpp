@@ -10,7 +10,7 @@
 // rest is extrapolated; shapes that do not settle are replayed for all L layers). Where the
 // model group is two lines of different lengths (4x2), the replay breaks some ties by rounding
 // and a settled time per layer can switch later in the step: the extrapolation is then within
-// a bound of whole-step replays, not equal (docs/design.md, "Serving").
+// a bound of whole-step replays, not equal (docs/modelling.md, "Serving").
 //
 // Prefill steps come in few shapes (batch, chunk, offset): each is replayed as it is, with its
 // own compute, the first time the serving simulation asks for it. Decode steps depend on the
