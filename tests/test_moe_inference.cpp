@@ -89,8 +89,8 @@ TEST_CASE("moe inference: [E_Z, D_X, F_Y] per-layer communication matches its fo
     int collectives = 0, first = -1, next = -1;
     for (size_t i = 0; i < program.size(); ++i) {
       const auto& op = program[i];
-      if (op.name == "L10.attn.allgather") first = static_cast<int>(i);
-      if (op.name == "L11.attn.allgather") next = static_cast<int>(i);
+      if (op.name == "L10.attn.allgather_activations") first = static_cast<int>(i);
+      if (op.name == "L11.attn.allgather_activations") next = static_cast<int>(i);
       if (op.layer != 10) continue;
       if (op.kind == ProgramOpKind::Compute) {
         compute += op.compute_s;

@@ -11,64 +11,87 @@ struct Compute {
   std::vector<int> entry;
   int last = -1;
 };
-Compute emit_compute(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
-                     double seconds, double flops, double ring, std::vector<int> inputs, OpRole role) {
-  const int steps = blk.context_steps;
-  if (ring <= 0 || steps <= 1) {
-    const int op = b.compute(name, seconds, flops, std::move(inputs), blk.layer, role);
+Compute emit_compute(ProgramBuilder& b, const BlockPass& pass, const RingSplit& ring, std::vector<int> inputs) {
+  if (ring.steps <= 1) {
+    const int op = b.compute(pass.name, pass.seconds, pass.flops, std::move(inputs), pass.layer, pass.role);
     return {{op}, op};
   }
-  const auto ops = emit_ring_block(b, name, plan.context_axis, steps, seconds, flops, blk.score_forward_s * ring,
-                                   blk.score_flops_per_chip * ring, blk.context_kv_bytes * ring, std::move(inputs),
-                                   blk.layer, role);
+  const auto ops = emit_ring_block(b, pass.name, ring.axis, ring.steps, pass.seconds, pass.flops, ring.score_s,
+                                   ring.score_flops, ring.kv_bytes, std::move(inputs), pass.layer, pass.role);
   return {{ops.projections}, ops.last};
+}
+
+// Q to batch sharding and the output back (KvBatchSplit), or nothing.
+int emit_kv_all_to_all(ProgramBuilder& b, const BlockPass& pass, const KvBatchSplit& kv, const char* suffix,
+                       std::vector<int> after) {
+  return b.collective(pass.name + suffix, CollectiveKind::AllToAll, kv.axes, {}, kv.bytes, std::move(after),
+                      pass.layer, OpRole::KvAllToAll);
 }
 
 }  // namespace
 
-BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
-                    const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
-                    OpRole role, double ring) {
+BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const RingSplit& ring,
+                    const KvBatchSplit& kv, std::vector<int> inputs) {
   BlockOps ops;
-  if (!tensor) {
-    const auto c = emit_compute(b, plan, name, blk, seconds, flops, ring, inputs, role);
+  if (tensor.axes.empty()) {
+    const auto c = emit_compute(b, pass, ring, inputs);
     ops.entry = c.entry;
     ops.last_compute = c.last;
     ops.end = {c.last};
     return ops;
   }
-  const double bytes = blk.activation_bytes_per_group;
-  const int gather = b.collective(name + ".allgather_activations", CollectiveKind::AllGather, plan.tensor_axes,
-                                  plan.tensor_slices, bytes, inputs, blk.layer, OpRole::TensorAllGather);
+  const bool to_batch = !kv.axes.empty();
+  const double bytes = tensor.activation_bytes;
+  const int gather = b.collective(pass.name + ".allgather_activations", CollectiveKind::AllGather, tensor.axes,
+                                  tensor.slices, bytes, inputs, pass.layer, OpRole::TensorAllGather);
   ops.entry = {gather};
-  if (!plan.tensor_overlap) {
-    inputs.push_back(gather);
-    ops.last_compute = emit_compute(b, plan, name, blk, seconds, flops, ring, inputs, role).last;
-    ops.end = {b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, plan.tensor_axes,
-                            plan.tensor_slices, bytes, {ops.last_compute}, blk.layer, OpRole::TensorReduceScatter)};
+  if (!tensor.overlap) {
+    if (to_batch) inputs = {emit_kv_all_to_all(b, pass, kv, ".alltoall_q", {gather})};
+    else inputs.push_back(gather);
+    ops.last_compute = emit_compute(b, pass, ring, inputs).last;
+    const int done = to_batch ? emit_kv_all_to_all(b, pass, kv, ".alltoall_out", {ops.last_compute}) : ops.last_compute;
+    ops.end = {b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
+                            tensor.slices, bytes, {done}, pass.layer, OpRole::TensorReduceScatter)};
     return ops;
   }
-  // Under context parallelism the scores run as ring attention between the two halves: the
-  // gather streams in beside the first half of the projections (Q, K, V), the ring starts once
-  // both are done, and the scatter streams out beside the second half (the output projection).
-  const bool with_ring = ring > 0 && blk.context_steps > 1;
-  const double score_s = with_ring ? blk.score_forward_s * ring : 0.0;
-  const double score_flops = with_ring ? blk.score_flops_per_chip * ring : 0.0;
-  const double half_s = (seconds - score_s) / 2, half_flops = (flops - score_flops) / 2;
-  const int first = b.compute(name + ".matmul1", half_s, half_flops, inputs, blk.layer, role);
+  // A collective matmul (sharding.md, "collective matmuls"): the gather streams in beside the
+  // first half of the matmuls, the scatter streams out beside the second. Between the halves,
+  // Q's move to batch sharding and back, and under context parallelism the scores as ring
+  // attention: the first half is the projections (Q, K, V), the second the output projection.
+  const bool with_ring = ring.steps > 1;
+  const double score_s = with_ring ? ring.score_s : 0.0;
+  const double score_flops = with_ring ? ring.score_flops : 0.0;
+  const double half_s = (pass.seconds - score_s) / 2, half_flops = (pass.flops - score_flops) / 2;
+  const int first = b.compute(pass.name + ".matmul1", half_s, half_flops, inputs, pass.layer, pass.role);
   ops.entry.push_back(first);
   std::vector<int> ready = {first, gather};
-  if (with_ring) {
-    const int steps = blk.context_steps;
-    ready = {emit_ring_attention(b, name, plan.context_axis, steps, score_s / steps, score_flops / steps,
-                                 blk.context_kv_bytes * ring, ready, blk.layer, role)};
+  if (to_batch) {
+    const int q = emit_kv_all_to_all(b, pass, kv, ".alltoall_q", ready);
+    ready = {emit_kv_all_to_all(b, pass, kv, ".alltoall_out", {q})};
   }
-  const int second = b.compute(name + ".matmul2", half_s, half_flops, ready, blk.layer, role);
-  const int scatter = b.collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter,
-                                   plan.tensor_axes, plan.tensor_slices, bytes, ready, blk.layer, OpRole::TensorReduceScatter);
+  if (with_ring) {
+    ready = {emit_ring_attention(b, pass.name, ring.axis, ring.steps, score_s / ring.steps, score_flops / ring.steps,
+                                 ring.kv_bytes, ready, pass.layer, pass.role)};
+  }
+  const int second = b.compute(pass.name + ".matmul2", half_s, half_flops, ready, pass.layer, pass.role);
+  const int scatter = b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
+                                   tensor.slices, bytes, ready, pass.layer, OpRole::TensorReduceScatter);
   ops.last_compute = second;
   ops.end = {second, scatter};
   return ops;
+}
+
+BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
+                    const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs, OpRole role,
+                    double ring) {
+  TensorSplit split;
+  if (tensor) split = {plan.tensor_axes, plan.tensor_slices, plan.tensor_overlap, blk.activation_bytes_per_group};
+  RingSplit ring_split;
+  if (ring > 0 && blk.context_steps > 1) {
+    ring_split = {plan.context_axis, blk.context_steps, blk.score_forward_s * ring, blk.score_flops_per_chip * ring,
+                  blk.context_kv_bytes * ring};
+  }
+  return emit_block(b, {name, blk.layer, role, seconds, flops}, split, ring_split, {}, std::move(inputs));
 }
 
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,

@@ -25,12 +25,54 @@ struct BlockOps {
   std::vector<int> end;      // what the next block waits for
 };
 
-// `ring`: under context parallelism, how many forward scores' worth of ring attention the
-// pass runs (1 forward or recompute, 2 backward, which also sends the K/V gradients back;
-// 0: none, e.g. ZB-H1's weight gradients).
+// One pass of a block: its name, layer, role and roofline cost.
+struct BlockPass {
+  std::string name;
+  int layer = -1;
+  OpRole role = OpRole::Unassigned;
+  double seconds = 0;
+  double flops = 0;
+};
+
+// How a block is split over the tensor (model) axes, Megatron-style; no axes: not split.
+struct TensorSplit {
+  std::vector<int> axes;
+  std::vector<AxisSlice> slices;     // empty, or per axis: the part of it used
+  bool overlap = false;              // collective matmuls
+  double activation_bytes = 0;       // V of the gather before and the scatter after
+};
+
+// Context parallelism: the block's scores as ring attention, `steps` steps round `axis`
+// (ring_attention.hpp); steps 1: none. Seconds, FLOPs and bytes are the pass's totals.
+struct RingSplit {
+  int axis = -1;
+  int steps = 1;
+  double score_s = 0;
+  double score_flops = 0;
+  double kv_bytes = 0;               // what each ring send carries
+};
+
+// Inference with more model shards than KV heads (the cache also sharded over batch): attention
+// moves Q to batch sharding over these axes and its output back, two AllToAlls of
+// `bytes` around the scores (inference.md, "KV[2, B_Z, S, K_Y, H]"). No axes: none.
+struct KvBatchSplit {
+  std::vector<int> axes;
+  double bytes = 0;
+};
+
+// The block pass every path emits (training step, pipeline passes, prefill, decode, serving's
+// steps): its compute after `inputs`, gathered and scattered over the tensor axes, its scores
+// ring-attended, Q moved to batch sharding where the split says so.
+BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const RingSplit& ring,
+                    const KvBatchSplit& kv, std::vector<int> inputs);
+
+// A training block's pass: its splits from the plan and the block. `ring`: how many forward
+// scores' worth of ring attention the pass runs under context parallelism (1 forward or
+// recompute, 2 backward, which also sends the K/V gradients back; 0: none, e.g. ZB-H1's weight
+// gradients).
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
-                    const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs,
-                    OpRole role, double ring = 0);
+                    const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs, OpRole role,
+                    double ring = 0);
 
 // A block's gradient reduction over the data axes, once its last backward (`after`) is done;
 // nothing waits on it but the optimizer. FSDP and ZeRO-1/2 reduce-scatter it (each replica

@@ -118,7 +118,14 @@ StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan&
 // K and V projections over these axes instead (its cache is written once, not read per step).
 std::vector<int> kv_batch_axes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology);
 
-// The per-chip program of one step of any shape (a chain: every op waits for the previous).
+// The rate matmuls achieve for the plan's compute type (the chip's calibration applied).
+double matmul_rate(const InferencePlan& plan, const ChipSpec& chip);
+
+// Converting `weights` quantised weights to bf16 before bf16 matmuls (weight-only int8/int4);
+// int8 x int8 matmuls and bf16 weights need none.
+double dequant_s(double weights, const InferencePlan& plan, const ChipSpec& chip);
+
+// The per-chip program of one step of any shape (workloads/inference_step.cpp) (a chain: every op waits for the previous).
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                                const StepShape& shape);
 

@@ -18,9 +18,7 @@ std::string_view role_name(OpRole role) {
     case OpRole::RingReceive: return "cp_ring_receive";
     case OpRole::TensorAllGather: return "tp_allgather";
     case OpRole::TensorReduceScatter: return "tp_reducescatter";
-    case OpRole::ModelAllGather: return "mp_allgather";
-    case OpRole::ModelReduceScatter: return "mp_reducescatter";
-    case OpRole::ModelAllReduce: return "mp_allreduce";
+    case OpRole::TensorAllReduce: return "tp_allreduce";
     case OpRole::KvAllToAll: return "kv_alltoall";
     case OpRole::FsdpAllGather: return "fsdp_allgather";
     case OpRole::FsdpReduceScatter: return "fsdp_reducescatter";

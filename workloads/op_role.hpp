@@ -25,11 +25,10 @@ enum class OpRole {
   PipelineReceive,     // a zero-length op that receives a pipeline send (a send has one receiver)
   RingReceive,         // the same for a ring-attention K/V block
   // Communication.
-  TensorAllGather,     // Megatron: activations gathered over the tensor axes before a block
+  TensorAllGather,     // Megatron: activations gathered over the tensor (model) axes before a
+                       // block; 2D weight-stationary's gathers
   TensorReduceScatter, // and its partial sums scattered after it
-  ModelAllGather,      // the same in inference (model axes), and 2D weight-stationary's gathers
-  ModelReduceScatter,
-  ModelAllReduce,      // 2D weight-stationary: the first matmul's partial sums over the X axes
+  TensorAllReduce,     // 2D weight-stationary: the first matmul's partial sums over the X axes
   KvAllToAll,          // inference: Q to batch sharding and the output back (cache sharded by batch)
   FsdpAllGather,       // FSDP: a block's weights gathered over the data axes before use
   FsdpReduceScatter,   // FSDP: its gradients scattered after the backward

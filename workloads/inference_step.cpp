@@ -1,0 +1,227 @@
+// One inference step's per-chip program (prefill, decode, or a serving step of any shape): its
+// blocks through the shared block emitter (block_ops.hpp) where they are Megatron's, through
+// their own where the layout differs (2D weight-stationary, an MoE layer's experts).
+#include <algorithm>
+
+#include "workloads/block_ops.hpp"
+#include "workloads/inference.hpp"
+#include "workloads/matmul_shapes.hpp"
+#include "workloads/moe_layer.hpp"
+#include "workloads/program_builder.hpp"
+#include "workloads/roofline.hpp"
+
+namespace podsim {
+namespace {
+
+// What every block of a step shares, and the chain so far (`previous`: what the next block
+// waits for).
+class StepEmitter {
+ public:
+  StepEmitter(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+              const StepShape& shape)
+      : model_(model), plan_(plan), topology_(topology),
+        model_degree_(model_parallel_degree(plan, topology)),
+        // Expert parallelism: outside the experts each group of model-parallel chips serves its
+        // 1/EP of the batch (data-parallel attention, its sequences' caches).
+        ep_(expert_parallel_degree(plan, topology)),
+        cp_(context_degree(plan, topology)),
+        local_tokens_(shape.tokens / (ep_ * cp_)),
+        cost_(chip_step_compute(model, plan, topology, shape)),
+        batch_axes_(shape.decode ? kv_batch_axes(model, plan, topology) : std::vector<int>{}) {
+    // Context parallelism: the chip's K and V (its tokens, its KV heads) passed round the
+    // context axis a block at a time; the heads split over the model axes that do not shard
+    // the cache by batch.
+    int kv_heads_split = model_degree_;
+    for (int a : kv_batch_axes(model, plan, topology)) kv_heads_split /= topology.axes[a].size;
+    kv_block_bytes_ = local_tokens_ * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
+  }
+
+  Program emit() {
+    for (int l = 0; l < model_.layers; ++l) {
+      const std::string name = "L" + std::to_string(l);
+      // Attention projects, attends over the cache (read when decoding, written when
+      // prefilling) and projects back; then the MLP.
+      if (!plan_.d_axes.empty()) {
+        if (model_.attention != AttentionKind::None)
+          block_2d(name + ".attn", cost_.attention_s, cost_.attention_flops, l, OpRole::Attention, true);
+        block_2d(name + ".mlp", cost_.mlp_s, cost_.mlp_flops, l, OpRole::Mlp, false);
+        continue;
+      }
+      if (model_.attention != AttentionKind::None)
+        block(name + ".attn", cost_.attention_s, cost_.attention_flops, l, OpRole::Attention, true);
+      if (model_.moe && l >= model_.moe->dense_layers) moe_block(name + ".mlp", l);
+      else block(name + ".mlp", cost_.mlp_s, cost_.mlp_flops, l, OpRole::Mlp, false);
+    }
+    b_.compute("unembed", cost_.unembed_s, cost_.unembed_flops, previous_, model_.layers, OpRole::Unembed);
+    return b_.take();
+  }
+
+ private:
+  // A Megatron block over the model axes, as training's (block_ops.hpp); attention's scores
+  // ring-attended under context parallelism, with Q moved to batch sharding where the cache is.
+  void block(const std::string& name, double seconds, double flops, int layer, OpRole role, bool attention) {
+    TensorSplit tensor;
+    if (model_degree_ > 1) tensor = {plan_.model_axes, {}, plan_.collective_matmul, cost_.activation_bytes};
+    RingSplit ring;
+    // The scores' share of an attention block's roofline (its FLOPs' share).
+    if (attention && cp_ > 1) {
+      ring = {plan_.context_axis, cp_, flops > 0 ? seconds * cost_.score_flops / flops : 0.0, cost_.score_flops,
+              kv_block_bytes_};
+    }
+    KvBatchSplit kv;
+    if (attention && model_degree_ > 1) kv = {batch_axes_, cost_.activation_bytes};
+    previous_ = emit_block(b_, {name, layer, role, seconds, flops}, tensor, ring, kv, previous_).end;
+  }
+
+  // 2D weight-stationary (inference.md Question 7, Appendix B; ESTI sec. 3.2.2): weights
+  // [D_X, F_YZ] and [F_YZ, D_X]. The [T, D/X] input is gathered over YZ, the first matmul's
+  // [T, F/YZ] partial sums reduced over X, the second's [T, D/X] partial sums scattered over
+  // YZ: the book's 2BD/(2X W) + 4BF/(YZ W) + 2BD/(2X W). Attention does the same around its
+  // projections, with its scores on 1/X of the batch between them: the Q, K, V partial sums
+  // reduce-scattered over X by sequence, the output gathered back (one AllReduce's traffic).
+  // The block's roofline is split over its parts by FLOPs (a chain: the sum is what counts).
+  void block_2d(const std::string& name, double seconds, double flops, int layer, OpRole role, bool attention) {
+    int x_degree = 1, yz_degree = 1;
+    for (int a : plan_.d_axes) x_degree *= topology_.axes[a].size;
+    for (int a : plan_.model_axes) yz_degree *= topology_.axes[a].size;
+    const double t = local_tokens_;
+    const double io_bytes = cost_.activation_bytes / x_degree;
+    auto over = [&](const char* suffix, CollectiveKind kind, const std::vector<int>& axes, double bytes, OpRole r,
+                    int after) { return b_.collective(name + suffix, kind, axes, {}, bytes, {after}, layer, r); };
+    auto part = [&](const char* suffix, double share, int after) {
+      return b_.compute(name + suffix, seconds * share, flops * share, {after}, layer, role);
+    };
+    int last = b_.collective(name + ".allgather", CollectiveKind::AllGather, plan_.model_axes, {}, io_bytes, previous_,
+                             layer, OpRole::TensorAllGather);
+    if (!attention) {
+      // Gated MLPs reduce both [T, F] projections before the gate.
+      const double hidden = (model_.gated_mlp ? 2.0 : 1.0) * t * model_.d_ff * 2.0 / yz_degree;
+      const double first = model_.gated_mlp ? 2.0 / 3.0 : 0.5;
+      last = part(".matmul1", first, last);
+      last = over(".allreduce", CollectiveKind::AllReduce, plan_.d_axes, hidden, OpRole::TensorAllReduce, last);
+      last = part(".matmul2", 1 - first, last);
+    } else {
+      const double nh = static_cast<double>(model_.heads) * model_.head_dim;
+      const double qkv = nh + 2.0 * model_.kv_heads * model_.head_dim;
+      const double weight_flops = 2 * t * model_.d_model * (qkv + nh) / (x_degree * yz_degree);
+      const double f_qkv =
+          weight_flops > 0 ? std::min(1.0, 2 * t * model_.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
+      const double f_out =
+          weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model_.d_model * nh / (x_degree * yz_degree) / flops) : 0;
+      last = part(".qkv", f_qkv, last);
+      last = over(".reducescatter_qkv", CollectiveKind::ReduceScatter, plan_.d_axes, t * qkv * 2.0 / yz_degree,
+                  OpRole::TensorReduceScatter, last);
+      last = part(".scores", 1 - f_qkv - f_out, last);
+      last = over(".allgather_out", CollectiveKind::AllGather, plan_.d_axes, t * nh * 2.0 / yz_degree,
+                  OpRole::TensorAllGather, last);
+      last = part(".out", f_out, last);
+    }
+    previous_ = {over(".reducescatter", CollectiveKind::ReduceScatter, plan_.model_axes, io_bytes,
+                      OpRole::TensorReduceScatter, last)};
+  }
+
+  // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
+  // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
+  // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
+  void moe_block(const std::string& name, int layer) {
+    const double dense_params = router_params_per_layer(model_) + model_.moe->shared_experts * expert_params(model_);
+    const double io = 2 * local_tokens_ * model_.d_model * 2.0;
+    const double shared_flops = 2 * local_tokens_ * dense_params / model_degree_;
+    const double shared_s =
+        roofline_s(shared_flops * mxu_padding_factor(local_tokens_, router_shared_weight_shapes(model_, model_degree_),
+                                                     topology_.chip),
+                   (dense_params * plan_.weight_bytes + io) / model_degree_, matmul_rate(plan_, topology_.chip),
+                   topology_.chip, plan_.efficiency, dequant_s(dense_params / model_degree_, plan_, topology_.chip));
+    std::vector<int> before = previous_;
+    if (model_degree_ > 1) before = {tensor_collective(name + ".allgather_activations", CollectiveKind::AllGather, layer)};
+    const int shared = b_.compute(name + ".router_shared", shared_s, shared_flops, before, layer, OpRole::Mlp);
+    const MoeLayerWork w = moe_layer_work(model_, plan_.routing, local_tokens_, ep_, layer - model_.moe->dense_layers, 0);
+    const std::vector<int> arrived = all_to_all(name + ".dispatch", w, false, {shared}, layer, OpRole::MoeDispatch);
+    const int experts = expert_compute(name + ".experts", w, arrived, layer);
+    previous_ = all_to_all(name + ".combine", w, true, {experts}, layer, OpRole::MoeCombine);
+    if (model_degree_ > 1)
+      previous_ = {tensor_collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, layer)};
+  }
+
+  // Megatron's gather or scatter of the [tokens, D] activations over the model axes, after `previous_`.
+  int tensor_collective(const std::string& name, CollectiveKind kind, int layer) {
+    return b_.collective(name, kind, plan_.model_axes, {}, cost_.activation_bytes, previous_, layer,
+                         kind == CollectiveKind::AllGather ? OpRole::TensorAllGather : OpRole::TensorReduceScatter);
+  }
+
+  std::vector<int> all_to_all(const std::string& name, const MoeLayerWork& w, bool transposed, std::vector<int> after,
+                              int layer, OpRole role) {
+    if (ep_ <= 1) return after;
+    std::vector<double> pairs = moe_pair_bytes(w, model_.d_model * 2.0, transposed);   // bf16 activation rows
+    ProgramOp op;
+    op.name = name;
+    op.collective.kind = CollectiveKind::AllToAll;
+    op.collective.axes = plan_.expert_axes;
+    std::sort(op.collective.axes.begin(), op.collective.axes.end());
+    for (double bytes : pairs) op.collective.bytes += bytes;
+    if (!w.uniform) op.collective.pair_bytes = std::move(pairs);
+    op.after = std::move(after);
+    op.layer = layer;
+    op.role = role;
+    return {b_.add(std::move(op))};
+  }
+
+  // Each rank reads the weights of its experts that received tokens (a grouped matmul skips
+  // the empty ones; padded buffers fill every expert) and computes its rows: one op whose
+  // time differs by the rank's position on the expert axes where the ranks' loads differ.
+  int expert_compute(const std::string& name, const MoeLayerWork& w, std::vector<int> after, int layer) {
+    const ChipSpec& chip = topology_.chip;
+    const double row_bytes = model_.d_model * 2.0;   // bf16 activations
+    const int per_rank = model_.moe->experts / ep_;
+    const bool padded = plan_.routing.spec.capacity_factor > 0 && plan_.routing.pad_to_capacity;
+    std::vector<double> by_rank(ep_);
+    double flops_sum = 0;
+    for (int r = 0; r < ep_; ++r) {
+      int used = 0;
+      for (int e = r * per_rank; e < (r + 1) * per_rank; ++e) used += padded || w.loads.kept[e] > 0;
+      const double rows = w.rows_per_rank[r];
+      const double flops = 2 * rows * expert_params(model_) / model_degree_;
+      const double bytes = (used * expert_params(model_) * plan_.weight_bytes + 2 * rows * row_bytes) / model_degree_;
+      // Each expert's grouped-matmul slice pads its own rows: the rank's mean rows per expert.
+      const double padding = mxu_padding_factor(
+          used > 0 ? rows / used : 0.0, mlp_weight_shapes(model_, model_.moe->expert_d_ff, model_degree_), chip);
+      by_rank[r] = roofline_s(flops * padding, bytes, matmul_rate(plan_, chip), chip, plan_.efficiency,
+                              dequant_s(used * expert_params(model_) / model_degree_, plan_, chip));
+      flops_sum += flops;
+    }
+    const int experts = b_.compute(name, 0, flops_sum / ep_, std::move(after), layer, OpRole::Experts);
+    ProgramOp& op = b_.op(experts);
+    const bool even = std::all_of(by_rank.begin(), by_rank.end(), [&](double t) { return t == by_rank[0]; });
+    if (even) {
+      op.compute_s = by_rank[0];
+    } else {
+      double mean = 0;
+      for (double t : by_rank) mean += t / ep_;
+      op.compute_s = mean;
+      op.vary_axes = plan_.expert_axes;
+      std::sort(op.vary_axes.begin(), op.vary_axes.end());
+      op.compute_s_by_position = by_rank;
+    }
+    return experts;
+  }
+
+  const TransformerSpec& model_;
+  const InferencePlan& plan_;
+  const TopologySpec& topology_;
+  const int model_degree_, ep_, cp_;
+  const double local_tokens_;
+  const StepCompute cost_;
+  const std::vector<int> batch_axes_;   // decode: the model axes the cache is sharded over by batch
+  double kv_block_bytes_ = 0;
+  ProgramBuilder b_;
+  std::vector<int> previous_;
+};
+
+}  // namespace
+
+Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
+                               const StepShape& shape) {
+  return StepEmitter(model, plan, topology, shape).emit();
+}
+
+}  // namespace podsim
