@@ -179,3 +179,31 @@ TEST_CASE("moe training: the busiest-expert formula predicts the skewed step's g
     CHECK((step - even_step) / formula <= 2.0);
   }
 }
+
+TEST_CASE("moe training with context parallelism: ring attention beside the experts, the dispatch per chip unchanged",
+          "[moe][training][context]") {
+  // Splitting each sequence over X instead of the batch leaves every chip the same number of
+  // tokens, so the experts see the same dispatch and the step the same useful FLOPs; attention
+  // runs as a ring round X. Experts over Z, FSDP over X, Y and Z (X and Y for the experts).
+  const TopologySpec topo = podsim_test::v5p_mesh({2, 2, 4});
+  const auto model = small_moe();
+  auto data = ep_plan();
+  data.global_batch_tokens = 16 * 2048.0;   // a 2048-token sequence per chip
+  auto context = data;
+  context.context_axis = 0;
+  const auto plain = build(model, data, topo);
+  const auto ring = build(model, context, topo);
+  CHECK(ring.layout.context_degree == 2);
+  CHECK(ring.layout.moe.dispatch_bytes_per_chip == Approx(plain.layout.moe.dispatch_bytes_per_chip).epsilon(1e-12));
+  CHECK(ring.layout.total_flops == Approx(plain.layout.total_flops).epsilon(1e-12));
+  int ring_sends = 0, all_to_alls = 0;
+  for (const auto& op : ring.program) {
+    ring_sends += op.role == OpRole::RingSend;
+    all_to_alls += is_moe_all_to_all(op.role);
+  }
+  CHECK(ring_sends > 0);
+  CHECK(all_to_alls == 3 * 4);   // as without the ring: 3 MoE layers x (dispatch, combine, and their mirrors)
+  const auto reduced = run_program(topo, {}, ring.program, {Fidelity::Auto, false, {}});
+  const auto full = run_program(topo, {}, ring.program, {Fidelity::Full, false, {}});
+  CHECK(podsim_test::spans_differing(ring.program, reduced, full) == 0);
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "meshes.hpp"
+#include "replay_equality.hpp"
 #include "scenario_errors.hpp"
 
 #include "sim/engine/run.hpp"
@@ -144,4 +145,38 @@ workload:
     poisson: {rate: "1 /s", count: 10, prompt_tokens: 512, output_tokens: 16}
 )";
   require_error(serving, "workload.parallelism.context", "X", "context: X");
+}
+
+TEST_CASE("context-parallel prefill of an MoE model: the ring beside the experts, the same FLOPs", "[inference][context][moe]") {
+  // X: 4 context chips, Y: 2 model shards, Z: 2 expert groups, against X of 1: every chip
+  // routes its 1/CP of each prompt's tokens to the experts (the dispatch per chip shrinks 4
+  // times with its tokens) and the step does the same FLOPs in all.
+  TransformerSpec model = prefill_model();
+  model.moe = MoeSpec{8, 2, 0, 2048, 0};   // 8 experts of d_ff 2048, top-2, every layer MoE
+  const auto topo = v5p_mesh({4, 2, 2});
+  auto single = topo;
+  single.axes[0].size = 1;
+  auto plan = prefill_plan(8192, 0);
+  plan.batch = 2;
+  plan.expert_axes = {2};
+  auto plain = plan;
+  plain.context_axis = -1;
+  InferenceLayout cp_layout, one_layout;
+  const auto cp = inference_program(model, plan, topo, cp_layout);
+  const auto one = inference_program(model, plain, single, one_layout);
+  CHECK(cp_layout.flops == Approx(one_layout.flops).epsilon(1e-12));
+  double cp_dispatch = 0, one_dispatch = 0;
+  int ring_sends = 0;
+  for (const auto& op : cp) {
+    if (op.role == OpRole::MoeDispatch) cp_dispatch += op.collective.bytes;
+    ring_sends += op.role == OpRole::RingSend;
+  }
+  for (const auto& op : one) {
+    if (op.role == OpRole::MoeDispatch) one_dispatch += op.collective.bytes;
+  }
+  CHECK(ring_sends > 0);
+  CHECK(cp_dispatch == Approx(one_dispatch / 4).epsilon(1e-12));
+  const auto reduced = run_program(topo, {}, cp, {Fidelity::Auto, false, {}});
+  const auto full = run_program(topo, {}, cp, {Fidelity::Full, false, {}});
+  CHECK(podsim_test::spans_differing(cp, reduced, full) == 0);
 }

@@ -125,7 +125,6 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
       throw std::invalid_argument("context parallelism splits a prompt's tokens; a decode step has one a sequence");
     if (model.attention != AttentionKind::Gqa)
       throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
-    if (model.moe) throw std::invalid_argument("context parallelism with a mixture-of-experts model is not supported yet");
     if (!plan.d_axes.empty()) throw std::invalid_argument("context parallelism with 2D weight-stationary sharding is not supported yet");
     const int cp = topology.axes[a].size;
     if (plan.prompt_length % (2 * cp) != 0) {

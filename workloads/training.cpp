@@ -90,7 +90,6 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
       throw std::invalid_argument("the context axis must be a whole data axis");
     }
     context = topology.axes[plan.context_axis].size;
-    if (model.moe) throw std::invalid_argument("context parallelism with a mixture-of-experts model is not supported yet");
     if (model.attention != AttentionKind::Gqa) {
       throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
     }

@@ -108,7 +108,6 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
                                           "expected one mesh axis name (the prompts' tokens are split along it)");
     if (model.attention != AttentionKind::Gqa)
       fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
-    if (model.moe) fail(*context, "context parallelism with a mixture-of-experts model is not supported yet; expected no context");
     out.context = axis;
   }
   if (auto expert = reader.optional("expert")) {

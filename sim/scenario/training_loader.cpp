@@ -104,7 +104,6 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     // each sequence rather than the batch.
     const int axis =
         parse_one_whole_axis(*context, topology, used, "context", "expected one mesh axis name (each sequence is split along it)");
-    if (model.moe) fail(*context, "context parallelism with an MoE model is not supported; expected no context axis");
     if (model.attention != AttentionKind::Gqa)
       fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
     plan.context_axis = axis;
