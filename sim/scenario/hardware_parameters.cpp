@@ -65,7 +65,7 @@ std::vector<HardwareParameter> built_in_rows() {
                       "weights per second; the VPU's ~7e12 ops/s per v5p core (hardware.md) sits inside, with "
                       "room for hypothetical chips"},
        std::nullopt,   // not fitted: no shipped measurement has weight-only quantised weights
-       0.0, "weights per second converted from int8/int4 to bf16 before bf16 matmuls (0: free)"},
+       0.0, "weights per second converted from int8/int4 to bf16 before bf16 matmuls"},
   };
 }
 

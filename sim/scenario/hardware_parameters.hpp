@@ -53,7 +53,9 @@ struct HardwareParameter {
   ParameterUnit unit = ParameterUnit::Number;
   ParameterRange valid;                 // what an override or a profile accepts
   std::optional<ParameterRange> fit;    // what calibrate searches (its reason says why narrower); none: not fitted
-  std::optional<double> default_value;  // the ideal machine's; none: the chip preset's figure
+  // The ideal machine's; none: the chip preset's figure. It may lie outside `valid` where it means
+  // "off" (dequant_rate's 0: conversion is free), a value a scenario cannot ask for.
+  std::optional<double> default_value;
   std::string doc;                      // one line, for people
 
   // "hardware.overrides" or "simulation": the mapping of the scenario that holds the key.
