@@ -89,14 +89,17 @@ std::vector<std::string> docs_disagreements() {
     const auto md = markdown_rows(schema_md, section.heading);
     const auto& properties = json.at("definitions").at(section.definition).at("properties");
     const std::set<std::string> keys = as_set(key_table(section.map).keys);
-    if (keys_of(md) != keys) out.push_back("scenario-schema.md's " + section.name + " table lists other keys than the loader");
-    if (keys_of(properties.items()) != keys) out.push_back("scenario.schema.json's " + section.definition + " has other keys than the loader");
+    if (keys_of(md) != keys)
+      out.push_back("scenario-schema.md's " + section.name + " table lists other keys than the loader");
+    if (keys_of(properties.items()) != keys)
+      out.push_back("scenario.schema.json's " + section.definition + " has other keys than the loader");
     for (const HardwareParameter* row : hardware_parameters_in(section.name)) {
       const std::string leaf(row->scenario_leaf());
       const std::string range = row->range_text(row->valid);
       // hardware.overrides has a range column; simulation says the range in its meaning.
       if (!md.count(leaf)) out.push_back(row->key + ": not in scenario-schema.md");
-      else if (section.name == "hardware.overrides" ? md.at(leaf).at(1) != range : md.at(leaf).back().find(range) == std::string::npos)
+      else if (section.name == "hardware.overrides" ? md.at(leaf).at(1) != range
+                                                    : md.at(leaf).back().find(range) == std::string::npos)
         out.push_back(row->key + ": scenario-schema.md does not give the range " + range);
       if (!properties.contains(leaf)) out.push_back(row->key + ": not in scenario.schema.json");
       else if (properties.at(leaf).at("description").get<std::string>().find(range) == std::string::npos)
