@@ -106,6 +106,20 @@ std::vector<std::string> docs_disagreements() {
         out.push_back(row->key + ": scenario.schema.json's description does not give the range " + range);
     }
   }
+  // calibration.md's fit bounds: a bullet per fitted row, `key` and its fit range.
+  const size_t fit_begin = calibration_md.find("Each parameter lives inside");
+  const std::string fit_text = calibration_md.substr(fit_begin, calibration_md.find("The compute parameters", fit_begin) - fit_begin);
+  std::set<std::string> fit_keys, fitted;
+  const std::regex quoted("`([a-z0-9_]+)`");
+  for (auto it = std::sregex_iterator(fit_text.begin(), fit_text.end(), quoted); it != std::sregex_iterator(); ++it)
+    fit_keys.insert((*it)[1]);
+  for (const HardwareParameter& row : hardware_parameters()) {
+    if (!row.fit) continue;
+    fitted.insert(row.key);
+    if (fit_text.find("`" + row.key + "` " + row.range_text(*row.fit)) == std::string::npos)
+      out.push_back(row.key + ": calibration.md's fit bounds do not give " + row.range_text(*row.fit));
+  }
+  if (fit_keys != fitted) out.push_back("calibration.md's fit bounds name other parameters than the fitted rows");
   std::set<std::string> rows;
   for (const HardwareParameter& row : hardware_parameters()) rows.insert(row.key);
   for (const auto& key : calibration_md_profile_keys(calibration_md))
