@@ -252,7 +252,7 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
       // message, 3 (T_hop + b / (efficiency W)), from the profile's own parameters.
       const auto profile = load_profile(source_path("scenarios/profiles/v5e_book.yaml"));
       REQUIRE(profile.hop_model == HopModel::Additive);
-      const double predicted = 3 * (*profile.hop_latency_s + 32768 / (*profile.link_efficiency * 4.5e10));
+      const double predicted = 3 * (profile.parameters.at("hop_latency") + 32768 / (profile.parameters.at("link_efficiency") * 4.5e10));
       const double profile_error = std::stod(line.substr(line.rfind(',') + 1));
       CHECK(profile_error == Approx(predicted / 8e-6 - 1).epsilon(1e-6));
     }

@@ -15,59 +15,41 @@
 namespace podsim {
 
 std::vector<CalibrationParameter> calibration_parameters() {
-  // Bounds (docs/calibration.md): a hop takes 0.1-20 us (the book's ~1 us, times what a router
-  // or a DMA could add); links deliver 30-100% of their nominal bandwidth; a collective's fixed
-  // cost (launch, synchronisation) is 0-200 us.
-  // Compute: kernels stream HBM at 30-100% of its nominal bandwidth; matmuls reach 20-100% of the
-  // peak FLOPs; 0-100% of the shorter of the two hides under the longer; a compute op's fixed cost
-  // (launch, pipeline fill) is 0-50 us. A DCN transfer's fixed cost (NICs, switch, host
-  // software) is 0-1 ms.
-  return {{"hop_latency", 1e-6, 0.1e-6, 20e-6, 0, false, true},
-          {"link_efficiency", 1.0, 0.3, 1.0, 0, false, false},
-          {"collective_overhead", 0.0, 0.0, 200e-6, 0, false, true},
-          {"hbm_efficiency", 1.0, 0.3, 1.0, 0, false, false},
-          {"matmul_efficiency", 1.0, 0.2, 1.0, 0, false, false},
-          {"roofline_overlap", 1.0, 0.0, 1.0, 0, false, false},
-          {"compute_overhead", 0.0, 0.0, 50e-6, 0, false, true},
-          {"dcn_latency", 0.0, 0.0, 1e-3, 0, false, true}};
+  // The rows with a fit range (sim/scenario/hardware_parameters.cpp says why each is narrower
+  // than what a scenario accepts), starting from the ideal machine's value.
+  std::vector<CalibrationParameter> out;
+  for (const HardwareParameter& row : hardware_parameters())
+    if (row.fit) out.push_back({row.key, row.default_value.value_or(0), row.fit->low, row.fit->high, 0, false, row});
+  return out;
 }
 
 namespace {
 
-std::string number_text(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.12g", v);
-  return buffer;
+// "a, b or c": the parameters --fit takes.
+std::string fit_names() {
+  const auto parameters = calibration_parameters();
+  std::string text;
+  for (size_t i = 0; i < parameters.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == parameters.size() ? " or " : ", ") + parameters[i].name;
+  return text;
 }
 
-// The overrides that put `parameters` (the fitted ones) and the hop model into a scenario.
-std::vector<ScenarioOverride> parameter_overrides(HopModel model, const std::vector<CalibrationParameter>& parameters) {
-  std::vector<ScenarioOverride> out{{"simulation.hop_model", model == HopModel::Floor ? "floor" : "additive"}};
+// The scenario with the hop model and the fitted parameters set on it, as its rows set them.
+Scenario with_parameters(Scenario scenario, HopModel model, const std::vector<CalibrationParameter>& parameters) {
+  scenario.hop_model = model;
   for (const auto& p : parameters) {
     if (!p.fitted) continue;
-    // The fit's own values: were one not finite, the scenario would blame an override the user never gave.
+    // The fit's own values: were one not finite, the run would fail on a value the user never gave.
     if (!std::isfinite(p.value))
       throw std::runtime_error("calibrate: the fit diverged (" + p.name + " = " + number_text(p.value) +
                                "); the measurements cannot be matched within the parameters' bounds");
-    if (p.name == "hop_latency") out.push_back({"hardware.overrides.hop_latency", "\"" + number_text(p.value * 1e6) + " us\""});
-    if (p.name == "link_efficiency") out.push_back({"simulation.link_efficiency", number_text(p.value)});
-    if (p.name == "collective_overhead")
-      out.push_back({"simulation.launch_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
-    if (p.name == "hbm_efficiency") out.push_back({"hardware.overrides.hbm_efficiency", number_text(p.value)});
-    if (p.name == "matmul_efficiency") out.push_back({"hardware.overrides.matmul_efficiency", number_text(p.value)});
-    if (p.name == "roofline_overlap") out.push_back({"hardware.overrides.roofline_overlap", number_text(p.value)});
-    if (p.name == "compute_overhead")
-      out.push_back({"hardware.overrides.compute_overhead", "\"" + number_text(p.value * 1e6) + " us\""});
-    if (p.name == "dcn_latency")
-      out.push_back({"hardware.overrides.dcn_latency", "\"" + number_text(p.value * 1e6) + " us\""});
+    p.row.set(scenario, p.value);
   }
-  return out;
+  return scenario;
 }
 
-double run_measurement(const Measurement& m, const std::vector<ScenarioOverride>& extra) {
-  std::vector<ScenarioOverride> overrides = m.overrides;
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  const Scenario scenario = load_scenario(m.scenario_path, overrides);
+// The measurement's field in the summary of a run of `scenario`.
+double measure(const Measurement& m, const Scenario& scenario) {
   RunCommandOptions options;
   options.reproducible = true;
   const auto summary = nlohmann::json::parse(simulate_summary_json(scenario, options));
@@ -76,6 +58,12 @@ double run_measurement(const Measurement& m, const std::vector<ScenarioOverride>
   } catch (const std::out_of_range& e) {
     throw InputError(m.where, "field", m.field, std::string(e.what()) + "; expected a number the run's summary.json has");
   }
+}
+
+double run_measurement(const Measurement& m, const std::vector<ScenarioOverride>& extra) {
+  std::vector<ScenarioOverride> overrides = m.overrides;
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  return measure(m, load_scenario(m.scenario_path, overrides));
 }
 
 double logistic(double u) { return 1 / (1 + std::exp(-u)); }
@@ -128,8 +116,10 @@ struct Fit {
 
 class Fitter {
  public:
-  Fitter(const MeasurementFile& file, HopModel model, std::vector<CalibrationParameter> parameters, int& simulations)
-      : file_(file), model_(model), parameters_(std::move(parameters)), simulations_(simulations) {
+  // `scenarios`: each measurement's, loaded once; a candidate sets its parameters on a copy.
+  Fitter(const MeasurementFile& file, const std::vector<Scenario>& scenarios, HopModel model,
+         std::vector<CalibrationParameter> parameters, int& simulations)
+      : file_(file), scenarios_(scenarios), model_(model), parameters_(std::move(parameters)), simulations_(simulations) {
     for (size_t i = 0; i < parameters_.size(); ++i)
       if (parameters_[i].fitted) index_.push_back(i);
   }
@@ -155,12 +145,12 @@ class Fitter {
   }
 
   std::vector<double> residuals(const std::vector<double>& u, const std::vector<int>& use) {
-    const auto overrides = parameter_overrides(model_, at(u));
+    const auto parameters = at(u);
     std::vector<double> r;
     for (int i : use) {
       const auto& m = file_.measurements[i];
       ++simulations_;
-      r.push_back((run_measurement(m, overrides) - m.measured) / m.measured);
+      r.push_back((measure(m, with_parameters(scenarios_[i], model_, parameters)) - m.measured) / m.measured);
     }
     return r;
   }
@@ -229,6 +219,7 @@ class Fitter {
 
  private:
   const MeasurementFile& file_;
+  const std::vector<Scenario>& scenarios_;
   HopModel model_;
   std::vector<CalibrationParameter> parameters_;
   std::vector<size_t> index_;
@@ -238,7 +229,7 @@ class Fitter {
 }  // namespace
 
 double predict(const Measurement& m, HopModel model, const std::vector<CalibrationParameter>& parameters) {
-  return run_measurement(m, parameter_overrides(model, parameters));
+  return measure(m, with_parameters(load_scenario(m.scenario_path, m.overrides), model, parameters));
 }
 
 CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOptions& options) {
@@ -247,39 +238,39 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
     if (options.progress) options.progress(line);
   };
   // Every measurement runs on one chip preset: a profile is per chip.
-  std::vector<double> default_hop_latency;
+  std::vector<Scenario> scenarios;
   for (const auto& m : file.measurements) {
-    const Scenario s = load_scenario(m.scenario_path, m.overrides);
-    if (result.chip.empty()) result.chip = s.topology.chip.name;
-    if (s.topology.chip.name != result.chip)
+    scenarios.push_back(load_scenario(m.scenario_path, m.overrides));
+    const std::string& chip = scenarios.back().topology.chip.name;
+    if (result.chip.empty()) result.chip = chip;
+    if (chip != result.chip)
       throw InputError(m.where, "scenario", m.scenario_path,
-                       "a " + s.topology.chip.name + " scenario among " + result.chip +
+                       "a " + chip + " scenario among " + result.chip +
                            " ones; expected measurements of one chip (a profile is fit per chip)");
-    default_hop_latency.push_back(s.topology.chip.hop_latency_s);
   }
   auto parameters = calibration_parameters();
   for (auto& p : parameters) {
-    if (p.name == "hop_latency") p.value = default_hop_latency.front();
+    // A parameter without an ideal value (hop_latency) starts from the first scenario's chip.
+    if (!p.row.default_value) p.value = p.row.get(scenarios.front());
     p.fitted = std::find(options.fit.begin(), options.fit.end(), p.name) != options.fit.end();
   }
   for (const auto& name : options.fit) {
     if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; }))
-      throw InputError({"command line", 0, 0}, "--fit", name,
-                       "unknown parameter; expected hop_latency, link_efficiency, collective_overhead, "
-                       "hbm_efficiency, matmul_efficiency, roofline_overlap, compute_overhead or dcn_latency");
+      throw InputError({"command line", 0, 0}, "--fit", name, "unknown parameter; expected " + fit_names());
   }
   const long fitted = std::count_if(parameters.begin(), parameters.end(), [](const auto& p) { return p.fitted; });
   if (fitted > static_cast<long>(file.measurements.size()))
     throw InputError({"command line", 0, 0}, "--fit", std::to_string(fitted) + " parameters",
                      "more parameters than the " + std::to_string(file.measurements.size()) +
                          " measurements can identify; expected at most that many (fewer leave room for leave-one-out)");
-  for (const auto& m : file.measurements) {
+  for (size_t i = 0; i < file.measurements.size(); ++i) {
+    const auto& m = file.measurements[i];
     CalibratedMeasurement row;
     row.name = m.name;
     row.field = m.field;
     row.source = m.source;
     row.measured = m.measured;
-    row.default_predicted = run_measurement(m, {});
+    row.default_predicted = measure(m, scenarios[i]);
     ++result.simulations;
     result.rows.push_back(row);
   }
@@ -291,7 +282,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   std::optional<Fitter> best_fitter;
   for (HopModel model : models) {
     say(std::string("fitting under the ") + std::string(to_string(model)) + " hop model");
-    Fitter fitter(file, model, parameters, result.simulations);
+    Fitter fitter(file, scenarios, model, parameters, result.simulations);
     Fit fit = fitter.fit(fitter.start(), all);
     if (fit.cost < best.cost) {
       best = fit;
@@ -351,10 +342,6 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
 
 namespace {
 
-std::string value_text(const CalibrationParameter& p, double v) {
-  return p.time ? human_time(v) : number_text(v);
-}
-
 std::string measured_text(const std::string& field, double v) {
   const bool time = field.size() > 2 && field.compare(field.size() - 2, 2, "_s") == 0;
   return time ? human_time(v) : number_text(v);
@@ -376,9 +363,9 @@ std::string calibration_table(const MeasurementFile& file, const CalibrationResu
   out += line;
   out += "parameter              value          sd            bounds\n";
   for (const auto& p : r.parameters) {
-    std::snprintf(line, sizeof line, "  %-20s %-14s %-13s [%s, %s]%s\n", p.name.c_str(), value_text(p, p.value).c_str(),
-                  !p.fitted ? "-" : std::isfinite(p.sd) ? value_text(p, p.sd).c_str() : "n/a", value_text(p, p.low).c_str(),
-                  value_text(p, p.high).c_str(), p.fitted ? "" : "  (not fitted)");
+    std::snprintf(line, sizeof line, "  %-20s %-14s %-13s [%s, %s]%s\n", p.name.c_str(), p.row.human_text(p.value).c_str(),
+                  !p.fitted ? "-" : std::isfinite(p.sd) ? p.row.human_text(p.sd).c_str() : "n/a", p.row.human_text(p.low).c_str(),
+                  p.row.human_text(p.high).c_str(), p.fitted ? "" : "  (not fitted)");
     out += line;
   }
   out += "measurement            measured      default     error   fitted      error   leave-one-out  error\n";
@@ -475,8 +462,8 @@ std::string calibration_profile_yaml(const MeasurementFile& file, const Calibrat
          "\nparameters:\n";
   for (const auto& p : r.parameters) {
     if (!p.fitted) continue;
-    out += "  " + p.name + ": " + (p.time ? "\"" + number_text(p.value * 1e6) + " us\"" : number_text(p.value)) +
-           (std::isfinite(p.sd) ? "   # sd " + value_text(p, p.sd)
+    out += "  " + p.name + ": " + p.row.yaml_text(p.value) +
+           (std::isfinite(p.sd) ? "   # sd " + p.row.human_text(p.sd)
                                 : std::string("   # sd not estimated: no more measurements than fitted parameters")) +
            "\n";
   }

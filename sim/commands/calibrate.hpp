@@ -13,19 +13,20 @@
 
 #include "collectives/collective.hpp"
 #include "sim/scenario/calibration_files.hpp"
+#include "sim/scenario/hardware_parameters.hpp"
 
 namespace podsim {
 
 struct CalibrationParameter {
-  std::string name;        // hop_latency, link_efficiency, collective_overhead
+  std::string name;        // the row's key: hop_latency, link_efficiency, ...
   double value = 0;        // fitted (or the default, when not fitted)
-  double low = 0, high = 0;
+  double low = 0, high = 0;   // the row's fit range
   double sd = 0;           // one standard deviation (0 when not fitted or not estimable)
   bool fitted = false;
-  bool time = false;       // seconds
+  HardwareParameter row;   // its unit, and the member a candidate value sets
 };
 
-// The parameters podsim calibrate knows, with their bounds and why (docs/calibration.md).
+// The parameters podsim calibrate knows: the rows of hardware_parameters() with a fit range.
 std::vector<CalibrationParameter> calibration_parameters();
 
 struct CalibrationOptions {

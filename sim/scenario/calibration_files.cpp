@@ -5,8 +5,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "sim/scenario/hardware_parameters.hpp"
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/units.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 
 namespace podsim {
 namespace {
@@ -159,46 +161,15 @@ CalibrationProfile load_profile(const std::string& path) {
     p.mxu_padding = v == "true";
   }
   if (const YAML::Node params = root["parameters"]) {
-    check_keys(path, params, "parameters",
-               {"hop_latency", "link_efficiency", "collective_overhead", "hbm_efficiency", "matmul_efficiency",
-                "roofline_overlap", "compute_overhead", "dcn_latency", "dequant_rate"});
-    auto time = [&](const char* key, std::optional<double>& out, double high) {
-      if (const YAML::Node n = params[key]) {
-        double v = -1;
-        try {
-          v = parse_time_s(text_of(n));
-        } catch (const std::exception&) {
-        }
-        if (!(v >= 0 && v <= high))
-          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n),
-                           "expected a time from 0 to " + human_time(high) + ", e.g. \"1.5 us\"");
-        out = v;
-      }
-    };
-    time("hop_latency", p.hop_latency_s, 1e-3);
-    time("collective_overhead", p.collective_overhead_s, 1e-2);
-    time("compute_overhead", p.compute_overhead_s, 1e-2);
-    time("dcn_latency", p.dcn_latency_s, 1e-2);
-    // A plain number in [low, high], or in (low, high] where `above_low`.
-    auto number = [&](const char* key, std::optional<double>& out, double low, bool above_low, double high,
-                      const char* expected) {
-      if (const YAML::Node n = params[key]) {
-        double v = -1;
-        try {
-          v = std::stod(text_of(n));
-        } catch (const std::exception&) {
-        }
-        if (!((above_low ? v > low : v >= low) && v <= high))
-          throw InputError(at(path, n), std::string("parameters.") + key, text_of(n), expected);
-        out = v;
-      }
-    };
-    const char* fraction = "expected a fraction in (0, 1]";
-    number("link_efficiency", p.link_efficiency, 0, true, 1, fraction);
-    number("hbm_efficiency", p.hbm_efficiency, 0, true, 1, fraction);
-    number("matmul_efficiency", p.matmul_efficiency, 0, true, 1, fraction);
-    number("roofline_overlap", p.roofline_overlap, 0, false, 1, "expected a fraction in [0, 1]");
-    number("dequant_rate", p.dequant_rate, 1e9, false, 1e16, "expected weights per second from 1e9 to 1e16, e.g. 5e12");
+    // The keys, units and ranges of hardware_parameters.cpp: one range for a profile and an override.
+    std::set<std::string> keys;
+    for (const HardwareParameter& row : hardware_parameters()) keys.insert(row.key);
+    check_keys(path, params, "parameters", keys);
+    for (const auto& kv : params) {
+      const std::string key = kv.first.Scalar();
+      const yaml_fields::Field field{kv.second, "parameters." + key, at(path, kv.second)};
+      p.parameters[key] = find_hardware_parameter(key)->read(field);
+    }
   }
   return p;
 }

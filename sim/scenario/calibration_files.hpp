@@ -5,6 +5,7 @@
 //  - a profile (YAML): fitted parameters that override a chip preset's ideal machine, applied
 //    with `hardware: {preset: v5e, profile: FILE}`.
 // Both readers report every problem as an InputError naming file, line, key and value.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,23 +37,15 @@ struct MeasurementFile {
 // names, fewer than one measurement.
 MeasurementFile load_measurements(const std::string& path);
 
-// The parameters a calibration fits, each with its physical bounds (docs/calibration.md says
-// why each range).
+// A calibration's result: a hop model, the MXU padding choice and fitted parameters (keys, units
+// and ranges: hardware_parameters.hpp).
 struct CalibrationProfile {
   std::string path;
   std::string name;
   std::string chip;                          // the preset it was fit for
   std::optional<HopModel> hop_model;
   std::optional<bool> mxu_padding;           // matmuls pay for their shapes padded to the MXU
-  std::optional<double> hop_latency_s;       // T_min per ICI hop
-  std::optional<double> link_efficiency;     // fraction of the link bandwidth achieved
-  std::optional<double> collective_overhead_s;   // fixed cost per collective per chip
-  std::optional<double> hbm_efficiency;      // fraction of the HBM bandwidth compute ops stream at
-  std::optional<double> matmul_efficiency;   // fraction of the peak FLOPs matmuls reach
-  std::optional<double> roofline_overlap;    // share of the shorter of math and HBM time hidden
-  std::optional<double> compute_overhead_s;  // fixed cost per compute op
-  std::optional<double> dcn_latency_s;       // fixed cost per DCN transfer
-  std::optional<double> dequant_rate;        // weights per second weight-only quantisation converts
+  std::map<std::string, double> parameters;  // by HardwareParameter::key, SI units
 };
 
 CalibrationProfile load_profile(const std::string& path);

@@ -26,6 +26,7 @@
 
 #include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/file_references.hpp"
+#include "sim/scenario/hardware_parameters.hpp"
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/perturbation_loader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -116,7 +117,6 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   };
   const char* bandwidths = "1 kB/s to 1 PB/s";
   set("ici_bandwidth", chip.ici_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  set("hop_latency", chip.hop_latency_s, parse_time_s, 0.0, 1.0, "0 s to 1 s");
   set("hbm_bandwidth", chip.hbm_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   set("hbm_capacity", chip.hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); }, 1048576.0,
       1125899906842624.0, "1 MiB to 1 PiB");
@@ -125,25 +125,16 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   set("fp8_flops", chip.fp8_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
   set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
   set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  // A plain number in [low, high], or in (low, high] where `above_low`.
-  auto number = [&](std::string_view key, double& target, double low, bool above_low, double high,
-                    const char* expected) {
-    if (auto value = overrides.optional(key)) {
-      target = read_real(*value);
-      if (!((above_low ? target > low : target >= low) && target <= high)) fail(*value, expected);
-    }
-  };
-  number("hbm_efficiency", chip.hbm_efficiency, 0, true, 1, "expected a fraction in (0, 1]");
-  number("matmul_efficiency", chip.matmul_efficiency, 0, true, 1, "expected a fraction in (0, 1]");
-  number("roofline_overlap", chip.roofline_overlap, 0, false, 1, "expected a fraction in [0, 1]");
-  set("compute_overhead", chip.compute_overhead_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
-  set("dcn_latency", chip.dcn_latency_s, parse_time_s, 0.0, 1e-2, "0 s to 10 ms");
-  number("dequant_rate", chip.dequant_weights_per_s, 1e9, false, 1e16,
-         "out of range; expected weights per second from 1e9 to 1e16, e.g. 5e12");
+  // The calibration parameters among the overrides: their units and ranges are their rows'.
+  for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
+    if (auto value = overrides.optional(row->scenario_leaf())) row->set(chip, row->read(*value));
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
-  if (overrides.optional("chip_hour_price_usd")) chip.chip_hour_price_source = "hardware.overrides.chip_hour_price_usd";
-  number("chip_hour_price_usd", chip.chip_hour_price_usd, 0, true, 1e4,
-         "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
+  if (auto price = overrides.optional("chip_hour_price_usd")) {
+    chip.chip_hour_price_source = "hardware.overrides.chip_hour_price_usd";
+    chip.chip_hour_price_usd = read_real(*price);
+    if (!(chip.chip_hour_price_usd > 0 && chip.chip_hour_price_usd <= 1e4))
+      fail(*price, "expected US dollars per chip-hour, above 0 and at most 10000, e.g. 4.2");
+  }
   if (auto links = overrides.optional("ici_links_per_neighbor"))
     chip.ici_links_per_neighbor = read_int(*links, 1, 64);
   apply_host_overrides(overrides, chip);
@@ -165,21 +156,19 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (profile.chip != preset)
     fail(field, "a profile for " + profile.chip + " (" + path + "); expected one fit for " + preset);
-  auto overridden = [&](const char* key) {
+  auto overridden = [&](std::string_view key) {
     auto overrides = MapReader(hardware, SchemaMap::Hardware).optional("overrides");
     return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional(key).has_value();
   };
-  if (profile.hop_latency_s && !overridden("hop_latency")) chip.hop_latency_s = *profile.hop_latency_s;
-  if (profile.hbm_efficiency && !overridden("hbm_efficiency")) chip.hbm_efficiency = *profile.hbm_efficiency;
-  if (profile.matmul_efficiency && !overridden("matmul_efficiency")) chip.matmul_efficiency = *profile.matmul_efficiency;
-  if (profile.roofline_overlap && !overridden("roofline_overlap")) chip.roofline_overlap = *profile.roofline_overlap;
-  if (profile.compute_overhead_s && !overridden("compute_overhead")) chip.compute_overhead_s = *profile.compute_overhead_s;
-  if (profile.dcn_latency_s && !overridden("dcn_latency")) chip.dcn_latency_s = *profile.dcn_latency_s;
-  if (profile.dequant_rate && !overridden("dequant_rate")) chip.dequant_weights_per_s = *profile.dequant_rate;
+  // A simulation key given in the scenario replaces the profile's value later (parse_simulation).
+  for (const auto& [key, value] : profile.parameters) {
+    const HardwareParameter& row = *find_hardware_parameter(key);
+    if (row.section() == "hardware.overrides" && overridden(row.scenario_leaf())) continue;
+    if (row.chip_member) row.set(chip, value);
+    else row.set(scenario, value);
+  }
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
-  if (profile.link_efficiency) scenario.link_efficiency = *profile.link_efficiency;
-  if (profile.collective_overhead_s) scenario.launch_overhead_s = *profile.collective_overhead_s;
   scenario.profile = profile.name;
   chip.source += " (calibration profile " + profile.name + ")";
 }
@@ -365,13 +354,9 @@ void parse_simulation(const Field& field, Scenario& scenario) {
   if (auto model = reader.optional("hop_model"))
     scenario.hop_model = read_choice<HopModel>(
         *model, {{"floor", HopModel::Floor}, {"additive", HopModel::Additive}});
-  if (auto efficiency = reader.optional("link_efficiency")) {
-    scenario.link_efficiency = read_real(*efficiency);
-    if (scenario.link_efficiency <= 0.0 || scenario.link_efficiency > 1.0)
-      fail(*efficiency, "expected a fraction in (0, 1]");
-  }
-  if (auto overhead = reader.optional("launch_overhead"))
-    scenario.launch_overhead_s = read_quantity(*overhead, parse_time_s);
+  // link_efficiency, launch_overhead: calibration parameters (hardware_parameters.cpp).
+  for (const HardwareParameter* row : hardware_parameters_in("simulation"))
+    if (auto value = reader.optional(row->scenario_leaf())) row->set(scenario, row->read(*value));
 }
 
 // Every link at the simulation's efficiency stays in the range SimGrid handles (link_bounds.hpp):

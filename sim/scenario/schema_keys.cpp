@@ -2,9 +2,30 @@
 
 #include <stdexcept>
 
+#include "sim/scenario/hardware_parameters.hpp"
+
 namespace podsim {
 
 namespace {
+
+// The chip figures a preset gives and an override replaces, then the calibration parameters set
+// there (hardware_parameters.cpp), then the choices of model beside them.
+std::vector<std::string> hardware_override_keys() {
+  std::vector<std::string> keys = {"ici_bandwidth", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops",
+                                   "fp8_flops", "ici_links_per_neighbor", "chips_per_host", "host_shape",
+                                   "dcn_bandwidth_per_host", "pcie_bandwidth"};
+  for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
+    keys.emplace_back(row->scenario_leaf());
+  keys.insert(keys.end(), {"mxu_padding", "chip_hour_price_usd"});
+  return keys;
+}
+
+// The hop model, then the calibration parameters that are simulation settings.
+std::vector<std::string> simulation_keys() {
+  std::vector<std::string> keys = {"hop_model"};
+  for (const HardwareParameter* row : hardware_parameters_in("simulation")) keys.emplace_back(row->scenario_leaf());
+  return keys;
+}
 
 std::vector<KeyTable> make_tables() {
   using M = SchemaMap;
@@ -13,16 +34,12 @@ std::vector<KeyTable> make_tables() {
        {"version", "name", "description", "hardware", "topology", "perturbations", "simulation", "workload", "expect",
         "compare"}},
       {M::Hardware, "hardware", "hardware", {"preset", "overrides", "profile"}},
-      {M::HardwareOverrides, "hardware_overrides", "hardware.overrides",
-       {"ici_bandwidth", "hop_latency", "hbm_bandwidth", "hbm_capacity", "bf16_flops", "int8_ops", "fp8_flops",
-        "ici_links_per_neighbor", "chips_per_host", "host_shape", "dcn_bandwidth_per_host", "pcie_bandwidth",
-        "hbm_efficiency", "matmul_efficiency", "roofline_overlap", "compute_overhead", "mxu_padding",
-        "dcn_latency", "dequant_rate", "chip_hour_price_usd"}},
+      {M::HardwareOverrides, "hardware_overrides", "hardware.overrides", hardware_override_keys()},
       {M::Topology, "topology", "topology (and workload.prefill.topology)",
        {"mesh", "wraparound", "slices", "dcn_oversubscription", "split"}},
       {M::MeshAxis, "mesh_axis", "topology.mesh[i] (the list form)", {"name", "size"}},
       {M::AxisSplit, "axis_split", "topology.split.<axis>", {"inner", "outer", "inner_size"}},
-      {M::Simulation, "simulation", "simulation", {"hop_model", "link_efficiency", "launch_overhead"}},
+      {M::Simulation, "simulation", "simulation", simulation_keys()},
       {M::WorkloadCollectives, "workload_collectives", "workload (kind: collectives)", {"kind", "operations"}},
       {M::WorkloadTraining, "workload_training", "workload (kind: training)",
        {"kind", "model", "batch_tokens", "sequence_length", "microbatches", "parallelism", "checkpointing",
@@ -76,10 +93,18 @@ std::vector<KeyTable> make_tables() {
 
 }  // namespace
 
-const std::vector<KeyTable>& key_tables() {
-  static const std::vector<KeyTable> tables = make_tables();
-  return tables;
+namespace {
+
+std::vector<KeyTable>& tables() {
+  static std::vector<KeyTable> built = make_tables();
+  return built;
 }
+
+}  // namespace
+
+const std::vector<KeyTable>& key_tables() { return tables(); }
+
+void refresh_key_tables() { tables() = make_tables(); }
 
 const KeyTable& key_table(SchemaMap map) { return key_tables().at(static_cast<size_t>(map)); }
 

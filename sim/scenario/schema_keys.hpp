@@ -59,4 +59,8 @@ const KeyTable& key_table(SchemaMap map);
 // Every table, in SchemaMap order.
 const std::vector<KeyTable>& key_tables();
 
+// Rebuilds the tables after a calibration parameter registers or leaves (hardware_parameters.hpp):
+// hardware.overrides and simulation take their keys from that registry.
+void refresh_key_tables();
+
 }  // namespace podsim

@@ -522,4 +522,10 @@ std::string percentile_name(double percent) {
   return buf;
 }
 
+std::string number_text(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.12g", value);
+  return buffer;
+}
+
 }  // namespace podsim

@@ -80,5 +80,8 @@ std::string human_bandwidth(double bytes_per_s);
 // "OP/s" for integer operations. Outputs print bytes in binary units (GiB) and rates in
 // decimal ones (GB/s, TFLOP/s), as frameworks and nccl-tests do.
 std::string human_flops(double per_s, const char* unit = "FLOP/s");
+// A number with 12 significant digits ("%.12g"): what a calibration profile keeps of a fitted
+// value, enough that reading it back predicts what the fit predicted.
+std::string number_text(double value);
 
 }  // namespace podsim
