@@ -25,6 +25,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def scenario_commands(podsim, scenario, out_dir):
     text = scenario.read_text()
+    # Relative to the checkout (the runs start there), so summaries that name their scenario
+    # compare between two checkouts.
+    scenario = scenario.relative_to(ROOT)
     commands = [[podsim, "run", str(scenario), "--reproducible", "-o", str(out_dir / "run")]]
     if "kind: collectives" in text:
         commands.append([podsim, "run", str(scenario), "--reproducible", "--trace-detail", "hops",
@@ -35,14 +38,15 @@ def scenario_commands(podsim, scenario, out_dir):
 
 
 def snapshot(args):
-    out = pathlib.Path(args.dir)
+    out = pathlib.Path(args.dir).resolve()
+    podsim = str(pathlib.Path(args.podsim).resolve())
     out.mkdir(parents=True, exist_ok=True)
     failed = []
     scenarios = sorted((ROOT / "scenarios").glob("*.yaml"))
     for scenario in scenarios:
-        for command in scenario_commands(args.podsim, scenario, out / scenario.stem):
+        for command in scenario_commands(podsim, scenario, out / scenario.stem):
             # A list of arguments, never a shell string: scenario names reach no shell.
-            result = subprocess.run(command, capture_output=True, text=True)
+            result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             status = (out / scenario.stem / (pathlib.Path(command[-1]).name + ".status"))
             status.parent.mkdir(parents=True, exist_ok=True)
             # The exit status and stderr are part of the snapshot: a refusal must stay one.
