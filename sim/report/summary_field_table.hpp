@@ -27,7 +27,8 @@ constexpr SummaryWorkloads kCollectivesSummary = 1, kTrainingSummary = 2, kInfer
 constexpr SummaryWorkloads kStepSummaries = kCollectivesSummary | kTrainingSummary | kInferenceSummary;
 constexpr SummaryWorkloads kEverySummary = kStepSummaries | kServingSummary;
 
-// Compare's columns beside the headline time (a bit set; compare.cpp's order).
+// The figures compare shows beside the headline time (compare.cpp): the rows marked with one
+// fill it, and name its compare.csv column.
 enum CompareColumn : std::uint8_t { kNoCompareColumn = 0, kCompareExposedComm, kCompareMfu, kCompareTokens };
 
 // A row. `name` is a dotted path; a `<placeholder>` stands for keys the run chooses (axes,
@@ -90,15 +91,17 @@ Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
 }  // namespace summary_parts
 
+// The rows, in storage a test may extend (ScopedSummaryField, summary_writer.hpp); everything
+// else reads them through summary_field_rows().
 template <class Getter>
-const std::vector<SummaryFieldRow<Getter>>& summary_field_rows() {
+std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
   using Json = nlohmann::ordered_json;
   namespace p = summary_parts;
   constexpr SummaryWorkloads C = kCollectivesSummary, T = kTrainingSummary, I = kInferenceSummary,
                              S = kServingSummary, Run = kStepSummaries, All = kEverySummary, None = 0;
   // In the order the writer writes them; a name written by several workloads in different
   // places, or meaning different things, has a row per place.
-  static const std::vector<SummaryFieldRow<Getter>> rows = {
+  static std::vector<SummaryFieldRow<Getter>> rows = {
     // Every summary starts with these.
     {"podsim_version", "text", All, None, "the podsim that wrote it", [](const auto& in) -> Json { return p::podsim_version(in); }},
     {"scenario", "text", All, None, "the scenario's name", [](const auto& in) -> Json { return in.scenario.name; }},
@@ -234,6 +237,11 @@ const std::vector<SummaryFieldRow<Getter>>& summary_field_rows() {
     {"step_costs", "object", S, None, "how steps were priced: priced_by, decode steps replayed at their own context, collectives replayed, shapes", [](const auto& in) -> Json { return p::step_costs(in); }},
   };
   return rows;
+}
+
+template <class Getter>
+const std::vector<SummaryFieldRow<Getter>>& summary_field_rows() {
+  return summary_field_storage<Getter>();
 }
 
 }  // namespace podsim

@@ -1,6 +1,7 @@
 #include "sim/report/summary_writer.hpp"
 
 #include "sim/report/serving_report.hpp"
+#include "sim/scenario/summary_field_names.hpp"
 
 namespace podsim {
 
@@ -13,37 +14,29 @@ SummaryWorkloads SummaryInputs::workload() const {
 
 const std::vector<SummaryRow>& summary_rows() { return summary_field_rows<SummaryGetter>(); }
 
-namespace {
-
-// The keys a row's value goes under: its dotted name up to the first placeholder (a keyed
-// family's getter returns the whole object there).
-std::vector<std::string> row_path(std::string_view name) {
-  const size_t placeholder = name.find(".<");
-  if (placeholder != std::string_view::npos) name = name.substr(0, placeholder);
-  std::vector<std::string> path;
-  size_t begin = 0;
-  while (true) {
-    const size_t dot = name.find('.', begin);
-    path.emplace_back(name.substr(begin, dot - begin));
-    if (dot == std::string_view::npos) return path;
-    begin = dot + 1;
-  }
-}
-
-}  // namespace
-
-std::string write_summary(const SummaryInputs& in, const std::vector<SummaryRow>& rows) {
+std::string write_summary(const SummaryInputs& in) {
   nlohmann::ordered_json summary;
   const SummaryWorkloads workload = in.workload();
-  for (const SummaryRow& row : rows) {
+  for (const SummaryRow& row : summary_rows()) {
     if ((row.written & workload) == 0) continue;
     nlohmann::ordered_json value = row.get(in);
     if (value.is_discarded()) continue;
     nlohmann::ordered_json* node = &summary;
-    for (const std::string& key : row_path(row.name)) node = &(*node)[key];
+    for (const std::string& key : summary_row_path(row.name)) node = &(*node)[key];
     *node = std::move(value);
   }
   return summary.dump(2) + "\n";
+}
+
+ScopedSummaryField::ScopedSummaryField(SummaryRow row) {
+  summary_field_storage<NamesOnly>().push_back(
+      {row.name, row.unit, row.written, row.expect, row.doc, NamesOnly(row.get), row.compare});
+  summary_field_storage<SummaryGetter>().push_back(std::move(row));
+}
+
+ScopedSummaryField::~ScopedSummaryField() {
+  summary_field_storage<NamesOnly>().pop_back();
+  summary_field_storage<SummaryGetter>().pop_back();
 }
 
 }  // namespace podsim

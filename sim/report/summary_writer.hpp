@@ -33,8 +33,17 @@ using SummaryRow = SummaryFieldRow<SummaryGetter>;
 // The table with its getters.
 const std::vector<SummaryRow>& summary_rows();
 
-// summary.json's text (2-space indent, a final newline) from `rows` (the table unless given:
-// a test adds a row to a copy).
-std::string write_summary(const SummaryInputs& in, const std::vector<SummaryRow>& rows = summary_rows());
+// summary.json's text (2-space indent, a final newline).
+std::string write_summary(const SummaryInputs& in);
+
+// A row added at the end of the table (for the writer and for expectations) while it lives:
+// how a test shows that a new field is one row.
+class ScopedSummaryField {
+ public:
+  explicit ScopedSummaryField(SummaryRow row);
+  ~ScopedSummaryField();
+  ScopedSummaryField(const ScopedSummaryField&) = delete;
+  ScopedSummaryField& operator=(const ScopedSummaryField&) = delete;
+};
 
 }  // namespace podsim

@@ -93,6 +93,47 @@ std::string expected_names(const std::vector<const SummaryNameRow*>& rows, const
 
 }  // namespace
 
+namespace {
+
+std::string workload_names(SummaryWorkloads workloads) {
+  if (workloads == kEverySummary) return "all";
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : {std::pair{kCollectivesSummary, "collectives"}, std::pair{kTrainingSummary, "training"},
+                                  std::pair{kInferenceSummary, "inference"}, std::pair{kServingSummary, "serving"}})
+    if (workloads & bit) names.push_back(name);
+  return yaml_fields::join(names);
+}
+
+}  // namespace
+
+std::vector<std::string> summary_row_path(std::string_view name) {
+  const size_t placeholder = name.find(".<");
+  if (placeholder != std::string_view::npos) name = name.substr(0, placeholder);
+  std::vector<std::string> path;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = name.find('.', begin);
+    path.emplace_back(name.substr(begin, dot - begin));
+    if (dot == std::string_view::npos) return path;
+    begin = dot + 1;
+  }
+}
+
+std::string summary_compare_field(CompareColumn column) {
+  for (const SummaryNameRow& row : summary_name_rows())
+    if (row.compare == column) return std::string(row.name);
+  return "";
+}
+
+std::string summary_fields_markdown(const std::vector<SummaryNameRow>& rows) {
+  std::string out = std::string(kSummaryFieldsBegin) + "\n\n| field | unit | written by | `expect:` in | meaning |\n|---|---|---|---|---|\n";
+  for (const SummaryNameRow& row : rows) {
+    out += "| `" + std::string(row.name) + "` | " + std::string(row.unit) + " | " + workload_names(row.written) + " | " +
+           workload_names(row.expect) + " | " + std::string(row.doc) + " |\n";
+  }
+  return out + "\n" + std::string(kSummaryFieldsEnd) + "\n";
+}
+
 ExpectFieldMatch match_expect_field(const std::string& text, const ExpectFieldContext& context,
                                     const std::vector<SummaryNameRow>& rows) {
   const SummaryWorkloads workload = summary_workload(context.kind);

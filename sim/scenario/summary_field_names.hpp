@@ -36,4 +36,18 @@ struct ExpectFieldMatch {
 ExpectFieldMatch match_expect_field(const std::string& text, const ExpectFieldContext& context,
                                     const std::vector<SummaryNameRow>& rows = summary_name_rows());
 
+// The keys a row's value goes under in summary.json: its dotted name up to the first
+// placeholder (a keyed family's getter returns the whole object there).
+std::vector<std::string> summary_row_path(std::string_view name);
+
+// The field a compare column shows (the rows marked with it share one name).
+std::string summary_compare_field(CompareColumn column);
+
+// docs/scenario-schema.md's list of summary fields, between its markers (kSummaryFieldsBegin,
+// kSummaryFieldsEnd): a Markdown table row per field (tests/test_summary_fields.cpp compares).
+constexpr std::string_view kSummaryFieldsBegin =
+    "<!-- summary fields: generated from sim/report/summary_field_table.hpp (tests/test_summary_fields.cpp) -->";
+constexpr std::string_view kSummaryFieldsEnd = "<!-- end of summary fields -->";
+std::string summary_fields_markdown(const std::vector<SummaryNameRow>& rows = summary_name_rows());
+
 }  // namespace podsim
