@@ -33,6 +33,7 @@ std::vector<std::string> statistics(const ExpectFieldContext& context) {
 // Whether `value` may stand for <placeholder>; a non-empty reason when it may not.
 std::string placeholder_refusal(std::string_view placeholder, const std::string& value,
                                 const ExpectFieldContext& context) {
+  if (!context.check_keys) return "";
   if (placeholder == "name" && context.operation_names != nullptr && !context.operation_names->contains(value))
     return "no operation is named '" + value + "'";
   if (placeholder == "statistic") {
@@ -105,6 +106,15 @@ std::string workload_names(SummaryWorkloads workloads) {
 }
 
 }  // namespace
+
+const SummaryNameRow* find_summary_row(const std::string& text) {
+  ExpectFieldContext any_key;
+  any_key.check_keys = false;
+  if (text.size() > kMaxFieldLength) return nullptr;
+  for (const SummaryNameRow& row : summary_name_rows())
+    if (match_from(row.name, 0, text, 0, any_key).empty()) return &row;
+  return nullptr;
+}
 
 std::vector<std::string> summary_row_path(std::string_view name) {
   const size_t placeholder = name.find(".<");

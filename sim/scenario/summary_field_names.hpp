@@ -25,6 +25,7 @@ struct ExpectFieldContext {
   WorkloadKind kind = WorkloadKind::Collectives;
   std::vector<double> percentiles;                                  // serving
   const std::unordered_set<std::string>* operation_names = nullptr;   // collectives
+  bool check_keys = true;   // false: a placeholder stands for any key (reading a summary back)
 };
 
 // The unit of the row `text` names ("by suffix" rows: the name's last part decides), or an
@@ -42,6 +43,9 @@ std::vector<std::string> summary_row_path(std::string_view name);
 
 // The field a compare column shows (the rows marked with it share one name).
 std::string summary_compare_field(CompareColumn column);
+
+// The row `text` names in any workload's summary (placeholders standing for any key), or null.
+const SummaryNameRow* find_summary_row(const std::string& text);
 
 // docs/scenario-schema.md's list of summary fields, between its markers (kSummaryFieldsBegin,
 // kSummaryFieldsEnd): a Markdown table row per field (tests/test_summary_fields.cpp compares).
