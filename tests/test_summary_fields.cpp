@@ -10,6 +10,7 @@
 #include <set>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "cli_helpers.hpp"
 #include "scratch.hpp"
@@ -151,4 +152,50 @@ TEST_CASE("every shipped scenario's summary.json writes rows of its workload; ev
       if (!seen) FAIL_CHECK("no shipped " << kWorkloadNames.at(kind) << " scenario writes " << name);
     }
   }
+}
+
+TEST_CASE("the table's rows agree with themselves and with the names' units", "[summary_fields]") {
+  std::map<podsim::CompareColumn, std::string> compare;
+  for (const auto& row : podsim::summary_name_rows()) {
+    const std::string name(row.name), unit(row.unit);
+    INFO(name);
+    CHECK((row.expect & ~row.written) == 0);   // an expectation names what the workload writes
+    if (row.compare != podsim::kNoCompareColumn) {
+      CHECK(compare.emplace(row.compare, name).first->second == name);   // one name per compare column
+    }
+    // design.md, habit 2: a name's suffix is its unit, and an expectation's value is read in it.
+    const std::string last = name.substr(name.rfind('.') + 1);
+    if (last.ends_with("_s") && !last.ends_with("_per_s")) CHECK(unit == "s");
+    if (last.ends_with("_bytes")) CHECK(unit == "bytes");
+    if (name.find(".<") != std::string::npos && name.rfind("_s.<") != std::string::npos) CHECK(unit == "s");
+  }
+  CHECK(compare.size() == 3);
+}
+
+TEST_CASE("expect: fields match the table's patterns, and a miss lists what the workload may name",
+          "[summary_fields]") {
+  podsim::ExpectFieldContext serving;
+  serving.kind = podsim::WorkloadKind::Serving;
+  serving.percentiles = {50, 99.9};
+  CHECK(podsim::match_expect_field("ttft_s.p99.9", serving).unit == "s");
+  CHECK(podsim::match_expect_field("latency_s.median", serving).unit == "s");
+  const auto statistic = podsim::match_expect_field("ttft_s.p42", serving);
+  CHECK(statistic.error.find("ttft_s.<statistic>") != std::string::npos);
+  CHECK(statistic.error.find("<statistic>: mean|std|median|max|p50|p99.9") != std::string::npos);
+
+  const std::unordered_set<std::string> operations = {"ag"};
+  podsim::ExpectFieldContext collectives;
+  collectives.operation_names = &operations;
+  CHECK(podsim::match_expect_field("operations.ag.algbw_Bps", collectives).unit == "by suffix");
+  CHECK(podsim::match_expect_field("operations.nope.time_s", collectives).error == "no operation is named 'nope'");
+  CHECK(podsim::match_expect_field("step_time_s", collectives).error ==
+        "expected one of: total_time_s, operations.<name>.<field>");
+
+  podsim::ExpectFieldContext training;
+  training.kind = podsim::WorkloadKind::Training;
+  CHECK(podsim::match_expect_field("memory_breakdown_bytes.params", training).unit == "bytes");
+  CHECK(podsim::match_expect_field("per_layer.L0.attn.forward_s", training).unit == "s");
+  CHECK(podsim::match_expect_field("fits_hbm", training).unit == "bool");
+  CHECK(podsim::match_expect_field("moe.bogus", training).error.find("moe.<all_to_all_time_s|") != std::string::npos);
+  CHECK_FALSE(podsim::match_expect_field("wall_time_s", training).error.empty());   // written, not a promise
 }

@@ -100,7 +100,8 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
   constexpr SummaryWorkloads C = kCollectivesSummary, T = kTrainingSummary, I = kInferenceSummary,
                              S = kServingSummary, Run = kStepSummaries, All = kEverySummary, None = 0;
   // In the order the writer writes them; a name written by several workloads in different
-  // places, or meaning different things, has a row per place.
+  // places, or meaning different things, has a row per place. (A table, not logic: this
+  // function is as long as its rows.)
   static std::vector<SummaryFieldRow<Getter>> rows = {
     // Every summary starts with these.
     {"podsim_version", "text", All, None, "the podsim that wrote it", [](const auto& in) -> Json { return p::podsim_version(in); }},
