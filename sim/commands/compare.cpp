@@ -10,6 +10,7 @@
 #include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/summary_field_names.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -55,10 +56,14 @@ void fill_metrics(const nlohmann::json& j, CompareRow& row) {
       row.has_algbw = true;
     }
   }
-  if (j.contains("exposed_comm_s")) row.exposed_comm_s = j.at("exposed_comm_s").get<double>(), row.has_exposed = true;
-  if (j.contains("mfu")) row.mfu = j.at("mfu").get<double>(), row.has_mfu = true;
-  if (j.contains("tokens_per_s_per_chip"))
-    row.tokens_per_s_per_chip = j.at("tokens_per_s_per_chip").get<double>(), row.has_tokens = true;
+  // The figures beside the time: the summary field table's compare rows.
+  auto figure = [&](CompareColumn column, double& value, bool& has) {
+    const std::string field = summary_compare_field(column);
+    if (j.contains(field)) value = j.at(field).get<double>(), has = true;
+  };
+  figure(kCompareExposedComm, row.exposed_comm_s, row.has_exposed);
+  figure(kCompareMfu, row.mfu, row.has_mfu);
+  figure(kCompareTokens, row.tokens_per_s_per_chip, row.has_tokens);
 }
 
 }  // namespace
@@ -118,8 +123,9 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
 
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::string out =
-      "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,hops,time_metric,time_s,algbw_Bps,"
-      "exposed_comm_s,mfu,tokens_per_s_per_chip\n";
+      "topology,chip,status,error,chips,wraparound,diameter_hops,bisection_links,hops,time_metric,time_s,algbw_Bps," +
+      summary_compare_field(kCompareExposedComm) + "," + summary_compare_field(kCompareMfu) + "," +
+      summary_compare_field(kCompareTokens) + "\n";
   for (const auto& r : rows) {
     auto opt = [](bool has, double v) { return has ? csv_number(v) : std::string(); };
     const bool ok = r.status == "ok";   // a row that did not run has no figures, not zeros

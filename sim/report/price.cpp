@@ -6,11 +6,6 @@ namespace {
 constexpr const char* kOverride = "hardware.overrides.chip_hour_price_usd";
 }
 
-void add_price(nlohmann::ordered_json& summary, const ChipSpec& chip) {
-  summary["chip_hour_price_usd"] = chip.chip_hour_price_usd;
-  summary["chip_hour_price_source"] = chip.chip_hour_price_source;
-}
-
 std::string price_origin(const ChipSpec& chip) {
   if (chip.chip_hour_price_source == kOverride) return "the scenario's price";
   return chip.name + " on-demand list price; its source is in summary.json";

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/report/price.hpp"
+#include "sim/report/summary_writer.hpp"
 
 #include "sim/report/trace_counters.hpp"
 #include "sim/report/trace_time.hpp"
@@ -74,38 +75,22 @@ Json topology_json(const Scenario& scenario, const RunResult& run) {
   return t;
 }
 
-Json training_json(const TrainingReport& r, const Scenario& scenario) {
-  Json t;
-  t["model"] = scenario.training.model.name;
-  t["strategy"] = r.strategy;
-  t["global_batch_tokens"] = scenario.training.plan.global_batch_tokens;
-  t["sequence_length"] = scenario.training.plan.sequence_length;
-  t["microbatches"] = scenario.training.plan.microbatches;
-  t["matmul_efficiency"] = scenario.training.plan.matmul_efficiency;
-  return t;
-}
-
 }  // namespace
-
-void summary_header(Json& j, const Scenario& scenario) {
-  j["podsim_version"] = PODSIM_VERSION;
-  j["scenario"] = scenario.name;
-  j["scenario_file"] = scenario.path;
-  j["hop_model"] = std::string(to_string(scenario.hop_model));
-  j["link_efficiency"] = scenario.link_efficiency;
-  j["launch_overhead_s"] = scenario.launch_overhead_s;
-  j["hop_latency_s"] = scenario.topology.chip.hop_latency_s;
-  if (!scenario.profile.empty()) j["calibration_profile"] = scenario.profile;
-}
 
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
                          const TrainingReport* training, const InferenceReport* inference) {
-  Json j;
-  summary_header(j, scenario);
-  j["fidelity"] = run.fidelity;
-  j["simulated_chips"] = run.simulated.chip_count();
-  // What the symmetry reduction simulated of each axis and the proof it rests on
-  // (collectives/symmetry.hpp).
+  return write_summary({scenario, options, &run, training, inference});
+}
+
+// The step summaries' parts the field table's getters call (summary_field_table.hpp).
+namespace summary_parts {
+
+std::string podsim_version(const SummaryInputs&) { return PODSIM_VERSION; }
+
+// What the symmetry reduction simulated of each axis and the proof it rests on
+// (collectives/symmetry.hpp).
+Json symmetry(const SummaryInputs& in) {
+  const RunResult& run = *in.run;
   Json reduction = Json::array();
   for (const auto& axis : run.reduction.axes) {
     reduction.push_back({{"axis", axis.axis},
@@ -122,118 +107,53 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                          {"period", s.period},
                          {"reason", s.reason}});
   }
-  j["symmetry"] = reduction;
-  j["simulated_messages"] = run.replay.messages;
-  j["total_time_s"] = run.total_time_s;
-  j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
-  j["topology"] = topology_json(scenario, run);
-  if (training != nullptr) {
-    j["workload"] = training_json(*training, scenario);
-    j["step_time_s"] = training->step_time_s;
-    j["mfu"] = training->mfu;
-    j["hfu"] = training->hfu;
-    j["recompute_flops"] = training->recompute_flops;
-    if (training->steps_to_train > 0) {
-      j["steps_to_train"] = training->steps_to_train;
-      j["time_to_train_s"] = training->time_to_train_s;
-      j["time_to_train_days"] = training->time_to_train_s / 86400;
-      if (training->training_cost_usd > 0) {
-        j["training_cost_usd"] = training->training_cost_usd;
-        add_price(j, scenario.topology.chip);
-      }
-    }
-    j["tokens_per_s_per_chip"] = training->tokens_per_s_per_chip;
-    j["tflops_per_s_per_chip"] = training->tflops_per_s_per_chip;
-    j["parameters"] = training->parameters;
-    j["compute_time_s"] = training->compute_time_s;
-    j["exposed_comm_s"] = training->exposed_comm_s;
-    Json by_axis = Json::object();
-    for (const auto& [axis, seconds] : training->exposed_comm_by_axis_s) by_axis[axis] = seconds;
-    j["exposed_comm_by_axis_s"] = by_axis;
-    Json by_category = Json::object();
-    for (const auto& [category, seconds] : training->exposed_comm_by_category_s) by_category[category] = seconds;
-    j["exposed_comm_by_category_s"] = by_category;
-    if (training->moe) {
-      const auto& m = training->moe_stats;
-      j["moe"] = {{"expert_parallelism", m.expert_degree},
-                  {"experts_per_chip", m.experts_per_chip},
-                  {"moe_layers", m.moe_layers},
-                  {"all_to_all_time_s", training->all_to_all_time_s},
-                  {"exposed_all_to_all_s", training->exposed_all_to_all_s},
-                  {"dispatch_bytes_per_chip", m.dispatch_bytes_per_chip},
-                  {"dropped_fraction", m.dropped_fraction},
-                  {"busiest_expert_over_mean", m.busiest_expert_over_mean},
-                  {"busiest_chip_over_mean", m.busiest_chip_over_mean},
-                  {"max_busiest_chip_over_mean", m.max_busiest_chip_over_mean},
-                  {"expert_compute_mean_s", m.expert_compute_mean_s},
-                  {"expert_compute_busiest_s", m.expert_compute_busiest_s},
-                  {"busiest_extra_s", m.expert_compute_busiest_s - m.expert_compute_mean_s}};
-    }
-    j["total_flops"] = training->total_flops;
-    j["pipeline_bubble_fraction"] = training->pipeline_bubble_fraction;
-    j["memory_per_chip_bytes"] = training->memory.total_bytes;
-    j["memory_peak_bytes"] = training->memory_peak_bytes;
-    j["memory_peak_at_s"] = training->memory_peak_at_s;
-    j["memory_breakdown_bytes"] = {{"params", training->memory.params_bytes},
-                                   {"grads", training->memory.grads_bytes},
-                                   {"optimizer", training->memory.optimizer_bytes},
-                                   {"activations", training->memory.activations_bytes},
-                                   {"logits", training->memory.logits_bytes},
-                                   {"gathered_weights", training->memory.gathered_weights_bytes},
-                                   {"ring_blocks", training->memory.ring_blocks_bytes}};
-    j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
-    j["fits_hbm"] = training->fits_hbm;
-    // Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
-    Json layers = Json::object();
-    for (const auto& l : training->per_layer) {
-      layers[l.block] = {{"t_math_s", l.t_math_s},
-                         {"t_comms_s", l.t_comms_s},
-                         {"t_math_forward_s", l.t_math_forward_s},
-                         {"t_comms_forward_s", l.t_comms_forward_s},
-                         {"book_t_math_s", l.book_t_math_s},
-                         {"book_t_comms_s", l.book_t_comms_s}};
-    }
-    j["per_layer"] = layers;
-    j["per_layer_index"] = scenario.training.model.layers / 2;
+  return reduction;
+}
+
+Json step_topology(const SummaryInputs& in) { return topology_json(in.scenario, *in.run); }
+
+Json training_workload(const SummaryInputs& in) {
+  const auto& plan = in.scenario.training.plan;
+  Json t;
+  t["model"] = in.scenario.training.model.name;
+  t["strategy"] = in.training->strategy;
+  t["global_batch_tokens"] = plan.global_batch_tokens;
+  t["sequence_length"] = plan.sequence_length;
+  t["microbatches"] = plan.microbatches;
+  t["matmul_efficiency"] = plan.matmul_efficiency;
+  return t;
+}
+
+// Keyed by block ("attn", "mlp"), so an expectation can name per_layer.mlp.t_comms_s.
+Json per_layer(const SummaryInputs& in) {
+  Json layers = Json::object();
+  for (const auto& l : in.training->per_layer) {
+    layers[l.block] = {{"t_math_s", l.t_math_s},
+                       {"t_comms_s", l.t_comms_s},
+                       {"t_math_forward_s", l.t_math_forward_s},
+                       {"t_comms_forward_s", l.t_comms_forward_s},
+                       {"book_t_math_s", l.book_t_math_s},
+                       {"book_t_comms_s", l.book_t_comms_s}};
   }
-  if (inference != nullptr) {
-    const auto& plan = scenario.inference.plan;
-    j["workload"] = {{"model", scenario.inference.model.name},
-                     {"phase", inference->decode ? "decode" : "prefill"},
-                     {"batch", plan.batch},
-                     {"context_length", inference->decode ? plan.context_length : plan.prompt_length},
-                     {"weight_bytes", plan.weight_bytes},
-                     {"kv_bytes", plan.kv_bytes},
-                     {"model_parallelism", inference->layout.model_degree},
-                     {"expert_parallelism", inference->layout.expert_degree}};
-    j[inference->decode ? "decode_step_time_s" : "prefill_time_s"] = inference->step_time_s;
-    j["compute_time_s"] = inference->compute_time_s;
-    j["exposed_comm_s"] = inference->exposed_comm_s;
-    if (inference->moe) {
-      j["moe"] = {{"expert_parallelism", inference->layout.expert_degree},
-                  {"expert_compute_mean_s", inference->expert_compute_mean_s},
-                  {"expert_compute_busiest_s", inference->expert_compute_busiest_s},
-                  {"all_to_all_time_s", inference->all_to_all_time_s},
-                  {"dispatch_bytes_per_chip", inference->dispatch_bytes_per_chip}};
-    }
-    j["rule_of_thumb_s"] = inference->layout.rule_of_thumb_s;
-    j["tokens_per_s"] = inference->tokens_per_s;
-    j["tokens_per_s_per_chip"] = inference->tokens_per_s_per_chip;
-    // Every chip's hour over the tokens it produced in it (decode: generated; prefill: prompt).
-    if (const double price = scenario.topology.chip.chip_hour_price_usd; price > 0 && inference->tokens_per_s_per_chip > 0) {
-      j["cost_per_million_tokens_usd"] = price / 3600 / inference->tokens_per_s_per_chip * 1e6;
-      add_price(j, scenario.topology.chip);
-    }
-    j["kv_cache_bytes_per_token"] = inference->layout.kv_cache_bytes_per_token;
-    j["max_batch"] = inference->layout.max_batch;
-    j["smallest_slice_chips"] = inference->layout.smallest_slice_chips;
-    j["smallest_slice_kv_caches"] = inference->layout.smallest_slice_kv_caches;
-    j["memory_per_chip_bytes"] = inference->layout.memory_per_chip_bytes;
-    j["hbm_bytes"] = scenario.topology.chip.hbm_bytes;
-    j["fits_hbm"] = inference->layout.fits_hbm;
-  }
+  return layers;
+}
+
+Json inference_workload(const SummaryInputs& in) {
+  const auto& plan = in.scenario.inference.plan;
+  const InferenceReport& r = *in.inference;
+  return {{"model", in.scenario.inference.model.name},
+          {"phase", r.decode ? "decode" : "prefill"},
+          {"batch", plan.batch},
+          {"context_length", r.decode ? plan.context_length : plan.prompt_length},
+          {"weight_bytes", plan.weight_bytes},
+          {"kv_bytes", plan.kv_bytes},
+          {"model_parallelism", r.layout.model_degree},
+          {"expert_parallelism", r.layout.expert_degree}};
+}
+
+Json operations(const SummaryInputs& in) {
   Json ops = Json::array();
-  for (const auto& op : run.operations) {
+  for (const auto& op : in.run->operations) {
     Json o;
     o["name"] = op.name;
     o["kind"] = op.kind_name();
@@ -266,9 +186,10 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
     }
     ops.push_back(o);
   }
-  j["operations"] = ops;
-  return j.dump(2) + "\n";
+  return ops;
 }
+
+}  // namespace summary_parts
 
 std::string operations_csv(const RunResult& run) {
   std::string out =

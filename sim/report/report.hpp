@@ -17,7 +17,8 @@ struct ReportOptions {
   bool reproducible = false;   // write wall_time_s as 0 so repeated runs are byte-identical
 };
 
-// `training` adds the training step's figures (null for a collectives workload).
+// `training` adds the training step's figures (null for a collectives workload); the fields are
+// summary_field_table.hpp's rows.
 std::string summary_json(const Scenario& scenario, const RunResult& run, const ReportOptions& options,
                          const TrainingReport* training = nullptr, const InferenceReport* inference = nullptr);
 std::string operations_csv(const RunResult& run);
@@ -46,8 +47,5 @@ std::string trace_json(const RunResult& run, TraceDetail detail, const TraceOpti
 std::string summary_table(const Scenario& scenario, const RunResult& run);
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& report);
 std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& report);
-
-// The fields every summary.json starts with: version, scenario, file, hop model, link efficiency.
-void summary_header(nlohmann::ordered_json& j, const Scenario& scenario);
 
 }  // namespace podsim

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "sim/report/price.hpp"
+#include "sim/report/summary_writer.hpp"
 
 #include "sim/report/trace_time.hpp"
 #include "sim/report/csv_text.hpp"
@@ -17,17 +17,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// vLLM's statistics of a distribution: mean, std, median and the percentiles asked for, with
-// the count and whether the percentiles are exact (quantiles.hpp).
-Json distribution_json(const Distribution& d) {
-  Json j = {{"mean", d.mean}, {"std", d.std}, {"median", d.median}};
-  for (const auto& [p, v] : d.percentiles) j[percentile_name(p)] = v;
-  j["max"] = d.max;
-  j["count"] = d.count;
-  j["exact"] = d.exact;
-  return j;
-}
-
 Json topology_json(const TopologySpec& t) {
   const Topology topo(t);
   Json axes = Json::array();
@@ -37,18 +26,34 @@ Json topology_json(const TopologySpec& t) {
           {"bisection_links", topo.bisection_links()}};
 }
 
-bool disaggregated(const Scenario& s) { return s.serving.config.policy == BatchingPolicy::Disaggregated; }
-
 }  // namespace
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options) {
-  const ServingWorkload& w = scenario.serving;
-  const ServingTotals& r = run.totals;
-  const ServingStats& st = run.stats;
-  Json j;
-  summary_header(j, scenario);
-  j["wall_time_s"] = options.reproducible ? 0.0 : run.wall_time_s;
-  j["topology"] = topology_json(scenario.topology);
+  return write_summary({.scenario = scenario, .options = options, .serving = &run});
+}
+
+// The serving summary's parts the field table's getters call (summary_field_table.hpp).
+namespace summary_parts {
+
+bool serving_disaggregated(const SummaryInputs& in) {
+  return in.scenario.serving.config.policy == BatchingPolicy::Disaggregated;
+}
+
+// vLLM's statistics of a distribution: mean, std, median and the percentiles asked for, with
+// the count and whether the percentiles are exact (quantiles.hpp).
+Json distribution(const Distribution& d) {
+  Json j = {{"mean", d.mean}, {"std", d.std}, {"median", d.median}};
+  for (const auto& [p, v] : d.percentiles) j[percentile_name(p)] = v;
+  j["max"] = d.max;
+  j["count"] = d.count;
+  j["exact"] = d.exact;
+  return j;
+}
+
+Json serving_topology(const SummaryInputs& in) { return topology_json(in.scenario.topology); }
+
+Json serving_workload(const SummaryInputs& in) {
+  const ServingWorkload& w = in.scenario.serving;
   Json workload = {{"model", w.model.name},
                    {"policy", to_string(w.config.policy)},
                    {"weights_bytes_per_param", w.generate.weight_bytes},
@@ -61,72 +66,52 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
                    {"max_context_tokens", w.max_context},
                    {"hbm_slots", w.hbm_slots},
                    {"metric_percentiles", w.metric_percentiles}};
-  if (disaggregated(scenario)) workload["prefill_topology"] = topology_json(w.prefill_topology);
-  j["workload"] = workload;
-  j["servers"] = w.config.servers;
-  j["prefill_servers"] = w.config.prefill_servers;
-  // Model replicas a slice holds (parallelism.replica): servers = slices x replicas.
-  j["replicas_per_slice"] = w.replicas_per_slice;
-  if (disaggregated(scenario)) j["prefill_replicas_per_slice"] = w.prefill_replicas_per_slice;
-  j["chips"] = run.total_chips;
-  j["requests"] = r.request_count;
-  j["total_time_s"] = r.end_s;
-  j["max_batch"] = w.config.slots;
-  j["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
-  // Step durations as simulated, averaged over the steps the servers ran.
-  j["prefill_time_s"] = st.prefill_step.mean;
-  j["decode_step_time_s"] = st.decode_step.mean;
-  j["prefill_steps"] = r.prefill_steps;
-  j["decode_steps"] = r.decode_steps;
-  j["requests_per_s"] = st.requests_per_s;
-  j["tokens_per_s"] = st.tokens_per_s;
-  j["tokens_per_s_per_chip"] = st.tokens_per_s_per_chip;
-  // vLLM benchmark_serving's names: request, output and total token throughput; token totals.
-  j["total_input_tokens"] = st.total_input_tokens;
-  j["total_output_tokens"] = st.total_output_tokens;
-  j["request_throughput_per_s"] = st.requests_per_s;
-  j["output_token_throughput_per_s"] = st.tokens_per_s;
-  j["total_token_throughput_per_s"] = st.total_tokens_per_s;
-  // Every chip's hours over the output tokens they produced (at the offered load, not at capacity).
-  if (const double price = scenario.topology.chip.chip_hour_price_usd; price > 0 && st.tokens_per_s > 0) {
-    j["cost_per_million_output_tokens_usd"] = run.total_chips * price / 3600 / st.tokens_per_s * 1e6;
-    add_price(j, scenario.topology.chip);
-  }
-  if (w.slo.given()) {
-    Json slo = Json::object();
-    if (w.slo.ttft_s > 0) slo["ttft_s"] = w.slo.ttft_s;
-    if (w.slo.tpot_s > 0) slo["tpot_s"] = w.slo.tpot_s;
-    if (w.slo.latency_s > 0) slo["latency_s"] = w.slo.latency_s;
-    j["slo"] = slo;
-    j["goodput_requests_per_s"] = st.goodput_requests_per_s;
-    j["slo_attainment"] = st.slo_attainment;
-  }
-  j["ttft_s"] = distribution_json(st.ttft);
-  j["tpot_s"] = distribution_json(st.tpot);
-  j["itl_s"] = distribution_json(st.itl);
-  j["latency_s"] = distribution_json(st.latency);
-  j["per_token_latency_s"] = distribution_json(st.per_token_latency);
-  j["queueing_s"] = distribution_json(st.queueing);
-  const double decode_capacity = st.span_s * w.config.servers;
-  const double prefill_capacity =
-      st.span_s * (disaggregated(scenario) ? w.config.prefill_servers : w.config.servers);
-  j["decode_busy_fraction"] = decode_capacity > 0 ? r.decode_busy_s / decode_capacity : 0.0;
-  j["prefill_busy_fraction"] = prefill_capacity > 0 ? r.prefill_busy_s / prefill_capacity : 0.0;
-  // Records a run held at once (arrived, not yet written): what its memory grows with.
-  j["peak_requests_in_memory"] = r.peak_records_held;
-  if (run.trace) {
-    Json trace = {{"events", run.trace->events}, {"complete", run.trace->complete}};
-    if (!run.trace->complete) trace["until_s"] = run.trace->until_s;
-    j["trace"] = trace;
-  }
-  j["step_costs"] = {{"priced_by", run.costs->whole_steps() ? "whole steps" : "layers"},
-                     {"decode_steps_replayed_at_own_context", run.costs->decode_steps_replayed_whole()},
-                     {"collectives_replayed", run.costs->collectives_replayed()},
-                     {"prefill_shapes", run.costs->prefill_shapes()},
-                     {"decode_shapes", run.costs->decode_shapes()},
-                     {"kv_transfer_shapes", run.costs->kv_transfer_shapes()}};
-  return j.dump(2) + "\n";
+  if (serving_disaggregated(in)) workload["prefill_topology"] = topology_json(w.prefill_topology);
+  return workload;
 }
+
+double serving_kv_cache_bytes_per_token(const SummaryInputs& in) {
+  return kv_cache_bytes_per_token(in.scenario.serving.model, in.scenario.serving.generate.kv_bytes);
+}
+
+Json serving_slo(const SummaryInputs& in) {
+  const auto& slo = in.scenario.serving.slo;
+  if (!slo.given()) return absent();
+  Json j = Json::object();
+  if (slo.ttft_s > 0) j["ttft_s"] = slo.ttft_s;
+  if (slo.tpot_s > 0) j["tpot_s"] = slo.tpot_s;
+  if (slo.latency_s > 0) j["latency_s"] = slo.latency_s;
+  return j;
+}
+
+// Busy seconds over the servers' capacity (servers x the span of the run).
+Json busy_fraction(const SummaryInputs& in, bool prefill) {
+  const auto& config = in.scenario.serving.config;
+  const int servers = prefill && serving_disaggregated(in) ? config.prefill_servers : config.servers;
+  const double capacity = in.serving->stats.span_s * servers;
+  const double busy_s = prefill ? in.serving->totals.prefill_busy_s : in.serving->totals.decode_busy_s;
+  return capacity > 0 ? busy_s / capacity : 0.0;
+}
+
+Json serving_trace(const SummaryInputs& in) {
+  const auto& extent = in.serving->trace;
+  if (!extent) return absent();
+  Json trace = {{"events", extent->events}, {"complete", extent->complete}};
+  if (!extent->complete) trace["until_s"] = extent->until_s;
+  return trace;
+}
+
+Json step_costs(const SummaryInputs& in) {
+  const ServingCostModel& costs = *in.serving->costs;
+  return {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
+          {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
+          {"collectives_replayed", costs.collectives_replayed()},
+          {"prefill_shapes", costs.prefill_shapes()},
+          {"decode_shapes", costs.decode_shapes()},
+          {"kv_transfer_shapes", costs.kv_transfer_shapes()}};
+}
+
+}  // namespace summary_parts
 
 std::string serving_table(const Scenario& scenario, const ServingRun& run) {
   const ServingWorkload& w = scenario.serving;

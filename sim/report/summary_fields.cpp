@@ -2,9 +2,13 @@
 
 #include <stdexcept>
 
+#include "sim/scenario/summary_field_names.hpp"
+
 namespace podsim {
 
 double summary_field_value(const nlohmann::json& summary, const std::string& field) {
+  if (find_summary_row(field) == nullptr)
+    throw std::out_of_range("no summary.json field is named " + field + " (docs/scenario-schema.md lists them)");
   auto number = [&](const nlohmann::json& node) {
     if (node.is_boolean()) return node.get<bool>() ? 1.0 : 0.0;
     if (!node.is_number()) throw std::out_of_range("summary.json's " + field + " is not a number");

@@ -8,7 +8,8 @@
 
 namespace podsim {
 
-// Booleans read as 1 or 0. Throws std::out_of_range naming the field when it is not there.
+// Booleans read as 1 or 0. Throws std::out_of_range naming the field when no row of the summary
+// field table (summary_field_table.hpp) names it, or when this summary does not have it.
 double summary_field_value(const nlohmann::json& summary, const std::string& field);
 
 }  // namespace podsim

@@ -31,21 +31,6 @@ using yaml_fields::read_int;
 using yaml_fields::read_real;
 using yaml_fields::read_string;
 
-namespace {
-
-const std::vector<std::string> kInferenceMoeFields = {"expert_compute_mean_s", "expert_compute_busiest_s",
-                                                      "all_to_all_time_s", "dispatch_bytes_per_chip"};
-
-
-const std::vector<std::string> kInferenceFields = {"decode_step_time_s", "prefill_time_s", "tokens_per_s",
-                                                   "tokens_per_s_per_chip", "kv_cache_bytes_per_token", "max_batch",
-                                                   "memory_per_chip_bytes", "fits_hbm", "total_time_s",
-                                                   "rule_of_thumb_s", "exposed_comm_s", "compute_time_s",
-                                                   "smallest_slice_chips", "smallest_slice_kv_caches",
-                                                   "cost_per_million_tokens_usd"};
-
-}  // namespace
-
 void parse_inference_numerics(const MapReader& reader, const ChipSpec& chip, InferencePlan& plan) {
   // fp8 stores one byte like int8; int4 half a byte (seed 000's int4 rows cache K and V at it).
   if (auto weights = reader.optional("weights")) {
@@ -180,14 +165,6 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;
-}
-
-std::string check_inference_field(const Field& field) {
-  const std::string text = read_string(field);
-  if (std::find(kInferenceFields.begin(), kInferenceFields.end(), text) != kInferenceFields.end()) return text;
-  if (auto moe = moe_field(field, text, kInferenceMoeFields); !moe.empty()) return moe;
-  fail(field, "expected one of: " + join(kInferenceFields) + " or moe.<...>");
-  return text;
 }
 
 }  // namespace podsim::detail

@@ -31,7 +31,4 @@ ModelParallelAxes parse_model_parallelism(const yaml_fields::Field& parallelism,
 // A number in (0, 1].
 double read_fraction(const yaml_fields::Field& field);
 
-// An expectation's `field` for an inference workload: a top-level summary field.
-std::string check_inference_field(const yaml_fields::Field& field);
-
 }  // namespace podsim::detail

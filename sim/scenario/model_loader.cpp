@@ -175,14 +175,5 @@ namespace detail {
 
 TransformerSpec parse_model_field(const Field& field, int sequence_length) { return parse_model(field, sequence_length); }
 
-// "moe.<name>" for one of `names`: the name (its suffix gives the unit); "" when `text` is not moe.*.
-std::string moe_field(const Field& field, const std::string& text, const std::vector<std::string>& names) {
-  if (!text.starts_with("moe.")) return "";
-  const std::string name = text.substr(4);
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    fail(field, "expected moe.<one of: " + join(names) + ">");
-  return name;
-}
-
 }  // namespace detail
 }  // namespace podsim

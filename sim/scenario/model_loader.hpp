@@ -15,7 +15,4 @@ constexpr int kMaxModelDim = 1 << 30;   // any model dimension, layer count or t
 // A preset name or a model mapping; `sequence_length` the longest sequence it will see.
 TransformerSpec parse_model_field(const yaml_fields::Field& field, int sequence_length);
 
-// "moe.<name>" for one of `names`: the name (its suffix gives the unit); "" when `text` is not moe.*.
-std::string moe_field(const yaml_fields::Field& field, const std::string& text, const std::vector<std::string>& names);
-
 }  // namespace podsim::detail

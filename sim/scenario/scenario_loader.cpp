@@ -32,6 +32,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/serving_loader.hpp"
+#include "sim/scenario/summary_field_names.hpp"
 #include "sim/scenario/inference_loader.hpp"
 #include "sim/scenario/link_bounds.hpp"
 #include "sim/scenario/training_loader.hpp"
@@ -667,47 +668,35 @@ void parse_workload(const Field& field, Scenario& scenario) {
 
 // ---- expectations ----
 
-// The metric's unit suffix says how to read the value (design.md, habit 2).
-double read_expected_value(const Field& field, const std::string& metric) {
+// The field's unit in the summary field table says how to read the value; a "by suffix" field
+// (an operation's) its name's last part (design.md, habit 2).
+double read_expected_value(const Field& field, const std::string& unit, const std::string& name) {
+  const std::string metric = unit == "by suffix" ? name.substr(name.rfind('.') + 1) : "";
   double value = 0;
   if (metric.ends_with("_per_s") || metric.ends_with("_per_s_per_chip")) value = read_real(field);   // rates
-  else if (metric.ends_with("_s")) value = read_quantity(field, parse_time_s);
+  else if (unit == "s" || metric.ends_with("_s")) value = read_quantity(field, parse_time_s);
   else if (metric.ends_with("_Bps")) value = read_quantity(field, parse_bandwidth_Bps);
-  else if (metric.ends_with("_bytes")) value = static_cast<double>(read_quantity(field, parse_bytes));
+  else if (unit == "bytes" || metric.ends_with("_bytes")) value = static_cast<double>(read_quantity(field, parse_bytes));
+  else if (unit == "bool") return read_bool(field) ? 1.0 : 0.0;
   else value = read_real(field);
   if (value == 0.0) fail(field, "expected a non-zero value (a relative tolerance of zero means nothing)");
   return value;
-}
-
-// "total_time_s" or "operations.<name>.<metric>"; returns the metric.
-std::string check_collectives_field(const Field& field, const std::unordered_set<std::string>& operation_names) {
-  const std::string text = read_string(field);
-  if (text == "total_time_s") return text;
-  const std::string prefix = "operations.";
-  const size_t dot = text.find('.', prefix.size());
-  if (!text.starts_with(prefix) || dot == std::string::npos || dot + 1 == text.size())
-    fail(field, "expected total_time_s or operations.<name>.<metric>, e.g. operations.ag_y.time_s");
-  const std::string name = text.substr(prefix.size(), dot - prefix.size());
-  if (!operation_names.contains(name)) fail(field, "no operation is named '" + name + "'");
-  return text.substr(dot + 1);
 }
 
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
   std::unordered_set<std::string> operation_names;   // a set: both lists may be long
   for (const OperationSpec& op : scenario.operations) operation_names.insert(op.name);
+  const ExpectFieldContext context{scenario.workload_kind, scenario.serving.metric_percentiles, &operation_names};
   for (const Field& item : read_list(field)) {
     const MapReader reader(item, SchemaMap::Expectation);
     reader.reject_unknown();
     Expectation expectation;
     const Field name = reader.required("field");
     expectation.field = read_string(name);
-    const std::string metric = scenario.workload_kind == WorkloadKind::Training    ? detail::check_training_field(name)
-                               : scenario.workload_kind == WorkloadKind::Inference ? detail::check_inference_field(name)
-                               : scenario.workload_kind == WorkloadKind::Serving   ? detail::check_serving_field(name, scenario.serving.metric_percentiles)
-                                                                                   : check_collectives_field(name, operation_names);
-    expectation.value = metric == "fits_hbm" ? (read_bool(reader.required("value")) ? 1.0 : 0.0)
-                                             : read_expected_value(reader.required("value"), metric);
+    const ExpectFieldMatch match = match_expect_field(expectation.field, context);
+    if (!match.error.empty()) fail(name, match.error);
+    expectation.value = read_expected_value(reader.required("value"), match.unit, expectation.field);
     auto read_fraction = [](const Field& tolerance) {
       const double f = read_real(tolerance);
       if (f <= 0.0 || f >= 1.0) fail(tolerance, "expected a fraction in (0, 1), e.g. 0.02");

@@ -22,14 +22,6 @@ namespace {
 constexpr int kMaxRequests = 10'000'000;
 constexpr int kMaxTokens = 1 << 30;
 
-const std::vector<std::string> kServingFields = {
-    "prefill_time_s",  "decode_step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "requests_per_s",
-    "kv_cache_bytes_per_token", "max_batch", "total_time_s", "requests", "prefill_servers", "servers",
-    "total_input_tokens", "total_output_tokens", "request_throughput_per_s", "output_token_throughput_per_s",
-    "total_token_throughput_per_s", "goodput_requests_per_s", "slo_attainment", "cost_per_million_output_tokens_usd"};
-const std::vector<std::string> kDistributions = {"ttft_s", "tpot_s", "itl_s", "latency_s", "queueing_s",
-                                                 "per_token_latency_s"};
-const std::vector<std::string> kStatistics = {"mean", "std", "median", "max"};
 constexpr size_t kMaxPercentiles = 20;
 constexpr int kMaxServers = 100000;
 
@@ -311,22 +303,6 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                " of HBM");
   }
   return w;
-}
-
-std::string check_serving_field(const Field& field, const std::vector<double>& percentiles) {
-  const std::string text = read_string(field);
-  if (std::find(kServingFields.begin(), kServingFields.end(), text) != kServingFields.end()) return text;
-  std::vector<std::string> statistics = kStatistics;
-  for (double p : percentiles) statistics.push_back(percentile_name(p));
-  const size_t dot = text.find('.');
-  if (dot != std::string::npos) {
-    const std::string metric = text.substr(0, dot), statistic = text.substr(dot + 1);
-    if (std::find(kDistributions.begin(), kDistributions.end(), metric) != kDistributions.end() &&
-        std::find(statistics.begin(), statistics.end(), statistic) != statistics.end())
-      return metric;
-  }
-  fail(field, "expected one of: " + join(kServingFields) + ", or <" + join(kDistributions, "|") + ">.<" +
-                  join(statistics, "|") + "> (other percentiles: add them to workload.metric_percentiles)");
 }
 
 }  // namespace podsim::detail

@@ -16,9 +16,4 @@ using TopologyParser = std::function<TopologySpec(const yaml_fields::Field&)>;
 ServingWorkload parse_serving(const yaml_fields::MapReader& reader, const TopologySpec& topology,
                               const TopologyParser& parse_topology);
 
-// An expectation's `field` for a serving workload: a summary field, or "<metric>.<statistic>"
-// for the latency distributions (ttft_s.p99: mean, std, median, max or one of the workload's
-// metric_percentiles); returns the name whose suffix gives the unit.
-std::string check_serving_field(const yaml_fields::Field& field, const std::vector<double>& percentiles);
-
 }  // namespace podsim::detail

@@ -1,6 +1,6 @@
 // Parses `workload.kind: training` for the scenario loader: the model (a preset or a shape),
 // the parallelism plan (data / fsdp / tensor / pipeline over mesh axes and topology.split parts),
-// batch and microbatch checks, and the fields a training expectation may name.
+// batch and microbatch checks. The fields an expectation may name are summary_field_names.hpp's.
 // The schema is documented in docs/scenario-schema.md.
 #include "sim/scenario/training_loader.hpp"
 
@@ -36,7 +36,6 @@ using yaml_fields::read_real;
 using yaml_fields::read_string;
 
 using detail::kMaxModelDim;
-using detail::moe_field;
 using detail::parse_expert_axes;
 using detail::parse_one_whole_axis;
 using detail::parse_plan_axes;
@@ -221,19 +220,6 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
   fail(microbatch_field && sequences % degree == 0 ? *microbatch_field : batch_field, message);
 }
 
-const std::vector<std::string> kTrainingFields = {"step_time_s",   "mfu",          "tokens_per_s_per_chip",
-                                                  "time_to_train_s", "training_cost_usd", "steps_to_train",
-                                                  "compute_time_s", "exposed_comm_s", "memory_per_chip_bytes", "memory_peak_bytes",
-                                                  "fits_hbm",      "total_time_s", "pipeline_bubble_fraction",
-                                                  "total_flops",   "parameters",   "hfu",
-                                                  "recompute_flops"};
-const std::vector<std::string> kMemoryParts = {"params", "grads", "optimizer", "activations", "logits",
-                                               "gathered_weights", "ring_blocks"};
-// summary.json's "moe" of a training step (report.cpp) and of an inference step.
-const std::vector<std::string> kTrainingMoeFields = {
-    "all_to_all_time_s",        "exposed_all_to_all_s",       "dispatch_bytes_per_chip", "dropped_fraction",
-    "busiest_expert_over_mean", "busiest_chip_over_mean",     "max_busiest_chip_over_mean",
-    "expert_compute_mean_s",    "expert_compute_busiest_s",   "busiest_extra_s"};
 }  // namespace
 
 namespace detail {
@@ -289,26 +275,6 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
   return workload;
-}
-
-std::string check_training_field(const Field& field) {
-  const std::string text = read_string(field);
-  if (std::find(kTrainingFields.begin(), kTrainingFields.end(), text) != kTrainingFields.end()) return text;
-  const std::string by_axis = "exposed_comm_by_axis_s.";
-  const std::string per_layer = "per_layer.";
-  if (text.starts_with(by_axis) && text.size() > by_axis.size()) return "exposed_comm_by_axis_s";
-  if (text.starts_with(per_layer) && text.size() > per_layer.size() && !text.ends_with("."))
-    return text.substr(text.rfind('.') + 1);
-  const std::string by_category = "exposed_comm_by_category_s.";
-  if (text.starts_with(by_category) && text.size() > by_category.size()) return "exposed_comm_by_category_s";
-  const std::string memory = "memory_breakdown_bytes.";
-  if (text.starts_with(memory) &&
-      std::find(kMemoryParts.begin(), kMemoryParts.end(), text.substr(memory.size())) != kMemoryParts.end())
-    return "memory_breakdown_bytes";
-  if (auto moe = moe_field(field, text, kTrainingMoeFields); !moe.empty()) return moe;
-  fail(field, "expected one of: " + join(kTrainingFields) +
-                  ", exposed_comm_by_axis_s.<axis>, exposed_comm_by_category_s.<category>, memory_breakdown_bytes.<" +
-                  join(kMemoryParts) + ">, moe.<...> or per_layer.<...>");
 }
 
 }  // namespace detail

@@ -12,8 +12,4 @@ namespace podsim::detail {
 // parallelism, batch, microbatches and the rest, checked against the topology.
 TrainingWorkload parse_training(const yaml_fields::MapReader& reader, const TopologySpec& topology);
 
-// An expectation's `field` for a training workload: a top-level summary field,
-// "exposed_comm_by_axis_s.<axis>" or "per_layer.<...>"; returns the name whose suffix gives the unit.
-std::string check_training_field(const yaml_fields::Field& field);
-
 }  // namespace podsim::detail
