@@ -1,7 +1,14 @@
 // The combination table (docs/modelling.md, "Which features combine"): one test per feature x
 // path cell no other test runs, each small (well under a second), each building and running the
 // program, the reduced replay against the full one, and one physical invariant that can fail.
+// The last test keeps the table honest: every test it cites exists.
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "meshes.hpp"
 #include "replay_equality.hpp"
@@ -305,4 +312,74 @@ workload:
     CHECK(r.first_token_s > r.prefill_start_s);
     CHECK(r.end_s > r.first_token_s);
   }
+}
+
+// --- The table cites what exists --------------------------------------------------------------
+
+TEST_CASE("combinations: every test the docs' combination table cites exists", "[combinations][docs]") {
+  namespace fs = std::filesystem;
+  const fs::path root = PODSIM_SOURCE_DIR;
+  std::ifstream doc(root / "docs" / "modelling.md");
+  REQUIRE(doc);
+  // Every TEST_CASE title in tests/*.cpp (the first string literal).
+  std::set<std::string> titles;
+  const std::regex title_re("TEST_CASE\\(\\s*\"([^\"]*)\"");
+  for (const auto& entry : fs::directory_iterator(root / "tests")) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (std::sregex_iterator it(s.begin(), s.end(), title_re), end; it != end; ++it) titles.insert((*it)[1]);
+  }
+  REQUIRE(titles.size() > 100);
+  // The section's table: a header of the five paths, then one row per feature.
+  std::string line;
+  bool in_section = false;
+  int rows = 0, cited = 0;
+  const std::regex cite_re("`([^`]+)`");
+  const std::vector<std::string> features = {"FSDP", "TP", "collective matmuls", "context parallelism", "experts (MoE)",
+                                             "MLA", "2D weight-stationary", "remat policy", "ZeRO"};
+  while (std::getline(doc, line)) {
+    if (line.rfind("## ", 0) == 0) {
+      in_section = line == "## Which features combine";
+      continue;
+    }
+    if (!in_section || line.rfind("| ", 0) != 0 || line.rfind("| ---", 0) == 0 || line.rfind("| feature", 0) == 0)
+      continue;
+    // "| feature | cell | cell | cell | cell | cell |"
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) {
+      const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      if (b != std::string::npos) cells.push_back(cell.substr(b, e - b + 1));
+    }
+    INFO(line);
+    REQUIRE(cells.size() == 6);
+    REQUIRE(rows < static_cast<int>(features.size()));
+    CHECK(cells[0] == features[static_cast<size_t>(rows)]);
+    ++rows;
+    for (size_t c = 1; c < cells.size(); ++c) {
+      const std::string& cell = cells[c];
+      const bool stated = cell.rfind("refused:", 0) == 0 || cell.rfind("n/a:", 0) == 0 ||
+                          cell.rfind("not modelled:", 0) == 0;
+      int names = 0;
+      for (std::sregex_iterator it(cell.begin(), cell.end(), cite_re), end; it != end; ++it, ++names) {
+        const std::string name = (*it)[1];
+        INFO("cited: " << name);
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0) {
+          CHECK(fs::exists(root / "scenarios" / name));   // run by "every scenario meets its stated expectations"
+          continue;
+        }
+        bool found = false;
+        for (const auto& t : titles) found = found || t.find(name) != std::string::npos;
+        CHECK(found);
+      }
+      cited += names;
+      INFO("cell: " << cell);
+      CHECK((stated || names > 0));   // a test, or a stated reason
+    }
+  }
+  CHECK(rows == static_cast<int>(features.size()));
+  CHECK(cited > 20);
 }
