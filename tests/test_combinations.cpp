@@ -1,0 +1,385 @@
+// The combination table (docs/modelling.md, "Which features combine"): one test per feature x
+// path cell no other test runs, each small (well under a second), each building and running the
+// program, the reduced replay against the full one, and one physical invariant that can fail.
+// The last test keeps the table honest: every test it cites exists.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "meshes.hpp"
+#include "replay_equality.hpp"
+#include "scenario_errors.hpp"
+
+#include "sim/commands/scenario_run.hpp"
+#include "sim/engine/run.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "workloads/inference.hpp"
+#include "workloads/training.hpp"
+
+using namespace podsim;
+
+namespace {
+
+// LLaMA-3 8B's layer (8 KV heads of 128) in `layers` layers, a small vocabulary.
+TransformerSpec dense_model(int layers) {
+  TransformerSpec m = *find_model_preset("llama3-8b");
+  m.name = "combo-model";
+  m.layers = layers;
+  m.vocab = 256;
+  m.max_sequence_length = 1 << 16;
+  return m;
+}
+
+// The same layer with DeepSeek-V3's attention dims (multi-head latent attention), dense MLP.
+TransformerSpec mla_model(int layers) {
+  TransformerSpec m = dense_model(layers);
+  m.name = "combo-mla";
+  m.attention = AttentionKind::Mla;
+  m.mla = MlaSpec{1536, 512, 128, 64, 128};
+  return m;
+}
+
+struct Built {
+  TrainingLayout layout;
+  Program program;
+};
+Built build(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topo) {
+  Built b;
+  b.program = training_program(model, plan, topo, b.layout);
+  return b;
+}
+
+// The reduced (symmetry) replay equals the full one chip by chip, and the step takes time.
+void replay_checked(const TopologySpec& topo, const Program& program) {
+  const auto reduced = run_program(topo, {}, program, {Fidelity::Auto, false, {}});
+  const auto full = run_program(topo, {}, program, {Fidelity::Full, false, {}});
+  CHECK(podsim_test::spans_differing(program, reduced, full) == 0);
+  CHECK(full.total_time_s > 0);
+}
+
+int count_role(const Program& program, OpRole role) {
+  int n = 0;
+  for (const auto& op : program) n += op.role == role;
+  return n;
+}
+
+double role_bytes(const Program& program, OpRole role) {
+  double bytes = 0;
+  for (const auto& op : program) {
+    if (op.role == role) bytes += op.collective.bytes;
+  }
+  return bytes;
+}
+
+// Two stages over X, one layer pair each; 2 microbatches of 2048-token sequences, 1F1B.
+TrainingPlan two_stage_plan() {
+  TrainingPlan plan;
+  plan.pipeline_axis = 0;
+  plan.schedule = PipelineSchedule::OneFOneB;
+  plan.microbatches = 2;
+  plan.sequence_length = 2048;
+  plan.global_batch_tokens = 2048.0 * 2;
+  plan.checkpointing = Checkpointing::None;
+  return plan;
+}
+
+InferencePlan inference_plan(InferencePhase phase, std::vector<int> model_axes, int batch) {
+  InferencePlan plan;
+  plan.phase = phase;
+  plan.model_axes = std::move(model_axes);
+  plan.batch = batch;
+  plan.prompt_length = 1024;
+  plan.context_length = 1024;
+  return plan;
+}
+
+}  // namespace
+
+// --- Pipeline column ---------------------------------------------------------------------------
+
+TEST_CASE("combinations: pipeline with collective matmuls, the same FLOPs and TP bytes as blocking TP",
+          "[combinations][training][pipeline]") {
+  // Stages over X, TP over Y: tensor_overlap moves the TP gathers and scatters beside the
+  // matmuls (a zero-length op receives each pass's send), not what they move or compute.
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  auto plan = two_stage_plan();
+  plan.tensor_axes = {1};
+  auto overlap = plan;
+  overlap.tensor_overlap = true;
+  const auto blocking = build(dense_model(4), plan, topo);
+  const auto cm = build(dense_model(4), overlap, topo);
+  CHECK(cm.layout.total_flops == Approx(blocking.layout.total_flops).epsilon(1e-12));
+  CHECK(role_bytes(cm.program, OpRole::TensorAllGather) == Approx(role_bytes(blocking.program, OpRole::TensorAllGather)));
+  CHECK(role_bytes(cm.program, OpRole::TensorReduceScatter) ==
+        Approx(role_bytes(blocking.program, OpRole::TensorReduceScatter)));
+  CHECK(role_bytes(cm.program, OpRole::TensorAllGather) > 0);
+  CHECK(count_role(cm.program, OpRole::PipelineReceive) == 2 * plan.microbatches);   // one per F and B pass
+  CHECK(count_role(blocking.program, OpRole::PipelineReceive) == 0);
+  replay_checked(topo, cm.program);
+}
+
+TEST_CASE("combinations: pipeline with context parallelism, the same FLOPs as splitting the batch",
+          "[combinations][training][pipeline][context]") {
+  // Stages over Y; X splits each 2048-token sequence (a ring of 2) or, without context
+  // parallelism, the batch: every chip holds the same tokens, the pod does the same FLOPs.
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  auto batch = two_stage_plan();
+  batch.pipeline_axis = 1;
+  batch.data_axes = {0};
+  batch.global_batch_tokens = 2048.0 * 4;
+  auto context = batch;
+  context.context_axis = 0;
+  const auto split = build(dense_model(4), batch, topo);
+  const auto ring = build(dense_model(4), context, topo);
+  CHECK(ring.layout.context_degree == 2);
+  CHECK(ring.layout.pipeline_stages == 2);
+  CHECK(ring.layout.total_flops == Approx(split.layout.total_flops).epsilon(1e-12));
+  CHECK(count_role(ring.program, OpRole::RingSend) > 0);
+  CHECK(count_role(split.program, OpRole::RingSend) == 0);
+  replay_checked(topo, ring.program);
+}
+
+TEST_CASE("combinations: pipeline with rematerialisation, recomputing what the single step recomputes",
+          "[combinations][training][pipeline][remat]") {
+  // The book's policy reruns attention's forward before its backward. Stages over X, data over
+  // Y, against the single-program step with X as a data axis: the same useful FLOPs and the
+  // same FLOPs rerun, over the pod.
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  auto plan = two_stage_plan();
+  plan.data_axes = {1};
+  plan.global_batch_tokens = 2048.0 * 4;
+  plan.checkpointing = Checkpointing::Book;
+  auto single = plan;
+  single.pipeline_axis = -1;
+  single.data_axes = {0, 1};
+  single.global_batch_tokens = 2048.0 * 8;   // the same tokens per chip
+  const auto piped = build(dense_model(4), plan, topo);
+  const auto flat = build(dense_model(4), single, topo);
+  CHECK(piped.layout.recompute_flops > 0);
+  CHECK(piped.layout.recompute_flops * 2 == Approx(flat.layout.recompute_flops).epsilon(1e-12));
+  CHECK(piped.layout.total_flops * 2 == Approx(flat.layout.total_flops).epsilon(1e-12));
+  // Attention's forward rerun in each backward pass: 2 layers a stage x 2 microbatches.
+  CHECK(count_role(piped.program, OpRole::Recompute) == 2 * plan.microbatches);
+  auto none = plan;
+  none.checkpointing = Checkpointing::None;
+  CHECK(count_role(build(dense_model(4), none, topo).program, OpRole::Recompute) == 0);
+  replay_checked(topo, piped.program);
+}
+
+TEST_CASE("combinations: MLA in a pipeline and in the single step, FLOPs as the model counts them",
+          "[combinations][training][pipeline][mla]") {
+  // A dense model with multi-head latent attention: the single step (FSDP over X, TP over Y)
+  // and two stages over X do 3 x forward FLOPs of every token, as model_spec counts them.
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  const auto model = mla_model(4);
+  auto step = two_stage_plan();
+  step.pipeline_axis = -1;
+  step.microbatches = 1;
+  step.data_axes = {0};
+  step.fsdp = true;
+  step.tensor_axes = {1};
+  auto piped = two_stage_plan();
+  piped.data_axes = {1};
+  piped.global_batch_tokens = 2048.0 * 4;
+  const auto single = build(model, step, topo);
+  const auto stages = build(model, piped, topo);
+  CHECK(single.layout.total_flops ==
+        Approx(training_flops_per_token(model, 2048, true) * step.global_batch_tokens).epsilon(1e-9));
+  CHECK(stages.layout.total_flops ==
+        Approx(training_flops_per_token(model, 2048, true) * piped.global_batch_tokens).epsilon(1e-9));
+  CHECK(count_role(single.program, OpRole::FsdpAllGather) > 0);
+  CHECK(count_role(stages.program, OpRole::PipelineSend) > 0);
+  replay_checked(topo, single.program);
+  replay_checked(topo, stages.program);
+}
+
+// --- Prefill and decode columns ---------------------------------------------------------------
+
+TEST_CASE("combinations: collective matmuls in prefill and decode, the same FLOPs and bytes as blocking",
+          "[combinations][inference]") {
+  const auto topo = podsim_test::v5e_mesh({4});
+  for (const auto phase : {InferencePhase::Prefill, InferencePhase::Decode}) {
+    INFO((phase == InferencePhase::Prefill ? "prefill" : "decode"));
+    const auto plan = inference_plan(phase, {0}, 4);
+    auto overlap = plan;
+    overlap.collective_matmul = true;
+    InferenceLayout blocking_layout, cm_layout;
+    const auto blocking = inference_program(dense_model(2), plan, topo, blocking_layout);
+    const auto cm = inference_program(dense_model(2), overlap, topo, cm_layout);
+    CHECK(cm_layout.flops == Approx(blocking_layout.flops).epsilon(1e-12));
+    CHECK(role_bytes(cm, OpRole::TensorAllGather) > 0);
+    CHECK(role_bytes(cm, OpRole::TensorAllGather) == Approx(role_bytes(blocking, OpRole::TensorAllGather)));
+    CHECK(role_bytes(cm, OpRole::TensorReduceScatter) == Approx(role_bytes(blocking, OpRole::TensorReduceScatter)));
+    replay_checked(topo, cm);
+  }
+}
+
+TEST_CASE("combinations: MLA prefill and decode, the latent cache and the same FLOPs on 1 or 4 chips",
+          "[combinations][inference][mla]") {
+  // MLA caches the KV latent and the shared rotary key per layer: L (d_c + d_h^R) x kv_bytes a
+  // token. Split over 4 model shards the step does the FLOPs of one chip's.
+  const auto model = mla_model(2);
+  const auto four = podsim_test::v5e_mesh({4});
+  const auto one = podsim_test::v5e_mesh({1});
+  for (const auto phase : {InferencePhase::Prefill, InferencePhase::Decode}) {
+    INFO((phase == InferencePhase::Prefill ? "prefill" : "decode"));
+    InferenceLayout split_layout, single_layout;
+    const auto split = inference_program(model, inference_plan(phase, {0}, 4), four, split_layout);
+    inference_program(model, inference_plan(phase, {}, 4), one, single_layout);
+    CHECK(split_layout.kv_cache_bytes_per_token == Approx(2.0 * (512 + 64) * 2));
+    CHECK(split_layout.flops == Approx(single_layout.flops).epsilon(1e-12));
+    CHECK(split_layout.flops > 0);
+    replay_checked(four, split);
+  }
+}
+
+TEST_CASE("combinations: 2D weight-stationary prefill, the FLOPs of 1D on the same chips",
+          "[combinations][inference][2d]") {
+  // D over X, F (and heads) over Y and Z, against 1D over all three: the same FLOPs, and the
+  // 2D block's reduction over X between its matmuls.
+  const auto topo = podsim_test::v5p_mesh({2, 2, 2});
+  auto two_d = inference_plan(InferencePhase::Prefill, {1, 2}, 2);
+  two_d.d_axes = {0};
+  const auto one_d = inference_plan(InferencePhase::Prefill, {0, 1, 2}, 2);
+  InferenceLayout two_layout, one_layout;
+  const auto program = inference_program(dense_model(2), two_d, topo, two_layout);
+  inference_program(dense_model(2), one_d, topo, one_layout);
+  CHECK(two_layout.model_degree == 8);
+  CHECK(two_layout.flops == Approx(one_layout.flops).epsilon(1e-12));
+  CHECK(count_role(program, OpRole::TensorAllReduce) > 0);
+  replay_checked(topo, program);
+}
+
+TEST_CASE("combinations: MoE prefill, the FLOPs of the same prompts without expert parallelism",
+          "[combinations][inference][moe]") {
+  // Experts over Y (the prompts split over it outside the experts), model over X, against the
+  // same prompts on X alone: the same FLOPs, an AllToAll over Y each way a layer.
+  TransformerSpec model = dense_model(2);
+  model.moe = MoeSpec{8, 2, 0, 2048, 0};
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  const auto alone = podsim_test::v5p_mesh({2});
+  auto plan = inference_plan(InferencePhase::Prefill, {0}, 2);
+  plan.expert_axes = {1};
+  InferenceLayout ep_layout, one_layout;
+  const auto program = inference_program(model, plan, topo, ep_layout);
+  inference_program(model, inference_plan(InferencePhase::Prefill, {0}, 2), alone, one_layout);
+  CHECK(ep_layout.expert_degree == 2);
+  CHECK(ep_layout.flops == Approx(one_layout.flops).epsilon(1e-12));
+  CHECK(count_role(program, OpRole::MoeDispatch) == model.layers);
+  CHECK(count_role(program, OpRole::MoeCombine) == model.layers);
+  replay_checked(topo, program);
+}
+
+// --- Serving column ---------------------------------------------------------------------------
+
+TEST_CASE("combinations: serving an MLA model, its slots sized by the latent cache", "[combinations][serving][mla]") {
+  // A dense MLA model on a v5e 4: every request served, and the slots the KV latent leaves
+  // beside the weights (L (d_c + d_h^R) x 2 bytes a token).
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4}}
+workload:
+  kind: serving
+  model:
+    preset: llama3-8b
+    layers: 4
+    attention: {kind: mla, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+  requests:
+    poisson: {rate: "4 /s", count: 8, prompt_tokens: 256, output_tokens: 8, seed: 1}
+)";
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  REQUIRE(s.serving.model.attention == AttentionKind::Mla);
+  const double per_token = kv_cache_bytes_per_token(s.serving.model, s.serving.generate.kv_bytes);
+  CHECK(per_token == Approx(4.0 * (512 + 64) * 2));
+  // Against the same layers with LLaMA-3 8B's GQA cache (2 L K H x 2 bytes, 3.6 times the
+  // latent): at least 3 times the slots, the weights being about the same.
+  std::string gqa = text;
+  gqa.replace(gqa.find("    attention:"), gqa.find("  requests:") - gqa.find("    attention:"), "");
+  const Scenario g = load_scenario_text(gqa, podsim_test::kScenarioFile);
+  REQUIRE(g.serving.model.attention == AttentionKind::Gqa);
+  CHECK(s.serving.hbm_slots > 3 * g.serving.hbm_slots);
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 8);
+  for (const auto& r : records.requests) {
+    CHECK(r.first_token_s > r.prefill_start_s);
+    CHECK(r.end_s > r.first_token_s);
+  }
+}
+
+// --- The table cites what exists --------------------------------------------------------------
+
+TEST_CASE("combinations: every test the docs' combination table cites exists", "[combinations][docs]") {
+  namespace fs = std::filesystem;
+  const fs::path root = PODSIM_SOURCE_DIR;
+  std::ifstream doc(root / "docs" / "modelling.md");
+  REQUIRE(doc);
+  // Every TEST_CASE title in tests/*.cpp (the first string literal).
+  std::set<std::string> titles;
+  const std::regex title_re("TEST_CASE\\(\\s*\"([^\"]*)\"");
+  for (const auto& entry : fs::directory_iterator(root / "tests")) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (std::sregex_iterator it(s.begin(), s.end(), title_re), end; it != end; ++it) titles.insert((*it)[1]);
+  }
+  REQUIRE(titles.size() > 100);
+  // The section's table: a header of the five paths, then one row per feature.
+  std::string line;
+  bool in_section = false;
+  int rows = 0, cited = 0;
+  const std::regex cite_re("`([^`]+)`");
+  const std::vector<std::string> features = {"FSDP", "TP", "collective matmuls", "context parallelism", "experts (MoE)",
+                                             "MLA", "2D weight-stationary", "remat policy", "ZeRO"};
+  while (std::getline(doc, line)) {
+    if (line.rfind("## ", 0) == 0) {
+      in_section = line == "## Which features combine";
+      continue;
+    }
+    if (!in_section || line.rfind("| ", 0) != 0 || line.rfind("| ---", 0) == 0 || line.rfind("| feature", 0) == 0)
+      continue;
+    // "| feature | cell | cell | cell | cell | cell |"
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) {
+      const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      if (b != std::string::npos) cells.push_back(cell.substr(b, e - b + 1));
+    }
+    INFO(line);
+    REQUIRE(cells.size() == 6);
+    REQUIRE(rows < static_cast<int>(features.size()));
+    CHECK(cells[0] == features[static_cast<size_t>(rows)]);
+    ++rows;
+    for (size_t c = 1; c < cells.size(); ++c) {
+      const std::string& cell = cells[c];
+      const bool stated = cell.rfind("refused:", 0) == 0 || cell.rfind("n/a:", 0) == 0 ||
+                          cell.rfind("not modelled:", 0) == 0;
+      int names = 0;
+      for (std::sregex_iterator it(cell.begin(), cell.end(), cite_re), end; it != end; ++it, ++names) {
+        const std::string name = (*it)[1];
+        INFO("cited: " << name);
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0) {
+          CHECK(fs::exists(root / "scenarios" / name));   // run by "every scenario meets its stated expectations"
+          continue;
+        }
+        bool found = false;
+        for (const auto& t : titles) found = found || t.find(name) != std::string::npos;
+        CHECK(found);
+      }
+      cited += names;
+      INFO("cell: " << cell);
+      CHECK((stated || names > 0));   // a test, or a stated reason
+    }
+  }
+  CHECK(rows == static_cast<int>(features.size()));
+  CHECK(cited > 20);
+}
