@@ -67,10 +67,9 @@ double MoeTrainingBlocks::expert_forward_flops_per_chip() const {
 }
 
 int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
-                                 bool backward, std::vector<int> after) {
+                                 double passes, OpRole role, std::vector<int> after) {
   const ChipSpec& chip = topology_.chip;
   const double row_bytes = model_.d_model * model_.activation_bytes;
-  const double passes = backward ? 2.0 : 1.0;   // backward: gradients for inputs and for weights
   auto seconds = [&](double rows) {
     // Every local expert's weights are read; each row goes in and out (twice backward).
     const double flops = passes * 2.0 * rows * expert_params(model_) / layout_.tensor_degree;
@@ -87,7 +86,7 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
   layout_.moe.expert_compute_mean_s += mean;
   layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
   const int op = b_.compute(name, w.uniform ? by_rank[0] : mean, passes * expert_forward_flops_per_chip(),
-                            std::move(after), block.layer, backward ? OpRole::Backward : OpRole::Forward);
+                            std::move(after), block.layer, role);
   if (!w.uniform) {
     b_.op(op).vary_axes = expert_axes_;
     b_.op(op).compute_s_by_position = std::move(by_rank);
@@ -137,7 +136,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, OpRole::MoeDispatch);
   std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
   if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
-  ops.expert_compute = expert_op(name + ".experts", block, w, false, expert_inputs);
+  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward, expert_inputs);
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   ops.last_compute = ops.expert_compute;
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
@@ -147,7 +146,8 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
 }
 
 MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, const TrainingBlock& block, int microbatch,
-                                                   std::vector<int> inputs, const std::vector<int>& gather_after) {
+                                                   std::vector<int> inputs, const std::vector<int>& gather_after,
+                                                   double weight_fraction) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
   Ops ops;
@@ -156,17 +156,32 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
   std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
   if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
-  ops.expert_compute = expert_op(name + ".experts", block, w, true, expert_inputs);
+  // Split (ZB-H1): one pass of the two, dY W^T; the weight gradients wait for the W pass.
+  const bool split = weight_fraction > 0;
+  ops.expert_compute = expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward, expert_inputs);
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
   // backward runs (their output gradients are local).
   const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
-  const int shared = b_.compute(name + ".router_shared", block.backward_s, 2 * block.forward_flops_per_chip,
-                                {ops.expert_compute}, block.layer, OpRole::Backward);
+  const int shared = b_.compute(name + ".router_shared", block.backward_s * (1 - weight_fraction),
+                                2 * block.forward_flops_per_chip * (1 - weight_fraction), {ops.expert_compute},
+                                block.layer, OpRole::Backward);
   ops.last_compute = shared;
   std::vector<int> done{shared};
   if (home >= 0) done.push_back(home);
   if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
+  return ops;
+}
+
+MoeTrainingBlocks::WeightOps MoeTrainingBlocks::weight_gradients(const std::string& name, const TrainingBlock& block,
+                                                                  int microbatch, std::vector<int> after,
+                                                                  double weight_fraction) {
+  const MoeLayerWork& w = work(block.moe_layer, microbatch);
+  WeightOps ops;
+  ops.experts = expert_op(name + ".experts", block, w, 1.0, OpRole::Backward, std::move(after));
+  ops.router_shared = b_.compute(name + ".router_shared", block.backward_s * weight_fraction,
+                                 2 * block.forward_flops_per_chip * weight_fraction, {ops.experts}, block.layer,
+                                 OpRole::Backward);
   return ops;
 }
 

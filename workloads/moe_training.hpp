@@ -37,8 +37,20 @@ class MoeTrainingBlocks {
   // `gather_after`: when the experts' FSDP weight gather may start (the block's own prefetch).
   Ops forward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
               const std::vector<int>& gather_after);
+  // `weight_fraction` > 0 (ZB-H1): the pass computes input gradients only, the router and
+  // shared experts' backward less that fraction, the experts' one matmul pass of two;
+  // weight_gradients runs the rest later.
   Ops backward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
-               const std::vector<int>& gather_after);
+               const std::vector<int>& gather_after, double weight_fraction = 0);
+  // ZB-H1's W for an MoE layer: the experts' weight gradients (X^T dY over the rows each chip
+  // received, differing by position as the forward does) and the router and shared experts'
+  // `weight_fraction` of their backward; compute only, after `after`.
+  struct WeightOps {
+    int experts = -1;
+    int router_shared = -1;
+  };
+  WeightOps weight_gradients(const std::string& name, const TrainingBlock& block, int microbatch,
+                             std::vector<int> after, double weight_fraction);
   // The experts' gradient reduction after their last backward; appends to grad_ops.
   void gradients(const TrainingBlock& block, int expert_compute, std::vector<int>& grad_ops);
 
@@ -51,7 +63,8 @@ class MoeTrainingBlocks {
 
  private:
   const MoeLayerWork& work(int moe_layer, int microbatch);
-  int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool backward,
+  // `passes` matmul passes over the rows (forward 1; backward 2: input and weight gradients).
+  int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, double passes, OpRole role,
                 std::vector<int> after);
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
                  std::vector<int> after, OpRole role);

@@ -54,10 +54,6 @@ void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, cons
                                 std::to_string(model.moe->dense_layers) +
                                 " layers are dense, the rest mixture-of-experts (pipelines need every chunk alike)");
   }
-  if (model.moe && plan.schedule == PipelineSchedule::ZeroBubbleH1) {
-    throw std::invalid_argument("ZB-H1 with a mixture-of-experts model is not supported yet (its experts' weight "
-                                "gradients are not split from the input gradients)");
-  }
   if (const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
       !why.empty()) {
     throw std::invalid_argument(why);
@@ -155,15 +151,17 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
       if (blk.moe_layer >= 0) {
         // Not rerun under checkpointing (as in the single-program step); never a pass's first block.
         const std::vector<int> gather_after = fsdp ? std::vector<int>{gather[i]} : std::vector<int>{};
+        const double w =
+            split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
         const auto mo = forward ? moe.forward(name, blk, m, inputs, gather_after)
-                                : moe.backward(name, blk, m, inputs, gather_after);
+                                : moe.backward(name, blk, m, inputs, gather_after, w);
         compute[i] = mo.last_compute;
         if (fsdp) {
           b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
           b.op(gather[i]).released_by = {mo.last_compute};
         }
         previous_end = mo.end;
-        if (!forward && m == M - 1) {
+        if (!forward && !split_backward && m == M - 1) {
           TrainingBlock named = blk;
           named.name = prefix(j, m) + blk.name;
           reduce_gradients(blk, mo.last_compute, named.name);
@@ -201,11 +199,24 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     for (int i = n - 1; i >= 0; --i) {
       const TrainingBlock& blk = chain[i];
       const double w = weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree);
-      const int op = b.compute(prefix(j, m) + blk.name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w,
-                               previous, blk.layer, OpRole::Backward);
+      const std::string name = prefix(j, m) + blk.name;
+      if (blk.moe_layer >= 0) {
+        const auto wo = moe.weight_gradients(name + ".wgrad", blk, m, previous, w);
+        if (i == n - 1) pass.entry = {wo.experts};
+        previous = {wo.router_shared};
+        if (m == M - 1) {
+          TrainingBlock named = blk;
+          named.name = name;
+          reduce_gradients(blk, wo.router_shared, name);
+          moe.gradients(named, wo.experts, grad_ops);
+        }
+        continue;
+      }
+      const int op = b.compute(name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w, previous,
+                               blk.layer, OpRole::Backward);
       if (i == n - 1) pass.entry = {op};
       previous = {op};
-      if (m == M - 1) reduce_gradients(blk, op, prefix(j, m) + blk.name);
+      if (m == M - 1) reduce_gradients(blk, op, name);
     }
     pass.tail = previous;
   };

@@ -136,9 +136,6 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
                                                              {"1f1b", PipelineSchedule::OneFOneB},
                                                              {"interleaved_1f1b", PipelineSchedule::Interleaved1F1B},
                                                              {"zb_h1", PipelineSchedule::ZeroBubbleH1}});
-    if (plan.schedule == PipelineSchedule::ZeroBubbleH1 && model.moe)
-      fail(*schedule, "ZB-H1 with a mixture-of-experts model is not supported yet (the experts' weight gradients are "
-                      "not split from their input gradients); expected gpipe, 1f1b or interleaved_1f1b");
   }
   const auto virtual_stages = reader.optional("virtual_stages");
   if (virtual_stages) {
