@@ -4,6 +4,7 @@
 #include <optional>
 #include <cstdlib>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 namespace podsim {
@@ -52,11 +53,9 @@ struct SubRing {
 
   bool sliced = false;
 
-  // Endpoint channel: the whole axis keeps the plain name shared with point-to-point sends.
-  std::string channel(int direction) const {
-    std::string c = "ici" + std::to_string(axis) + (direction > 0 ? "+" : "-");
-    if (sliced) c += "/" + std::to_string(stride) + "x" + std::to_string(size);
-    return c;
+  // Endpoint channel: the whole axis keeps the channel shared with point-to-point sends.
+  Channel channel(int direction) const {
+    return sliced ? Channel::ici(axis, direction, stride, size) : Channel::ici(axis, direction);
   }
 
   // The ring neighbour in `direction`, if the ring has one there (no wrap at a line's end).
@@ -113,7 +112,7 @@ int dcn_port(const Topology& topo, EndpointRegistry& registry, ChipId chip) {
   const ChipId next = same_place_in_slice(topo, chip, (slice + 1) % slices);
   auto in_route = split_dcn_route(topo, prev, chip).second;
   auto out_route = split_dcn_route(topo, chip, next).first;
-  return registry.get(chip, "dcn", in_route, out_route);
+  return registry.get(chip, Channel::of(Channel::Kind::Dcn), in_route, out_route);
 }
 
 // The ring of a mesh-axis phase. Neighbours are found on the simulated mesh, which may hold
@@ -176,7 +175,7 @@ struct RingPlanner {
     if (topo.slice_of(prev) == topo.slice_of(chip)) in_route = topo.dimension_order_route(prev, chip);
     else in_route = split_dcn_route(topo, prev, chip).second;
     if (topo.slice_of(next) != topo.slice_of(chip)) out_route = split_dcn_route(topo, chip, next).first;
-    return registry.get(chip, "flat", in_route, out_route);
+    return registry.get(chip, Channel::of(Channel::Kind::FlatDcn), in_route, out_route);
   }
 };
 
@@ -264,7 +263,7 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
 
   for (ChipId src = 0; src < topo.chip_count(); ++src) {
     const auto from = topo.coords(src);
-    const int src_endpoint = registry.get(src, "a2a-out", {});
+    const int src_endpoint = registry.get(src, Channel::of(Channel::Kind::AllToAllOut), {});
     long long from_index = 0;   // the source's group position (pair_bytes' row)
     for (size_t i = axes.size(); i-- > 0;) from_index = from_index * real_sizes[axes[i]] + from[axes[i]];
     // Every destination of the real group, by its real coordinate.
@@ -316,9 +315,7 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
         const int hops = static_cast<int>(route.size());
         // An endpoint per distinct route into `at`: blocks of other ops that take the same
         // links share it, and no two routes ever do.
-        std::string channel = "a2a";
-        for (const auto& link : route) channel += (link.forward ? "+" : "-") + std::to_string(link.link);
-        const int dst_endpoint = registry.get(at, channel, route);
+        const int dst_endpoint = registry.get(at, Channel::all_to_all_in(route), route);
         plan.chips[src].flows.push_back({src_endpoint, dst_endpoint, at, pair / variants.size(), hops});
         plan.chips[at].incoming_flows += 1;
         plan.messages += 1;
@@ -360,7 +357,16 @@ OpPlan with_extra_latency(const Topology& topo, const EndpointRegistry& registry
 
 }  // namespace
 
-int EndpointRegistry::get(ChipId chip, const std::string& channel, const std::vector<DirectedLink>& in_route,
+bool Channel::operator<(const Channel& other) const {
+  const auto key = [](const Channel& c) { return std::tie(c.kind, c.axis, c.direction, c.stride, c.size); };
+  if (key(*this) != key(other)) return key(*this) < key(other);
+  return std::lexicographical_compare(route.begin(), route.end(), other.route.begin(), other.route.end(),
+                                      [](const DirectedLink& a, const DirectedLink& b) {
+                                        return std::tie(a.link, a.forward) < std::tie(b.link, b.forward);
+                                      });
+}
+
+int EndpointRegistry::get(ChipId chip, const Channel& channel, const std::vector<DirectedLink>& in_route,
                           const std::vector<DirectedLink>& out_route) {
   auto [it, inserted] = index_.try_emplace({chip, channel}, static_cast<int>(endpoints_.size()));
   if (inserted) endpoints_.push_back({chip, channel, in_route, out_route});
@@ -381,7 +387,7 @@ OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, En
     // Between slices the data goes out through the host's PCIe and NIC and in through the
     // receiver's (the DCN ports); along a mesh axis over the ICI link.
     const bool dcn = axis == Topology::kSliceAxis;
-    const int src = dcn ? dcn_port(topo, registry, chip) : registry.get(chip, "send-out", {});
+    const int src = dcn ? dcn_port(topo, registry, chip) : registry.get(chip, Channel::of(Channel::Kind::SendOut), {});
     const int dst = dcn ? dcn_port(topo, registry, *to) : ici_port(topo, registry, *to, axis, direction);
     plan.chips[chip].flows.push_back({src, dst, *to, bytes, 1});
     plan.chips[chip].done_when_delivered = true;

@@ -15,9 +15,31 @@ namespace podsim {
 // A place messages arrive at: one per chip and channel (an ICI direction on an axis, the DCN
 // port, an AllToAll source...). A message from endpoint s to endpoint d takes
 // s.out_route followed by d.in_route (a star of routes: no N x N table).
+// What an endpoint of a chip is for, the key that makes plans share it or not: a ring over the
+// whole axis shares its ports with point-to-point sends along it; a ring over a slice of the
+// axis has its own; each AllToAll route into a chip is an endpoint of its own.
+struct Channel {
+  enum class Kind { Chip, Ici, Dcn, FlatDcn, AllToAllOut, AllToAllIn, SendOut };   // Chip: the chip itself (its compute)
+  Kind kind = Kind::Ici;
+  int axis = -1;           // Ici: the axis and the direction messages travel
+  int direction = 0;
+  int stride = 0;          // Ici over a slice of the axis: its stride and size (0: the whole axis)
+  int size = 0;
+  std::vector<DirectedLink> route;   // AllToAllIn: the route the flows arrive by
+
+  static Channel ici(int axis, int direction, int stride = 0, int size = 0) {
+    return {Kind::Ici, axis, direction, stride, size, {}};
+  }
+  static Channel of(Kind kind) { return {kind, -1, 0, 0, 0, {}}; }
+  static Channel all_to_all_in(std::vector<DirectedLink> route) {
+    return {Kind::AllToAllIn, -1, 0, 0, 0, std::move(route)};
+  }
+  bool operator<(const Channel& other) const;
+};
+
 struct Endpoint {
   ChipId chip = 0;
-  std::string channel;
+  Channel channel;
   std::vector<DirectedLink> in_route;
   std::vector<DirectedLink> out_route;
 };
@@ -63,12 +85,12 @@ struct OpPlan {
 class EndpointRegistry {
  public:
   // Returns the index of (chip, channel), creating it with these routes on first use.
-  int get(ChipId chip, const std::string& channel, const std::vector<DirectedLink>& in_route,
+  int get(ChipId chip, const Channel& channel, const std::vector<DirectedLink>& in_route,
           const std::vector<DirectedLink>& out_route = {});
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
 
  private:
-  std::map<std::pair<ChipId, std::string>, int> index_;
+  std::map<std::pair<ChipId, Channel>, int> index_;
   std::vector<Endpoint> endpoints_;
 };
 

@@ -84,7 +84,7 @@ TEST_CASE("preflight: counted messages equal the planned ones on generated colle
     INFO("case " << c << " (PODSIM_PREFLIGHT_CASE), " << to_string(op.collective.kind) << " on "
                  << simulated.chip_count() << " simulated chips");
     EndpointRegistry registry;
-    for (ChipId chip = 0; chip < simulated.chip_count(); ++chip) registry.get(chip, "chip", {});
+    for (ChipId chip = 0; chip < simulated.chip_count(); ++chip) registry.get(chip, Channel::of(Channel::Kind::Chip), {});
     long long planned = -1;
     try {
       planned = plan_collective(simulated, reduction.real_sizes, op.collective, registry).messages;

@@ -178,7 +178,7 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   spdlog::info("simulating {} of {} chips ({} fidelity)", sim.chip_count(), run.topology.chip_count(), run.fidelity);
 
   EndpointRegistry registry;
-  for (ChipId chip = 0; chip < sim.chip_count(); ++chip) registry.get(chip, "chip", {});  // endpoint == chip
+  for (ChipId chip = 0; chip < sim.chip_count(); ++chip) registry.get(chip, Channel::of(Channel::Kind::Chip), {});  // endpoint == chip
   std::vector<OpPlan>& plans = pending.plans;
   plans.reserve(program.size());   // ops point into it: never reallocated
   std::vector<ReplayOp>& ops = pending.ops;
