@@ -1,6 +1,6 @@
 // Unit tests for topology/: chip presets, wraparound rules, chip ids, ICI links and routes,
 // graph metrics, hosts and DCN routes. Expectations come from the book's figures
-// (../shared/reference/hardware.md) or from the mesh/torus formulas, not from earlier runs.
+// (docs/reference/hardware.md) or from the mesh/torus formulas, not from earlier runs.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Chip presets. Every figure comes from ../shared/reference/hardware.md, which quotes the
+// Chip presets. Every figure comes from docs/reference/hardware.md, which quotes the
 // scaling book ("How to Scale Your Model", jax-ml/scaling-book @ 37acb5ea); each comment names
 // the book line the figure is read from. "assumed" marks the few figures the book does not give.
 // Prices are not the book's: each names its public source and date (docs/modelling.md, "Prices").

@@ -1,6 +1,6 @@
 #pragma once
 // Per-chip hardware figures of TPU-style accelerators. Every preset value is cited in
-// chip_presets.cpp with its line in ../shared/reference/hardware.md (the scaling book).
+// chip_presets.cpp with its line in docs/reference/hardware.md (the scaling book).
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,7 +1,7 @@
 // Reference for the engine speed bar: the plainest SimGrid 3.32 replay of a one-way ring
 // AllGather along X of an X*Y*Z torus, one actor per chip, one mailbox per chip with a permanent
 // receiver, put_async/get per step (the field notes' "naive" design). Prints messages/s.
-// The yardstick of issue 9 (../shared/tools/naive_ring.cpp), unchanged but for this comment;
+// The yardstick of issue 9 (the project's plain SimGrid ring replay), unchanged but for this comment;
 // `podsim bench --compare-naive` runs it beside the engine: podsim_naive_ring X Y Z bytes.
 #include <simgrid/s4u.hpp>
 #include <chrono>
