@@ -207,3 +207,49 @@ TEST_CASE("moe training with context parallelism: ring attention beside the expe
   const auto full = run_program(topo, {}, ring.program, {Fidelity::Full, false, {}});
   CHECK(podsim_test::spans_differing(ring.program, reduced, full) == 0);
 }
+
+TEST_CASE("moe training with ZeRO-1/2: expert state sharded over the replicas that share the experts", "[moe][training]") {
+  // 16 chips, experts over Z (4 ranks): each expert's replicas are the 4 chips of X x Y at its
+  // Z. ZeRO shards the dense weights' state 16 ways and the experts' 4 ways, so every chip holds
+  // 1/16 of all optimizer state (and, ZeRO-2, gradients); the expert gradients are
+  // reduce-scattered over X and Y and the updated shards gathered back after the optimizer.
+  const TopologySpec topo = podsim_test::v5p_mesh({2, 2, 4});
+  const auto model = small_moe();
+  for (const int stage : {1, 2}) {
+    auto plan = ep_plan();
+    plan.fsdp = false;
+    plan.zero_stage = stage;
+    plan.global_batch_tokens = 16 * 2048.0;
+    const auto step = build(model, plan, topo);
+    INFO("ZeRO-" << stage);
+    const double p = param_count(model);
+    const double optimizer_per_param = model.optimizer_bytes_per_param + model.master_weight_bytes_per_param;
+    CHECK(step.layout.memory.optimizer_bytes == Approx(p / 16 * optimizer_per_param).epsilon(1e-12));
+    const double grad_bytes = model.gradient_bytes_per_param > 0 ? model.gradient_bytes_per_param : model.param_bytes;
+    const double routed = 3 * 8 * expert_params(model);
+    const double replicated = (p - routed) + routed / 4;   // what a chip holds before ZeRO
+    CHECK(step.layout.memory.grads_bytes == Approx((stage == 2 ? p / 16 : replicated) * grad_bytes).epsilon(1e-12));
+    CHECK(step.layout.optimizer_s - topo.chip.compute_overhead_s ==
+          Approx(p / 16 * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param) / topo.chip.achieved_hbm_Bps()));
+    int expert_scatters = 0, expert_gathers = 0;
+    const double expert_bytes = 8 / 4 * expert_params(model) * model.param_bytes;   // 2 experts a chip
+    for (const auto& op : step.program) {
+      if (op.name.find("expert_grads") != std::string::npos) {
+        ++expert_scatters;
+        CHECK(op.role == OpRole::ZeroReduceScatter);
+        CHECK(op.collective.axes == std::vector<int>{0, 1});
+        CHECK(op.collective.bytes == Approx(expert_bytes));
+      }
+      if (op.name.find("allgather_expert_weights") != std::string::npos) {
+        ++expert_gathers;
+        CHECK(op.role == OpRole::ZeroAllGather);
+        CHECK(op.collective.bytes == Approx(expert_bytes));
+      }
+    }
+    CHECK(expert_scatters == 3);   // one per MoE layer
+    CHECK(expert_gathers == 3);
+    const auto reduced = run_program(topo, {}, step.program, {Fidelity::Auto, false, {}});
+    const auto full = run_program(topo, {}, step.program, {Fidelity::Full, false, {}});
+    CHECK(podsim_test::spans_differing(step.program, reduced, full) == 0);
+  }
+}

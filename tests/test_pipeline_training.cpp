@@ -386,13 +386,14 @@ TEST_CASE("MoE pipelines: the symmetry-reduced replay equals the full one, chip 
     if (rng.chance(0.5)) plan.tensor_axes = {2};
     else plan.data_axes.push_back(2);
     plan.fsdp = rng.chance(0.5);
+    if (!plan.fsdp && rng.chance(0.5)) plan.zero_stage = 1 + rng.below(2);   // expert state sharded too
     plan.global_batch_tokens = 1024.0 * M * ep * (plan.tensor_axes.empty() ? 2 : 1);
     if (rng.chance(0.6)) {
       plan.routing.spec.kind = RoutingKind::Zipf;
       plan.routing.spec.zipf_s = rng.uniform(0.5, 1.5);
     }
     INFO("case " << c << ": P=" << P << " EP=" << ep << " " << schedule_name(schedule) << " M=" << M << " tp "
-                 << plan.tensor_axes.size() << " fsdp " << plan.fsdp << " zipf "
+                 << plan.tensor_axes.size() << " fsdp " << plan.fsdp << " zero " << plan.zero_stage << " zipf "
                  << (plan.routing.spec.kind == RoutingKind::Zipf));
     TrainingLayout layout;
     const auto program = training_program(moe_pipeline_model(2 * P * v), plan, topo, layout);

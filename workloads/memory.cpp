@@ -84,7 +84,8 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   // or FSDP's shards when those are more (expert axes are data axes, so FSDP covers them).
   const double routed = spec.moe ? moe_layer_count(spec) * static_cast<double>(spec.moe->experts) * expert_params(spec) : 0.0;
   const double expert_shards = static_cast<double>(std::max(degrees.fsdp, degrees.expert)) * degrees.tensor * degrees.pipeline;
-  const double local = (p - routed) / weight_shards + routed / expert_shards;
+  const double dense_local = (p - routed) / weight_shards, routed_local = routed / expert_shards;
+  const double local = dense_local + routed_local;
 
   if (degrees.zero_stage < 0 || degrees.zero_stage > 2) {
     throw std::invalid_argument("training_memory_per_chip: zero_stage must be 0, 1 or 2 (stage 3 is fsdp), got " +
@@ -96,11 +97,18 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   // this replica reduces.
   const double grad_bytes = spec.gradient_bytes_per_param > 0 ? spec.gradient_bytes_per_param : spec.param_bytes;
   const int zero_shards = degrees.zero_shards > 0 ? degrees.zero_shards : degrees.data;
-  m.grads_bytes = local * grad_bytes / (degrees.zero_stage >= 2 ? zero_shards : 1);
+  // ZeRO shards what the data replicas share: the dense weights' state over every replica, the
+  // routed experts' over the replicas holding the same experts (the data axes that are not
+  // expert axes: zero_shards / expert).
+  const double expert_zero_shards = std::max(1, zero_shards / degrees.expert);
+  auto zero_sharded = [&](double bytes_per_param, int from_stage) {
+    if (degrees.zero_stage < from_stage) return local * bytes_per_param;
+    return dense_local * bytes_per_param / zero_shards + routed_local * bytes_per_param / expert_zero_shards;
+  };
+  m.grads_bytes = zero_sharded(grad_bytes, 2);
   // training.md:L678-L682: "(2 + 4 + 4) * 13e9": bf16 params plus two fp32 Adam moments (and an
   // fp32 master copy where kept), sharded over the data replicas from ZeRO-1 on.
-  m.optimizer_bytes = local * (spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param) /
-                      (degrees.zero_stage >= 1 ? zero_shards : 1);
+  m.optimizer_bytes = zero_sharded(spec.optimizer_bytes_per_param + spec.master_weight_bytes_per_param, 1);
 
   // Activations of the layers on the fullest pipeline stage (ceil(L / pipeline)), for every
   // token on this chip and every microbatch in flight. training.md:L678-L682 keeps only the

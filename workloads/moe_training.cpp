@@ -12,7 +12,8 @@ namespace podsim {
 MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const TrainingPlan& plan,
                                      const TopologySpec& topology, TrainingLayout& layout, ProgramBuilder& builder,
                                      bool fsdp)
-    : model_(model), plan_(plan), topology_(topology), layout_(layout), b_(builder), fsdp_(fsdp) {
+    : model_(model), plan_(plan), topology_(topology), layout_(layout), b_(builder), fsdp_(fsdp),
+      zero_(plan.zero_stage > 0 && layout.data_degree > 1) {
   if (!model.moe) {
     if (!plan.expert_axes.empty()) throw std::invalid_argument("expert parallelism needs a model with experts");
     return;
@@ -188,10 +189,10 @@ MoeTrainingBlocks::WeightOps MoeTrainingBlocks::weight_gradients(const std::stri
 void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute, std::vector<int>& grad_ops) {
   const double bytes = expert_params_per_chip_ * model_.param_bytes;
   if (expert_fsdp_degree_ > 1) {
-    if (fsdp_) {
+    if (fsdp_ || zero_) {
       const int scatter = b_.collective(block.name + ".reducescatter_expert_grads", CollectiveKind::ReduceScatter,
                                         expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
-                                        OpRole::FsdpReduceScatter);
+                                        fsdp_ ? OpRole::FsdpReduceScatter : OpRole::ZeroReduceScatter);
       grad_ops.push_back(scatter);
       if (plan_.dcn_data_parallel)
         grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
@@ -205,6 +206,14 @@ void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute
     grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},
                                      bytes, {expert_compute}, block.layer, OpRole::DcnAllReduce, true));
   }
+}
+
+int MoeTrainingBlocks::zero_allgather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
+                                      int after) {
+  if (!zero_ || expert_fsdp_degree_ <= 1) return after;
+  return b.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
+                      expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, {after}, block.layer,
+                      OpRole::ZeroAllGather);
 }
 
 void MoeTrainingBlocks::finish() {

@@ -53,6 +53,10 @@ class MoeTrainingBlocks {
                              std::vector<int> after, double weight_fraction);
   // The experts' gradient reduction after their last backward; appends to grad_ops.
   void gradients(const TrainingBlock& block, int expert_compute, std::vector<int>& grad_ops);
+  // ZeRO-1/2: the chip's experts' updated shards gathered back over the replicas that hold the
+  // same experts, after `after` (into `b`: a pipeline emits its tail into a builder of its
+  // own). Returns the gather, or `after` where nothing shares the experts.
+  int zero_allgather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block, int after);
 
   // Routed-expert weights one chip holds (before FSDP's sharding over the other data axes).
   double expert_params_per_chip() const { return expert_params_per_chip_; }
@@ -77,6 +81,7 @@ class MoeTrainingBlocks {
   TrainingLayout& layout_;
   ProgramBuilder& b_;
   bool fsdp_ = false;
+  bool zero_ = false;                        // ZeRO-1/2: expert gradients scattered, weights gathered back
   std::vector<int> expert_axes_;             // ascending: the pair and position order
   std::vector<int> expert_fsdp_axes_;        // data axes that are not expert axes
   std::vector<AxisSlice> expert_fsdp_slices_;

@@ -316,7 +316,10 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     // One after another, as the single-program step gathers them (training.cpp).
     int previous = optimizer;
     for (int j = 0; j < v; ++j) {
-      for (const auto& blk : chain) previous = emit_zero_allgather(rest, plan, prefix(j, M - 1) + blk.name, blk, previous);
+      for (const auto& blk : chain) {
+        previous = emit_zero_allgather(rest, plan, prefix(j, M - 1) + blk.name, blk, previous);
+        if (blk.moe_layer >= 0) previous = moe.zero_allgather(rest, prefix(j, M - 1) + blk.name, blk, previous);
+      }
     }
   }
   double chunk_flops = 0, chunk_recompute = 0;

@@ -109,9 +109,6 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
     throw std::invalid_argument("ZeRO stage " + std::to_string(plan.zero_stage) + ": expected 1 or 2 (stage 3 is FSDP)");
   }
   if (plan.zero_stage > 0 && plan.fsdp) throw std::invalid_argument("ZeRO-1/2 and FSDP (ZeRO-3) exclude each other");
-  if (plan.zero_stage > 0 && model.moe) {
-    throw std::invalid_argument("ZeRO-1/2 with a mixture-of-experts model is not supported yet");
-  }
   if (plan.zero_stage > 0 && product_of(topology, plan.data_axes, plan.data_slices) < 2) {
     throw std::invalid_argument("ZeRO-1/2 shards over the data axes within a slice; expected data axes");
   }
@@ -299,7 +296,7 @@ double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, 
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
   const double local_params =
       ((param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
-       routed / (layout.tensor_degree * (fsdp ? layout.ici_data_degree : layout.moe.expert_degree))) /
+       routed / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : layout.moe.expert_degree))) /
       stages;
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
@@ -426,7 +423,10 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     // in order): the same bytes over the same links as all at once, and only one gather's
     // messages in flight (all at once, LLaMA-3 70B's 161 on v5p-2048 took 20x longer to simulate).
     int previous = optimizer;
-    for (const auto& blk : blocks) previous = emit_zero_allgather(b, plan, blk.name, blk, previous);
+    for (const auto& blk : blocks) {
+      previous = emit_zero_allgather(b, plan, blk.name, blk, previous);
+      if (blk.moe_layer >= 0) previous = moe.zero_allgather(b, blk.name, blk, previous);
+    }
   }
 
   layout.total_flops = 0;

@@ -95,7 +95,6 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.zero_stage = read_int(*zero, 1, 2);
     if (plan.fsdp) fail(*zero, "fsdp: true is ZeRO-3; expected zero: 1 or 2 without fsdp, or fsdp alone");
     if (plan.data_axes.empty()) fail(*zero, "ZeRO shards over the data axes; expected parallelism.data beside it");
-    if (model.moe) fail(*zero, "ZeRO-1/2 with an MoE model is not supported; expected fsdp or no zero");
   }
   if (auto overlap = reader.optional("tensor_overlap")) plan.tensor_overlap = read_bool(*overlap);
   if (auto context = reader.optional("context")) {
