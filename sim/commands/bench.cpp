@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "sim/commands/child_process.hpp"
+#include "sim/engine/child_process.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
 #include "sim/report/serving_report.hpp"

@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/bench.hpp"
-#include "sim/commands/child_process.hpp"
+#include "sim/engine/child_process.hpp"
 #include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
 #include "sim/commands/calibrate.hpp"

@@ -1,11 +1,7 @@
 #include "sim/commands/planner.hpp"
 
-#include <poll.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <cmath>
@@ -15,6 +11,7 @@
 
 #include "sim/commands/preflight_check.hpp"
 #include "sim/commands/scenario_run.hpp"
+#include "sim/engine/child_process.hpp"
 #include "sim/engine/preflight.hpp"
 #include "sim/scenario/units.hpp"
 
@@ -441,14 +438,15 @@ PlannerResult plan_training(const Scenario& scenario,
     }
     if (running.empty()) continue;
     // Wait for any simulation's result (or its end), then read every one that is ready.
-    std::vector<pollfd> waiting;
-    for (const auto& r : running) waiting.push_back({r->pending.child.result_fd, POLLIN, 0});
-    while (::poll(waiting.data(), waiting.size(), -1) < 0) {
-      if (errno != EINTR) throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
-    }
+    std::vector<int> results;
+    for (const auto& r : running) results.push_back(r->pending.child.result_fd);
+    std::vector<bool> ready;
+    do {
+      ready = wait_readable(results);
+    } while (std::find(ready.begin(), ready.end(), true) == ready.end());   // a signal interrupted it
     std::vector<std::unique_ptr<Running>> still;
     for (size_t k = 0; k < running.size(); ++k) {
-      if (waiting[k].revents == 0) {
+      if (!ready[k]) {
         still.push_back(std::move(running[k]));
         continue;
       }

@@ -1,10 +1,5 @@
 #include "sim/commands/sweep.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -17,12 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "sim/commands/child_process.hpp"
+#include "sim/engine/child_process.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/scenario/input_error.hpp"
-
-extern char** environ;
 
 namespace podsim {
 
@@ -150,7 +143,7 @@ std::vector<std::string> point_args(const SweepOptions& o, const SweepPoint& p) 
 
 // Starts `podsim run` for a point, its stdout and stderr to files in the point's directory,
 // after clearing what an earlier run left there and recording the inputs it runs on.
-pid_t start_point(const SweepOptions& o, const SweepPoint& p, const std::string& inputs) {
+int start_point(const SweepOptions& o, const SweepPoint& p, const std::string& inputs) {
   const std::string dir = point_dir(o.out_dir, p.index);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -159,31 +152,16 @@ pid_t start_point(const SweepOptions& o, const SweepPoint& p, const std::string&
     files.add("inputs.txt", inputs);
     files.commit();
   }
-  auto args = point_args(o, p);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (dir + "/stdout.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir + "/stderr.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + o.podsim_binary + ": " + std::strerror(rc));
-  return pid;
+  return spawn_program(point_args(o, p), dir + "/stdout.txt", dir + "/stderr.txt");
 }
 
 // A failed point keeps its message; the sweep goes on. A point killed by a signal is not
 // finished: interrupted.txt says what happened and the next sweep runs it again.
 void record_exit(const SweepOptions& o, int index, int status) {
   const fs::path dir = point_dir(o.out_dir, index);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(dir / "summary.json")) return;
-  if (WIFSIGNALED(status)) {
-    const int signal = WTERMSIG(status);
-    std::string message = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  if (exited_cleanly(status) && fs::exists(dir / "summary.json")) return;
+  if (const int signal = terminating_signal(status); signal != 0) {
+    std::string message = describe_exit_status(status);
     if (signal == SIGKILL) message += ": often the out-of-memory killer; the next sweep runs it again";
     else message += "; the next sweep runs it again";
     fs::remove(dir / "summary.json");
@@ -195,10 +173,7 @@ void record_exit(const SweepOptions& o, int index, int status) {
   std::string message = read_message((dir / "stderr.txt").string());
   const size_t last = message.rfind('\n');
   if (last != std::string::npos) message = message.substr(last + 1);   // the error line, after any progress
-  if (message.empty()) {
-    message = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                  : "exit status " + std::to_string(WEXITSTATUS(status));
-  }
+  if (message.empty()) message = describe_exit_status(status);   // an exit status: a signal returned above
   OutputFiles files(dir.string());
   files.add("error.txt", message + "\n");
   files.commit();
@@ -225,10 +200,8 @@ void run_sweep_point(const SweepOptions& options, int index) {
                      "expected 0.." + std::to_string(points.size() - 1));
   const std::string inputs = point_inputs(options, points[index]);
   if (point_done(options.out_dir, index, inputs)) return;
-  const pid_t pid = start_point(options, points[index], inputs);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  record_exit(options, index, status);
+  const int pid = start_point(options, points[index], inputs);
+  record_exit(options, index, wait_for_child(pid));
 }
 
 SweepProgress run_sweep(const SweepOptions& options) {
@@ -249,7 +222,7 @@ SweepProgress run_sweep(const SweepOptions& options) {
     if (point_done(options.out_dir, p.index, inputs.back())) ++progress.already_done;
     else pending.push_back(p.index);
   }
-  std::map<pid_t, int> running;
+  std::map<int, int> running;
   size_t next = 0;
   const auto start = std::chrono::steady_clock::now();
   if (options.on_progress) options.on_progress(progress.already_done, progress.points, -1);
@@ -263,17 +236,16 @@ SweepProgress run_sweep(const SweepOptions& options) {
       running[start_point(options, points[index], inputs[index])] = index;
     }
     if (stop) {
-      for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);   // its simulation dies with it
+      for (const auto& [pid, index] : running) signal_child(pid, SIGTERM);   // its simulation dies with it
       for (const auto& [pid, index] : running) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+        status = wait_for_child(pid);
         record_exit(options, index, status);
         ++progress.ran;
-        if (WIFSIGNALED(status)) ++progress.interrupted;   // else it finished just before
+        if (terminating_signal(status) != 0) ++progress.interrupted;   // else it finished just before
       }
       break;
     }
-    const pid_t done = waitpid(-1, &status, 0);
+    const int done = wait_for_any_child(status);
     if (done < 0 && errno == EINTR) continue;
     if (done < 0) break;
     const auto it = running.find(done);

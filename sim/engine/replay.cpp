@@ -1,1223 +1,94 @@
 #include "sim/engine/replay.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
-#include <queue>
-#include <unordered_map>
-#include <unordered_set>
-#include <set>
-#include <simgrid/s4u.hpp>
 #include <stdexcept>
-#include <tuple>
 
-namespace sg4 = simgrid::s4u;
+#include "sim/engine/child_process.hpp"
+#include "sim/engine/chip_loop.hpp"
 
 namespace podsim {
+
+// A child process per simulation: SimGrid's engine is a process-wide singleton. The child
+// runs the chip loop (chip_loop.hpp) and writes its result to a pipe, field by field.
+
 namespace {
 
-// SimGrid never completes a host-to-host transfer of 0 bytes; a block smaller than a byte
-// (1 KiB spread over 4,096 chips) still costs a byte on the wire.
-uint64_t wire_bytes(double bytes) { return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(bytes))); }
-
-// Mailboxes are keyed by what flows through them, so that the messages of one mailbox arrive in
-// the order they were sent (one chain of a ring phase, or one point-to-point send).
-uint64_t chain_key(int op, int rep, int part, int phase, int direction) {
-  return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) |
-         (static_cast<uint64_t>(part) << 11) | (static_cast<uint64_t>(phase) << 2) |
-         (static_cast<uint64_t>(direction > 0 ? 1 : 0) << 1);
-}
-uint64_t send_key(int op, int rep) { return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) | 1; }
-
-struct Message {   // one ring hop or point-to-point send
-  double sent_s;
-  int hops;
-  ChipId src;
-  int put = -1;    // the sender's put slot (see ChipLoop::sent), -1 when the sender waits itself
-  double extra_latency_s = 0;   // of perturbed links on its route (raises the floor)
-  int alternate = -1;   // its data is still to cross a second route, when the receiver takes it
-};
-
-struct Notice {    // an AllToAll's last block addressed to a chip has landed
-  int op;
-  int rep;
-  double last_arrival_s;
-  ChipId src;
-  int put;
-};
-
-enum class Wait : uint8_t { Receive, Put, Flow, Notice, Neighbour, Relay, RelayIn, Wake };
-
-// What a chip's flow helper (ChipLoop::run_flows) needs its chip's loop to do.
-struct Wake {
-  int instance;
-  bool delivered;        // the instance's blocks have all been delivered
-  double last_arrival_s; // otherwise: its own blocks to itself have all landed, the last then
-};
-
-struct Pending {
-  Wait what;
-  int slot;    // chain slot (Receive), instance (Put, Flow, Neighbour), flow index (Flow: in `index`)
-  int index;
-};
-
-enum class TimerKind : uint8_t { Arrival, Compute, Release, Launch, Delivered, AllToAllEnd, NeighbourArrival };
-
-struct Timer {
-  double at_s;
-  uint64_t seq;   // ties in time keep the order they were set in
-  TimerKind kind;
-  int a, b;
-  Message message;
-  bool operator>(const Timer& o) const { return at_s != o.at_s ? at_s > o.at_s : seq > o.seq; }
-};
-
-struct ChainRun {          // a chain of a ring phase, active on this chip
-  int instance = -1;
-  int part = 0;
-  const ChainPlan* plan = nullptr;
-  uint64_t key = 0;
-  sg4::Mailbox* in = nullptr;
-  sg4::Mailbox* out = nullptr;
-  int alternate = -1;          // its hops take a second route between the two chips (see relay)
-  Message* buffer = nullptr;   // where the posted receive writes its payload
-  int received = 0;            // messages taken from the mailbox
-  int arrived = 0;             // of those, past their latency floor
-};
-
-struct Instance {          // one repetition of one op on this chip
-  int op = -1;
-  int rep = 0;
-  double start_s = 0;
-  double work_s = 0;             // after the launch overhead: when its messages leave
-  std::vector<int> phase;        // per part: the phase running
-  std::vector<int> chains_left;  // per part: chains of that phase still receiving
-  int parts_left = 0;
-  int flows_left = 0;            // own AllToAll blocks or sends not yet delivered
-  double delivered_s = 0;        // latest delivery of own blocks
-  bool incoming_done = true;     // AllToAll: every block addressed here has landed
-  bool ending = false;           // its end is set (a timer, or finished)
-  double incoming_s = 0;
-};
-
-// A message on a second route between two chips: its data crosses between the route's own
-// hosts, then a message of 0 bytes tells the receiver.
-struct Relay {
-  sg4::Mailbox* box = nullptr;
-  Message* message = nullptr;
-  uint64_t bytes = 0;
-  Pending after{Wait::Put, -1, 0};   // a point-to-point send: handled as delivered on landing
-};
-
-// AllToAll blocks per flow helper (ChipLoop::run_flows): a completion costs a helper
-// O(batch), and its chip's loop O(blocks / batch) helpers; the square root balances them,
-// and small AllToAlls need none.
-size_t flow_batch(size_t flows) {
-  return std::max<size_t>(64, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(flows)))));
-}
-
-// What a chip has in flight, by the slot number a Pending or a Message carries; freed slots
-// are reused, so memory follows what is in flight, not what was ever sent.
-template <typename T, typename Container = std::vector<T>>
-class SlotPool {
- public:
-  int add(T value) {
-    if (free_.empty()) {
-      items_.push_back(std::move(value));
-      return static_cast<int>(items_.size() - 1);
-    }
-    const int slot = free_.back();
-    free_.pop_back();
-    items_[slot] = std::move(value);
-    return slot;
-  }
-  // Moves the value out and frees its slot.
-  T take(int slot) {
-    T value = std::move(items_[slot]);
-    free_.push_back(slot);
-    return value;
-  }
-  void release(int slot) { free_.push_back(slot); }
-  T& operator[](int slot) { return items_[slot]; }
-  Container& items() { return items_; }
-
- private:
-  Container items_;
-  std::vector<int> free_;
-};
-
-// The simulation process's side of ReplayOptions::progress: the work done so far, written to
-// a pipe the calling process reads, at most once per interval of wall time. The pipe does not
-// block: a report that does not fit is dropped, the next one carries the count.
-class ProgressWriter {
- public:
-  ProgressWriter(int fd, double interval_s) : fd_(fd), interval_(interval_s), last_(std::chrono::steady_clock::now()) {}
-
-  void add(uint64_t work) {
-    done_ += work;
-    if (fd_ < 0) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (std::chrono::duration<double>(now - last_).count() < interval_) return;
-    last_ = now;
-    // Eight bytes are written whole or not at all (a pipe's writes up to PIPE_BUF are atomic).
-    [[maybe_unused]] const ssize_t n = ::write(fd_, &done_, sizeof done_);
-  }
-
- private:
-  int fd_;
-  double interval_;
-  std::chrono::steady_clock::time_point last_;
-  uint64_t done_ = 0;
-};
-
-struct OpState {
-  int deps_left = 0;             // local ops still to finish
-  int waits_left = 0;            // neighbours' sends still to arrive
-  int rep = 0;
-  bool done = false;
-};
-
-}  // namespace
-
-// State of one simulation. Every chip is one actor running an event loop over its own
-// activities; all actors run in one thread, one at a time, so they share this plainly.
-class ChipLoop;
-
-class Simulation {
- public:
-  Simulation(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
-         const ReplayOptions& options, int progress_fd)
-      : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()),
-        progress_(progress_fd, options.progress_interval_s) {
-    floor_model_ = options.platform.hop_model == HopModel::Floor;
-    floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
-    size_t spans = 0;
-    for (const auto& op : ops_) {
-      first_span_.push_back(spans);
-      spans += static_cast<size_t>(op.repeat) * chips_;
-    }
-    result.spans.resize(spans);
-    done_spans_.assign(spans, false);
-    free_boxes_.resize(chips_);
-    boxes_.resize(chips_);
-    incoming_left_.resize(ops_.size());
-    incoming_last_.resize(ops_.size());
-    notices_expected_.assign(chips_, 0);
-    landed_.resize(chips_);
-    for (size_t op = 0; op < ops_.size(); ++op) {
-      const OpPlan* plan = ops_[op].plan;
-      if (plan == nullptr || plan->point_to_point) continue;
-      bool any = false;
-      for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
-      if (!any) continue;
-      incoming_left_[op].resize(static_cast<size_t>(ops_[op].repeat) * chips_);
-      incoming_last_[op].assign(static_cast<size_t>(ops_[op].repeat) * chips_, 0.0);
-      for (int rep = 0; rep < ops_[op].repeat; ++rep) {
-        for (ChipId c = 0; c < chips_; ++c) {
-          incoming_left_[op][rep * chips_ + c] = plan->chips[c].incoming_flows;
-          if (plan->chips[c].incoming_flows > 0) notices_expected_[c] += 1;
-        }
-      }
-    }
-  }
-
-  // One actor per chip, on its host.
-  void start(const ChipPlatform& platform, const std::vector<ChipRoute>& alternates);
-
+// The simulation process: its exit status 4 means a failure it has printed.
+int simulate_and_send(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+                      const ReplayOptions& options, int result_fd, int progress_fd) {
   ReplayResult result;
-
- private:
-  friend class ChipLoop;
-
-  // A chip's mailbox for `key`, taken from its pool on first use by either end.
-  sg4::Mailbox* mailbox(ChipId chip, uint64_t key) {
-    auto found = boxes_[chip].find(key);
-    if (found != boxes_[chip].end()) return found->second;
-    auto& pool = free_boxes_[chip];
-    if (pool.empty()) {
-      // by_name is a simcall, during which other chips run and may take `key` first.
-      auto* box = sg4::Mailbox::by_name("c" + std::to_string(chip) + "." + std::to_string(box_count_++));
-      pool.push_back(box);
-      found = boxes_[chip].find(key);
-      if (found != boxes_[chip].end()) return found->second;
-    }
-    sg4::Mailbox* box = pool.back();
-    pool.pop_back();
-    boxes_[chip].emplace(key, box);
-    return box;
+  try {
+    result = replay_in_process(topo, endpoints, ops, options, progress_fd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "podsim: simulation failed: %s\n", e.what());
+    return 4;
   }
-
-  void release_mailbox(ChipId chip, uint64_t key) {
-    auto it = boxes_[chip].find(key);
-    free_boxes_[chip].push_back(it->second);
-    boxes_[chip].erase(it);
-  }
-
-  void forget_mailbox(ChipId chip, uint64_t key) { boxes_[chip].erase(key); }
-
-  void count_messages(uint64_t n) {
-    result.messages += n;
-    progress_.add(n);
-  }
-
-  sg4::Mailbox* notice_box(ChipId chip) { return mailbox(chip, ~0ULL); }
-  sg4::Mailbox* wake_box(ChipId chip) { return mailbox(chip, ~1ULL); }
-
-  const Topology& topo_;
-  const std::vector<Endpoint>& endpoints_;
-  const std::vector<ReplayOp>& ops_;
-  const ReplayOptions& options_;
-  const int chips_;
-  ProgressWriter progress_;
-  bool floor_model_ = false;
-  double floor_ = 0;
-
-  // Under the floor model a message is usable at max(arrival, sent + hops * T_min + the extra
-  // latency of perturbed links); under the additive model that latency is SimGrid's.
-  double usable_s(double now, double sent_s, int hops, double extra_latency_s) const {
-    return floor_model_ ? std::max(now, sent_s + hops * floor_ + extra_latency_s) : now;
-  }
-  std::vector<sg4::Host*> chip_hosts_, flow_hosts_;
-  // Second routes between two chips (a ring of 2 positions in a reduced mesh, whose +1 and -1
-  // neighbour is one chip): their hosts, by the endpoint pair whose messages take them.
-  std::vector<std::pair<sg4::Host*, sg4::Host*>> alternate_hosts_;
-  std::map<std::pair<int, int>, int> alternate_of_;
-  // With second routes: per chip, the chains it has started and not released (whose mailbox
-  // has it as permanent receiver; SimGrid 3.32's Mailbox::get_receiver() tests the opposite).
-  std::vector<std::unordered_set<uint64_t>> receiving_;
-
-  int alternate(int endpoint, int peer_endpoint) const {
-    if (alternate_of_.empty()) return -1;
-    auto it = alternate_of_.find({endpoint, peer_endpoint});
-    return it == alternate_of_.end() ? -1 : it->second;
-  }
-  std::vector<sg4::ActorPtr> actors_;
-  std::vector<std::unordered_map<uint64_t, sg4::Mailbox*>> boxes_;
-  std::vector<std::vector<sg4::Mailbox*>> free_boxes_;
-  long box_count_ = 0;
-  std::vector<size_t> first_span_;
-  std::vector<bool> done_spans_;
-  // AllToAll blocks still to land on each (rep, chip), and the latest landing, per op.
-  std::vector<std::vector<int>> incoming_left_;
-  std::vector<std::vector<double>> incoming_last_;
-  std::vector<int> notices_expected_;
-  std::vector<std::vector<int>> landed_;   // per sending chip: put slots whose message was received
-
- public:
-  size_t spans_done = 0;
-};
-
-// The event loop of one chip: its ops in dependency order, each repetition after the last.
-class ChipLoop {
- public:
-  ChipLoop(Simulation& engine, ChipId chip) : e_(engine), chip_(chip), state_(engine.ops_.size()) {}
-
-  void run() {
-    const auto& ops = e_.ops_;
-    dependents_.resize(ops.size());
-    for (size_t op = 0; op < ops.size(); ++op) {
-      for (int dep : deps_of(static_cast<int>(op))) {
-        dependents_[dep].push_back(static_cast<int>(op));
-        state_[op].deps_left += 1;
-      }
-    }
-    if (e_.notices_expected_[chip_] > 0) post_notice_receive();
-    // Ops free to start at once; collected first, since starting one can finish it and free
-    // its dependents.
-    std::vector<int> free_ops;
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (state_[op].deps_left == 0) free_ops.push_back(static_cast<int>(op));
-    }
-    for (int op : free_ops) local_deps_done(op);
-    while (true) {
-      while (!timers_.empty() && timers_.top().at_s <= sg4::Engine::get_clock()) fire_next_timer();
-      if (pending_.empty() && timers_.empty()) break;
-      if (pending_.empty()) {
-        sg4::this_actor::sleep_until(timers_.top().at_s);
-        fire_next_timer();
-        continue;
-      }
-      const double timeout = timers_.empty() ? -1.0 : timers_.top().at_s - sg4::Engine::get_clock();
-      const ssize_t index = sg4::Activity::wait_any_for(comms_, timeout);
-      if (index < 0) {
-        fire_next_timer();   // the timeout was the next timer's date
-        continue;
-      }
-      const Pending what = pending_[index];
-      sg4::ActivityPtr comm = std::move(comms_[index]);
-      comms_[index] = std::move(comms_.back());
-      comms_.pop_back();
-      pending_[index] = pending_.back();
-      pending_.pop_back();
-      handle(what, comm);
-    }
-    for (auto& put : puts_.items()) {
-      if (put) put->wait();
-    }
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (!state_[op].done) return;   // a deadlock: the caller counts the missing spans
-    }
-  }
-
- private:
-  // --- dependencies ---
-
-  const std::vector<int>& deps_of(int op) const {
-    const ReplayOp& r = e_.ops_[op];
-    if (r.position_axis >= 0 && !r.after_at_position.empty()) {
-      return r.after_at_position.at(e_.topo_.position_along(chip_, r.position_axis));
-    }
-    return r.after;
-  }
-
-  void local_deps_done(int op) {
-    // Ops of a neighbouring chip: the point-to-point sends that arrive here from it.
-    for (const auto& n : e_.ops_[op].after_neighbour) {
-      const auto from = n.round_the_end ? e_.topo_.round_the_end(chip_, n.axis, -n.direction)
-                                        : e_.topo_.step_along(chip_, n.axis, -n.direction);
-      if (!from) continue;   // the end of the line: nothing comes
-      for (int rep = 0; rep < e_.ops_[n.op].repeat; ++rep) {
-        state_[op].waits_left += 1;
-        buffers_.push_back(nullptr);
-        neighbour_keys_.push_back(send_key(n.op, rep));
-        auto* box = e_.mailbox(chip_, neighbour_keys_.back());
-        post(box->get_async<Message>(&buffers_.back()), {Wait::Neighbour, op, static_cast<int>(buffers_.size() - 1)});
-      }
-    }
-    if (state_[op].waits_left == 0) ready(op);
-  }
-
-  void ready(int op) {
-    const double release = e_.ops_[op].release_s;
-    if (release > sg4::Engine::get_clock()) {
-      set_timer(release, TimerKind::Release, op, 0);
-      return;
-    }
-    begin(op);
-  }
-
-  void op_finished(int op) {
-    state_[op].done = true;
-    for (int d : dependents_[op]) {
-      if (--state_[d].deps_left == 0) local_deps_done(d);
-    }
-  }
-
-  // --- one repetition of an op ---
-
-  void begin(int op) {
-    const int rep = state_[op].rep;
-    const int id = new_instance(op, rep);
-    if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
-      set_timer(sg4::Engine::get_clock() + e_.options_.launch_overhead_s, TimerKind::Launch, id, 0);
-      return;
-    }
-    work(id);
-  }
-
-  void work(int id) {
-    Instance& in = instances_[id];
-    in.work_s = sg4::Engine::get_clock();
-    const ReplayOp& r = e_.ops_[in.op];
-    if (r.plan == nullptr) {
-      const auto& scale = e_.options_.chip_compute_scale;   // slow chips (perturbations)
-      const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
-      set_timer(sg4::Engine::get_clock() + busy_s * (scale.empty() ? 1.0 : scale[chip_]), TimerKind::Compute, id, 0);
-      return;
-    }
-    const ChipOpPlan& plan = r.plan->chips[chip_];
-    if (r.plan->point_to_point) {
-      for (const auto& flow : plan.flows) {
-        const ChipId to = e_.endpoints_[flow.dst_endpoint].chip;
-        auto* box = e_.mailbox(to, send_key(in.op, in.rep));
-        auto* message = new Message{sg4::Engine::get_clock(), flow.hops, chip_, -1, flow.extra_latency_s};
-        in.flows_left += 1;
-        const Pending delivered{Wait::Put, id, static_cast<int>(&flow - plan.flows.data())};
-        e_.count_messages(1);
-        const int alternate = e_.alternate(flow.src_endpoint, flow.dst_endpoint);
-        if (alternate >= 0) {
-          relay(alternate, {box, message, wire_bytes(flow.bytes), delivered});
-          continue;
-        }
-        post(box->put_async(message, wire_bytes(flow.bytes)), delivered);
-      }
-      if (in.flows_left == 0) finish(id);
-      return;
-    }
-    if (!plan.flows.empty() || plan.incoming_flows > 0) {
-      start_all_to_all(id, plan);
-      return;
-    }
-    in.phase.assign(plan.parts.size(), 0);
-    in.chains_left.assign(plan.parts.size(), 0);
-    in.parts_left = static_cast<int>(plan.parts.size());
-    if (in.parts_left == 0) {
-      finish(id);
-      return;
-    }
-    for (size_t part = 0; part < plan.parts.size(); ++part) start_phase(id, static_cast<int>(part));
-  }
-
-  void finish(int id) {
-    Instance& in = instances_[id];
-    const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chips_ + chip_;
-    e_.result.spans[span] = {in.op, in.rep, chip_, in.start_s, sg4::Engine::get_clock()};
-    e_.spans_done += 1;
-    e_.progress_.add(1);
-    const int op = in.op;
-    in = Instance{};   // op -1: finished; its vectors freed
-    if (++state_[op].rep < e_.ops_[op].repeat) {
-      begin(op);
-    } else {
-      op_finished(op);
-    }
-  }
-
-  // Instance ids are never reused: a caller may still hold the id of an instance that a
-  // nested call finished.
-  int new_instance(int op, int rep) {
-    const int id = static_cast<int>(instances_.size());
-    instances_.emplace_back();
-    instances_[id].op = op;
-    instances_[id].rep = rep;
-    instances_[id].start_s = sg4::Engine::get_clock();
-    return id;
-  }
-
-  // --- ring phases ---
-
-  void start_phase(int id, int part) {
-    Instance& in = instances_[id];
-    const auto& phases = e_.ops_[in.op].plan->chips[chip_].parts[part];
-    while (in.phase[part] < static_cast<int>(phases.size())) {
-      const auto& chains = phases[in.phase[part]];
-      int receiving = 0;
-      for (const auto& chain : chains) receiving += chain.shape.receives > 0 ? 1 : 0;
-      instances_[id].chains_left[part] = receiving;
-      for (const auto& chain : chains) start_chain(id, part, chain);
-      if (instances_[id].chains_left[part] > 0) return;
-      instances_[id].phase[part] += 1;   // a phase with nothing to receive here is over at once
-    }
-    if (--instances_[id].parts_left == 0) finish(id);
-  }
-
-  void start_chain(int id, int part, const ChainPlan& chain) {
-    const Instance& in = instances_[id];
-    const uint64_t key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
-    ChainRun run;
-    run.instance = id;
-    run.part = part;
-    run.plan = &chain;
-    run.key = key;
-    if (chain.peer_endpoint >= 0) {
-      run.out = e_.mailbox(e_.endpoints_[chain.peer_endpoint].chip, key);
-      run.alternate = e_.alternate(chain.endpoint, chain.peer_endpoint);
-    }
-    if (chain.shape.receives > 0) {
-      // Messages flow into a chain once its chip has started it, as into a buffer posted for
-      // them (the chip is then the mailbox's permanent receiver: data flows before the get).
-      // A message sent earlier waits in the mailbox until the chain takes it.
-      run.in = e_.mailbox(chip_, key);
-      run.in->set_receiver(e_.actors_[chip_]);
-      if (!e_.alternate_of_.empty()) e_.receiving_[chip_].insert(key);
-    }
-    const int slot = chains_.add(run);
-    if (chain.shape.sends_own) send(slot);
-    if (chain.shape.receives > 0) post_receive(slot);
-  }
-
-  void send(int slot) {
-    ChainRun& run = chains_[slot];
-    auto* message = new Message{sg4::Engine::get_clock(), run.plan->shape.hops, chip_, -1, run.plan->extra_latency_s};
-    e_.count_messages(1);
-    if (run.alternate >= 0 && e_.receiving_[e_.endpoints_[run.plan->peer_endpoint].chip].count(run.key)) {
-      relay(run.alternate, {run.out, message, wire_bytes(run.plan->message_bytes)});
-      return;
-    }
-    uint64_t bytes = wire_bytes(run.plan->message_bytes);
-    if (run.alternate >= 0) {
-      // The receiver has not started the chain: its data would wait in the mailbox until the
-      // receiver takes it, so the receiver sends it across the second route then.
-      message->alternate = run.alternate;
-      bytes = 0;
-    }
-    const int put = puts_.add(nullptr);
-    message->put = put;
-    sent(put, run.out->put_async(message, bytes));
-  }
-
-  // A message whose route is a second one between its two chips (a message between actors
-  // takes the first): the data crosses between the route's own hosts (a host-to-host transfer,
-  // which only the sender sees end), then the sender tells the receiver with 0 bytes, which
-  // take no time on links without latency (the floor model; under the additive model reduced
-  // meshes keep rings of 3, symmetry.hpp). Sent before the receiver started the chain, the
-  // data waits as a message between actors would: see send().
-  void relay(int alternate, Relay r) {
-    const int index = relays_.add(r);
-    const auto& [from, to] = e_.alternate_hosts_[alternate];
-    post(sg4::Comm::sendto_async(from, to, r.bytes), {Wait::Relay, index, 0});
-  }
-
-  void relay_landed(int index, const sg4::ActivityPtr& comm) {
-    const Relay r = relays_.take(index);
-    if (r.after.slot < 0) {   // a ring hop: the receiver takes it from here
-      const int put = puts_.add(nullptr);
-      r.message->put = put;
-      sent(put, r.box->put_async(r.message, 0));
-      return;
-    }
-    post(r.box->put_async(r.message, 0), {Wait::Put, -1, 0});
-    handle(r.after, comm);
-  }
-
-  void post_receive(int slot) {
-    ChainRun& run = chains_[slot];
-    post(run.in->get_async<Message>(&run.buffer), {Wait::Receive, slot, 0});
-  }
-
-  // A message of chain `slot` has arrived and passed its latency floor.
-  void chain_arrival(int slot, const Message& message) {
-    ChainRun& run = chains_[slot];
-    run.arrived += 1;
-    record_hop(instances_[run.instance], message, run.plan->message_bytes);
-    if (run.arrived <= run.plan->shape.forwards) send(slot);
-    // The next receive is posted once this message is handled: a message still waiting in
-    // the mailbox (sent before the chain started) moves only then.
-    if (run.arrived < run.plan->shape.receives) {
-      post_receive(slot);
-      return;
-    }
-    // The chain has everything: free it, and end the phase when its other chain has too.
-    const int id = run.instance, part = run.part;
-    run.in->set_receiver(nullptr);
-    if (!e_.alternate_of_.empty()) e_.receiving_[chip_].erase(run.key);
-    e_.release_mailbox(chip_, run.key);
-    chains_.release(slot);
-    Instance& in = instances_[id];
-    if (--in.chains_left[part] > 0) return;
-    in.phase[part] += 1;
-    start_phase(id, part);
-  }
-
-  // --- AllToAll ---
-
-  void start_all_to_all(int id, const ChipOpPlan& plan) {
-    Instance& in = instances_[id];
-    const size_t flows = plan.flows.size();
-    in.flows_left = static_cast<int>(flows);
-    e_.count_messages(flows);
-    const size_t batch = flow_batch(flows);
-    if (flows > batch) {
-      // Waiting on every block here would cost O(blocks) per completion: helpers wait on a
-      // batch each and wake this loop once, when the last is delivered.
-      if (helped_instances_++ == 0) post_wake_receive();
-      for (size_t begin = 0; begin < flows; begin += batch) {
-        const size_t end = std::min(flows, begin + batch);
-        sg4::Actor::create("flows", e_.chip_hosts_[chip_], [this, id, begin, end] { run_flows(id, begin, end); });
-      }
-    } else {
-      for (size_t i = 0; i < flows; ++i) post(send_flow(plan.flows[i]), {Wait::Flow, id, static_cast<int>(i)});
-    }
-    in.incoming_done = plan.incoming_flows == 0;
-    if (!in.incoming_done) {
-      auto& early = early_notices_;
-      for (size_t k = 0; k < early.size(); ++k) {
-        if (early[k].op == in.op && early[k].rep == in.rep) {
-          in.incoming_done = true;
-          in.incoming_s = early[k].last_arrival_s;
-          early.erase(early.begin() + static_cast<long>(k));
-          break;
-        }
-      }
-    }
-    maybe_end_all_to_all(id);
-  }
-
-  sg4::CommPtr send_flow(const FlowPlan& flow) {
-    return sg4::Comm::sendto_async(e_.flow_hosts_[flow.src_endpoint], e_.flow_hosts_[flow.dst_endpoint],
-                                   wire_bytes(flow.bytes));
-  }
-
-  // A helper actor of this chip: sends blocks [begin, end) of instance `id` and does each
-  // one's bookkeeping as it is delivered. All actors run one at a time, so it shares this
-  // loop's state plainly, but it never touches what the loop is waiting on (comms_): what
-  // needs the loop goes by wake_box. It waits for its own notices before it ends (an actor's
-  // unfinished activities are cancelled when it ends).
-  void run_flows(int id, size_t begin, size_t end) {
-    const auto& flows = e_.ops_[instances_[id].op].plan->chips[chip_].flows;
-    std::vector<sg4::ActivityPtr> comms;
-    std::vector<sg4::CommPtr> notices;
-    std::vector<int> index;
-    for (size_t i = begin; i < end; ++i) {
-      comms.push_back(send_flow(flows[i]));
-      index.push_back(static_cast<int>(i));
-    }
-    while (!comms.empty()) {
-      const ssize_t k = sg4::Activity::wait_any(comms);
-      const int i = index[k];
-      comms[k] = std::move(comms.back());
-      comms.pop_back();
-      index[k] = index.back();
-      index.pop_back();
-      double own_last_s = -1;
-      if (block_delivered(id, i, notices, own_last_s)) {
-        notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, false, own_last_s}, 0));
-      }
-      if (instances_[id].flows_left == 0) {
-        notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, true, 0}, 0));
-      }
-    }
-    for (auto& n : notices) n->wait();
-  }
-
-  void post_wake_receive() { post(e_.wake_box(chip_)->get_async<Wake>(&wake_buffer_), {Wait::Wake, 0, 0}); }
-
-  void woken() {
-    const Wake wake = *wake_buffer_;
-    delete wake_buffer_;
-    wake_buffer_ = nullptr;
-    if (!wake.delivered) {
-      post_wake_receive();   // its instance's `delivered` is still to come
-      own_incoming_complete(instances_[wake.instance].op, instances_[wake.instance].rep, wake.last_arrival_s);
-      return;
-    }
-    if (--helped_instances_ > 0) post_wake_receive();
-    maybe_end_all_to_all(wake.instance);
-  }
-
-  // Its own blocks to itself have all landed (a reduced mesh's AllToAll can wrap onto the
-  // sender): no notice comes for this op, so a receive posted for one may wait for nothing.
-  void own_incoming_complete(int op, int rep, double last_s) {
-    if (notices_received_ + ++local_incoming_ == e_.notices_expected_[chip_]) cancel_notice_receive();
-    incoming_complete(op, rep, last_s);
-  }
-
-  // The bookkeeping of block `index` of instance `id`, delivered now: its receiver is told
-  // (with `notices`, or this chip's puts when null) when it was the last block addressed to
-  // it. Returns true when that receiver is this chip, with the last landing in `own_last_s`.
-  bool block_delivered(int id, int index, std::vector<sg4::CommPtr>& notices, double& own_last_s) {
-    Instance& in = instances_[id];
-    const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[index];
-    const double now = sg4::Engine::get_clock();
-    double arrival = now;
-    arrival = e_.usable_s(arrival, in.work_s, flow.hops, flow.extra_latency_s);
-    if (e_.options_.record_hops) {
-      e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, arrival, flow.bytes});
-    }
-    in.delivered_s = std::max(in.delivered_s, now);
-    in.flows_left -= 1;
-    const size_t at = static_cast<size_t>(in.rep) * e_.chips_ + flow.dst_chip;
-    auto& last = e_.incoming_last_[in.op][at];
-    last = std::max(last, arrival);
-    if (--e_.incoming_left_[in.op][at] == 0) {
-      if (flow.dst_chip == chip_) {
-        own_last_s = last;
-        return true;
-      }
-      // Tell the receiver: a message of 0 bytes takes no time.
-      if (&notices == &no_notices_) {
-        const int put = puts_.add(nullptr);
-        sent(put, e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, put}, 0));
-      } else {
-        notices.push_back(e_.notice_box(flow.dst_chip)->put_async(new Notice{in.op, in.rep, last, chip_, -1}, 0));
-      }
-    }
-    return false;
-  }
-
-  void flow_delivered(int id, int index) {
-    double own_last_s = -1;
-    if (block_delivered(id, index, no_notices_, own_last_s)) {
-      own_incoming_complete(instances_[id].op, instances_[id].rep, own_last_s);
-    }
-    maybe_end_all_to_all(id);
-  }
-
-  void incoming_complete(int op, int rep, double last_s) {
-    for (size_t id = 0; id < instances_.size(); ++id) {
-      Instance& in = instances_[id];
-      if (in.op == op && in.rep == rep && !in.incoming_done) {
-        in.incoming_done = true;
-        in.incoming_s = last_s;
-        maybe_end_all_to_all(static_cast<int>(id));
-        return;
-      }
-    }
-    early_notices_.push_back({op, rep, last_s, -1, -1});   // before this chip started the op
-  }
-
-  // A chip's AllToAll ends when its own blocks have been delivered and every block addressed
-  // to it has landed (past its latency floor).
-  void maybe_end_all_to_all(int id) {
-    Instance& in = instances_[id];
-    if (in.op < 0 || in.ending || in.flows_left > 0 || !in.incoming_done) return;
-    in.ending = true;
-    const double end = std::max(in.incoming_s, in.delivered_s);
-    if (end > sg4::Engine::get_clock()) {
-      set_timer(end, TimerKind::AllToAllEnd, id, 0);
-      return;
-    }
-    finish(id);
-  }
-
-  void cancel_notice_receive() {
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      if (pending_[i].what != Wait::Notice) continue;
-      comms_[i]->cancel();
-      comms_[i] = std::move(comms_.back());
-      comms_.pop_back();
-      pending_[i] = pending_.back();
-      pending_.pop_back();
-      delete notice_buffer_;
-      notice_buffer_ = nullptr;
-      return;
-    }
-  }
-
-  void post_notice_receive() {
-    post(e_.notice_box(chip_)->get_async<Notice>(&notice_buffer_), {Wait::Notice, 0, 0});
-  }
-
-  // --- completions ---
-
-  void handle(const Pending& what, const sg4::ActivityPtr& comm) {
-    const double now = sg4::Engine::get_clock();
-    // Timers due now come first: a message held by its floor until now is older than one
-    // that completes now.
-    while (!timers_.empty() && timers_.top().at_s <= now) fire_next_timer();
-    switch (what.what) {
-      case Wait::Receive: {
-        ChainRun& run = chains_[what.slot];
-        Message message = *run.buffer;
-        delete run.buffer;
-        e_.landed_[message.src].push_back(message.put);
-        run.buffer = nullptr;
-        run.received += 1;
-        if (message.alternate >= 0) {   // taken now: its data crosses the second route
-          const auto& [from, to] = e_.alternate_hosts_[message.alternate];
-          message.alternate = -1;
-          const int index = waiting_data_.add(message);
-          post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, what.slot, index});
-          break;
-        }
-        chain_received(what.slot, message, now);
-        break;
-      }
-      case Wait::RelayIn: {   // at most one per chain: the next receive is posted after it
-        chain_received(what.slot, waiting_data_.take(what.index), now);
-        break;
-      }
-      case Wait::Put: {
-        if (what.slot < 0) break;   // a ring hop or a notice: the receiver takes it from here
-        // A point-to-point send: done on the sender when the data has landed.
-        Instance& in = instances_[what.slot];
-        const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[what.index];
-        const double usable = e_.usable_s(now, in.work_s, flow.hops, flow.extra_latency_s);
-        if (e_.options_.record_hops) {
-          e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, usable, flow.bytes});
-        }
-        in.delivered_s = std::max(in.delivered_s, usable);
-        if (--in.flows_left == 0) {
-          if (in.delivered_s > now) {
-            set_timer(in.delivered_s, TimerKind::Delivered, what.slot, 0);
-          } else {
-            finish(what.slot);
-          }
-        }
-        break;
-      }
-      case Wait::Flow:
-        flow_delivered(what.slot, what.index);
-        break;
-      case Wait::Relay:
-        relay_landed(what.slot, comm);
-        break;
-      case Wait::Wake:
-        woken();
-        break;
-      case Wait::Notice: {
-        const Notice notice = *notice_buffer_;
-        delete notice_buffer_;
-        if (notice.put >= 0) e_.landed_[notice.src].push_back(notice.put);   // a helper waits for its own
-        notice_buffer_ = nullptr;
-        if (++notices_received_ + local_incoming_ < e_.notices_expected_[chip_]) post_notice_receive();
-        incoming_complete(notice.op, notice.rep, notice.last_arrival_s);
-        break;
-      }
-      case Wait::Neighbour: {
-        Message*& buffer = buffers_[what.index];
-        const Message message = *buffer;
-        delete buffer;
-        buffer = nullptr;
-        e_.forget_mailbox(chip_, neighbour_keys_[what.index]);   // still a permanent receiver's: not reused
-        const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
-        if (usable > now) {
-          set_timer(usable, TimerKind::NeighbourArrival, what.slot, 0);
-        } else {
-          neighbour_arrived(what.slot);
-        }
-        break;
-      }
-    }
-    (void)comm;
-  }
-
-  void chain_received(int slot, const Message& message, double now) {
-    const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
-    if (usable > now) {
-      set_timer(usable, TimerKind::Arrival, slot, 0, message);
-    } else {
-      chain_arrival(slot, message);
-    }
-  }
-
-  void neighbour_arrived(int op) {
-    if (--state_[op].waits_left == 0) ready(op);
-  }
-
-  void fire_next_timer() {
-    const Timer t = timers_.top();
-    timers_.pop();
-    switch (t.kind) {
-      case TimerKind::Arrival: chain_arrival(t.a, t.message); break;
-      case TimerKind::Compute: finish(t.a); break;
-      case TimerKind::Release: begin(t.a); break;
-      case TimerKind::Launch: work(t.a); break;
-      case TimerKind::Delivered: finish(t.a); break;
-      case TimerKind::AllToAllEnd: finish(t.a); break;
-      case TimerKind::NeighbourArrival: neighbour_arrived(t.a); break;
-    }
-  }
-
-  void record_hop(const Instance& in, const Message& message, double bytes) {
-    if (!e_.options_.record_hops) return;
-    const double usable = e_.usable_s(sg4::Engine::get_clock(), message.sent_s, message.hops, message.extra_latency_s);
-    e_.result.hops.push_back({in.op, in.rep, message.src, chip_, message.sent_s, usable, bytes});
-  }
-
-  // A ring hop or notice is the receiver's business once sent: the sender does not wait for
-  // it (a wait_any costs O(what it watches) per call). SimGrid keeps it among the sender's
-  // activities until the sender waits on it (a test() does not take it back: the list, walked
-  // at every completion, would grow), so the receiver reports it landed (landed_) and the
-  // sender takes back landed ones in batches, with a wait() that returns at once.
-  void sent(int slot, sg4::CommPtr put) {
-    puts_[slot] = std::move(put);
-    if (e_.landed_[chip_].size() >= kReapBatch) reap();
-  }
-
-  void reap() {
-    std::vector<int> batch;
-    batch.swap(e_.landed_[chip_]);   // wait() is a simcall: receivers may report more meanwhile
-    for (int slot : batch) puts_.take(slot)->wait();
-  }
-  // Measured on an 8x8x8 AllReduce: taking each back at the next send beats batches of 8
-  // (SimGrid walks the sender's list of activities at every completion) by 25%.
-  static constexpr size_t kReapBatch = 1;
-
-  void post(sg4::CommPtr comm, Pending what) {
-    comms_.push_back(std::move(comm));
-    pending_.push_back(what);
-  }
-
-  void set_timer(double at_s, TimerKind kind, int a, int b, Message message = {}) {
-    timers_.push(Timer{at_s, timer_seq_++, kind, a, b, message});
-  }
-
-  Simulation& e_;
-  const ChipId chip_;
-  std::vector<OpState> state_;
-  std::vector<std::vector<int>> dependents_;
-  std::deque<Instance> instances_;
-  SlotPool<ChainRun, std::deque<ChainRun>> chains_;
-  // What this chip waits on, as activities: Comm::wait_any_for would copy them into one
-  // (a dynamic_cast and two reference counts each, per call) ...
-  std::vector<sg4::ActivityPtr> comms_;
-  std::vector<Pending> pending_;          // ... and why, index for index
-  SlotPool<sg4::CommPtr> puts_;           // sends not yet taken back (see sent())
-  SlotPool<Relay> relays_;                // second-route messages in flight
-  SlotPool<Message> waiting_data_;        // taken messages whose data crosses a second route
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
-  uint64_t timer_seq_ = 0;
-  Notice* notice_buffer_ = nullptr;
-  Wake* wake_buffer_ = nullptr;
-  int helped_instances_ = 0;                // AllToAll instances whose blocks helpers send
-  std::vector<sg4::CommPtr> no_notices_;    // block_delivered's: notices go by this chip's puts
-  int notices_received_ = 0;
-  int local_incoming_ = 0;   // AllToAll ops whose last incoming block was this chip's own
-  std::vector<Notice> early_notices_;
-  std::deque<Message*> buffers_;           // neighbours' sends being received (stable addresses)
-  std::vector<uint64_t> neighbour_keys_;
-};
-
-void Simulation::start(const ChipPlatform& platform, const std::vector<ChipRoute>& alternates) {
-  chip_hosts_ = platform.chips;
-  flow_hosts_ = platform.flows;
-  alternate_hosts_ = platform.alternates;
-  receiving_.resize(chips_);
-  for (size_t k = 0; k < alternates.size(); ++k) {
-    alternate_of_[{alternates[k].src_endpoint, alternates[k].dst_endpoint}] = static_cast<int>(k);
-  }
-  for (ChipId c = 0; c < chips_; ++c) {
-    actors_.push_back(sg4::Actor::create("chip", chip_hosts_[c], [this, c] { ChipLoop(*this, c).run(); }));
-  }
-  // Point-to-point sends and AllToAll notices flow as soon as they are sent (a send's buffer
-  // on the receiver exists from the start): their mailboxes get their permanent receivers
-  // here, before any chip runs.
-  for (ChipId c = 0; c < chips_; ++c) {
-    if (notices_expected_[c] > 0) notice_box(c)->set_receiver(actors_[c]);
-  }
-  for (const auto& op : ops_) {   // and what flow helpers tell their chip
-    if (op.plan == nullptr || op.plan->point_to_point) continue;
-    for (ChipId c = 0; c < chips_; ++c) {
-      const size_t flows = op.plan->chips[c].flows.size();
-      if (flows > flow_batch(flows)) wake_box(c)->set_receiver(actors_[c]);
-    }
-  }
-  for (size_t op = 0; op < ops_.size(); ++op) {
-    const OpPlan* plan = ops_[op].plan;
-    if (plan == nullptr || !plan->point_to_point) continue;
-    for (const auto& chip : plan->chips) {
-      for (const auto& flow : chip.flows) {
-        for (int rep = 0; rep < ops_[op].repeat; ++rep) {
-          mailbox(flow.dst_chip, send_key(static_cast<int>(op), rep))->set_receiver(actors_[flow.dst_chip]);
-        }
-      }
-    }
-  }
+  write_vector_or_exit(result_fd, result.spans);
+  write_vector_or_exit(result_fd, result.hops);
+  write_or_exit(result_fd, &result.messages, sizeof result.messages);
+  write_or_exit(result_fd, &result.end_time_s, sizeof result.end_time_s);
+  write_or_exit(result_fd, &result.simulation_wall_s, sizeof result.simulation_wall_s);
+  return 0;
 }
 
-namespace {
+bool receive_result(int fd, ReplayResult& result) {
+  return read_vector(fd, result.spans) && read_vector(fd, result.hops) &&
+         read_exactly(fd, &result.messages, sizeof result.messages) &&
+         read_exactly(fd, &result.end_time_s, sizeof result.end_time_s) &&
+         read_exactly(fd, &result.simulation_wall_s, sizeof result.simulation_wall_s);
+}
 
-// The route of every message between two chips, once per ordered pair; a message whose route
-// differs from its pair's first (a ring of 2 positions, whose +1 and -1 neighbour is one chip)
-// goes into `alternates`, one per endpoint pair.
-std::vector<ChipRoute> chip_routes(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                                   const std::vector<ReplayOp>& ops, std::vector<ChipRoute>& alternates) {
-  std::map<std::pair<ChipId, ChipId>, std::vector<DirectedLink>> routes;
-  std::set<std::pair<int, int>> alternate_pairs;
-  auto joined = [&](int from, int to) {
-    auto route = endpoints[from].out_route;
-    route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
-    return route;
-  };
-  auto add = [&](ChipId src, ChipId dst, int from, int to) {
-    auto route = joined(from, to);
-    auto [it, inserted] = routes.try_emplace({src, dst}, route);
-    if (!inserted && it->second != route && alternate_pairs.insert({from, to}).second) {
-      alternates.push_back({src, dst, std::move(route), from, to});
-    }
-  };
-  std::set<std::pair<ChipId, ChipId>> notices;
-  for (const auto& op : ops) {
-    if (!op.plan) continue;
-    for (ChipId chip = 0; chip < static_cast<ChipId>(op.plan->chips.size()); ++chip) {
-      const auto& plan = op.plan->chips[chip];
-      for (const auto& part : plan.parts) {
-        for (const auto& phase : part) {
-          for (const auto& chain : phase) {
-            if (chain.peer_endpoint >= 0) {
-              add(chip, endpoints[chain.peer_endpoint].chip, chain.endpoint, chain.peer_endpoint);
-            }
-          }
-        }
-      }
-      for (const auto& flow : plan.flows) {
-        if (op.plan->point_to_point) {
-          add(chip, flow.dst_chip, flow.src_endpoint, flow.dst_endpoint);
-        } else if (flow.dst_chip != chip) {
-          notices.insert({chip, flow.dst_chip});
-        }
+// Until the first byte of the result: the simulation's progress reports as they come, and the
+// wall time between them, at most once per interval. Closes `progress_fd`.
+void relay_progress(int result_fd, int progress_fd, const ReplayOptions& options, SimulationProgress& progress,
+                    std::chrono::steady_clock::time_point start) {
+  const int timeout_ms = std::clamp(static_cast<int>(options.progress_interval_s * 1000), 10, 250);
+  std::vector<int> fds = {result_fd, progress_fd};
+  double reported_s = -1;
+  while (true) {
+    const std::vector<bool> ready = wait_readable(fds, timeout_ms);
+    if (ready[1]) {
+      uint64_t reports[512];   // whole reports: each was written whole, 8 bytes
+      const ssize_t n = ::read(progress_fd, reports, sizeof reports);
+      if (n >= static_cast<ssize_t>(sizeof(uint64_t))) {
+        progress.done = std::max(progress.done, reports[n / sizeof(uint64_t) - 1]);
+      } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        fds[1] = -1;   // the simulation closed it (skipped from now on)
       }
     }
-  }
-  std::vector<ChipRoute> out;
-  for (const auto& [pair, route] : routes) out.push_back({pair.first, pair.second, route});
-  for (const auto& pair : notices) {
-    if (!routes.count(pair)) out.push_back({pair.first, pair.second, {}});
-  }
-  return out;
-}
-
-// AllToAll endpoints and, where a route takes a link twice, the pairs to declare explicitly.
-void flow_endpoints(const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
-                    std::vector<bool>& used, std::vector<std::pair<int, int>>& pairs, bool& explicit_routes) {
-  used.assign(endpoints.size(), false);
-  std::set<std::pair<int, int>> seen;
-  for (const auto& op : ops) {
-    if (!op.plan || op.plan->point_to_point) continue;
-    explicit_routes = explicit_routes || op.plan->repeats_links;
-    for (const auto& chip : op.plan->chips) {
-      for (const auto& flow : chip.flows) {
-        used[flow.src_endpoint] = used[flow.dst_endpoint] = true;
-        seen.insert({flow.src_endpoint, flow.dst_endpoint});
-      }
+    if (ready[0]) break;
+    progress.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress.wall_s - reported_s >= options.progress_interval_s) {
+      options.progress(progress);
+      reported_s = progress.wall_s;
     }
   }
-  pairs.assign(seen.begin(), seen.end());
-}
-
-ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                               const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd) {
-  // podsim logs through spdlog; SimGrid's own log stays quiet unless it is about to abort.
-  int argc = 2;
-  char name[] = "podsim";
-  char quiet[] = "--log=root.thres:critical";
-  char* argv[] = {name, quiet, nullptr};
-  sg4::Engine engine(&argc, argv);
-  configure_engine(engine, static_cast<size_t>(topo.chip_count()));
-  for (const auto& op : ops) {
-    if (op.repeat >= (1 << 20) || ops.size() >= (1u << 27)) {
-      throw std::invalid_argument("too many ops or repetitions for one simulation");
-    }
-  }
-  std::vector<ChipRoute> alternates;
-  const auto routes = chip_routes(topo, endpoints, ops, alternates);
-  if (!alternates.empty() && options.platform.hop_model != HopModel::Floor) {
-    // The relay's 0 bytes would take the first route's latency (symmetry.hpp keeps rings of 3).
-    throw std::invalid_argument("two routes between " + topo.chip_name(alternates[0].src) + " and " +
-                                topo.chip_name(alternates[0].dst) +
-                                " (a wrapped axis of 2 chips) need the floor hop model");
-  }
-  std::vector<bool> used;
-  std::vector<std::pair<int, int>> pairs;
-  bool explicit_routes = false;
-  flow_endpoints(endpoints, ops, used, pairs, explicit_routes);
-  // AllToAll endpoints keep their registry index; unused ones cost an empty host.
-  std::vector<Endpoint> flow_eps;
-  bool any_flows = false;
-  for (bool u : used) any_flows = any_flows || u;
-  if (any_flows) flow_eps = endpoints;
-  auto platform = build_chip_platform(topo, topo.chip_count(), routes, alternates, flow_eps,
-                                      explicit_routes ? &pairs : nullptr, options.platform);
-  Simulation runtime(topo, endpoints, ops, options, progress_fd);
-  runtime.start(platform, alternates);
-  const auto run_start = std::chrono::steady_clock::now();
-  engine.run();
-  runtime.result.simulation_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  runtime.result.end_time_s = sg4::Engine::get_clock();
-  const size_t expected_spans = runtime.result.spans.size();
-  if (runtime.spans_done != expected_spans) {
-    throw std::runtime_error("the simulation stopped with " + std::to_string(expected_spans - runtime.spans_done) +
-                             " op instances unfinished (deadlock)");
-  }
-  return std::move(runtime.result);
-}
-
-// --- A child process per simulation: SimGrid's engine is a process-wide singleton. ---
-
-void write_all(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(3);
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-bool read_all(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t n = ::read(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-template <typename T>
-void write_vector(int fd, const std::vector<T>& v) {
-  uint64_t count = v.size();
-  write_all(fd, &count, sizeof count);
-  write_all(fd, v.data(), count * sizeof(T));
-}
-
-template <typename T>
-bool read_vector(int fd, std::vector<T>& v) {
-  uint64_t count = 0;
-  if (!read_all(fd, &count, sizeof count)) return false;
-  v.resize(count);
-  return read_all(fd, v.data(), count * sizeof(T));
+  ::close(progress_fd);
 }
 
 }  // namespace
 
 ReplayChild start_replay(const Topology& topo, const std::vector<Endpoint>& endpoints,
                          const std::vector<ReplayOp>& ops, const ReplayOptions& options) {
-  // Unflushed output would be written twice, once by each process.
-  std::fflush(nullptr);
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
   // Progress comes from where the work happens, the simulation process, on a pipe of its own.
-  int progress_fds[2] = {-1, -1};
-  if (options.progress && ::pipe(progress_fds) != 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int error = errno;
-    for (int fd : {fds[0], fds[1], progress_fds[0], progress_fds[1]}) {
-      if (fd >= 0) ::close(fd);
-    }
-    throw std::runtime_error(std::string("fork failed: ") + std::strerror(error));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    if (progress_fds[0] >= 0) {
-      ::close(progress_fds[0]);
-      ::fcntl(progress_fds[1], F_SETFL, O_NONBLOCK);
-    }
-    // The simulation dies with the process that wants its result (a killed `podsim run` left it
-    // running on); if that one died before this line, nobody would send the signal.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(5);
-    // The parent's handlers (a test framework's, say) must not run in the simulation process.
-    for (int sig : {SIGABRT, SIGSEGV, SIGFPE, SIGILL, SIGBUS, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
-    // A caller gone (its pipes closed) is noticed at the next write, not by a signal.
-    std::signal(SIGPIPE, SIG_IGN);
-    ReplayResult result;
-    try {
-      result = replay_in_process(topo, endpoints, ops, options, progress_fds[1]);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "podsim: simulation failed: %s\n", e.what());
-      _exit(4);
-    }
-    write_vector(fds[1], result.spans);
-    write_vector(fds[1], result.hops);
-    write_all(fds[1], &result.messages, sizeof result.messages);
-    write_all(fds[1], &result.end_time_s, sizeof result.end_time_s);
-    write_all(fds[1], &result.simulation_wall_s, sizeof result.simulation_wall_s);
-    ::close(fds[1]);
-    _exit(0);
-  }
-  ::close(fds[1]);
+  const ForkedChild forked = fork_function(
+      [&](int result_fd, int progress_fd) {
+        return simulate_and_send(topo, endpoints, ops, options, result_fd, progress_fd);
+      },
+      static_cast<bool>(options.progress));
   ReplayChild child;
-  child.pid = pid;
-  child.result_fd = fds[0];
+  child.pid = forked.pid;
+  child.result_fd = forked.result_fd;
+  child.progress_fd = forked.progress_fd;
   child.started = std::chrono::steady_clock::now();
   if (options.progress) {
-    ::close(progress_fds[1]);
-    child.progress_fd = progress_fds[0];
     for (const auto& op : ops) {
       child.progress_total += static_cast<uint64_t>(op.repeat) *
                               (static_cast<uint64_t>(topo.chip_count()) + (op.plan ? static_cast<uint64_t>(op.plan->messages) : 0));
@@ -1228,52 +99,19 @@ ReplayChild start_replay(const Topology& topo, const std::vector<Endpoint>& endp
 
 ReplayResult finish_replay(ReplayChild& child, const ReplayOptions& options) {
   const int result_fd = child.result_fd, progress_fd = child.progress_fd;
-  const pid_t pid = child.pid;
+  const int pid = child.pid;
   SimulationProgress progress;
   progress.total = child.progress_total;
   const auto start = child.started;
   child = ReplayChild{};   // finished once, whatever happens below
-  if (progress_fd >= 0) {
-    // Until the first byte of the result: the simulation's reports as they come, and the wall
-    // time between them, at most once per interval.
-    const int timeout_ms = std::clamp(static_cast<int>(options.progress_interval_s * 1000), 10, 250);
-    pollfd waiting[2] = {{result_fd, POLLIN, 0}, {progress_fd, POLLIN, 0}};
-    double reported_s = -1;
-    while (true) {
-      waiting[0].revents = waiting[1].revents = 0;
-      if (::poll(waiting, 2, timeout_ms) < 0 && errno != EINTR) break;
-      if (waiting[1].revents != 0) {
-        uint64_t reports[512];   // whole reports: each was written whole, 8 bytes
-        const ssize_t n = ::read(progress_fd, reports, sizeof reports);
-        if (n >= static_cast<ssize_t>(sizeof(uint64_t))) {
-          progress.done = std::max(progress.done, reports[n / sizeof(uint64_t) - 1]);
-        } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-          waiting[1].fd = -1;   // the simulation closed it (poll skips negative descriptors)
-        }
-      }
-      if (waiting[0].revents != 0) break;
-      progress.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (progress.wall_s - reported_s >= options.progress_interval_s) {
-        options.progress(progress);
-        reported_s = progress.wall_s;
-      }
-    }
-    ::close(progress_fd);
-  }
+  if (progress_fd >= 0) relay_progress(result_fd, progress_fd, options, progress, start);
   ReplayResult result;
-  bool ok = read_vector(result_fd, result.spans) && read_vector(result_fd, result.hops) &&
-            read_all(result_fd, &result.messages, sizeof result.messages) &&
-            read_all(result_fd, &result.end_time_s, sizeof result.end_time_s) &&
-            read_all(result_fd, &result.simulation_wall_s, sizeof result.simulation_wall_s);
+  const bool ok = receive_result(result_fd, result);
   ::close(result_fd);
-  int status = 0;
   rusage usage{};
-  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for_child(pid, &usage);
   result.peak_rss_bytes = 1024.0 * static_cast<double>(usage.ru_maxrss);   // KiB on Linux
-  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error(describe_simulation_exit(status, result.peak_rss_bytes));
-  }
+  if (!ok || !exited_cleanly(status)) throw std::runtime_error(describe_simulation_exit(status, result.peak_rss_bytes));
   if (options.progress) {
     progress.done = result.spans.size() + result.messages;   // all of it: the total, if the plans counted right
     progress.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -1284,13 +122,11 @@ ReplayResult finish_replay(ReplayChild& child, const ReplayOptions& options) {
 
 void cancel_replay(ReplayChild& child) {
   if (child.pid <= 0) return;
-  ::kill(child.pid, SIGKILL);
+  signal_child(child.pid, SIGKILL);
   for (int fd : {child.result_fd, child.progress_fd}) {
     if (fd >= 0) ::close(fd);
   }
-  int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  wait_for_child(child.pid);
   child = ReplayChild{};
 }
 
@@ -1303,8 +139,7 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
 std::string describe_simulation_exit(int status, double peak_rss_bytes) {
   char memory[64];
   std::snprintf(memory, sizeof memory, "%.1f GB", peak_rss_bytes / 1e9);
-  if (WIFSIGNALED(status)) {
-    const int signal = WTERMSIG(status);
+  if (const int signal = terminating_signal(status); signal != 0) {
     const std::string name = std::string(strsignal(signal)) + ", signal " + std::to_string(signal);
     if (signal == SIGKILL) {
       return "the simulation was killed (" + name + ") after reaching " + memory +
@@ -1316,9 +151,9 @@ std::string describe_simulation_exit(int status, double peak_rss_bytes) {
     }
     return "the simulation was stopped (" + name + ")";
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 4) return "the simulation failed (its message is above)";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "the simulation ended without its result";
-  return "the simulation exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status);
+  if (exit_code(status) == 4) return "the simulation failed (its message is above)";
+  if (exit_code(status) == 0) return "the simulation ended without its result";
+  return "the simulation exited with status " + std::to_string(exit_code(status) >= 0 ? exit_code(status) : status);
 }
 
 }  // namespace podsim

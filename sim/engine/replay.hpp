@@ -82,7 +82,8 @@ ReplayResult replay(const Topology& topo, const std::vector<Endpoint>& endpoints
                     const ReplayOptions& options);
 
 // A simulation started and not yet finished. One thread can run several side by side, waiting
-// with poll() on their result_fd (readable once the result, or the child's end, is there).
+// with wait_readable (child_process.hpp) on their result_fd (readable once the result, or the
+// child's end, is there).
 // Started from a process with one thread only: a fork copies the locks other threads hold.
 struct ReplayChild {
   int pid = -1;
