@@ -20,16 +20,7 @@
 
 namespace podsim::detail {
 
-using yaml_fields::Field;
-using yaml_fields::MapReader;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::kMaxChips;
-using yaml_fields::read_bool;
-using yaml_fields::read_choice;
-using yaml_fields::read_int;
-using yaml_fields::read_real;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 
 void parse_inference_numerics(const MapReader& reader, const ChipSpec& chip, InferencePlan& plan) {
   // fp8 stores one byte like int8; int4 half a byte (seed 000's int4 rows cache K and V at it).

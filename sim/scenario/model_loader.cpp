@@ -17,14 +17,7 @@
 namespace podsim {
 namespace {
 
-using yaml_fields::Field;
-using yaml_fields::MapReader;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::read_bool;
-using yaml_fields::read_choice;
-using yaml_fields::read_int;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 using detail::kMaxModelDim;
 
 const std::vector<std::string> kModelDims = {"layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"};

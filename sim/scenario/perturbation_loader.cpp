@@ -15,17 +15,7 @@
 namespace podsim::detail {
 namespace {
 
-using yaml_fields::Field;
-using yaml_fields::MapReader;
-using yaml_fields::axis_index;
-using yaml_fields::axis_names;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::read_list;
-using yaml_fields::read_name;
-using yaml_fields::read_quantity;
-using yaml_fields::read_real;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 
 // A position on something of `size` positions (an axis, the slices, the hosts of a slice):
 // 2, "0-3" or [0, 3], both ends included.

@@ -12,13 +12,7 @@
 
 namespace podsim::detail {
 
-using yaml_fields::Field;
-using yaml_fields::axis_index;
-using yaml_fields::axis_names;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::read_list;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 
 // The names an axes value lists: a list, one name, or `all` (every mesh axis, in order).
 std::vector<Field> axis_items(const Field& field, const TopologySpec& topology) {

@@ -43,23 +43,7 @@
 namespace podsim {
 namespace {
 
-using yaml_fields::Field;
-using yaml_fields::MapReader;
-using yaml_fields::axis_index;
-using yaml_fields::axis_names;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::kMaxAxisSize;
-using yaml_fields::kMaxChips;
-using yaml_fields::locate;
-using yaml_fields::read_bool;
-using yaml_fields::read_choice;
-using yaml_fields::read_int;
-using yaml_fields::read_list;
-using yaml_fields::read_name;
-using yaml_fields::read_quantity;
-using yaml_fields::read_real;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 
 constexpr int kSchemaVersion = 1;
 constexpr uintmax_t kMaxFileBytes = 16u << 20;

@@ -24,16 +24,7 @@
 namespace podsim {
 namespace {
 
-using yaml_fields::Field;
-using yaml_fields::MapReader;
-using yaml_fields::fail;
-using yaml_fields::join;
-using yaml_fields::kMaxChips;
-using yaml_fields::read_bool;
-using yaml_fields::read_choice;
-using yaml_fields::read_int;
-using yaml_fields::read_real;
-using yaml_fields::read_string;
+using namespace yaml_fields;   // the field readers every loader uses
 
 using detail::kMaxModelDim;
 using detail::parse_expert_axes;
