@@ -26,13 +26,14 @@ class StepEmitter {
         ep_(expert_parallel_degree(plan, topology)),
         cp_(context_degree(plan, topology)),
         local_tokens_(shape.tokens / (ep_ * cp_)),
-        cost_(chip_step_compute(model, plan, topology, shape)),
-        batch_axes_(shape.decode ? kv_batch_axes(model, plan, topology) : std::vector<int>{}) {
+        cost_(chip_step_compute(model, plan, topology, shape)) {
+    const std::vector<int> cache_batch_axes = kv_batch_axes(model, plan, topology);
+    if (shape.decode) batch_axes_ = cache_batch_axes;
     // Context parallelism: the chip's K and V (its tokens, its KV heads) passed round the
     // context axis a block at a time; the heads split over the model axes that do not shard
     // the cache by batch.
     int kv_heads_split = model_degree_;
-    for (int a : kv_batch_axes(model, plan, topology)) kv_heads_split /= topology.axes[a].size;
+    for (int a : cache_batch_axes) kv_heads_split /= topology.axes[a].size;
     kv_block_bytes_ = local_tokens_ * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
   }
 
@@ -211,7 +212,7 @@ class StepEmitter {
   const int model_degree_, ep_, cp_;
   const double local_tokens_;
   const StepCompute cost_;
-  const std::vector<int> batch_axes_;   // decode: the model axes the cache is sharded over by batch
+  std::vector<int> batch_axes_;   // decode: the model axes the cache is sharded over by batch
   double kv_block_bytes_ = 0;
   ProgramBuilder b_;
   std::vector<int> previous_;

@@ -117,12 +117,12 @@ int MoeTrainingBlocks::tensor_collective(const std::string& name, const Training
                        block.layer, gather ? OpRole::TensorAllGather : OpRole::TensorReduceScatter);
 }
 
-// The chip's experts' weights, FSDP-gathered over the data axes that are not expert axes.
-int MoeTrainingBlocks::expert_weight_gather(const std::string& name, const TrainingBlock& block,
-                                            const std::vector<int>& after) {
-  return b_.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
-                       expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, after, block.layer,
-                       OpRole::FsdpAllGather);
+// The chip's experts' weights gathered over the data axes that are not expert axes: FSDP's
+// before each use, ZeRO's updated shards after the optimizer.
+int MoeTrainingBlocks::expert_weight_gather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
+                                            const std::vector<int>& after, OpRole role) const {
+  return b.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
+                      expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, after, block.layer, role);
 }
 
 MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const TrainingBlock& block, int microbatch,
@@ -136,7 +136,8 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
                                 block.layer, OpRole::Forward);
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, OpRole::MoeDispatch);
   std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
-  if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
+  if (fsdp_ && expert_fsdp_degree_ > 1)
+    expert_inputs.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
   ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward, expert_inputs);
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   ops.last_compute = ops.expert_compute;
@@ -156,7 +157,8 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   // The combine's mirror takes each output gradient to the experts its token went to.
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
   std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
-  if (fsdp_ && expert_fsdp_degree_ > 1) expert_inputs.push_back(expert_weight_gather(name, block, gather_after));
+  if (fsdp_ && expert_fsdp_degree_ > 1)
+    expert_inputs.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
   // Split (ZB-H1): one pass of the two, dY W^T; the weight gradients wait for the W pass.
   const bool split = weight_fraction > 0;
   ops.expert_compute = expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward, expert_inputs);
@@ -211,9 +213,7 @@ void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute
 int MoeTrainingBlocks::zero_allgather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
                                       int after) {
   if (!zero_ || expert_fsdp_degree_ <= 1) return after;
-  return b.collective(name + ".allgather_expert_weights", CollectiveKind::AllGather, expert_fsdp_axes_,
-                      expert_fsdp_slices_, expert_params_per_chip_ * model_.param_bytes, {after}, block.layer,
-                      OpRole::ZeroAllGather);
+  return expert_weight_gather(b, name, block, {after}, OpRole::ZeroAllGather);
 }
 
 void MoeTrainingBlocks::finish() {

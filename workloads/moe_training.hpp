@@ -73,7 +73,8 @@ class MoeTrainingBlocks {
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
                  std::vector<int> after, OpRole role);
   int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);
-  int expert_weight_gather(const std::string& name, const TrainingBlock& block, const std::vector<int>& after);
+  int expert_weight_gather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
+                           const std::vector<int>& after, OpRole role) const;
 
   const TransformerSpec& model_;
   const TrainingPlan& plan_;

@@ -117,6 +117,15 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
   auto reduce_gradients = [&](const TrainingBlock& blk, int after, const std::string& name) {
     for (int op : emit_gradient_reduction(b, plan, layout, name, blk, after)) grad_ops.push_back(op);
   };
+  // An MoE layer's: its router and shared experts' after `dense_after`, its experts' after
+  // `experts_after` (the B pass, or under ZB-H1 the W pass).
+  auto reduce_moe_gradients = [&](const TrainingBlock& blk, const std::string& name, int dense_after,
+                                  int experts_after) {
+    TrainingBlock named = blk;
+    named.name = name;
+    reduce_gradients(blk, dense_after, name);
+    moe.gradients(named, experts_after, grad_ops);
+  };
 
   // One pass of F or B over the chunk's blocks (B in reverse), each block's weights gathered
   // first under FSDP, a layer ahead of its use.
@@ -161,12 +170,8 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
           b.op(gather[i]).released_by = {mo.last_compute};
         }
         previous_end = mo.end;
-        if (!forward && !split_backward && m == M - 1) {
-          TrainingBlock named = blk;
-          named.name = prefix(j, m) + blk.name;
-          reduce_gradients(blk, mo.last_compute, named.name);
-          moe.gradients(named, mo.expert_compute, grad_ops);
-        }
+        if (!forward && !split_backward && m == M - 1)
+          reduce_moe_gradients(blk, prefix(j, m) + blk.name, mo.last_compute, mo.expert_compute);
         continue;
       }
       if (!forward && blk.recompute_s > 0) {
@@ -204,12 +209,7 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
         const auto wo = moe.weight_gradients(name + ".wgrad", blk, m, previous, w);
         if (i == n - 1) pass.entry = {wo.experts};
         previous = {wo.router_shared};
-        if (m == M - 1) {
-          TrainingBlock named = blk;
-          named.name = name;
-          reduce_gradients(blk, wo.router_shared, name);
-          moe.gradients(named, wo.experts, grad_ops);
-        }
+        if (m == M - 1) reduce_moe_gradients(blk, name, wo.router_shared, wo.experts);
         continue;
       }
       const int op = b.compute(name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w, previous,
