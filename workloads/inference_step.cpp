@@ -7,6 +7,7 @@
 #include "workloads/inference.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_layer.hpp"
+#include "workloads/moe_ops.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/roofline.hpp"
 
@@ -27,6 +28,8 @@ class StepEmitter {
         cp_(context_degree(plan, topology)),
         local_tokens_(shape.tokens / (ep_ * cp_)),
         cost_(chip_step_compute(model, plan, topology, shape)) {
+    expert_axes_ = plan.expert_axes;
+    std::sort(expert_axes_.begin(), expert_axes_.end());
     const std::vector<int> cache_batch_axes = kv_batch_axes(model, plan, topology);
     if (shape.decode) batch_axes_ = cache_batch_axes;
     // Context parallelism: the chip's K and V (its tokens, its KV heads) passed round the
@@ -152,34 +155,20 @@ class StepEmitter {
 
   std::vector<int> all_to_all(const std::string& name, const MoeLayerWork& w, bool transposed, std::vector<int> after,
                               int layer, OpRole role) {
-    if (ep_ <= 1) return after;
-    std::vector<double> pairs = moe_pair_bytes(w, model_.d_model * 2.0, transposed);   // bf16 activation rows
-    ProgramOp op;
-    op.name = name;
-    op.collective.kind = CollectiveKind::AllToAll;
-    op.collective.axes = plan_.expert_axes;
-    std::sort(op.collective.axes.begin(), op.collective.axes.end());
-    for (double bytes : pairs) op.collective.bytes += bytes;
-    if (!w.uniform) op.collective.pair_bytes = std::move(pairs);
-    op.after = std::move(after);
-    op.layer = layer;
-    op.role = role;
-    return {b_.add(std::move(op))};
+    const int op = emit_moe_all_to_all(b_, name, w, expert_axes_, model_.d_model * 2.0,   // bf16 activation rows
+                                       transposed, after, layer, role);
+    return op >= 0 ? std::vector<int>{op} : after;
   }
 
   // Each rank reads the weights of its experts that received tokens (a grouped matmul skips
-  // the empty ones; padded buffers fill every expert) and computes its rows: one op whose
-  // time differs by the rank's position on the expert axes where the ranks' loads differ.
+  // the empty ones; padded buffers fill every expert) and computes its rows.
   int expert_compute(const std::string& name, const MoeLayerWork& w, std::vector<int> after, int layer) {
     const ChipSpec& chip = topology_.chip;
     const double row_bytes = model_.d_model * 2.0;   // bf16 activations
-    const int per_rank = model_.moe->experts / ep_;
-    const bool padded = plan_.routing.spec.capacity_factor > 0 && plan_.routing.pad_to_capacity;
     std::vector<double> by_rank(ep_);
     double flops_sum = 0;
     for (int r = 0; r < ep_; ++r) {
-      int used = 0;
-      for (int e = r * per_rank; e < (r + 1) * per_rank; ++e) used += padded || w.loads.kept[e] > 0;
+      const int used = w.experts_used_per_rank[r];
       const double rows = w.rows_per_rank[r];
       const double flops = 2 * rows * expert_params(model_) / model_degree_;
       const double bytes = (used * expert_params(model_) * plan_.weight_bytes + 2 * rows * row_bytes) / model_degree_;
@@ -190,20 +179,8 @@ class StepEmitter {
                               dequant_s(used * expert_params(model_) / model_degree_, plan_, chip));
       flops_sum += flops;
     }
-    const int experts = b_.compute(name, 0, flops_sum / ep_, std::move(after), layer, OpRole::Experts);
-    ProgramOp& op = b_.op(experts);
-    const bool even = std::all_of(by_rank.begin(), by_rank.end(), [&](double t) { return t == by_rank[0]; });
-    if (even) {
-      op.compute_s = by_rank[0];
-    } else {
-      double mean = 0;
-      for (double t : by_rank) mean += t / ep_;
-      op.compute_s = mean;
-      op.vary_axes = plan_.expert_axes;
-      std::sort(op.vary_axes.begin(), op.vary_axes.end());
-      op.compute_s_by_position = by_rank;
-    }
-    return experts;
+    return emit_expert_compute(b_, name, std::move(by_rank), flops_sum / ep_, expert_axes_, std::move(after), layer,
+                               OpRole::Experts);
   }
 
   const TransformerSpec& model_;
@@ -212,6 +189,7 @@ class StepEmitter {
   const int model_degree_, ep_, cp_;
   const double local_tokens_;
   const StepCompute cost_;
+  std::vector<int> expert_axes_;  // ascending: the pair and position order
   std::vector<int> batch_axes_;   // decode: the model axes the cache is sharded over by batch
   double kv_block_bytes_ = 0;
   ProgramBuilder b_;

@@ -32,9 +32,11 @@ MoeLayerWork moe_layer_work(const TransformerSpec& model, const MoeRouting& rout
   const bool padded = routing.spec.capacity_factor > 0 && routing.pad_to_capacity;
   const int per_rank = experts / ranks;
   work.rows_per_rank.assign(ranks, 0.0);
+  work.experts_used_per_rank.assign(ranks, 0);
   for (int e = 0; e < experts; ++e) {
     work.rows_per_rank[e / per_rank] += padded ? static_cast<double>(work.loads.capacity)
                                                : static_cast<double>(work.loads.kept[e]);
+    work.experts_used_per_rank[e / per_rank] += padded || work.loads.kept[e] > 0;
   }
   work.pair_rows.resize(static_cast<size_t>(ranks) * ranks);
   for (int r = 0; r < ranks; ++r)

@@ -22,6 +22,7 @@ struct MoeLayerWork {
   int ranks = 1;
   std::vector<double> rows_per_rank;   // expert rows each rank computes (kept, or capacity when padded)
   std::vector<double> pair_rows;       // [r * ranks + s]: rows rank r sends rank s at dispatch
+  std::vector<int> experts_used_per_rank;   // of each rank's experts, those with rows (padded buffers: all)
   bool uniform = true;                 // every rank the same rows (the symmetric AllToAll)
   ExpertLoads loads;                   // of the whole group, before and after capacity
   double busiest_rank_rows() const;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "workloads/matmul_shapes.hpp"
+#include "workloads/moe_ops.hpp"
 #include "workloads/roofline.hpp"
 
 namespace podsim {
@@ -83,28 +84,16 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
   };
   std::vector<double> by_rank;
   for (double rows : w.rows_per_rank) by_rank.push_back(seconds(rows));
-  const double mean = std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
-  layout_.moe.expert_compute_mean_s += mean;
+  layout_.moe.expert_compute_mean_s += std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
   layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
-  const int op = b_.compute(name, w.uniform ? by_rank[0] : mean, passes * expert_forward_flops_per_chip(),
-                            std::move(after), block.layer, role);
-  if (!w.uniform) {
-    b_.op(op).vary_axes = expert_axes_;
-    b_.op(op).compute_s_by_position = std::move(by_rank);
-  }
-  return op;
+  return emit_expert_compute(b_, name, std::move(by_rank), passes * expert_forward_flops_per_chip(), expert_axes_,
+                             std::move(after), block.layer, role);
 }
 
 int MoeTrainingBlocks::all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
                                   bool transposed, std::vector<int> after, OpRole role) {
-  if (w.ranks <= 1) return -1;
-  const double row_bytes = model_.d_model * model_.activation_bytes;
-  std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
-  const double total = std::accumulate(pairs.begin(), pairs.end(), 0.0);
-  const int op = b_.collective(name, CollectiveKind::AllToAll, expert_axes_, {}, total, std::move(after), block.layer,
-                               role);
-  if (!w.uniform) b_.op(op).collective.pair_bytes = std::move(pairs);
-  return op;
+  return emit_moe_all_to_all(b_, name, w, expert_axes_, model_.d_model * model_.activation_bytes, transposed,
+                             std::move(after), block.layer, role);
 }
 
 // Tensor parallelism around the block: the activations gathered before it, the partial sums
