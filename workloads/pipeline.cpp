@@ -6,6 +6,7 @@
 #include "workloads/moe_training.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program_builder.hpp"
+#include "workloads/training_pass.hpp"
 
 namespace podsim {
 namespace {
@@ -22,14 +23,6 @@ TrainingBlock share_of(TrainingBlock blk, double fraction) {
   blk.recompute_flops_per_chip *= fraction;
   blk.weight_bytes_per_group *= fraction;
   return blk;
-}
-
-// The part of a block's backward that computes weight gradients (ZB-H1's W): the matmuls
-// X^T dY, as many FLOPs as the forward's weight matmuls (2 x tokens x params / Y); the rest
-// (input gradients, and attention scores, which have no weights) is B.
-double weight_gradient_fraction(const TrainingBlock& blk, double tokens, int tensor_degree) {
-  if (blk.forward_flops_per_chip <= 0) return 0.0;
-  return (2 * tokens * blk.params / tensor_degree) / (2 * blk.forward_flops_per_chip);
 }
 
 struct PassOps {
@@ -127,74 +120,33 @@ Program pipeline_program(const TransformerSpec& model, const TrainingPlan& plan,
     moe.gradients(named, experts_after, grad_ops);
   };
 
-  // One pass of F or B over the chunk's blocks (B in reverse), each block's weights gathered
-  // first under FSDP, a layer ahead of its use.
+  // One pass of F or B over the chunk's blocks (B in reverse, training_pass.hpp); each block's
+  // gradients reduced behind its B on the last microbatch (under ZB-H1, behind W).
   auto emit_pass = [&](PipelinePass::Kind kind, int j, int m) {
     PassOps& pass = passes[index(kind, j, m)];
-    const bool forward = kind == PipelinePass::Forward;
-    const std::string pre = prefix(j, m);
-    std::vector<int> compute(n, -1), gather(n, -1), previous_end;
+    PassRequest request;
+    request.forward = kind == PipelinePass::Forward;
+    request.prefix = prefix(j, m);
+    request.microbatch = m;
+    request.split_backward = split_backward;
+    request.untensored_block = last_block;
     // A collective matmul's first block starts two ops on the input (its gather and first
     // matmul), but a send is received by one op on a chip: a zero-length op receives it.
     if (tensor && plan.tensor_overlap) {
-      pass.entry = {b.compute(pre + (forward ? "fwd" : "bwd") + ".receive", 0.0, 0.0, {}, -1, OpRole::PipelineReceive)};
-      previous_end = pass.entry;
+      request.start = {b.compute(request.prefix + (request.forward ? "fwd" : "bwd") + ".receive", 0.0, 0.0, {}, -1,
+                                 OpRole::PipelineReceive)};
     }
-    for (int k = 0; k < n; ++k) {
-      const int i = forward ? k : n - 1 - k;
-      const TrainingBlock& blk = chain[i];
-      // Blocks are named by their layer within the chunk: mb3.v1.L0.attn.fwd.
-      const std::string name = pre + blk.name + (forward ? ".fwd" : ".bwd");
-      std::vector<int> inputs = previous_end;
-      if (fsdp) {
-        std::vector<int> after;
-        if (k > 0) after.push_back(gather[forward ? i - 1 : i + 1]);
-        if (k > kPrefetchBlocks) after.push_back(compute[forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1]);
-        gather[i] = b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes,
-                                 plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, OpRole::FsdpAllGather);
-        if (k <= kPrefetchBlocks) pass.lead_gathers.push_back(gather[i]);
-        pass.last_gather = gather[i];
-        inputs.push_back(gather[i]);
-      }
-      const bool tp = tensor && i != last_block;
-      if (blk.moe_layer >= 0) {
-        // Not rerun under checkpointing (as in the single-program step); never a pass's first block.
-        const std::vector<int> gather_after = fsdp ? std::vector<int>{gather[i]} : std::vector<int>{};
-        const double w =
-            split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
-        const auto mo = forward ? moe.forward(name, blk, m, inputs, gather_after)
-                                : moe.backward(name, blk, m, inputs, gather_after, w);
-        compute[i] = mo.last_compute;
-        if (fsdp) {
-          b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
-          b.op(gather[i]).released_by = {mo.last_compute};
-        }
-        previous_end = mo.end;
-        if (!forward && !split_backward && m == M - 1)
-          reduce_moe_gradients(blk, prefix(j, m) + blk.name, mo.last_compute, mo.expert_compute);
-        continue;
-      }
-      if (!forward && blk.recompute_s > 0) {
-        const auto redo = emit_block(b, plan, tp, pre + blk.name + ".recompute", blk, blk.recompute_s,
-                                     blk.recompute_flops_per_chip, inputs, OpRole::Recompute, 1);
-        if (k == 0 && pass.entry.empty()) pass.entry = redo.entry;
-        inputs = redo.end;
-      }
-      const double w = split_backward ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
-      const auto ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
-                                            OpRole::Forward, 1)
-                               : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
-                                            2 * blk.forward_flops_per_chip * (1 - w), inputs, OpRole::Backward, 2);
-      if (k == 0 && pass.entry.empty()) pass.entry = ops.entry;
-      compute[i] = ops.last_compute;
-      if (fsdp) {   // the gathered weights live until the compute that uses them ends
-        b.op(gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(gather[i]).released_by = {ops.last_compute};
-      }
-      previous_end = ops.end;
-      if (!forward && !split_backward && m == M - 1) reduce_gradients(blk, ops.last_compute, prefix(j, m) + blk.name);
-    }
-    pass.tail = previous_end;
+    const bool reduce = !request.forward && !split_backward && m == M - 1;
+    const PassEmitted emitted = emit_training_pass(
+        b, plan, layout, moe, fsdp, tensor, chain, request, [&](int i, const BlockOps& ops, int experts) {
+          if (!reduce) return;
+          if (experts >= 0) reduce_moe_gradients(chain[i], prefix(j, m) + chain[i].name, ops.last_compute, experts);
+          else reduce_gradients(chain[i], ops.last_compute, prefix(j, m) + chain[i].name);
+        });
+    pass.entry = request.start.empty() ? emitted.entry : request.start;
+    pass.tail = emitted.end;
+    pass.lead_gathers = emitted.lead_gathers;
+    pass.last_gather = emitted.last_gather;
   };
   // ZB-H1's W: the weight-gradient matmuls, compute only (no weights needed, no tensor-
   // parallel traffic: the gathered activations and output gradients are the B pass's).

@@ -3,6 +3,7 @@
 #include "workloads/block_ops.hpp"
 #include "workloads/moe_training.hpp"
 #include "workloads/pipeline.hpp"
+#include "workloads/training_pass.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/roofline.hpp"
@@ -315,100 +316,45 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   if (model.moe && layout.moe.expert_degree > 1) layout.strategy += "+EP";
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
-  std::vector<int> expert_compute(n, -1);   // the routed experts' last backward, per block
   std::vector<int> grad_ops;
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
 
-  auto emit_block = [&](const std::string& name, const TrainingBlock& blk, double seconds, double flops,
-                        std::vector<int> inputs, OpRole role, double ring) {
-    return podsim::emit_block(b, plan, tensor, name, blk, seconds, flops, std::move(inputs), role, ring);
-  };
-
   for (int m = 0; m < plan.microbatches; ++m) {
-    const std::string mb = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
-    // Forward.
-    std::vector<int> fwd_compute(n, -1), fwd_gather(n, -1);
-    const std::vector<int> forward_start = previous_end;
+    const bool last_microbatch = m + 1 == plan.microbatches;
+    PassRequest request;
+    request.prefix = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
+    request.microbatch = m;
+    request.start = request.window_start = previous_end;
+    const PassEmitted fwd = emit_training_pass(b, plan, layout, moe, fsdp, tensor, blocks, request);
+    // Backward, last block first; its first gather follows the forward's last. Each block's
+    // gradients are reduced right behind its backward, on the last microbatch.
+    request.forward = false;
+    request.start = request.window_start = fwd.end;
+    request.first_gather_after = fsdp ? fwd.gather[n - 1] : -1;
+    const PassEmitted bwd = emit_training_pass(
+        b, plan, layout, moe, fsdp, tensor, blocks, request, [&](int i, const BlockOps& ops, int experts) {
+          last_compute_all = ops.last_compute;
+          if (!last_microbatch) return;
+          if (experts >= 0) moe.gradients(blocks[i], experts, grad_ops);
+          if (data) {
+            for (int op : emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute))
+              grad_ops.push_back(op);
+          }
+        });
+    previous_end = bwd.end;
+    // What stays live (the report's timeline peak): the layer's checkpoints from its first
+    // block's forward to that block's backward (the layer's last), the logits from the
+    // output projection's forward to its backward.
     for (int i = 0; i < n; ++i) {
       const auto& blk = blocks[i];
-      std::vector<int> inputs = previous_end;
-      if (fsdp) {
-        // Prefetch a layer ahead: block i's weights may arrive while the layer before it computes,
-        // so at most two layers' gathered weights are in HBM (the block a layer back is done).
-        std::vector<int> after = i > kPrefetchBlocks ? std::vector<int>{fwd_compute[i - kPrefetchBlocks - 1]} : forward_start;
-        if (i > 0) after.push_back(fwd_gather[i - 1]);
-        fwd_gather[i] = b.collective(mb + blk.name + ".fwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
-                                     OpRole::FsdpAllGather);
-        inputs.push_back(fwd_gather[i]);
-      }
-      if (blk.moe_layer >= 0) {
-        const std::vector<int> gather_after = fsdp ? std::vector<int>{fwd_gather[i]} : std::vector<int>{};
-        const auto ops = moe.forward(mb + blk.name + ".fwd", blk, m, inputs, gather_after);
-        fwd_compute[i] = ops.last_compute;
-        previous_end = ops.end;
-        continue;
-      }
-      const auto ops = emit_block(mb + blk.name + ".fwd", blk, blk.forward_s, blk.forward_flops_per_chip, inputs, OpRole::Forward, 1);
-      fwd_compute[i] = ops.last_compute;
-      previous_end = ops.end;
-    }
-    // Backward, last block first.
-    std::vector<int> bwd_compute(n, -1), bwd_gather(n, -1);
-    const bool last_microbatch = m + 1 == plan.microbatches;
-    const std::vector<int> backward_start = previous_end;
-    for (int i = n - 1; i >= 0; --i) {
-      const auto& blk = blocks[i];
-      std::vector<int> inputs = previous_end;
-      if (fsdp) {
-        std::vector<int> after =
-            i + kPrefetchBlocks + 1 < n ? std::vector<int>{bwd_compute[i + kPrefetchBlocks + 1]} : backward_start;
-        after.push_back(i + 1 < n ? bwd_gather[i + 1] : fwd_gather[n - 1]);
-        bwd_gather[i] = b.collective(mb + blk.name + ".bwd.allgather_weights", CollectiveKind::AllGather,
-                                     plan.data_axes, plan.data_slices, blk.weight_bytes_per_group, after, blk.layer,
-                                     OpRole::FsdpAllGather);
-        inputs.push_back(bwd_gather[i]);
-      }
-      BlockOps ops;
-      if (blk.moe_layer >= 0) {
-        const std::vector<int> gather_after = fsdp ? std::vector<int>{bwd_gather[i]} : std::vector<int>{};
-        const auto moe_ops = moe.backward(mb + blk.name + ".bwd", blk, m, inputs, gather_after);
-        ops.last_compute = moe_ops.last_compute;
-        ops.end = moe_ops.end;
-        expert_compute[i] = moe_ops.expert_compute;
-      } else {
-        if (blk.recompute_s > 0) {
-          // The forward rerun first, with its tensor-parallel gather and scatter again.
-          inputs = emit_block(mb + blk.name + ".recompute", blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs,
-                              OpRole::Recompute, 1).end;
-        }
-        ops = emit_block(mb + blk.name + ".bwd", blk, blk.backward_s, 2 * blk.forward_flops_per_chip, inputs, OpRole::Backward, 2);
-      }
-      bwd_compute[i] = ops.last_compute;
-      last_compute_all = ops.last_compute;
-      previous_end = ops.end;
-      // What stays live (the report's timeline peak): the layer's checkpoints from its first
-      // block's forward to that block's backward (the layer's last), the logits from the
-      // output projection's forward to its backward, each gathered block's weights from the
-      // gather to the compute that uses them.
       const bool first_of_layer = i == 0 || blocks[i - 1].layer != blk.layer;
       const double saved = blk.layer >= model.layers ? layout.memory.logits_bytes
                            : first_of_layer         ? layout.memory.activations_bytes / model.layers
                                                     : 0.0;
       if (saved > 0) {
-        b.op(fwd_compute[i]).holds_bytes = saved;
-        b.op(fwd_compute[i]).released_by = {bwd_compute[i]};
-      }
-      if (fsdp) {
-        b.op(fwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(fwd_gather[i]).released_by = {fwd_compute[i]};
-        b.op(bwd_gather[i]).holds_bytes = blk.weight_bytes_per_group;
-        b.op(bwd_gather[i]).released_by = {bwd_compute[i]};
-      }
-      if (blk.moe_layer >= 0 && last_microbatch) moe.gradients(blk, expert_compute[i], grad_ops);
-      if (data && last_microbatch) {
-        for (int op : emit_gradient_reduction(b, plan, layout, blk.name, blk, bwd_compute[i])) grad_ops.push_back(op);
+        b.op(fwd.compute[i]).holds_bytes = saved;
+        b.op(fwd.compute[i]).released_by = {bwd.compute[i]};
       }
     }
   }

@@ -1,0 +1,89 @@
+#include "workloads/training_pass.hpp"
+
+namespace podsim {
+
+double weight_gradient_fraction(const TrainingBlock& blk, double tokens, int tensor_degree) {
+  if (blk.forward_flops_per_chip <= 0) return 0.0;
+  return (2 * tokens * blk.params / tensor_degree) / (2 * blk.forward_flops_per_chip);
+}
+
+namespace {
+
+// Block i's FSDP gather: after the previous block's gather (one gather stream), and once the
+// block kPrefetchBlocks + 1 back has computed (at most that many blocks' weights in flight).
+int emit_weight_gather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,
+                       int k, int previous_gather, int window_compute, const PassRequest& request,
+                       PassEmitted& out) {
+  std::vector<int> after = k > kPrefetchBlocks ? std::vector<int>{window_compute} : request.window_start;
+  if (k > 0) after.push_back(previous_gather);
+  else if (request.first_gather_after >= 0) after.push_back(request.first_gather_after);
+  const int gather = b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes,
+                                  plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, OpRole::FsdpAllGather);
+  if (k <= kPrefetchBlocks) out.lead_gathers.push_back(gather);
+  return gather;
+}
+
+}  // namespace
+
+PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
+                               MoeTrainingBlocks& moe, bool fsdp, bool tensor, const std::vector<TrainingBlock>& chain,
+                               const PassRequest& request, const BlockEmitted& emitted) {
+  const int n = static_cast<int>(chain.size());
+  const bool forward = request.forward;
+  PassEmitted out;
+  out.compute.assign(n, -1);
+  out.gather.assign(n, -1);
+  std::vector<int> previous_end = request.start;
+  for (int k = 0; k < n; ++k) {
+    const int i = forward ? k : n - 1 - k;
+    const TrainingBlock& blk = chain[i];
+    const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
+    std::vector<int> inputs = previous_end;
+    if (fsdp) {
+      const int back = forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1;
+      out.gather[i] = emit_weight_gather(b, plan, name, blk, k, k > 0 ? out.gather[forward ? i - 1 : i + 1] : -1,
+                                         k > kPrefetchBlocks ? out.compute[back] : -1, request, out);
+      inputs.push_back(out.gather[i]);
+      out.last_gather = out.gather[i];
+    }
+    const double w = request.split_backward && !forward
+                         ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree)
+                         : 0.0;
+    BlockOps ops;
+    int expert_compute = -1;
+    if (blk.moe_layer >= 0) {
+      // Not rerun under checkpointing (the router and experts are not part of the remat policy).
+      const std::vector<int> gather_after = fsdp ? std::vector<int>{out.gather[i]} : std::vector<int>{};
+      const auto mo = forward ? moe.forward(name, blk, request.microbatch, inputs, gather_after)
+                              : moe.backward(name, blk, request.microbatch, inputs, gather_after, w);
+      ops.last_compute = mo.last_compute;
+      ops.end = mo.end;
+      expert_compute = mo.expert_compute;
+    } else {
+      const bool tp = tensor && i != request.untensored_block;
+      if (!forward && blk.recompute_s > 0) {
+        // The forward rerun first, with its tensor-parallel gather and scatter again.
+        const auto redo = emit_block(b, plan, tp, request.prefix + blk.name + ".recompute", blk, blk.recompute_s,
+                                     blk.recompute_flops_per_chip, inputs, OpRole::Recompute, 1);
+        if (k == 0) out.entry = redo.entry;
+        inputs = redo.end;
+      }
+      ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
+                                 OpRole::Forward, 1)
+                    : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
+                                 2 * blk.forward_flops_per_chip * (1 - w), inputs, OpRole::Backward, 2);
+      if (k == 0 && out.entry.empty()) out.entry = ops.entry;
+    }
+    out.compute[i] = ops.last_compute;
+    if (fsdp) {   // the gathered weights live until the compute that uses them ends
+      b.op(out.gather[i]).holds_bytes = blk.weight_bytes_per_group;
+      b.op(out.gather[i]).released_by = {ops.last_compute};
+    }
+    previous_end = ops.end;
+    if (emitted) emitted(i, ops, expert_compute);
+  }
+  out.end = previous_end;
+  return out;
+}
+
+}  // namespace podsim

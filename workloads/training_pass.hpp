@@ -1,0 +1,52 @@
+#pragma once
+// One forward or backward pass of a training microbatch over a chain of blocks, emitted once
+// for the single-program step (training.cpp) and the pipeline's passes (pipeline.cpp): each
+// block's weights gathered first under FSDP, kPrefetchBlocks ahead of their use (block_ops.hpp);
+// an MoE layer through MoeTrainingBlocks; a rematerialised block's forward rerun before its
+// backward; under ZB-H1, B without the weight-gradient matmuls (left to emit_weight_pass's W).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "workloads/block_ops.hpp"
+#include "workloads/moe_training.hpp"
+
+namespace podsim {
+
+struct PassRequest {
+  bool forward = true;
+  std::string prefix;                // op names: prefix + block + ".fwd" ("mb3.", "mb3.v1.")
+  int microbatch = 0;
+  std::vector<int> start;            // what the first block waits for
+  // What the first kPrefetchBlocks + 1 gathers wait for (no block of this pass has computed yet
+  // to open the window): the single step's previous pass; a pipeline stage adds its own order.
+  std::vector<int> window_start;
+  int first_gather_after = -1;       // a gather the pass's first gather follows (-1: none)
+  bool split_backward = false;       // ZB-H1: B leaves the weight-gradient matmuls to W
+  int untensored_block = -1;         // a block without tensor-parallel collectives (the pipeline's unembedding share)
+};
+
+struct PassEmitted {
+  std::vector<int> compute;          // per block: its last compute
+  std::vector<int> gather;           // per block: its FSDP weight gather (-1: none)
+  std::vector<int> entry;            // the first block's ops that wait for what the pass starts from
+  std::vector<int> end;              // what ends the pass
+  std::vector<int> lead_gathers;     // the gathers the window_start opens
+  int last_gather = -1;              // the pass's last gather (-1: none)
+};
+
+// Called after each block's ops, in emission order (a backward's gradient reduction goes
+// there, right behind the block): the block's index in the chain, its ops, and its routed
+// experts' compute (-1 for a dense block).
+using BlockEmitted = std::function<void(int block, const BlockOps& ops, int expert_compute)>;
+
+PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
+                               MoeTrainingBlocks& moe, bool fsdp, bool tensor, const std::vector<TrainingBlock>& chain,
+                               const PassRequest& request, const BlockEmitted& emitted = {});
+
+// The part of a block's backward that computes weight gradients (ZB-H1's W): the matmuls
+// X^T dY, as many FLOPs as the forward's weight matmuls (2 x tokens x params / Y); the rest
+// (input gradients, and attention scores, which have no weights) is B.
+double weight_gradient_fraction(const TrainingBlock& blk, double tokens, int tensor_degree);
+
+}  // namespace podsim
