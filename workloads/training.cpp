@@ -303,6 +303,42 @@ double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, 
   return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
 }
 
+namespace {
+
+// What stays live (the report's timeline peak): the layer's checkpoints from its first
+// block's forward to that block's backward (the layer's last), the logits from the output
+// projection's forward to its backward.
+void hold_checkpoints(ProgramBuilder& b, const TransformerSpec& model, const TrainingLayout& layout,
+                      const PassEmitted& fwd, const PassEmitted& bwd) {
+  const auto& blocks = layout.blocks;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const bool first_of_layer = i == 0 || blocks[i - 1].layer != blocks[i].layer;
+    const double saved = blocks[i].layer >= model.layers ? layout.memory.logits_bytes
+                         : first_of_layer               ? layout.memory.activations_bytes / model.layers
+                                                        : 0.0;
+    if (saved > 0) {
+      b.op(fwd.compute[i]).holds_bytes = saved;
+      b.op(fwd.compute[i]).released_by = {bwd.compute[i]};
+    }
+  }
+}
+
+// The step's useful FLOPs over the pod (3x each forward: forward, and backward's two matmuls)
+// and the rematerialised ones.
+void count_step_flops(TrainingLayout& layout, const TrainingPlan& plan, const MoeTrainingBlocks& moe) {
+  layout.total_flops = 0;
+  layout.recompute_flops = 0;
+  for (const auto& blk : layout.blocks) {
+    layout.total_flops += 3 * blk.forward_flops_per_chip;
+    if (blk.moe_layer >= 0) layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
+    layout.recompute_flops += blk.recompute_flops_per_chip;
+  }
+  layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+  layout.recompute_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+}
+
+}  // namespace
+
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                          TrainingLayout& layout) {
   layout = training_layout(model, plan, topology);
@@ -343,20 +379,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
           }
         });
     previous_end = bwd.end;
-    // What stays live (the report's timeline peak): the layer's checkpoints from its first
-    // block's forward to that block's backward (the layer's last), the logits from the
-    // output projection's forward to its backward.
-    for (int i = 0; i < n; ++i) {
-      const auto& blk = blocks[i];
-      const bool first_of_layer = i == 0 || blocks[i - 1].layer != blk.layer;
-      const double saved = blk.layer >= model.layers ? layout.memory.logits_bytes
-                           : first_of_layer         ? layout.memory.activations_bytes / model.layers
-                                                    : 0.0;
-      if (saved > 0) {
-        b.op(fwd.compute[i]).holds_bytes = saved;
-        b.op(fwd.compute[i]).released_by = {bwd.compute[i]};
-      }
-    }
+    hold_checkpoints(b, model, layout, fwd, bwd);
   }
   const bool zero = data && plan.zero_stage > 0;
   layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, 1);
@@ -375,15 +398,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     }
   }
 
-  layout.total_flops = 0;
-  layout.recompute_flops = 0;
-  for (const auto& blk : blocks) {
-    layout.total_flops += 3 * blk.forward_flops_per_chip;
-    if (blk.moe_layer >= 0) layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
-    layout.recompute_flops += blk.recompute_flops_per_chip;
-  }
-  layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
-  layout.recompute_flops *= static_cast<double>(layout.chips) * plan.microbatches;
+  count_step_flops(layout, plan, moe);
   moe.finish();
   return b.take();
 }
