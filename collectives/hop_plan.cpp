@@ -229,6 +229,37 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
   return plan;
 }
 
+namespace {
+
+// A block's direction along each of `axes` from `from` to `target` (its coordinates on them):
+// the shorter way round a wrapped axis, both where the offset is half the ring (each variant
+// carries half the block), +1 one-way, toward the target on a line.
+std::vector<std::vector<int>> all_to_all_directions(const Topology& topo, const std::vector<int>& axes,
+                                                    const std::vector<int>& real_sizes, const std::vector<int>& from,
+                                                    const std::vector<int>& target, bool bidirectional) {
+  std::vector<std::vector<int>> variants{{}};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int a = axes[i], n = real_sizes[a];
+    const int forward = ((target[i] - from[a]) % n + n) % n;
+    std::vector<int> choices;
+    if (!topo.wraps(a)) choices = {target[i] >= from[a] ? +1 : -1};
+    else if (!bidirectional) choices = {+1};
+    else if (2 * forward == n) choices = {+1, -1};
+    else choices = {2 * forward < n ? +1 : -1};
+    std::vector<std::vector<int>> grown;
+    for (const auto& v : variants) {
+      for (int d : choices) {
+        grown.push_back(v);
+        grown.back().push_back(d);
+      }
+    }
+    variants = std::move(grown);
+  }
+  return variants;
+}
+
+}  // namespace
+
 // AllToAll: every chip sends each other chip of its group one block along the
 // dimension-order route, all at once, so links carry the real contention. A block going
 // exactly half way round a wrapped axis is split between the two directions, as the book's
@@ -279,25 +310,7 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
       if (self) continue;
       const double pair = uneven ? spec.pair_bytes[from_index * static_cast<long long>(group) + index] : block;
       if (pair <= 0) continue;
-      // Directions per axis; a tie (offset n/2 on a wrapped axis) takes both.
-      std::vector<std::vector<int>> variants{{}};
-      for (size_t i = 0; i < axes.size(); ++i) {
-        const int a = axes[i], n = real_sizes[a];
-        const int forward = ((target[i] - from[a]) % n + n) % n;
-        std::vector<int> choices;
-        if (!topo.wraps(a)) choices = {target[i] >= from[a] ? +1 : -1};
-        else if (!spec.bidirectional) choices = {+1};
-        else if (2 * forward == n) choices = {+1, -1};
-        else choices = {2 * forward < n ? +1 : -1};
-        std::vector<std::vector<int>> grown;
-        for (const auto& v : variants) {
-          for (int d : choices) {
-            grown.push_back(v);
-            grown.back().push_back(d);
-          }
-        }
-        variants = std::move(grown);
-      }
+      const auto variants = all_to_all_directions(topo, axes, real_sizes, from, target, spec.bidirectional);
       for (size_t v = 0; v < variants.size(); ++v) {
         std::vector<DirectedLink> route;
         ChipId at = src;

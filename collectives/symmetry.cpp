@@ -27,6 +27,125 @@ std::string describe(const CollectiveSpec& op, size_t index, const std::vector<s
 
 }  // namespace
 
+namespace {
+
+// What the program's ops need of each axis, and of the DCN.
+struct ProgramNeeds {
+  std::vector<AxisNeeds> axes;
+  bool any_dcn = false;
+  std::string flat_ring;       // the first op on a flat DCN ring (which keeps everything whole)
+};
+
+// One op's needs along one of its axes (`k`-th): its translation period, the shortest ring it
+// can be planned on, or why the axis cannot be reduced.
+// (Names are built only where a reason needs them: a program may hold a million ops.)
+void note_axis(const TopologySpec& real, const CollectiveSpec& op, size_t k, size_t index,
+               const std::vector<std::string>& names, bool two_route_rings, AxisNeeds& need) {
+  const int a = op.axes[k];
+  const int n = real.axes[a].size;
+  if (!need.used) need.user = describe(op, index, names);
+  need.used = true;
+  const AxisSlice slice = op.slices.empty() ? AxisSlice{} : op.slices[k];
+  // A quotient ring of 2 strides makes a ring's +1 and -1 neighbours one chip, joined by
+  // two routes: the engine relays the second (replay.cpp) under the floor model only, and
+  // only for rings of an even number of positions (each real chip then maps to the
+  // quotient with both its neighbours; an odd ring folded onto 2 was measured off by up
+  // to 0.04% against the full replay). Otherwise a ring of 3 or more positions needs 3
+  // strides, one-way too, since other traffic on the axis (a line's closing hop, another
+  // op) may go the other way.
+  const bool ring = op.kind != CollectiveKind::AllToAll;
+  if (!ring && !op.pair_bytes.empty() && need.keep_whole.empty()) {
+    need.keep_whole = describe(op, index, names) + " sends uneven blocks along it (per-pair sizes), so chips differ by position";
+  }
+  auto ring_needs = [&](int stride, int positions) {
+    if (!ring || positions < 3 || (two_route_rings && positions % 2 == 0)) return 2 * stride;
+    return 3 * stride;
+  };
+  if (slice.size == 0) {   // the whole axis: invariant under any translation
+    need.min_size = std::max(need.min_size, ring_needs(1, n));
+    return;
+  }
+  // A slice's rings are blocks of stride*size chips (lines unless they span the axis);
+  // an outer ring that spans the axis is invariant under translation by one chip, but its
+  // neighbour is `stride` chips on, so the simulated ring must hold whole strides.
+  const int span = slice.stride * slice.size;
+  const bool outer = span == n && real.axes[a].wraparound;
+  const int period = outer ? slice.stride : span;
+  need.min_size = std::max(need.min_size, outer ? ring_needs(slice.stride, slice.size) : span);
+  if (n % period != 0 && need.keep_whole.empty()) {
+    need.keep_whole = describe(op, index, names) + " takes blocks of " + std::to_string(period) + " that do not tile it";
+  }
+  need.period = std::lcm(need.period, period);
+}
+
+ProgramNeeds program_needs(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
+                           const std::vector<std::string>& names, bool two_route_rings) {
+  ProgramNeeds out;
+  out.axes.resize(real.axes.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    const bool crosses = op.over_dcn && real.slices > 1;
+    out.any_dcn = out.any_dcn || crosses;
+    if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing && out.flat_ring.empty())
+      out.flat_ring = describe(op, i, names);
+    for (size_t k = 0; k < op.axes.size(); ++k) {
+      if (real.axes[op.axes[k]].size <= 1) continue;
+      note_axis(real, op, k, i, names, two_route_rings, out.axes[op.axes[k]]);
+    }
+  }
+  return out;
+}
+
+// Axis a's reduction: the shortest period every op is invariant under (whole hosts where DCN
+// traffic shares their NICs), or the reason it stays whole.
+AxisReduction reduce_axis(const TopologySpec& real, int a, const ProgramNeeds& program, bool full_fidelity) {
+  const auto& axis = real.axes[a];
+  const int n = axis.size;
+  AxisReduction r{axis.name, n, n, n, ""};
+  const auto& need = program.axes[a];
+  if (full_fidelity) {
+    r.reason = "full fidelity";
+  } else if (n <= 1) {
+    r.period = 1;
+    r.reason = "a single chip";
+  } else if (!program.flat_ring.empty()) {
+    r.reason = "kept: " + program.flat_ring + " is a flat DCN ring snaking through every chip";
+  } else if (!need.keep_whole.empty()) {
+    r.reason = "kept: " + need.keep_whole;
+  } else if (need.used && !axis.wraparound) {
+    r.reason = "kept: " + need.user + " runs along it and it has no wraparound, so chips differ by position";
+  } else {
+    // Proven b-periodic (or unused: independent identical groups).
+    int b = need.used ? need.period : 1;
+    std::string why = need.used ? "every op is invariant under translation by " + std::to_string(b) +
+                                      " chip(s) along this wrapped axis"
+                                : "no collective uses it: the pod splits into identical groups on disjoint links";
+    if (program.any_dcn) {
+      const int e = host_extent(real, a);
+      if (n % e != 0) {
+        r.reason = "kept: hosts of " + std::to_string(e) + " chips do not tile it (DCN traffic shares a NIC)";
+        return r;
+      }
+      if (b % e != 0) {
+        b = std::lcm(b, e);
+        why += "; whole hosts of " + std::to_string(e) + " chips, which share a NIC for DCN traffic";
+      }
+    }
+    int p = b;
+    while (p < need.min_size) p += b;
+    if (p >= n) {
+      r.reason = "kept: no shorter period than the axis (" + why + ")";
+    } else {
+      r.simulated_size = p;
+      r.period = b;
+      r.reason = why;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
                                      bool full_fidelity, const std::vector<DifferingAxis>& differing,
                                      const std::vector<std::string>& names, bool two_route_rings) {
@@ -34,109 +153,19 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
   out.reduced = real;
   const int axes = static_cast<int>(real.axes.size());
   for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
-  std::vector<AxisNeeds> needs(axes);
-  bool any_dcn = false;
-  std::string flat_ring;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const auto& op = ops[i];
-    const bool crosses = op.over_dcn && real.slices > 1;
-    any_dcn = any_dcn || crosses;
-    if (crosses && op.dcn_algorithm == DcnAlgorithm::FlatRing && flat_ring.empty()) flat_ring = describe(op, i, names);
-    for (size_t k = 0; k < op.axes.size(); ++k) {
-      const int a = op.axes[k];
-      const int n = real.axes[a].size;
-      if (n <= 1) continue;
-      auto& need = needs[a];
-      if (!need.used) need.user = describe(op, i, names);
-      need.used = true;
-      const AxisSlice slice = op.slices.empty() ? AxisSlice{} : op.slices[k];
-      // A quotient ring of 2 strides makes a ring's +1 and -1 neighbours one chip, joined by
-      // two routes: the engine relays the second (replay.cpp) under the floor model only, and
-      // only for rings of an even number of positions (each real chip then maps to the
-      // quotient with both its neighbours; an odd ring folded onto 2 was measured off by up
-      // to 0.04% against the full replay). Otherwise a ring of 3 or more positions needs 3
-      // strides, one-way too, since other traffic on the axis (a line's closing hop, another
-      // op) may go the other way.
-      const bool ring = op.kind != CollectiveKind::AllToAll;
-      if (!ring && !op.pair_bytes.empty() && need.keep_whole.empty()) {
-        need.keep_whole = describe(op, i, names) + " sends uneven blocks along it (per-pair sizes), so chips differ by position";
-      }
-      auto ring_needs = [&](int stride, int positions) {
-        if (!ring || positions < 3 || (two_route_rings && positions % 2 == 0)) return 2 * stride;
-        return 3 * stride;
-      };
-      if (slice.size == 0) {   // the whole axis: invariant under any translation
-        need.min_size = std::max(need.min_size, ring_needs(1, n));
-        continue;
-      }
-      // A slice's rings are blocks of stride*size chips (lines unless they span the axis);
-      // an outer ring that spans the axis is invariant under translation by one chip, but its
-      // neighbour is `stride` chips on, so the simulated ring must hold whole strides.
-      const int span = slice.stride * slice.size;
-      const bool outer = span == n && real.axes[a].wraparound;
-      const int period = outer ? slice.stride : span;
-      need.min_size = std::max(need.min_size, outer ? ring_needs(slice.stride, slice.size) : span);
-      if (n % period != 0 && need.keep_whole.empty()) {
-        need.keep_whole = describe(op, i, names) + " takes blocks of " + std::to_string(period) + " that do not tile it";
-      }
-      need.period = std::lcm(need.period, period);
-    }
-  }
+  ProgramNeeds program = program_needs(real, ops, names, two_route_rings);
   std::string slices_differ;
   for (const auto& d : differing) {
-    if (d.axis >= 0 && d.axis < axes && needs[d.axis].keep_whole.empty()) needs[d.axis].keep_whole = d.reason;
+    if (d.axis >= 0 && d.axis < axes && program.axes[d.axis].keep_whole.empty()) program.axes[d.axis].keep_whole = d.reason;
     if (d.axis == Topology::kSliceAxis && slices_differ.empty()) slices_differ = d.reason;
   }
   out.slices = {"slices", real.slices, real.slices, real.slices,
                 slices_differ.empty() ? "kept: slices are never reduced"
                                       : "kept: slices are never reduced; " + slices_differ};
-
   for (int a = 0; a < axes; ++a) {
-    const auto& axis = real.axes[a];
-    const int n = axis.size;
-    AxisReduction r{axis.name, n, n, n, ""};
-    const auto& need = needs[a];
-    if (full_fidelity) {
-      r.reason = "full fidelity";
-    } else if (n <= 1) {
-      r.period = 1;
-      r.reason = "a single chip";
-    } else if (!flat_ring.empty()) {
-      r.reason = "kept: " + flat_ring + " is a flat DCN ring snaking through every chip";
-    } else if (!need.keep_whole.empty()) {
-      r.reason = "kept: " + need.keep_whole;
-    } else if (need.used && !axis.wraparound) {
-      r.reason = "kept: " + need.user + " runs along it and it has no wraparound, so chips differ by position";
-    } else {
-      // Proven b-periodic (or unused: independent identical groups).
-      int b = need.used ? need.period : 1;
-      std::string why = need.used ? "every op is invariant under translation by " + std::to_string(b) +
-                                        " chip(s) along this wrapped axis"
-                                  : "no collective uses it: the pod splits into identical groups on disjoint links";
-      if (any_dcn) {
-        const int e = host_extent(real, a);
-        if (n % e != 0) {
-          r.reason = "kept: hosts of " + std::to_string(e) + " chips do not tile it (DCN traffic shares a NIC)";
-          out.axes.push_back(r);
-          continue;
-        }
-        if (b % e != 0) {
-          b = std::lcm(b, e);
-          why += "; whole hosts of " + std::to_string(e) + " chips, which share a NIC for DCN traffic";
-        }
-      }
-      int p = b;
-      while (p < need.min_size) p += b;
-      if (p >= n) {
-        r.reason = "kept: no shorter period than the axis (" + why + ")";
-      } else {
-        r.simulated_size = p;
-        r.period = b;
-        r.reason = why;
-      }
-    }
+    const AxisReduction r = reduce_axis(real, a, program, full_fidelity);
     out.reduced.axes[a].size = r.simulated_size;
-    if (r.simulated_size != n) out.identity = false;
+    if (r.simulated_size != real.axes[a].size) out.identity = false;
     out.axes.push_back(r);
   }
   if (!out.identity) {

@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
           libsimgrid-dev libboost-graph-dev libspdlog-dev libyaml-cpp-dev
           catch2 libcli11-dev nlohmann-json3-dev libjemalloc-dev python3-matplotlib
-          python3-dev pybind11-dev python3-pybind11 python3-jsonschema python3-yaml zlib1g-dev)
+          python3-dev pybind11-dev python3-pybind11 python3-jsonschema python3-yaml zlib1g-dev
+          universal-ctags)
 for arg in "$@"; do
   case "$arg" in
     --sanitizers) packages+=(clang libclang-rt-14-dev) ;;

@@ -103,10 +103,17 @@ struct Topology::Graph {
 };
 
 Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
+  // Everything is checked before anything is built.
+  const long long per_slice = validate_spec();
+  lay_out(per_slice);
+  add_ici_links();
+  add_host_links();
+  apply_perturbations();
+}
+
+long long Topology::validate_spec() {
   const ChipSpec& chip = spec_.chip;
   const int n_axes = static_cast<int>(spec_.axes.size());
-
-  // ---- validation: everything before building anything ----
   if (n_axes < 1 || n_axes > kMaxAxes)
     fail("a mesh needs 1 to 3 axes, got " + std::to_string(n_axes));
   if (n_axes > chip.max_torus_dims)
@@ -141,13 +148,18 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     fail("dcn_oversubscription must be >= 1 (1 = non-blocking), got " +
          std::to_string(spec_.dcn_oversubscription));
   check_perturbations(spec_);
+  return per_slice;
+}
 
-  // ---- index arithmetic ----
+// Index arithmetic: chips' strides per axis, hosts' blocks, and the graph's vertices (chips,
+// then hosts, then the DCN switch).
+void Topology::lay_out(long long chips_per_slice) {
+  const ChipSpec& chip = spec_.chip;
   graph_ = std::make_unique<Graph>();
   Graph& G = *graph_;
-  G.chips_per_slice = static_cast<int>(per_slice);
+  G.chips_per_slice = static_cast<int>(chips_per_slice);
   int hosts = 1;
-  for (int a = 0; a < n_axes; ++a) {
+  for (int a = 0; a < static_cast<int>(spec_.axes.size()); ++a) {
     const int size = spec_.axes[a].size;
     G.stride[a] = a == 0 ? 1 : G.stride[a - 1] * spec_.axes[a - 1].size;
     // A host owns a host_shape block (missing entries = 1); on an axis shorter than the block the
@@ -159,27 +171,28 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     hosts *= G.host_blocks[a];
   }
   G.hosts_per_slice = hosts;
-
-  const int n_chips = chip_count();
-  const int n_hosts = host_count();
-  G.switch_vertex = n_chips + n_hosts;
+  G.switch_vertex = chip_count() + host_count();
   G.g = BoostGraph(static_cast<std::size_t>(G.switch_vertex) + 1);
+}
 
-  auto add_link = [&](LinkInfo info) {
-    const int index = static_cast<int>(links_.size());
-    boost::add_edge(info.a, info.b, EdgeProps{index}, G.g);
-    links_.push_back(info);
-  };
+void Topology::add_link(const LinkInfo& info) {
+  const int index = static_cast<int>(links_.size());
+  boost::add_edge(info.a, info.b, EdgeProps{index}, graph_->g);
+  links_.push_back(info);
+}
 
-  // ICI: each chip's plus link per axis: position i -> i+1, and n-1 -> 0 on a wrapped axis.
+// ICI: each chip's plus link per axis: position i -> i+1, and n-1 -> 0 on a wrapped axis.
+void Topology::add_ici_links() {
+  const Graph& G = *graph_;
+  const int n_chips = chip_count();
   for (ChipId c = 0; c < n_chips; ++c) {
     const int local = c % G.chips_per_slice;
-    for (int a = 0; a < n_axes; ++a) {
+    for (int a = 0; a < static_cast<int>(spec_.axes.size()); ++a) {
       const int n = spec_.axes[a].size;
       const int i = (local / G.stride[a]) % n;
       LinkInfo link;
       link.kind = LinkKind::Ici;
-      link.bandwidth_Bps = chip.neighbor_bandwidth_Bps();
+      link.bandwidth_Bps = spec_.chip.neighbor_bandwidth_Bps();
       link.axis = a;
       link.a = c;
       if (i + 1 < n) {
@@ -193,7 +206,15 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
       add_link(link);
     }
   }
+}
 
+// Each chip's PCIe link to its host, each host's NIC to the DCN switch, and the switch's core
+// where the fabric is oversubscribed.
+void Topology::add_host_links() {
+  const ChipSpec& chip = spec_.chip;
+  Graph& G = *graph_;
+  const int n_chips = chip_count();
+  const int n_hosts = host_count();
   G.first_pcie_link = static_cast<int>(links_.size());
   for (ChipId c = 0; c < n_chips; ++c)
     add_link({.a = c, .b = vertex_of_host(host_of(c)), .kind = LinkKind::Pcie,
@@ -217,7 +238,6 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     add_link({.a = G.switch_vertex, .b = G.switch_vertex, .kind = LinkKind::DcnCore,
               .bandwidth_Bps = n_hosts * chip.dcn_bandwidth_per_host_Bps / spec_.dcn_oversubscription});
   }
-  apply_perturbations();
 }
 
 // Effects compose where selections overlap: factors multiply, latencies add.

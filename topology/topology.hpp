@@ -144,6 +144,13 @@ class Topology {
   std::vector<double> compute_slowdown_;   // by chip; empty when no chip is slowed
   bool has_extra_latency_ = false;
 
+  // The constructor's steps, in order: check the spec (naming default axes), lay out chips
+  // and hosts, then the links (ICI per axis; PCIe, NICs and the DCN core), then perturbations.
+  long long validate_spec();
+  void lay_out(long long chips_per_slice);
+  void add_ici_links();
+  void add_host_links();
+  void add_link(const LinkInfo& info);
   void apply_perturbations();
 };
 

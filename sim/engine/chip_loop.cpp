@@ -792,46 +792,16 @@ class ChipLoop {
     // that completes now.
     while (!timers_.empty() && timers_.top().at_s <= now) fire_next_timer();
     switch (what.what) {
-      case Wait::Receive: {
-        ChainRun& run = chains_[what.slot];
-        Message message = *run.buffer;
-        delete run.buffer;
-        e_.landed_[message.src].push_back(message.put);
-        run.buffer = nullptr;
-        run.received += 1;
-        if (message.alternate >= 0) {   // taken now: its data crosses the second route
-          const auto& [from, to] = e_.alternate_hosts_[message.alternate];
-          message.alternate = -1;
-          const int index = waiting_data_.add(message);
-          post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, what.slot, index});
-          break;
-        }
-        chain_received(what.slot, message, now);
+      case Wait::Receive:
+        ring_message_received(what.slot, now);
         break;
-      }
       case Wait::RelayIn: {   // at most one per chain: the next receive is posted after it
         chain_received(what.slot, waiting_data_.take(what.index), now);
         break;
       }
-      case Wait::Put: {
-        if (what.slot < 0) break;   // a ring hop or a notice: the receiver takes it from here
-        // A point-to-point send: done on the sender when the data has landed.
-        Instance& in = instances_[what.slot];
-        const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[what.index];
-        const double usable = e_.usable_s(now, in.work_s, flow.hops, flow.extra_latency_s);
-        if (e_.options_.record_hops) {
-          e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, usable, flow.bytes});
-        }
-        in.delivered_s = std::max(in.delivered_s, usable);
-        if (--in.flows_left == 0) {
-          if (in.delivered_s > now) {
-            set_timer(in.delivered_s, TimerKind::Delivered, what.slot, 0);
-          } else {
-            finish(what.slot);
-          }
-        }
+      case Wait::Put:
+        if (what.slot >= 0) send_landed(what.slot, what.index, now);   // else a ring hop or a notice: the receiver takes it
         break;
-      }
       case Wait::Flow:
         flow_delivered(what.slot, what.index);
         break;
@@ -866,6 +836,42 @@ class ChipLoop {
       }
     }
     (void)comm;
+  }
+
+  // A ring hop's message taken from its chain's mailbox.
+  void ring_message_received(int slot, double now) {
+    ChainRun& run = chains_[slot];
+    Message message = *run.buffer;
+    delete run.buffer;
+    e_.landed_[message.src].push_back(message.put);
+    run.buffer = nullptr;
+    run.received += 1;
+    if (message.alternate >= 0) {   // taken now: its data crosses the second route
+      const auto& [from, to] = e_.alternate_hosts_[message.alternate];
+      message.alternate = -1;
+      const int index = waiting_data_.add(message);
+      post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, slot, index});
+      return;
+    }
+    chain_received(slot, message, now);
+  }
+
+  // A point-to-point send's flow landed: the send is done on the sender when all its data has.
+  void send_landed(int slot, int flow_index, double now) {
+    Instance& in = instances_[slot];
+    const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[flow_index];
+    const double usable = e_.usable_s(now, in.work_s, flow.hops, flow.extra_latency_s);
+    if (e_.options_.record_hops) {
+      e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, usable, flow.bytes});
+    }
+    in.delivered_s = std::max(in.delivered_s, usable);
+    if (--in.flows_left == 0) {
+      if (in.delivered_s > now) {
+        set_timer(in.delivered_s, TimerKind::Delivered, slot, 0);
+      } else {
+        finish(slot);
+      }
+    }
   }
 
   void chain_received(int slot, const Message& message, double now) {

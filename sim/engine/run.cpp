@@ -214,6 +214,65 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   return pending;
 }
 
+namespace {
+
+// A send's figures: who receives it, its transfer time, nccl-tests' sendrecv bandwidths.
+void describe_send(OperationResult& result, const Program& program, int i, const TopologySpec& topology,
+                   const RunResult& run) {
+  const ProgramOp& op = program[i];
+  result.send = true;
+  result.send_axis = op.send_axis;
+  result.send_direction = op.send_direction;
+  for (size_t j = 0; j < program.size(); ++j) {
+    for (const auto& dep : program[j].after_neighbour) {
+      if (dep.op == i && dep.axis == op.send_axis && dep.direction == op.send_direction) {
+        (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
+      }
+    }
+  }
+  result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
+  result.over_dcn = op.send_axis == Topology::kSliceAxis;
+  result.bytes = op.collective.bytes;
+  result.size_bytes = op.collective.bytes;
+  result.group_size = 2;
+  // A send's time is its transfer, the longest on any chip (send to delivery), not the span
+  // from the first stage's send to the last's, which is the pipeline's skew.
+  double longest = 0;
+  for (int rep = 0; rep < op.repeat; ++rep) {
+    double rep_longest = 0;
+    for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
+      const auto& span = run.span(i, rep, chip);
+      rep_longest = std::max(rep_longest, span.end_s - span.start_s);
+    }
+    longest += rep_longest;
+  }
+  result.time_s = longest / op.repeat;
+  if (result.time_s > 0) {
+    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
+    result.busbw_Bps = result.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
+  }
+}
+
+// A collective's figures: group, hops, nccl-tests' sizes and bandwidths, the book's closed form.
+void describe_collective(OperationResult& result, const CollectiveSpec& collective, const OpPlan& plan,
+                         const TopologySpec& topology, const RunResult& run, double w_uni) {
+  result.kind = collective.kind;
+  for (int a : collective.axes) result.axes.push_back(topology.axes[a].name);
+  result.over_dcn = collective.over_dcn;
+  result.bytes = collective.bytes;
+  result.group_size = collective_group_size(run.topology, collective);
+  result.hops = critical_hops(plan);
+  result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
+  if (result.time_s > 0) {
+    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
+    result.busbw_Bps = busbw_Bps(result.kind, result.size_bytes, result.time_s, result.group_size);
+  }
+  result.has_analytic =
+      analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, result.analytic);
+}
+
+}  // namespace
+
 RunResult finish_program(PendingRun& pending) {
   RunResult run = std::move(*pending.run);
   const TopologySpec& topology = *pending.topology;
@@ -255,51 +314,9 @@ RunResult finish_program(PendingRun& pending) {
     }
     result.time_s = sum / op.repeat;
     if (op.kind == ProgramOpKind::Send) {
-      result.send = true;
-      result.send_axis = op.send_axis;
-      result.send_direction = op.send_direction;
-      for (size_t j = 0; j < program.size(); ++j) {
-        for (const auto& dep : program[j].after_neighbour) {
-          if (dep.op == static_cast<int>(i) && dep.axis == op.send_axis && dep.direction == op.send_direction) {
-            (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
-          }
-        }
-      }
-      result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
-      result.over_dcn = op.send_axis == Topology::kSliceAxis;
-      result.bytes = op.collective.bytes;
-      result.size_bytes = op.collective.bytes;
-      result.group_size = 2;
-      // A send's time is its transfer, the longest on any chip (send to delivery), not the span
-      // from the first stage's send to the last's, which is the pipeline's skew.
-      double longest = 0;
-      for (int rep = 0; rep < op.repeat; ++rep) {
-        double rep_longest = 0;
-        for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
-          const auto& span = run.span(static_cast<int>(i), rep, chip);
-          rep_longest = std::max(rep_longest, span.end_s - span.start_s);
-        }
-        longest += rep_longest;
-      }
-      result.time_s = longest / op.repeat;
-      if (result.time_s > 0) {
-        result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-        result.busbw_Bps = result.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
-      }
+      describe_send(result, program, static_cast<int>(i), topology, run);
     } else if (!result.compute) {
-      result.kind = op.collective.kind;
-      for (int a : op.collective.axes) result.axes.push_back(topology.axes[a].name);
-      result.over_dcn = op.collective.over_dcn;
-      result.bytes = op.collective.bytes;
-      result.group_size = collective_group_size(run.topology, op.collective);
-      result.hops = critical_hops(*ops[i].plan);
-      result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
-      if (result.time_s > 0) {
-        result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-        result.busbw_Bps = busbw_Bps(result.kind, result.size_bytes, result.time_s, result.group_size);
-      }
-      result.has_analytic = analytic_time(run.topology, op.collective, w_uni, topology.chip.hop_latency_s,
-                                          result.analytic);
+      describe_collective(result, op.collective, *ops[i].plan, topology, run, w_uni);
     }
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));

@@ -84,9 +84,11 @@ static std::pair<double, double> timeline_peak(const Program& program, const Run
   return {peak, at};
 }
 
-TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
-                               const RunResult& run) {
-  TrainingReport report;
+namespace {
+
+// The step's headline figures: time, memory peak, MFU and HFU, throughput, time to train.
+void headline_figures(TrainingReport& report, const TrainingWorkload& workload, const TrainingLayout& layout,
+                      const Program& program, const RunResult& run) {
   const auto [live_peak, peak_at] = timeline_peak(program, run);
   report.memory_peak_bytes = layout.memory.params_bytes + layout.memory.grads_bytes + layout.memory.optimizer_bytes + live_peak;
   report.memory_peak_at_s = peak_at;
@@ -109,74 +111,95 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
     report.time_to_train_s = report.steps_to_train * report.step_time_s;
     report.training_cost_usd = layout.chips * report.time_to_train_s / 3600 * chip.chip_hour_price_usd;
   }
+}
 
-  // Walk chip 0's compute ops in time order; every gap before one, and the wait after the
-  // last one until the step ends, is exposed communication, charged to the axes of the
-  // communication it waited for; waiting on compute elsewhere (a pipeline stage still
-  // working, another chip's compute) goes to "pipeline_bubble" or "other". So the axes sum
-  // to exposed_comm_s, step time minus chip 0's busy time.
-  const ChipId chip0 = 0;
-  const std::string elsewhere = layout.pipeline_stages > 1 ? "pipeline_bubble" : "other";
+// Walk chip 0's compute ops in time order; every gap before one, and the wait after the
+// last one until the step ends, is exposed communication, charged to the axes of the
+// communication it waited for; waiting on compute elsewhere (a pipeline stage still
+// working, another chip's compute) goes to "pipeline_bubble" or "other". So the axes sum
+// to exposed_comm_s, step time minus chip 0's busy time.
+class ExposedTime {
+ public:
+  ExposedTime(TrainingReport& report, const Program& program, const RunResult& run, bool pipeline)
+      : report_(report), program_(program), run_(run), elsewhere_(pipeline ? "pipeline_bubble" : "other") {}
+
+  // Charges every wait of chip 0; returns its compute ops in time order.
+  std::vector<int> walk() {
+    std::vector<int> computes;
+    for (size_t i = 0; i < program_.size(); ++i) {
+      if (program_[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
+    }
+    std::sort(computes.begin(), computes.end(), [&](int a, int b) {
+      return run_.span(a, 0, kChip0).start_s < run_.span(b, 0, kChip0).start_s;
+    });
+    double busy_until = 0;
+    for (int i : computes) {
+      const auto& span = run_.span(i, 0, kChip0);
+      // Busy time: compute ops that overlap on the chip count once.
+      report_.compute_time_s += std::max(0.0, span.end_s - std::max(span.start_s, busy_until));
+      if (span.start_s > busy_until) {
+        pipeline_waits.push_back(
+            {busy_until, charge(busy_until, span.start_s, blocking_dependency(program_, run_, program_[i], kChip0))});
+      }
+      busy_until = std::max(busy_until, span.end_s);
+    }
+    if (report_.step_time_s > busy_until) charge(busy_until, report_.step_time_s, step_end_blocker(program_, run_));
+    report_.exposed_comm_s = std::max(0.0, report_.step_time_s - report_.compute_time_s);
+    return computes;
+  }
+
+  std::vector<std::pair<double, double>> pipeline_waits;   // (when, the wait's pipeline share) between computes
+
+ private:
+  static constexpr ChipId kChip0 = 0;
+
+  void add(const std::vector<std::string>& axes, const std::string& category, double seconds) {
+    if (seconds <= 0) return;
+    for (const auto& a : axes) report_.exposed_comm_by_axis_s[a] += seconds / axes.size();
+    report_.exposed_comm_by_category_s[category] += seconds;
+  }
+
   // A wait [from, to] is charged along the chain of what it waited for: a collective for the
   // part it ran (its span within the wait), the part before it began to what the collective
   // itself waited for, and so on back; a send for its own flight, the rest (the neighbour's
   // compute) to `elsewhere`; a compute, to `elsewhere`. So a TP gather that starts late
   // because its input came from another stage is charged its own time, and the wait for the
-  // stage goes to the bubble. `in_bubble` (the pipeline's share of the wait: elsewhere and the
-  // stage-to-stage sends) is returned for pipeline_bubble_fraction.
-  auto add = [&](const std::vector<std::string>& axes, const std::string& category, double seconds) {
-    if (seconds <= 0) return;
-    for (const auto& a : axes) report.exposed_comm_by_axis_s[a] += seconds / axes.size();
-    report.exposed_comm_by_category_s[category] += seconds;
-  };
-  auto charge = [&](double from, double to, Blocker blocker) {
+  // stage goes to the bubble. Returns the pipeline's share of the wait (elsewhere and the
+  // stage-to-stage sends), for pipeline_bubble_fraction.
+  double charge(double from, double to, Blocker blocker) {
     double in_bubble = 0;
     // The program is acyclic, so the walk back ends: each step goes to an earlier op.
     while (to > from) {
       const int d = blocker.op;
-      if (d < 0 || program[d].kind == ProgramOpKind::Compute) break;
-      const auto& span = run.span(d, program[d].repeat - 1, blocker.chip);
-      std::vector<std::string> axes(run.operations[d].axes.begin(), run.operations[d].axes.end());
-      if (program[d].kind == ProgramOpKind::Collective && program[d].collective.over_dcn) axes.push_back("DCN");
+      if (d < 0 || program_[d].kind == ProgramOpKind::Compute) break;
+      const auto& span = run_.span(d, program_[d].repeat - 1, blocker.chip);
+      std::vector<std::string> axes(run_.operations[d].axes.begin(), run_.operations[d].axes.end());
+      if (program_[d].kind == ProgramOpKind::Collective && program_[d].collective.over_dcn) axes.push_back("DCN");
       const double began = std::clamp(span.start_s, from, to);
-      add(axes, std::string(role_name(program[d].role)), to - began);
-      if (program[d].kind == ProgramOpKind::Send) {
+      add(axes, std::string(role_name(program_[d].role)), to - began);
+      if (program_[d].kind == ProgramOpKind::Send) {
         in_bubble += to - began;
         to = began;
         break;
       }
       to = began;
-      blocker = blocking_dependency(program, run, program[d], blocker.chip);
+      blocker = blocking_dependency(program_, run_, program_[d], blocker.chip);
     }
     if (to > from) {
-      add({elsewhere}, elsewhere, to - from);
+      add({elsewhere_}, elsewhere_, to - from);
       in_bubble += to - from;
     }
     return in_bubble;
-  };
-  std::vector<int> computes;
-  for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
   }
-  std::sort(computes.begin(), computes.end(), [&](int a, int b) {
-    return run.span(a, 0, chip0).start_s < run.span(b, 0, chip0).start_s;
-  });
-  double busy_until = 0;
-  std::vector<std::pair<double, double>> pipeline_waits;   // (when, the wait's pipeline share) between computes
-  for (int i : computes) {
-    const auto& span = run.span(i, 0, chip0);
-    // Busy time: compute ops that overlap on the chip count once.
-    report.compute_time_s += std::max(0.0, span.end_s - std::max(span.start_s, busy_until));
-    if (span.start_s > busy_until) {
-      pipeline_waits.push_back(
-          {busy_until, charge(busy_until, span.start_s, blocking_dependency(program, run, program[i], chip0))});
-    }
-    busy_until = std::max(busy_until, span.end_s);
-  }
-  if (report.step_time_s > busy_until) charge(busy_until, report.step_time_s, step_end_blocker(program, run));
-  report.exposed_comm_s = std::max(0.0, report.step_time_s - report.compute_time_s);
-  report.moe = workload.model.moe.has_value();
-  report.moe_stats = layout.moe;
+
+  TrainingReport& report_;
+  const Program& program_;
+  const RunResult& run_;
+  const std::string elsewhere_;
+};
+
+// The MoE AllToAlls: their exposed share and chip 0's time in them.
+void all_to_all_figures(TrainingReport& report, const Program& program, const RunResult& run) {
   for (const OpRole role : {OpRole::MoeDispatch, OpRole::MoeCombine}) {
     const auto it = report.exposed_comm_by_category_s.find(std::string(role_name(role)));
     if (it != report.exposed_comm_by_category_s.end()) report.exposed_all_to_all_s += it->second;
@@ -184,31 +207,37 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   for (size_t i = 0; i < program.size(); ++i) {
     if (!is_moe_all_to_all(program[i].role)) continue;
     for (int rep = 0; rep < program[i].repeat; ++rep) {
-      const auto& span = run.span(static_cast<int>(i), rep, chip0);
+      const auto& span = run.span(static_cast<int>(i), rep, 0);
       report.all_to_all_time_s += span.end_s - span.start_s;
     }
   }
-  if (layout.pipeline_stages > 1) {
-    // The first stage's time waiting on other stages (their compute and the sends between
-    // them) within its span of passes, Megatron's bubble: its own TP and FSDP waits inside the
-    // passes count as pass time, as the formula's t_f and t_b include them.
-    double first = 1e300, last = 0;
-    for (int i : computes) {
-      if (!is_training_pass(program[i].role)) continue;
-      const auto& span = run.span(i, 0, chip0);
-      first = std::min(first, span.start_s);
-      last = std::max(last, span.end_s);
-    }
-    double bubble = 0;
-    for (const auto& [when, waited] : pipeline_waits) {
-      if (when >= first && when < last) bubble += waited;
-    }
-    if (last > first) report.pipeline_bubble_fraction = bubble / (last - first);
-  }
+}
 
-  // A layer in the middle of the model, block by block, beside the book's closed forms.
+// The first stage's time waiting on other stages (their compute and the sends between them)
+// within its span of passes, Megatron's bubble: its own TP and FSDP waits inside the passes
+// count as pass time, as the formula's t_f and t_b include them.
+double bubble_fraction(const Program& program, const RunResult& run, const std::vector<int>& computes,
+                       const std::vector<std::pair<double, double>>& pipeline_waits) {
+  double first = 1e300, last = 0;
+  for (int i : computes) {
+    if (!is_training_pass(program[i].role)) continue;
+    const auto& span = run.span(i, 0, 0);
+    first = std::min(first, span.start_s);
+    last = std::max(last, span.end_s);
+  }
+  double bubble = 0;
+  for (const auto& [when, waited] : pipeline_waits) {
+    if (when >= first && when < last) bubble += waited;
+  }
+  return last > first ? bubble / (last - first) : 0.0;
+}
+
+// A layer in the middle of the model, block by block, beside the book's closed forms.
+std::vector<LayerCost> middle_layer_costs(const TrainingWorkload& workload, const Program& program,
+                                          const RunResult& run) {
+  std::vector<LayerCost> out;
   const int layer = workload.model.layers / 2;
-  const double peak = chip.bf16_flops_per_s * workload.plan.matmul_efficiency;
+  const double peak = run.topology.spec().chip.bf16_flops_per_s * workload.plan.matmul_efficiency;
   for (const char* block : {"attn", "mlp"}) {
     LayerCost cost;
     cost.block = block;
@@ -230,8 +259,26 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
         if (forward) cost.t_comms_forward_s += result.time_s;
       }
     }
-    report.per_layer.push_back(cost);
+    out.push_back(cost);
   }
+  return out;
+}
+
+}  // namespace
+
+TrainingReport training_report(const TrainingWorkload& workload, const TrainingLayout& layout, const Program& program,
+                               const RunResult& run) {
+  TrainingReport report;
+  headline_figures(report, workload, layout, program, run);
+  ExposedTime exposed(report, program, run, layout.pipeline_stages > 1);
+  const std::vector<int> computes = exposed.walk();
+  report.moe = workload.model.moe.has_value();
+  report.moe_stats = layout.moe;
+  all_to_all_figures(report, program, run);
+  if (layout.pipeline_stages > 1) {
+    report.pipeline_bubble_fraction = bubble_fraction(program, run, computes, exposed.pipeline_waits);
+  }
+  report.per_layer = middle_layer_costs(workload, program, run);
   return report;
 }
 
