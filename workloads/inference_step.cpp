@@ -36,8 +36,11 @@ class StepEmitter {
     // axes as well (block_2d).
     int kv_heads_split = model_degree_;
     for (int a : cache_batch_axes) kv_heads_split /= topology.axes[a].size;
-    if (!plan.d_axes.empty()) kv_heads_split = model_degree_ / d_degree();
-    const double block_tokens = plan.d_axes.empty() ? local_tokens_ : local_tokens_ / d_degree();
+    double block_tokens = local_tokens_;
+    if (!plan.d_axes.empty()) {   // heads over the model axes, sequences over the D axes
+      kv_heads_split = model_degree_ / d_degree();
+      block_tokens /= d_degree();
+    }
     kv_block_bytes_ = model.attention == AttentionKind::Mla
                           ? block_tokens * mla_ring_elements_per_layer(model) * 2.0   // bf16
                           : block_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
@@ -105,8 +108,8 @@ class StepEmitter {
   // from the D and model axes: each chip's 1/X of the sequences, its 1/CP of their tokens,
   // its heads' K and V (or MLA's latent) passed round (ring_attention.hpp).
   void block_2d(const std::string& name, double seconds, double flops, int layer, OpRole role, bool attention) {
-    int x_degree = 1, yz_degree = 1;
-    for (int a : plan_.d_axes) x_degree *= topology_.axes[a].size;
+    const int x_degree = d_degree();
+    int yz_degree = 1;
     for (int a : plan_.model_axes) yz_degree *= topology_.axes[a].size;
     const double t = local_tokens_;
     const double io_bytes = cost_.activation_bytes / x_degree;
@@ -144,13 +147,10 @@ class StepEmitter {
       last = part(".qkv", f_qkv, last);
       last = over(".reducescatter_qkv", CollectiveKind::ReduceScatter, plan_.d_axes, t * qkv * 2.0 / yz_degree,
                   OpRole::TensorReduceScatter, last);
-      if (cp_ > 1) {
-        const double share = 1 - f_qkv - f_out;
-        last = emit_ring_block(b_, name, seconds * share, flops * share, ring_split(seconds, flops), {last}, layer, role)
-                   .last;
-      } else {
-        last = part(".scores", 1 - f_qkv - f_out, last);
-      }
+      // The ring's steps are the scores' (and MLA's up-projections') shares, what the
+      // projections leave of the block.
+      last = cp_ > 1 ? emit_ring_attention(b_, name, ring_split(seconds, flops), {last}, layer, role)
+                     : part(".scores", 1 - f_qkv - f_out, last);
       last = over(".allgather_out", CollectiveKind::AllGather, plan_.d_axes, t * nh * 2.0 / yz_degree,
                   OpRole::TensorAllGather, last);
       last = part(".out", f_out, last);

@@ -1,7 +1,5 @@
 #include "workloads/ring_attention.hpp"
 
-#include <algorithm>
-
 namespace podsim {
 
 int emit_ring_attention(ProgramBuilder& b, const std::string& name, const RingSplit& ring,
@@ -41,10 +39,8 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, const RingSp
 RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, double seconds, double flops,
                           const RingSplit& ring, std::vector<int> after, int layer, OpRole role) {
   RingBlock out;
-  // Clamped: where the caller's shares of one roofline round to a hair over it (2D attention).
-  out.projections = b.compute(name + ".projections", std::max(0.0, seconds - ring.score_s - ring.unpack_s),
-                              std::max(0.0, flops - ring.score_flops - ring.unpack_flops), std::move(after), layer,
-                              role);
+  out.projections = b.compute(name + ".projections", seconds - ring.score_s - ring.unpack_s,
+                              flops - ring.score_flops - ring.unpack_flops, std::move(after), layer, role);
   out.last = emit_ring_attention(b, name, ring, {out.projections}, layer, role);
   return out;
 }
