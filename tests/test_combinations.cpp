@@ -97,6 +97,31 @@ InferencePlan inference_plan(InferencePhase phase, std::vector<int> model_axes, 
   return plan;
 }
 
+// The FLOPs of the compute ops whose names start with `prefix` (a ring's steps: "L0.attn.ring").
+double flops_named(const Program& program, const std::string& prefix) {
+  double flops = 0;
+  for (const auto& op : program) {
+    if (op.kind == ProgramOpKind::Compute && op.name.rfind(prefix, 0) == 0) flops += op.flops;
+  }
+  return flops;
+}
+
+double program_flops(const Program& program) { return flops_named(program, ""); }
+
+// The bytes of each ring send whose name starts with `prefix`.
+std::vector<double> ring_sends(const Program& program, const std::string& prefix) {
+  std::vector<double> bytes;
+  for (const auto& op : program) {
+    if (op.role == OpRole::RingSend && op.name.rfind(prefix, 0) == 0) bytes.push_back(op.collective.bytes);
+  }
+  return bytes;
+}
+
+// FLOPs to up-project one token's latent to K and V heads: 2 d_c N (d_h + v_head_dim), per layer.
+double mla_up_projection_flops(const TransformerSpec& m) {
+  return 2.0 * m.mla.kv_lora_rank * m.heads * (m.mla.qk_nope_head_dim + m.mla.v_head_dim);
+}
+
 }  // namespace
 
 // --- Pipeline column ---------------------------------------------------------------------------
@@ -272,6 +297,193 @@ TEST_CASE("combinations: MoE prefill, the FLOPs of the same prompts without expe
   CHECK(count_role(program, OpRole::MoeDispatch) == model.layers);
   CHECK(count_role(program, OpRole::MoeCombine) == model.layers);
   replay_checked(topo, program);
+}
+
+// --- Context parallelism with MLA and with 2D weight-stationary ---------------------------------
+
+TEST_CASE("combinations: context parallelism with MLA in training, the latent round the ring",
+          "[combinations][training][context][mla]") {
+  // X: a ring of 4 over each 8192-token sequence, Y: 2 tensor shards. A hop carries the chip's
+  // t = S/4 tokens of latent and rotary key, t (d_c + d_h^R) bf16, whole on each tensor shard
+  // (the heads come from it); the backward's twice that (the block and its gradient). Each
+  // chip scores 1/4 of the unsplit run's scores and up-projects each of the 3 blocks it
+  // receives to its N/Y heads: 3 t d_c (N/Y) (d_h + v) x 2 FLOPs a forward, twice a backward.
+  const auto topo = podsim_test::v5p_mesh({4, 2});
+  auto single = topo;
+  single.axes[0].size = 1;
+  const auto model = mla_model(2);
+  TrainingPlan plan;
+  plan.data_axes = {0};
+  plan.context_axis = 0;
+  plan.tensor_axes = {1};
+  plan.sequence_length = 8192;
+  plan.global_batch_tokens = 8192;
+  plan.checkpointing = Checkpointing::None;
+  auto unsplit_plan = plan;
+  unsplit_plan.data_axes = {};
+  unsplit_plan.context_axis = -1;
+  const auto ring = build(model, plan, topo);
+  const auto whole = build(model, unsplit_plan, single);
+  const double t = 8192 / 4.0, y = 2;
+  const double block_bytes = t * (512 + 64) * 2.0;
+  const double unpack = 3 * t * mla_up_projection_flops(model) / y;
+  for (int l = 0; l < model.layers; ++l) {
+    const std::string layer = "L" + std::to_string(l) + ".attn.";
+    INFO(layer);
+    const auto forward = ring_sends(ring.program, layer + "fwd.ring_send");
+    const auto backward = ring_sends(ring.program, layer + "bwd.ring_send");
+    REQUIRE(forward.size() == 3);
+    REQUIRE(backward.size() == 3);
+    for (double bytes : forward) CHECK(bytes == Approx(block_bytes).epsilon(1e-12));
+    for (double bytes : backward) CHECK(bytes == Approx(2 * block_bytes).epsilon(1e-12));
+    const double whole_scores = whole.layout.blocks[2 * l].score_flops_per_chip;
+    CHECK(whole_scores > 0);
+    CHECK(flops_named(ring.program, layer + "fwd.ring") == Approx(whole_scores / 4 + unpack).epsilon(1e-12));
+    CHECK(flops_named(ring.program, layer + "bwd.ring") == Approx(2 * (whole_scores / 4 + unpack)).epsilon(1e-12));
+  }
+  // The pod: the unsplit run's FLOPs plus every chip's up-projections, 3 x forward.
+  CHECK(ring.layout.total_flops ==
+        Approx(whole.layout.total_flops + 8 * 3 * model.layers * unpack).epsilon(1e-12));
+  replay_checked(topo, ring.program);
+  // And in a pipeline: two stages over Y instead of the tensor shards, two microbatches;
+  // the same latent blocks (t tokens each, whole heads now), each pass's ring inside its stage.
+  auto piped = plan;
+  piped.tensor_axes = {};
+  piped.pipeline_axis = 1;
+  piped.schedule = PipelineSchedule::OneFOneB;
+  piped.microbatches = 2;
+  piped.global_batch_tokens = 8192.0 * 2;
+  const auto stages = build(model, piped, topo);
+  const auto sends = ring_sends(stages.program, "");
+  CHECK(count_role(stages.program, OpRole::PipelineSend) > 0);
+  REQUIRE(!sends.empty());
+  for (double bytes : sends) CHECK((bytes == Approx(block_bytes) || bytes == Approx(2 * block_bytes)));
+  replay_checked(topo, stages.program);
+}
+
+TEST_CASE("combinations: context-parallel MLA prefill, the latent round the ring",
+          "[combinations][inference][context][mla]") {
+  // Two 4096-token prompts, X: a ring of 4, Y: 2 model shards, against X of 1: a hop carries
+  // the chip's t = 2 x 4096/4 tokens of latent and rotary key, t (d_c + d_h^R) bf16; each
+  // chip scores 1/4 of the unsplit scores and up-projects the 3 blocks it receives.
+  const auto topo = podsim_test::v5p_mesh({4, 2});
+  auto single = topo;
+  single.axes[0].size = 1;
+  const auto model = mla_model(2);
+  auto plan = inference_plan(InferencePhase::Prefill, {1}, 2);
+  plan.prompt_length = 4096;
+  auto unsplit_plan = plan;
+  plan.context_axis = 0;
+  InferenceLayout cp_layout, one_layout;
+  const auto cp = inference_program(model, plan, topo, cp_layout);
+  const auto one = inference_program(model, unsplit_plan, single, one_layout);
+  const double t = 2 * 4096 / 4.0, y = 2;
+  const double unpack = 3 * t * mla_up_projection_flops(model) / y;
+  const double whole_scores = chip_step_compute(model, unsplit_plan, single, prefill_shape(2, 4096, 0)).score_flops;
+  CHECK(whole_scores > 0);
+  for (int l = 0; l < model.layers; ++l) {
+    const std::string layer = "L" + std::to_string(l) + ".attn.";
+    INFO(layer);
+    const auto sends = ring_sends(cp, layer + "ring_send");
+    REQUIRE(sends.size() == 3);
+    for (double bytes : sends) CHECK(bytes == Approx(t * (512 + 64) * 2.0).epsilon(1e-12));
+    CHECK(flops_named(cp, layer + "ring") == Approx(whole_scores / 4 + unpack).epsilon(1e-12));
+  }
+  CHECK(program_flops(cp) == Approx(program_flops(one) / 4 + model.layers * unpack).epsilon(1e-12));
+  CHECK(cp_layout.flops == Approx(one_layout.flops + 8 * model.layers * unpack).epsilon(1e-12));
+  replay_checked(topo, cp);
+}
+
+TEST_CASE("combinations: 2D weight-stationary prefill with context parallelism, 1/CP of the 2D run per chip",
+          "[combinations][inference][2d][context]") {
+  // D over X (2D attention: the batch split over it), heads and F over Y, a ring of 4 over Z,
+  // against the same 2D plan on X and Y alone: each chip holds 1/X of the sequences and 1/4
+  // of their tokens, does 1/4 of the 2D run's FLOPs (MLA: plus the up-projection of the 3
+  // blocks it receives, over its N/(XY) share), and passes its block round Z: t/X tokens of
+  // its K/Y KV heads' K and V (MLA: of latent and rotary key).
+  const auto topo = podsim_test::v5p_mesh({2, 2, 4});
+  const auto flat = podsim_test::v5p_mesh({2, 2});
+  for (const bool mla : {false, true}) {
+    INFO((mla ? "MLA" : "GQA"));
+    const auto model = mla ? mla_model(2) : dense_model(2);
+    auto plan = inference_plan(InferencePhase::Prefill, {1}, 2);
+    plan.d_axes = {0};
+    plan.prompt_length = 4096;
+    auto ring_plan = plan;
+    ring_plan.context_axis = 2;
+    InferenceLayout ring_layout, flat_layout;
+    const auto ring = inference_program(model, ring_plan, topo, ring_layout);
+    const auto two_d = inference_program(model, plan, flat, flat_layout);
+    const double t = 2 * 4096 / 4.0, x = 2, yz = 2;
+    const double block_bytes = mla ? t / x * (512 + 64) * 2.0 : t / x * 2 * 8 * 128 * 2.0 / yz;
+    const double unpack = mla ? 3 * t * mla_up_projection_flops(model) / (x * yz) : 0.0;
+    const auto sends = ring_sends(ring, "L");
+    REQUIRE(sends.size() == 3 * static_cast<size_t>(model.layers));
+    for (double bytes : sends) CHECK(bytes == Approx(block_bytes).epsilon(1e-12));
+    CHECK(program_flops(ring) == Approx(program_flops(two_d) / 4 + model.layers * unpack).epsilon(1e-12));
+    CHECK(count_role(ring, OpRole::TensorAllReduce) == model.layers);   // the 2D MLP's reduction over X
+    replay_checked(topo, ring);
+  }
+}
+
+TEST_CASE("combinations: context parallelism loads with MLA and model_d, and is refused without attention",
+          "[combinations][context][scenario]") {
+  // A model without attention has nothing for a ring: splitting its sequences is splitting
+  // its batch (physics). Refused at the context key in training and prefill, and by the
+  // program builders.
+  const std::string training = R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: training
+  model:
+    preset: llama3-8b
+    layers: 2
+    attention: {kind: mla, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+  batch_tokens: 8192
+  sequence_length: 8192
+  parallelism:
+    tensor: [Y]
+    context: X
+)";
+  const std::string prefill = R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2, Y: 2, Z: 4}}
+workload:
+  kind: inference
+  model:
+    preset: llama3-8b
+    layers: 2
+    attention: {kind: mla, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+  phase: prefill
+  batch: 2
+  prompt_length: 4096
+  parallelism:
+    model: [Y]
+    model_d: [X]
+    context: Z
+)";
+  const Scenario t = load_scenario_text(training, podsim_test::kScenarioFile);
+  CHECK(t.training.plan.context_axis == 0);
+  const Scenario p = load_scenario_text(prefill, podsim_test::kScenarioFile);
+  CHECK(p.inference.plan.context_axis == 2);
+  CHECK(p.inference.plan.d_axes == std::vector<int>{0});
+  const std::string mla_line =
+      "    attention: {kind: mla, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, "
+      "v_head_dim: 128}";
+  for (const auto& [text, axis] : {std::pair{training, std::string("X")}, std::pair{prefill, std::string("Z")}}) {
+    const std::string none = podsim_test::replaced_in(text, mla_line, "    attention: {kind: none}");
+    podsim_test::require_error(none, "workload.parallelism.context", axis, "    context: " + axis);
+    CHECK(podsim_test::contains(podsim_test::error_from(none).what(), "has no attention"));
+  }
+  TransformerSpec mlp_only = dense_model(2);
+  mlp_only.attention = AttentionKind::None;
+  TrainingLayout training_layout;
+  CHECK_THROWS_WITH(training_program(mlp_only, t.training.plan, t.topology, training_layout),
+                    Catch::Contains("has no attention"));
+  InferenceLayout inference_layout;
+  CHECK_THROWS_WITH(inference_program(mlp_only, p.inference.plan, p.topology, inference_layout),
+                    Catch::Contains("has no attention"));
 }
 
 // --- Serving column ---------------------------------------------------------------------------

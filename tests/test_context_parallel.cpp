@@ -22,6 +22,14 @@ TransformerSpec cp_model(int layers = 2) {
   return m;
 }
 
+// The same layer with DeepSeek-V3's attention dims: its ring passes the latent and rotary key.
+TransformerSpec cp_mla_model(int layers) {
+  TransformerSpec m = cp_model(layers);
+  m.attention = AttentionKind::Mla;
+  m.mla = MlaSpec{1536, 512, 128, 64, 128};
+  return m;
+}
+
 TrainingPlan cp_plan(int sequence_length, int data_shards) {
   TrainingPlan plan;
   plan.data_axes = {0};
@@ -148,10 +156,10 @@ TEST_CASE("ring attention on the memory timeline: two received blocks while the 
   }
 }
 
-TEST_CASE("context parallelism: the reduced replay equals the full one, chip by chip (generated cases)",
+TEST_CASE("context parallelism: the reduced replay equals the full one, chip by chip (generated cases, GQA and MLA)",
           "[training][context][generated]") {
   const int cases = podsim_test::env_int("PODSIM_CONTEXT_CASES", 12);
-  int reduced_cases = 0;
+  int reduced_cases = 0, mla_cases = 0;
   for (int c = 0; c < cases; ++c) {
     auto rng = podsim_test::case_rng(0xc0c0, c);
     const int cp = 2 + rng.below(3);
@@ -175,16 +183,21 @@ TEST_CASE("context parallelism: the reduced replay equals the full one, chip by 
       plan.pipeline_axis = 2;
       plan.microbatches = 2;
     }
+    // Drawn last, so the cases above stay as they were: MLA, whose ring passes the latent.
+    const bool mla = rng.chance(0.5);
     INFO("case " << c << ": CP " << cp << " seq " << plan.sequence_length << " fsdp " << plan.fsdp << " tp "
-                 << plan.tensor_axes.size() << " overlap " << plan.tensor_overlap << " pipeline " << pipeline);
+                 << plan.tensor_axes.size() << " overlap " << plan.tensor_overlap << " pipeline " << pipeline << " mla "
+                 << mla);
     TrainingLayout layout;
-    const auto program = training_program(cp_model(4), plan, topo, layout);
+    const auto program = training_program(mla ? cp_mla_model(4) : cp_model(4), plan, topo, layout);
     const auto reduced = run_program(topo, {}, program, {Fidelity::Auto, false, {}});
     const auto full = run_program(topo, {}, program, {Fidelity::Full, false, {}});
     reduced_cases += reduced.simulated.chip_count() < full.simulated.chip_count();
+    mla_cases += mla;
     CHECK(podsim_test::spans_differing(program, reduced, full) == 0);
   }
   CHECK(reduced_cases > 0);
+  CHECK(mla_cases > 0);
 }
 
 TEST_CASE("impossible context-parallel plans are refused with the reason", "[training][context]") {

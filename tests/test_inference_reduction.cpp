@@ -25,7 +25,11 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
   const auto seed = static_cast<uint64_t>(podsim_test::env_int("PODSIM_INFERENCE_REDUCTION_SEED", 2026112502));
   auto model = *find_model_preset("llama3-8b");   // 32 heads, 8 KV heads
   model.layers = 2;
-  int reduced_cases = 0, with_2d = 0, with_replicas = 0, with_context = 0, refused = 0;
+  auto mla_model = model;   // DeepSeek-V3's attention dims on the same layer
+  mla_model.attention = AttentionKind::Mla;
+  mla_model.mla = MlaSpec{1536, 512, 128, 64, 128};
+  int reduced_cases = 0, with_2d = 0, with_replicas = 0, with_context = 0, with_context_2d = 0, with_context_mla = 0,
+      refused = 0;
   for (int c = 0; c < cases; ++c) {
     auto rng = podsim_test::case_rng(seed, c);
     // 2 or 3 axes of 2 or 4 chips, each wrapped or not (v5p links).
@@ -58,14 +62,21 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     plan.weight_bytes = rng.chance(0.5) ? 2 : 1;
     plan.collective_matmul = plan.d_axes.empty() && rng.chance(0.3);
     plan.kv_bytes = rng.chance(0.5) ? 2 : 1;
+    // Drawn last, so the cases above stay as they were: a 2D prefill's replica axis for
+    // context parallelism (the ring over it within each D and model group), and MLA attention.
+    if (plan.phase == InferencePhase::Prefill && !plan.d_axes.empty() && !plan.replica_axes.empty() && rng.chance(0.6)) {
+      plan.context_axis = plan.replica_axes.back();
+      plan.replica_axes.pop_back();
+    }
+    const bool mla = rng.chance(0.3);
     INFO("case " << c << ": mesh " << sizes.size() << " axes, model " << plan.model_axes.size() << ", d "
                  << plan.d_axes.size() << ", replicas " << plan.replica_axes.size() << ", context " << plan.context_axis
-                 << ", batch " << plan.batch
-                 << (plan.phase == InferencePhase::Decode ? ", decode" : ", prefill"));
+                 << ", batch " << plan.batch << (plan.phase == InferencePhase::Decode ? ", decode" : ", prefill")
+                 << (mla ? ", MLA" : ""));
     InferenceLayout layout;
     Program program;
     try {
-      program = inference_program(model, plan, topo, layout);
+      program = inference_program(mla ? mla_model : model, plan, topo, layout);
     } catch (const std::invalid_argument&) {
       ++refused;   // e.g. 16 model shards for 8 KV heads under 2D: refused with its reason
       continue;
@@ -76,16 +87,21 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     with_2d += !plan.d_axes.empty();
     with_replicas += !plan.replica_axes.empty();
     with_context += plan.context_axis >= 0;
+    with_context_2d += plan.context_axis >= 0 && !plan.d_axes.empty();
+    with_context_mla += plan.context_axis >= 0 && mla;
     CHECK(podsim_test::spans_differing(program, reduced, full) == 0);
     CHECK(reduced.total_time_s == Approx(full.total_time_s).epsilon(1e-9));
     CHECK(full.total_time_s > 0);
   }
   // The cases reached what they are for.
   INFO(reduced_cases << " of " << cases << " reduced, " << with_2d << " 2D, " << with_replicas << " with replicas, "
-                     << with_context << " context-parallel, " << refused << " refused");
+                     << with_context << " context-parallel (" << with_context_2d << " 2D, " << with_context_mla
+                     << " MLA), " << refused << " refused");
   CHECK(reduced_cases > 0);
   CHECK(with_2d > 0);
   CHECK(with_replicas > 0);
   CHECK(with_context > 0);
+  CHECK(with_context_2d > 0);
+  CHECK(with_context_mla > 0);
   CHECK(refused < cases / 2);
 }

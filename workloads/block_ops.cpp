@@ -16,8 +16,7 @@ Compute emit_compute(ProgramBuilder& b, const BlockPass& pass, const RingSplit& 
     const int op = b.compute(pass.name, pass.seconds, pass.flops, std::move(inputs), pass.layer, pass.role);
     return {{op}, op};
   }
-  const auto ops = emit_ring_block(b, pass.name, ring.axis, ring.steps, pass.seconds, pass.flops, ring.score_s,
-                                   ring.score_flops, ring.kv_bytes, std::move(inputs), pass.layer, pass.role);
+  const auto ops = emit_ring_block(b, pass.name, pass.seconds, pass.flops, ring, std::move(inputs), pass.layer, pass.role);
   return {{ops.projections}, ops.last};
 }
 
@@ -59,9 +58,9 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
   // Q's move to batch sharding and back, and under context parallelism the scores as ring
   // attention: the first half is the projections (Q, K, V), the second the output projection.
   const bool with_ring = ring.steps > 1;
-  const double score_s = with_ring ? ring.score_s : 0.0;
-  const double score_flops = with_ring ? ring.score_flops : 0.0;
-  const double half_s = (pass.seconds - score_s) / 2, half_flops = (pass.flops - score_flops) / 2;
+  const double ring_s = with_ring ? ring.score_s + ring.unpack_s : 0.0;
+  const double ring_flops = with_ring ? ring.score_flops + ring.unpack_flops : 0.0;
+  const double half_s = (pass.seconds - ring_s) / 2, half_flops = (pass.flops - ring_flops) / 2;
   const int first = b.compute(pass.name + ".matmul1", half_s, half_flops, inputs, pass.layer, pass.role);
   ops.entry.push_back(first);
   std::vector<int> ready = {first, gather};
@@ -70,8 +69,7 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
     ready = {emit_kv_all_to_all(b, pass, kv, ".alltoall_out", {q})};
   }
   if (with_ring) {
-    ready = {emit_ring_attention(b, pass.name, ring.axis, ring.steps, score_s / ring.steps, score_flops / ring.steps,
-                                 ring.kv_bytes, ready, pass.layer, pass.role)};
+    ready = {emit_ring_attention(b, pass.name, ring, ready, pass.layer, pass.role)};
   }
   const int second = b.compute(pass.name + ".matmul2", half_s, half_flops, ready, pass.layer, pass.role);
   const int scatter = b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
@@ -88,8 +86,11 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
   if (tensor) split = {plan.tensor_axes, plan.tensor_slices, plan.tensor_overlap, blk.activation_bytes_per_group};
   RingSplit ring_split;
   if (ring > 0 && blk.context_steps > 1) {
-    ring_split = {plan.context_axis, blk.context_steps, blk.score_forward_s * ring, blk.score_flops_per_chip * ring,
-                  blk.context_kv_bytes * ring};
+    // The backward (2) sends the block again with its gradient and takes the up-projection's
+    // gradients (MLA: with respect to the latent and to W^UK, W^UV) where the block passes.
+    ring_split = {plan.context_axis,           blk.context_steps,           blk.score_forward_s * ring,
+                  blk.score_flops_per_chip * ring, blk.context_kv_bytes * ring, blk.ring_unpack_s * ring,
+                  blk.ring_unpack_flops_per_chip * ring};
   }
   return emit_block(b, {name, blk.layer, role, seconds, flops}, split, ring_split, {}, std::move(inputs));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "workloads/program_builder.hpp"
+#include "workloads/ring_attention.hpp"
 #include "workloads/training.hpp"
 
 namespace podsim {
@@ -42,16 +43,6 @@ struct TensorSplit {
   double activation_bytes = 0;       // V of the gather before and the scatter after
 };
 
-// Context parallelism: the block's scores as ring attention, `steps` steps round `axis`
-// (ring_attention.hpp); steps 1: none. Seconds, FLOPs and bytes are the pass's totals.
-struct RingSplit {
-  int axis = -1;
-  int steps = 1;
-  double score_s = 0;
-  double score_flops = 0;
-  double kv_bytes = 0;               // what each ring send carries
-};
-
 // Inference with more model shards than KV heads (the cache also sharded over batch): attention
 // moves Q to batch sharding over these axes and its output back, two AllToAlls of
 // `bytes` around the scores (inference.md, "KV[2, B_Z, S, K_Y, H]"). No axes: none.
@@ -69,7 +60,7 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
 // A training block's pass: its splits from the plan and the block. `ring`: how many forward
 // scores' worth of ring attention the pass runs under context parallelism (1 forward or
 // recompute, 2 backward, which also sends the K/V gradients back; 0: none, e.g. ZB-H1's weight
-// gradients).
+// gradients). Under context parallelism the ring is RingSplit's (ring_attention.hpp).
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs, OpRole role,
                     double ring = 0);

@@ -123,9 +123,9 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
     if (!seen.insert(a).second) throw std::invalid_argument("axis " + topology.axes[a].name + " listed twice");
     if (plan.phase != InferencePhase::Prefill)
       throw std::invalid_argument("context parallelism splits a prompt's tokens; a decode step has one a sequence");
-    if (model.attention != AttentionKind::Gqa)
-      throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
-    if (!plan.d_axes.empty()) throw std::invalid_argument("context parallelism with 2D weight-stationary sharding is not supported yet");
+    if (model.attention == AttentionKind::None)
+      throw std::invalid_argument("context parallelism rings keys and values between a prompt's chips; " + model.name +
+                                  " has no attention, so splitting its prompts is splitting its batch");
     const int cp = topology.axes[a].size;
     if (plan.prompt_length % (2 * cp) != 0) {
       throw std::invalid_argument("a prompt of " + std::to_string(plan.prompt_length) + " tokens does not split into 2 x " +
@@ -194,7 +194,7 @@ StepShape prefill_shape(int batch, int chunk, int offset) {
 }
 
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
-                         int model_degree, const StepShape& shape) {
+                         int model_degree, const StepShape& shape, double ring_unpack_flops) {
   const double y = model_degree;
   const double C = matmul_rate(plan, chip);
   const double activation = 2.0;   // bf16 activations
@@ -213,9 +213,11 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   // The MXU does the padded work of each block's shapes (matmul_shapes.hpp; 1 on the ideal machine).
   auto padded = [&](const std::vector<WeightShape>& shapes) { return mxu_padding_factor(shape.tokens, shapes, chip); };
   StepCompute out;
-  out.attention_flops = (2 * shape.tokens * p_attn + score_flops) / y;
+  // The ring's unpacking, like the scores, has no weights to pad or read.
+  const double weightless_flops = score_flops + ring_unpack_flops;
+  out.attention_flops = (2 * shape.tokens * p_attn + weightless_flops) / y;
   out.attention_s =
-      roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, model_degree)) + score_flops) / y,
+      roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, model_degree)) + weightless_flops) / y,
                (p_attn * plan.weight_bytes + layer_kv + io) / y, p_attn / y);
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
   out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, model_degree)),
@@ -225,6 +227,7 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
       roofline(out.unembed_flops * padded(unembed_weight_shapes(model, model_degree)), p_out * plan.weight_bytes / y, p_out / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
   out.score_flops = score_flops / y;
+  out.ring_unpack_flops = ring_unpack_flops / y;
   return out;
 }
 
@@ -238,7 +241,13 @@ StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan&
   local.tokens /= split;
   local.attended_tokens /= split;
   local.kv_tokens /= split;
-  return step_compute(model, plan, topology.chip, model_parallel_degree(plan, topology), local);
+  // MLA: each of the CP - 1 latent blocks a chip receives (as many tokens as its own)
+  // up-projected to K and V heads (model_spec.hpp); no scores, no ring.
+  const int cp = context_degree(plan, topology);
+  const double unpack = cp > 1 && plan.attention_flops
+                            ? (cp - 1) * local.tokens * mla_up_projection_flops_per_layer(model)
+                            : 0.0;
+  return step_compute(model, plan, topology.chip, model_parallel_degree(plan, topology), local, unpack);
 }
 
 Program inference_program(const TransformerSpec& model, const InferencePlan& whole, const TopologySpec& topology,

@@ -103,12 +103,17 @@ struct StepCompute {
   double attention_flops = 0, mlp_flops = 0, unembed_flops = 0;
   double activation_bytes = 0;
   double score_flops = 0;   // of attention_flops: QK^T and AV (what ring attention splits)
+  double ring_unpack_flops = 0;   // of attention_flops: MLA's up-projection of the ring's received blocks
 };
+// `ring_unpack_flops`: the step's (all chips of the model group) up-projection of blocks
+// received by ring attention, beside the scores in attention's roofline; 0 without a ring.
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
-                         int model_degree, const StepShape& shape);
+                         int model_degree, const StepShape& shape, double ring_unpack_flops = 0.0);
 
 // The same on one chip of a slice: with expert parallelism each group of model-parallel chips
-// serves 1/EP of the shape outside the experts (data-parallel attention, its sequences' caches).
+// serves 1/EP of the shape outside the experts (data-parallel attention, its sequences' caches);
+// under context parallelism each context chip its 1/CP of every prompt, and with MLA the
+// up-projection of the CP - 1 latent blocks it receives.
 StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                               const StepShape& shape);
 

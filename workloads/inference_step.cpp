@@ -34,10 +34,19 @@ class StepEmitter {
     if (shape.decode) batch_axes_ = cache_batch_axes;
     // Context parallelism: the chip's K and V (its tokens, its KV heads) passed round the
     // context axis a block at a time; the heads split over the model axes that do not shard
-    // the cache by batch.
+    // the cache by batch. MLA's blocks are the latent and rotary key, whole on every model
+    // shard (model_spec.hpp). 2D weight-stationary attention splits the batch over the D
+    // axes as well (block_2d).
     int kv_heads_split = model_degree_;
     for (int a : cache_batch_axes) kv_heads_split /= topology.axes[a].size;
-    kv_block_bytes_ = local_tokens_ * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
+    double block_tokens = local_tokens_;
+    if (!plan.d_axes.empty()) {   // heads over the model axes, sequences over the D axes
+      kv_heads_split = model_degree_ / d_degree();
+      block_tokens /= d_degree();
+    }
+    kv_block_bytes_ = model.attention == AttentionKind::Mla
+                          ? block_tokens * mla_ring_elements_per_layer(model) * 2.0   // bf16
+                          : block_tokens * 2.0 * model.kv_heads * model.head_dim * 2.0 / kv_heads_split;   // bf16 K, V
   }
 
   Program emit() {
@@ -67,14 +76,28 @@ class StepEmitter {
     TensorSplit tensor;
     if (model_degree_ > 1) tensor = {plan_.model_axes, {}, plan_.collective_matmul, cost_.activation_bytes};
     RingSplit ring;
-    // The scores' share of an attention block's roofline (its FLOPs' share).
-    if (attention && cp_ > 1) {
-      ring = {plan_.context_axis, cp_, flops > 0 ? seconds * cost_.score_flops / flops : 0.0, cost_.score_flops,
-              kv_block_bytes_};
-    }
+    if (attention && cp_ > 1) ring = ring_split(seconds, flops);
     KvBatchSplit kv;
     if (attention && model_degree_ > 1) kv = {batch_axes_, cost_.activation_bytes};
     previous_ = emit_block(b_, {name, layer, role, seconds, flops}, tensor, ring, kv, previous_).end;
+  }
+
+  // The ring of an attention block of `seconds` and `flops`: the scores' and the unpacking's
+  // shares of its roofline (their FLOPs' shares).
+  RingSplit ring_split(double seconds, double flops) const {
+    return {plan_.context_axis,
+            cp_,
+            flops > 0 ? seconds * cost_.score_flops / flops : 0.0,
+            cost_.score_flops,
+            kv_block_bytes_,
+            flops > 0 ? seconds * cost_.ring_unpack_flops / flops : 0.0,
+            cost_.ring_unpack_flops};
+  }
+
+  int d_degree() const {
+    int x = 1;
+    for (int a : plan_.d_axes) x *= topology_.axes[a].size;
+    return x;
   }
 
   // 2D weight-stationary (inference.md Question 7, Appendix B; ESTI sec. 3.2.2): weights
@@ -84,9 +107,12 @@ class StepEmitter {
   // projections, with its scores on 1/X of the batch between them: the Q, K, V partial sums
   // reduce-scattered over X by sequence, the output gathered back (one AllReduce's traffic).
   // The block's roofline is split over its parts by FLOPs (a chain: the sum is what counts).
+  // Under context parallelism the scores run as ring attention over the context axis, apart
+  // from the D and model axes: each chip's 1/X of the sequences, its 1/CP of their tokens,
+  // its heads' K and V (or MLA's latent) passed round (ring_attention.hpp).
   void block_2d(const std::string& name, double seconds, double flops, int layer, OpRole role, bool attention) {
-    int x_degree = 1, yz_degree = 1;
-    for (int a : plan_.d_axes) x_degree *= topology_.axes[a].size;
+    const int x_degree = d_degree();
+    int yz_degree = 1;
     for (int a : plan_.model_axes) yz_degree *= topology_.axes[a].size;
     const double t = local_tokens_;
     const double io_bytes = cost_.activation_bytes / x_degree;
@@ -108,14 +134,26 @@ class StepEmitter {
       const double nh = static_cast<double>(model_.heads) * model_.head_dim;
       const double qkv = nh + 2.0 * model_.kv_heads * model_.head_dim;
       const double weight_flops = 2 * t * model_.d_model * (qkv + nh) / (x_degree * yz_degree);
-      const double f_qkv =
+      double f_qkv =
           weight_flops > 0 ? std::min(1.0, 2 * t * model_.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
-      const double f_out =
+      double f_out =
           weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model_.d_model * nh / (x_degree * yz_degree) / flops) : 0;
+      if (model_.attention == AttentionKind::Mla) {
+        // MLA's FLOP shares from its own weights (model_spec.cpp): W^O [N v_head_dim, D] after
+        // the scores, every other projection before them (GQA's shapes overstate them, leaving
+        // the scores, and a ring, less than their FLOPs).
+        const double out_params = static_cast<double>(model_.heads) * model_.mla.v_head_dim * model_.d_model;
+        const double per_param = 2 * t / (x_degree * yz_degree) / flops;
+        f_qkv = std::min(1.0, (attention_params_per_layer(model_) - out_params) * per_param);
+        f_out = std::min(1.0 - f_qkv, out_params * per_param);
+      }
       last = part(".qkv", f_qkv, last);
       last = over(".reducescatter_qkv", CollectiveKind::ReduceScatter, plan_.d_axes, t * qkv * 2.0 / yz_degree,
                   OpRole::TensorReduceScatter, last);
-      last = part(".scores", 1 - f_qkv - f_out, last);
+      // The ring's steps are the scores' (and MLA's up-projections') shares, what the
+      // projections leave of the block.
+      last = cp_ > 1 ? emit_ring_attention(b_, name, ring_split(seconds, flops), {last}, layer, role)
+                     : part(".scores", 1 - f_qkv - f_out, last);
       last = over(".allgather_out", CollectiveKind::AllGather, plan_.d_axes, t * nh * 2.0 / yz_degree,
                   OpRole::TensorAllGather, last);
       last = part(".out", f_out, last);

@@ -226,6 +226,16 @@ double kv_cache_elements_per_token(const TransformerSpec& s) {
   return 2.0 * s.layers * s.kv_heads * s.head_dim;
 }
 
+double mla_ring_elements_per_layer(const TransformerSpec& s) {
+  if (s.attention != AttentionKind::Mla) return 0;
+  return double(s.mla.kv_lora_rank) + s.mla.qk_rope_head_dim;
+}
+
+double mla_up_projection_flops_per_layer(const TransformerSpec& s) {
+  if (s.attention != AttentionKind::Mla) return 0;
+  return 2 * double(s.mla.kv_lora_rank) * N(s) * (double(s.mla.qk_nope_head_dim) + s.mla.v_head_dim);
+}
+
 double attention_flops_per_token_forward(const TransformerSpec& s, double seq_len,
                                          bool causal_mask) {
   if (!(seq_len >= 0)) {

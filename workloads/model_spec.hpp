@@ -121,6 +121,15 @@ double matmul_flops_per_token_forward(const TransformerSpec& spec);
 // are cached).
 double kv_cache_elements_per_token(const TransformerSpec& spec);
 
+// MLA under ring attention (context parallelism), per token and layer: what a ring block carries, the
+// latent and the shared rotary key MLA caches, kv_lora_rank + qk_rope_head_dim elements (every
+// head's K and V come from them, so a chip of any tensor shard needs them whole); and the FLOPs
+// to up-project one received token to K and V heads before scoring it, W^UK and W^UV:
+// 2 kv_lora_rank N (qk_nope_head_dim + v_head_dim) per layer (DeepSeek-V2 eqs. 12-13), over all
+// N heads (a tensor shard does its share). 0 for a model without MLA.
+double mla_ring_elements_per_layer(const TransformerSpec& spec);
+double mla_up_projection_flops_per_layer(const TransformerSpec& spec);
+
 // Dot-product attention (QK^T and AV) forward FLOPs per token at sequence length seq_len:
 // 2*T*N*H for each of the two matmuls, per layer: 4*T*N*H*L (MLA: 2*T*N*(d_h + d_h^R) for QK^T
 // and 2*T*N*v_head_dim for AV, without weight absorption). This is the book's convention

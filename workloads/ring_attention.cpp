@@ -2,13 +2,18 @@
 
 namespace podsim {
 
-int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
-                        double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
-                        OpRole role) {
+int emit_ring_attention(ProgramBuilder& b, const std::string& name, const RingSplit& ring,
+                        const std::vector<int>& projections, int layer, OpRole role) {
+  const double step_s = ring.score_s / ring.steps, step_flops = ring.score_flops / ring.steps;
+  // A received block is unpacked (MLA: up-projected to K and V heads) before its step scores it.
+  const double received_s = step_s + ring.unpack_s / (ring.steps - 1);
+  const double received_flops = step_flops + ring.unpack_flops / (ring.steps - 1);
+  const int axis = ring.axis;
+  const double block_bytes = ring.kv_bytes;
   int step = b.compute(name + ".ring0", step_s, step_flops, projections, layer, role);
   int before = -1;                       // the step before `step`
   std::vector<int> have = projections;   // the ops after which this chip holds the block it sends next
-  for (int i = 1; i < steps; ++i) {
+  for (int i = 1; i < ring.steps; ++i) {
     // Two buffers: while `step` scores the block it holds, that block leaves for the neighbour
     // and the next arrives in the other buffer, which the step before freed. So a send waits
     // for its block and for the step before the current one; the ring never runs further
@@ -23,7 +28,7 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
     const int receive = b.compute(name + ".ring_receive" + std::to_string(i), 0.0, 0.0, {}, layer, OpRole::RingReceive);
     b.op(receive).after_neighbour = {{send, axis, +1, false}, {send, axis, +1, true}};
     before = step;
-    step = b.compute(name + ".ring" + std::to_string(i), step_s, step_flops, {step, receive}, layer, role);
+    step = b.compute(name + ".ring" + std::to_string(i), received_s, received_flops, {step, receive}, layer, role);
     b.op(receive).holds_bytes = block_bytes;
     b.op(receive).released_by = {step};
     have = {receive};
@@ -31,14 +36,12 @@ int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, in
   return step;
 }
 
-RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
-                          double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
-                          int layer, OpRole role) {
+RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, double seconds, double flops,
+                          const RingSplit& ring, std::vector<int> after, int layer, OpRole role) {
   RingBlock out;
-  out.projections = b.compute(name + ".projections", seconds - score_s, flops - score_flops, std::move(after), layer,
-                              role);
-  out.last = emit_ring_attention(b, name, axis, steps, score_s / steps, score_flops / steps, block_bytes,
-                                 {out.projections}, layer, role);
+  out.projections = b.compute(name + ".projections", seconds - ring.score_s - ring.unpack_s,
+                              flops - ring.score_flops - ring.unpack_flops, std::move(after), layer, role);
+  out.last = emit_ring_attention(b, name, ring, {out.projections}, layer, role);
   return out;
 }
 

@@ -6,6 +6,10 @@
 // (the local block once projected). A step waits for its block and the step before it; a send
 // for its block and the step before the current one. The sends go round the end of the line
 // (one wraparound hop on a torus, the closing route on a line).
+//
+// What a block is depends on the attention: GQA's K and V heads of the chip's tokens; MLA's
+// latent c_KV and shared rotary key (the cache MLA keeps), which each chip up-projects to its
+// K and V heads on arrival before scoring them (docs/modelling.md, "Context parallelism").
 #include <string>
 #include <vector>
 
@@ -13,22 +17,34 @@
 
 namespace podsim {
 
-// `steps` score steps of `step_s` (and `step_flops`) each, the first after `projections` (the
-// ops after which the chip holds its own K/V block), each later one after the one before and
-// its block's arrival (`block_bytes` sent along `axis`). Returns the last step.
-int emit_ring_attention(ProgramBuilder& b, const std::string& name, int axis, int steps, double step_s,
-                        double step_flops, double block_bytes, const std::vector<int>& projections, int layer,
-                        OpRole role);
+// A block's scores as ring attention, `steps` steps round `axis`; steps 1: none. Seconds,
+// FLOPs and bytes are the pass's totals: `score_*` over all steps, `unpack_*` over the
+// steps - 1 received blocks (MLA's up-projection of each; 0 for GQA), `kv_bytes` each send's.
+struct RingSplit {
+  int axis = -1;
+  int steps = 1;
+  double score_s = 0;
+  double score_flops = 0;
+  double kv_bytes = 0;               // what each ring send carries
+  double unpack_s = 0;
+  double unpack_flops = 0;
+};
+
+// `ring.steps` score steps, each 1/steps of the scores and, from the second on (a received
+// block), 1/(steps - 1) of the unpacking; the first after `projections` (the ops after which
+// the chip holds its own block), each later one after the one before and its block's arrival.
+// Returns the last step.
+int emit_ring_attention(ProgramBuilder& b, const std::string& name, const RingSplit& ring,
+                        const std::vector<int>& projections, int layer, OpRole role);
 
 // A whole attention block under context parallelism: its projections (the block's `seconds` and
-// `flops` less the scores' `score_s` and `score_flops`) as one op after `after`, then the ring
-// of `steps` score steps. Returns the projections op and the last step.
+// `flops` less the ring's scores and unpacking) as one op after `after`, then the ring.
+// Returns the projections op and the last step.
 struct RingBlock {
   int projections = -1;
   int last = -1;
 };
-RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, int axis, int steps, double seconds,
-                          double flops, double score_s, double score_flops, double block_bytes, std::vector<int> after,
-                          int layer, OpRole role);
+RingBlock emit_ring_block(ProgramBuilder& b, const std::string& name, double seconds, double flops,
+                          const RingSplit& ring, std::vector<int> after, int layer, OpRole role);
 
 }  // namespace podsim

@@ -91,8 +91,9 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
       throw std::invalid_argument("the context axis must be a whole data axis");
     }
     context = topology.axes[plan.context_axis].size;
-    if (model.attention != AttentionKind::Gqa) {
-      throw std::invalid_argument("context parallelism needs standard (grouped-query) attention");
+    if (model.attention == AttentionKind::None) {
+      throw std::invalid_argument("context parallelism rings keys and values between a sequence's chips; " + model.name +
+                                  " has no attention, so splitting its sequences is splitting its batch (data parallelism)");
     }
     // Zig-zag load balancing (Megatron-LM's context parallelism): each chip holds two of the
     // 2CP chunks of a sequence, one early and one late, so causal work is even.
@@ -139,7 +140,7 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   const double y = layout.tensor_degree;
   const double act = model.activation_bytes;
   auto make = [&](std::string name, int layer, double params, double extra_flops_per_token,
-                  const std::vector<WeightShape>& shapes) {
+                  const std::vector<WeightShape>& shapes, double unpack_flops_per_token = 0.0) {
     TrainingBlock b;
     b.name = std::move(name);
     b.layer = layer;
@@ -147,10 +148,12 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     // A matmul with W[in, out] costs 2 x tokens x |W| FLOPs forward (the book's 2BDF);
     // tensor parallelism splits W over Y chips. The MXU does the padded work of its shapes
     // (matmul_shapes.hpp; the same as the FLOPs on the ideal machine).
-    b.forward_flops_per_chip = (2 * tokens * params + tokens * extra_flops_per_token) / y;
+    b.forward_flops_per_chip = (2 * tokens * params + tokens * (extra_flops_per_token + unpack_flops_per_token)) / y;
     b.score_flops_per_chip = tokens * extra_flops_per_token / y;
-    const double mxu_flops =
-        (2 * tokens * params * mxu_padding_factor(tokens, shapes, chip) + tokens * extra_flops_per_token) / y;
+    b.ring_unpack_flops_per_chip = tokens * unpack_flops_per_token / y;
+    const double mxu_flops = (2 * tokens * params * mxu_padding_factor(tokens, shapes, chip) +
+                              tokens * (extra_flops_per_token + unpack_flops_per_token)) /
+                             y;
     b.forward_bytes_per_chip = params * model.param_bytes / y + 2 * tokens * model.d_model * act;
     b.forward_s = roofline_s(mxu_flops, b.forward_bytes_per_chip, chip, plan.matmul_efficiency);
     // Backward: gradients with respect to inputs and to weights, twice the forward FLOPs.
@@ -176,11 +179,16 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
       plan.attention_flops ? attention_flops_per_token_forward(model, plan.sequence_length) / model.layers : 0.0;
+  // MLA under context parallelism: each of the CP - 1 received latent blocks (as many tokens
+  // as the chip's own) up-projected to this chip's K and V heads, per local token.
+  const double unpack_flops = score_flops > 0 && layout.context_degree > 1
+                                  ? (layout.context_degree - 1) * mla_up_projection_flops_per_layer(model)
+                                  : 0.0;
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
     if (model.attention != AttentionKind::None) {
       blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops,
-                            attention_weight_shapes(model, static_cast<int>(y))));
+                            attention_weight_shapes(model, static_cast<int>(y)), unpack_flops));
       recompute(blocks.back(), true);
     }
     if (model.moe && l >= model.moe->dense_layers) {
@@ -222,19 +230,23 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;   // FSDP shards within a slice
   layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
   if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
+  if (plan.context_axis >= 0) layout.context_degree = topology.axes[plan.context_axis].size;
   layout.blocks = model_blocks(model, plan, layout, chip);
   if (plan.context_axis >= 0) {
     // Ring attention: each step scores the local queries against one chip's K/V block of
-    // tokens_per_microbatch tokens (K and V, kv_heads x head_dim each, split over the
-    // tensor axes as far as the KV heads go).
-    layout.context_degree = topology.axes[plan.context_axis].size;
+    // tokens_per_microbatch tokens (GQA: K and V, kv_heads x head_dim each, split over the
+    // tensor axes as far as the KV heads go; MLA: the latent and rotary key, whole on every
+    // tensor shard, model_spec.hpp).
     const double kv_split = std::min<double>(layout.tensor_degree, model.kv_heads);
     for (auto& blk : layout.blocks) {
       if (blk.score_flops_per_chip <= 0) continue;
       blk.context_steps = layout.context_degree;
-      blk.context_kv_bytes = layout.tokens_per_microbatch * 2.0 * model.kv_heads * model.head_dim *
-                             model.activation_bytes / kv_split;
+      blk.context_kv_bytes =
+          model.attention == AttentionKind::Mla
+              ? layout.tokens_per_microbatch * mla_ring_elements_per_layer(model) * model.activation_bytes
+              : layout.tokens_per_microbatch * 2.0 * model.kv_heads * model.head_dim * model.activation_bytes / kv_split;
       blk.score_forward_s = blk.forward_s * blk.score_flops_per_chip / blk.forward_flops_per_chip;
+      blk.ring_unpack_s = blk.forward_s * blk.ring_unpack_flops_per_chip / blk.forward_flops_per_chip;
     }
     layout.strategy += "+CP";
   }

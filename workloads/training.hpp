@@ -87,10 +87,14 @@ struct TrainingBlock {
   double weight_bytes_per_group = 0;   // V of the FSDP AllGather / gradient reduction
   // Ring attention (context parallelism): the scores run in `context_steps` steps, one per
   // K/V block of the ring, each chip sending its neighbour `context_kv_bytes` between steps
-  // (forward; the backward sends K/V and their gradients, twice as much). 1: no ring.
+  // (forward; the backward sends K/V and their gradients, twice as much). 1: no ring. MLA's
+  // blocks are its latent and rotary key, each received one up-projected before its step:
+  // `ring_unpack_*`, in forward_flops_per_chip and forward_s beside the scores (0 for GQA).
   int context_steps = 1;
   double context_kv_bytes = 0;
   double score_forward_s = 0;          // the part of forward_s that is the scores
+  double ring_unpack_flops_per_chip = 0;
+  double ring_unpack_s = 0;
   double activation_bytes_per_group = 0;  // V of the TP AllGather / ReduceScatter
 };
 

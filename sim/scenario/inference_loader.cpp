@@ -82,8 +82,9 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
     // Context parallelism (prefill): one whole axis, apart from the others.
     const int axis = parse_one_whole_axis(*context, topology, used, "context",
                                           "expected one mesh axis name (the prompts' tokens are split along it)");
-    if (model.attention != AttentionKind::Gqa)
-      fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
+    if (model.attention == AttentionKind::None)
+      fail(*context, "context parallelism rings keys and values between a prompt's chips; " + model.name +
+                         " has no attention, so splitting its prompts is splitting its batch: expected no context axis");
     out.context = axis;
   }
   if (auto expert = reader.optional("expert")) {
@@ -151,7 +152,6 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
       } else {
         fail(context, "context parallelism splits a prompt's tokens; expected phase: prefill, or no context axis");
       }
-      if (!plan.d_axes.empty()) fail(context, "context parallelism with parallelism.model_d is not supported yet");
     }
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);

@@ -93,8 +93,10 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     // each sequence rather than the batch.
     const int axis =
         parse_one_whole_axis(*context, topology, used, "context", "expected one mesh axis name (each sequence is split along it)");
-    if (model.attention != AttentionKind::Gqa)
-      fail(*context, "context parallelism needs standard (grouped-query) attention; " + model.name + " has none");
+    if (model.attention == AttentionKind::None)
+      fail(*context, "context parallelism rings keys and values between a sequence's chips; " + model.name +
+                         " has no attention, so splitting its sequences is splitting its batch: expected "
+                         "parallelism.data instead");
     plan.context_axis = axis;
     plan.data_axes.push_back(plan.context_axis);
     if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
