@@ -209,48 +209,14 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   return blocks;
 }
 
-}  // namespace
-
-TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
-  TrainingLayout layout;
-  check_plan(model, plan, topology);
-  const ChipSpec& chip = topology.chip;
-  layout.ici_data_degree = product_of(topology, plan.data_axes, plan.data_slices);
-  layout.data_degree = layout.ici_data_degree * (plan.dcn_data_parallel ? topology.slices : 1);
-  layout.tensor_degree = product_of(topology, plan.tensor_axes, plan.tensor_slices);
-  layout.chips = product_of(topology, [&] {
-    std::vector<int> all(topology.axes.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-    return all;
-  }()) * topology.slices;
-  layout.tokens_per_data_shard = plan.global_batch_tokens / layout.data_degree;
-  layout.tokens_per_microbatch = layout.tokens_per_data_shard / plan.microbatches;
+// The step's sharding as the memory model sees it, the strategy's name with ZeRO or the
+// pipeline, and the per-chip HBM: the framework's buckets, the loss's logits, FSDP's gathered
+// weights in flight and ring attention's blocks.
+void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                                TrainingLayout& layout) {
   const bool data = layout.data_degree > 1;
   const bool tensor = layout.tensor_degree > 1;
-  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;   // FSDP shards within a slice
-  layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
-  if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
-  if (plan.context_axis >= 0) layout.context_degree = topology.axes[plan.context_axis].size;
-  layout.blocks = model_blocks(model, plan, layout, chip);
-  if (plan.context_axis >= 0) {
-    // Ring attention: each step scores the local queries against one chip's K/V block of
-    // tokens_per_microbatch tokens (GQA: K and V, kv_heads x head_dim each, split over the
-    // tensor axes as far as the KV heads go; MLA: the latent and rotary key, whole on every
-    // tensor shard, model_spec.hpp).
-    const double kv_split = std::min<double>(layout.tensor_degree, model.kv_heads);
-    for (auto& blk : layout.blocks) {
-      if (blk.score_flops_per_chip <= 0) continue;
-      blk.context_steps = layout.context_degree;
-      blk.context_kv_bytes =
-          model.attention == AttentionKind::Mla
-              ? layout.tokens_per_microbatch * mla_ring_elements_per_layer(model) * model.activation_bytes
-              : layout.tokens_per_microbatch * 2.0 * model.kv_heads * model.head_dim * model.activation_bytes / kv_split;
-      blk.score_forward_s = blk.forward_s * blk.score_flops_per_chip / blk.forward_flops_per_chip;
-      blk.ring_unpack_s = blk.forward_s * blk.ring_unpack_flops_per_chip / blk.forward_flops_per_chip;
-    }
-    layout.strategy += "+CP";
-  }
-
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
   ShardingDegrees degrees;
   degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
   degrees.zero_stage = data ? plan.zero_stage : 0;
@@ -298,6 +264,51 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   }
   layout.memory.total_bytes +=
       layout.memory.logits_bytes + layout.memory.gathered_weights_bytes + layout.memory.ring_blocks_bytes;
+}
+
+}  // namespace
+
+TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  TrainingLayout layout;
+  check_plan(model, plan, topology);
+  const ChipSpec& chip = topology.chip;
+  layout.ici_data_degree = product_of(topology, plan.data_axes, plan.data_slices);
+  layout.data_degree = layout.ici_data_degree * (plan.dcn_data_parallel ? topology.slices : 1);
+  layout.tensor_degree = product_of(topology, plan.tensor_axes, plan.tensor_slices);
+  layout.chips = product_of(topology, [&] {
+    std::vector<int> all(topology.axes.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return all;
+  }()) * topology.slices;
+  layout.tokens_per_data_shard = plan.global_batch_tokens / layout.data_degree;
+  layout.tokens_per_microbatch = layout.tokens_per_data_shard / plan.microbatches;
+  const bool data = layout.data_degree > 1;
+  const bool tensor = layout.tensor_degree > 1;
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;   // FSDP shards within a slice
+  layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
+  if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
+  if (plan.context_axis >= 0) layout.context_degree = topology.axes[plan.context_axis].size;
+  layout.blocks = model_blocks(model, plan, layout, chip);
+  if (plan.context_axis >= 0) {
+    // Ring attention: each step scores the local queries against one chip's K/V block of
+    // tokens_per_microbatch tokens (GQA: K and V, kv_heads x head_dim each, split over the
+    // tensor axes as far as the KV heads go; MLA: the latent and rotary key, whole on every
+    // tensor shard, model_spec.hpp).
+    const double kv_split = std::min<double>(layout.tensor_degree, model.kv_heads);
+    for (auto& blk : layout.blocks) {
+      if (blk.score_flops_per_chip <= 0) continue;
+      blk.context_steps = layout.context_degree;
+      blk.context_kv_bytes =
+          model.attention == AttentionKind::Mla
+              ? layout.tokens_per_microbatch * mla_ring_elements_per_layer(model) * model.activation_bytes
+              : layout.tokens_per_microbatch * 2.0 * model.kv_heads * model.head_dim * model.activation_bytes / kv_split;
+      blk.score_forward_s = blk.forward_s * blk.score_flops_per_chip / blk.forward_flops_per_chip;
+      blk.ring_unpack_s = blk.forward_s * blk.ring_unpack_flops_per_chip / blk.forward_flops_per_chip;
+    }
+    layout.strategy += "+CP";
+  }
+
+  layout_sharding_and_memory(model, plan, topology, layout);
   layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
   return layout;
 }
