@@ -224,20 +224,22 @@ bool PerfettoTrace::counter(std::string_view name, int pid, double time_s, const
 
 bool PerfettoTrace::flow(std::string_view name, std::string_view cat, FlowEnd from, FlowEnd to) {
   if (!admit(2, static_cast<double>(from.ns) / 1e9)) return false;
-  const std::string id = std::to_string(next_flow_id_++);
-  begin(name, cat, "s");
-  event_ += ",\"id\":" + id + ",\"ts\":";
-  append_us(event_, from.ns);
-  append_pid_tid(from.pid, from.tid);
-  event_ += '}';
-  write_event();
-  begin(name, cat, "f");
-  event_ += ",\"bp\":\"e\",\"id\":" + id + ",\"ts\":";
-  append_us(event_, to.ns);
-  append_pid_tid(to.pid, to.tid);
-  event_ += '}';
-  write_event();
+  const unsigned long long id = next_flow_id_++;
+  write_flow_end(name, cat, "s", id, from);
+  write_flow_end(name, cat, "f", id, to);
   return true;
+}
+
+// {"name":..,"cat":..,"ph":"s","id":..,"ts":..,"pid":..,"tid":..}; the "f" adds "bp":"e" before the id.
+void PerfettoTrace::write_flow_end(std::string_view name, std::string_view cat, std::string_view ph,
+                                   unsigned long long id, FlowEnd end) {
+  begin(name, cat, ph);
+  if (ph == "f") event_ += ",\"bp\":\"e\"";
+  event_ += ",\"id\":" + std::to_string(id) + ",\"ts\":";
+  append_us(event_, end.ns);
+  append_pid_tid(end.pid, end.tid);
+  event_ += '}';
+  write_event();
 }
 
 TraceExtent PerfettoTrace::finish() { return close(nullptr); }

@@ -104,6 +104,8 @@ class PerfettoTrace {
   TraceExtent close(const TraceArgs* other_data);
   bool metadata(std::string_view name, int pid, std::optional<int> tid, const TraceArgs& args, double at_s);
   void write_event();                        // event_ to the sink
+  void write_flow_end(std::string_view name, std::string_view cat, std::string_view ph, unsigned long long id,
+                      FlowEnd end);
   void begin(std::string_view name, std::optional<std::string_view> cat, std::string_view ph);
   void append_pid_tid(int pid, int tid);
   void append_args(const TraceArgs& args);
