@@ -10,6 +10,7 @@
 #include "sim/engine/run.hpp"
 #include "sim/report/gzip.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/run_trace.hpp"
 #include "sim/report/trace_counters.hpp"
 #include "trace_checks.hpp"
 

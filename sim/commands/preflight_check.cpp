@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/scenario_run.hpp"
-#include "sim/report/report.hpp"
+#include "sim/report/run_trace.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -129,7 +129,7 @@ SimulationEstimate preflight_check(const Scenario& scenario, const Program& prog
   } catch (const std::invalid_argument&) {
     return e;   // the run itself reports what it cannot plan
   }
-  // trace.json: a span per op repetition per traced chip (report.hpp), built as one JSON
+  // trace.json: a span per op repetition per traced chip (run_trace.hpp), built as one JSON
   // document: about 190 B and 2.5 us each (20,000 ops on a 16x16 traced whole: 967 MB, 13 s).
   long long repetitions = 0;
   for (const auto& op : program) repetitions += op.repeat;

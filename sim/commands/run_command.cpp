@@ -9,6 +9,7 @@
 #include "sim/report/gzip.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/run_trace.hpp"
 #include "sim/report/serving_files.hpp"
 #include "sim/report/serving_report.hpp"
 #include "sim/scenario/units.hpp"

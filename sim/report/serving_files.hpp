@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "sim/report/output_files.hpp"
+#include "sim/report/perfetto_trace.hpp"
 #include "sim/report/serving_report.hpp"
 
 namespace podsim {
@@ -24,17 +25,13 @@ class ServingFileSink : public ServingSink {
   void step(const StepRecord& step) override;
   void request(const RequestRecord& record) override;
   // Closes the trace's JSON; what it holds.
-  ServingTraceExtent finish();
+  TraceExtent finish();
 
  private:
-  bool trace_event(const std::string& event_json, double at_s);   // false once the cap is reached
-
   std::ostream& requests_;
   std::ostream& steps_;
-  std::ostream& trace_;
+  PerfettoTrace trace_;
   bool split_;
-  uint64_t max_trace_events_;
-  ServingTraceExtent extent_;
   uint64_t request_index_ = 0;
 };
 

@@ -7,7 +7,6 @@
 
 #include "sim/report/summary_writer.hpp"
 
-#include "sim/report/trace_time.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/scenario/units.hpp"
 

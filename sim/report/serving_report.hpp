@@ -6,17 +6,11 @@
 #include <string>
 
 #include "sim/engine/serving_costs.hpp"
+#include "sim/report/perfetto_trace.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/serving_stats.hpp"
 
 namespace podsim {
-
-// How much of the run trace.json holds (it stops at a cap: serving_files.hpp).
-struct ServingTraceExtent {
-  uint64_t events = 0;
-  bool complete = true;
-  double until_s = 0;   // incomplete: the time of the first event left out
-};
 
 struct ServingRun {
   std::unique_ptr<ServingCostModel> costs;
@@ -26,7 +20,7 @@ struct ServingRun {
   int total_chips = 0;        // all servers
   ServingStats stats;
   double wall_time_s = 0;
-  std::optional<ServingTraceExtent> trace;   // when a trace was written
+  std::optional<TraceExtent> trace;   // when a trace was written (it stops at a cap: serving_files.hpp)
 };
 
 std::string serving_summary_json(const Scenario& scenario, const ServingRun& run, const ReportOptions& options);

@@ -44,7 +44,7 @@ struct AxisActivity {
   std::vector<ActivityStep> steps;  // in time order, one per change, ending at 0
 };
 
-// Over the real chips with traced[chip] (report.hpp's choice of chips).
+// Over the real chips with traced[chip] (run_trace.hpp's choice of chips).
 std::vector<AxisActivity> collective_activity(const RunResult& run, const std::vector<bool>& traced);
 
 }  // namespace podsim
