@@ -29,7 +29,7 @@ std::string axes_label(const TopologySpec& topology, const std::vector<int>& axe
 // expert axes are data axes), pipelines included where every layer has experts.
 std::vector<PlanCandidate> with_expert_axes(const Scenario& scenario, std::vector<PlanCandidate> plans) {
   const auto& topology = scenario.topology;
-  const int experts = scenario.training.model.moe->experts;
+  const int experts = scenario.training().model.moe->experts;
   std::vector<PlanCandidate> out;
   for (auto& c : plans) {
     c.plan.expert_axes.clear();
@@ -74,7 +74,7 @@ PlanCandidate block_tensor_plan(const TrainingPlan& base, const TopologySpec& to
 
 std::vector<PlanCandidate> candidates(const Scenario& scenario) {
   const auto& topology = scenario.topology;
-  const TrainingPlan& base = scenario.training.plan;
+  const TrainingPlan& base = scenario.training().plan;
   const int axes = static_cast<int>(topology.axes.size());
   std::vector<PlanCandidate> out;
   // Each axis carries data (bit clear) or tensor (bit set) parallelism: an idle axis would
@@ -127,7 +127,7 @@ std::vector<PlanCandidate> candidates(const Scenario& scenario) {
     }
   }
   // An MoE model's pipeline chunks are alike only when every layer has experts.
-  const auto& moe = scenario.training.model.moe;
+  const auto& moe = scenario.training().model.moe;
   if (moe && moe->dense_layers > 0) return with_expert_axes(scenario, std::move(out));
   // Pipelines over each axis (its size the depth), 1F1B and interleaved 1F1B with two chunks
   // a device, with every split of the other axes into data (DP or FSDP) and tensor axes
@@ -187,7 +187,7 @@ std::string memory_label(const TrainingPlan& plan, const char* policy) {
 }
 
 std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vector<PlanCandidate> splits) {
-  const auto& w = scenario.training;
+  const auto& w = scenario.training();
   const double sequences = w.plan.global_batch_tokens / w.plan.sequence_length;
   std::vector<PlanCandidate> out;
   for (auto& c : splits) {
@@ -334,7 +334,7 @@ PlannerResult plan_training(const Scenario& scenario,
     if (!c.feasible || !c.report.fits_hbm) continue;
     try {
       TrainingLayout layout;
-      const auto program = training_program(scenario.training.model, c.plan, scenario.topology, layout);
+      const auto program = training_program(scenario.training().model, c.plan, scenario.topology, layout);
       c.lower_bound_s = compute_lower_bound_s(program);
       if (budget_s > 0) {
         c.estimated_wall_s =
@@ -397,7 +397,7 @@ PlannerResult plan_training(const Scenario& scenario,
       auto r = std::make_unique<Running>();
       r->index = i;
       try {
-        r->program = training_program(scenario.training.model, c.plan, scenario.topology, r->layout);
+        r->program = training_program(scenario.training().model, c.plan, scenario.topology, r->layout);
         r->pending = start_program(scenario.topology, settings, r->program, {});
         running.push_back(std::move(r));
       } catch (const std::invalid_argument& e) {
@@ -455,7 +455,7 @@ PlannerResult plan_training(const Scenario& scenario,
       const PlanCandidate& c = *order[r.index];
       try {
         const RunResult run = finish_program(r.pending);
-        o.report = training_report({scenario.training.model, c.plan, false, scenario.training.token_budget}, r.layout,
+        o.report = training_report({scenario.training().model, c.plan, false, scenario.training().token_budget}, r.layout,
                                    r.program, run);
         o.ok = true;
       } catch (const std::invalid_argument& e) {
@@ -472,10 +472,10 @@ PlannerResult plan_training(const Scenario& scenario,
   double chips = t.slices;
   for (const auto& a : t.axes) chips *= a.size;
   const double m_x = t.axes.size() >= 3 ? 2 : 1, m_y = 1;
-  result.x_opt = std::sqrt(scenario.training.plan.global_batch_tokens / scenario.training.model.d_ff * m_x / m_y * chips);
+  result.x_opt = std::sqrt(scenario.training().plan.global_batch_tokens / scenario.training().model.d_ff * m_x / m_y * chips);
   result.x_opt_note = "sqrt(B/F * M_X/M_Y * N) with B = " + std::to_string(static_cast<long long>(
-                          scenario.training.plan.global_batch_tokens)) +
-                      ", F = " + std::to_string(scenario.training.model.d_ff) + ", M_X/M_Y = " +
+                          scenario.training().plan.global_batch_tokens)) +
+                      ", F = " + std::to_string(scenario.training().model.d_ff) + ", M_X/M_Y = " +
                       std::to_string(static_cast<int>(m_x / m_y)) + ", N = " + std::to_string(static_cast<long long>(chips));
   return result;
 }
@@ -495,7 +495,7 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
                 "%s on %s: %d plans simulated (%d more by symmetry, %d pruned as too large for HBM, %d bounded out: "
                 "their compute alone is slower than the fastest simulated, %d over the planner's simulation "
                 "budget), fastest first\n",
-                scenario.training.model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned, bounded, over);
+                scenario.training().model.name.c_str(), scenario.name.c_str(), simulated, mirrors, pruned, bounded, over);
   out += line;
   std::snprintf(line, sizeof line, "%-4s %-58s %11s %7s %12s %11s %11s %s\n", "rank", "plan", "step", "MFU",
                 "tokens/s/chip", "exposed", "memory", "fits");
@@ -590,8 +590,8 @@ std::string planner_csv(const PlannerResult& result) {
 }
 
 void require_training(const Scenario& scenario) {
-  if (scenario.workload_kind != WorkloadKind::Training) {
-    throw InputError({scenario.path, 0, 0}, "workload.kind", "collectives",
+  if (scenario.kind() != WorkloadKind::Training) {
+    throw InputError({scenario.path, 0, 0}, "workload.kind", workload_kind_name(scenario.kind()),
                      "podsim plan needs a training workload (kind: training)");
   }
 }
@@ -605,7 +605,7 @@ void require_some_plan_fits(const Scenario& scenario, const PlannerResult& resul
     smallest = std::min(smallest, c.report.memory.total_bytes);
   }
   if (!any_fits) {
-    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training.model.name,
+    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training().model.name,
                      "fits nowhere on this pod: the leanest plan needs " + human_bytes(smallest) +
                          " per chip, more than " + human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
   }

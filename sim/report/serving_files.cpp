@@ -29,7 +29,7 @@ ServingFileSink::ServingFileSink(const Scenario& scenario, OutputFiles& files, u
     : requests_(files.stream("requests.csv")),
       steps_(files.stream("steps.csv")),
       trace_(files.stream("trace.json")),
-      split_(scenario.serving.config.policy == BatchingPolicy::Disaggregated),
+      split_(scenario.serving().config.policy == BatchingPolicy::Disaggregated),
       max_trace_events_(max_trace_events) {
   requests_ << "id,arrival_s,prompt_tokens,padded_prompt_tokens,output_tokens,server,generate_server,queueing_s,"
                "ttft_s,tpot_s,latency_s,per_token_latency_s,first_token_s,end_s\n";
@@ -42,14 +42,14 @@ ServingFileSink::ServingFileSink(const Scenario& scenario, OutputFiles& files, u
         {"args", {{"name", split_ ? "generate servers" : "servers"}}}});
   if (split_) meta({{"ph", "M"}, {"name", "process_name"}, {"pid", kPrefillPid}, {"args", {{"name", "prefill servers"}}}});
   meta({{"ph", "M"}, {"name", "process_name"}, {"pid", kRequestsPid}, {"args", {{"name", "requests"}}}});
-  for (int s = 0; s < scenario.serving.config.servers; ++s) {
+  for (int s = 0; s < scenario.serving().config.servers; ++s) {
     meta({{"ph", "M"}, {"name", "thread_name"}, {"pid", kServersPid}, {"tid", 2 * s},
           {"args", {{"name", "server " + std::to_string(s)}}}});
     if (split_)
       meta({{"ph", "M"}, {"name", "thread_name"}, {"pid", kServersPid}, {"tid", 2 * s + 1},
             {"args", {{"name", "server " + std::to_string(s) + " KV in"}}}});
   }
-  for (int s = 0; s < scenario.serving.config.prefill_servers; ++s)
+  for (int s = 0; s < scenario.serving().config.prefill_servers; ++s)
     meta({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPrefillPid}, {"tid", 2 * s},
           {"args", {{"name", "prefill " + std::to_string(s)}}}});
 }
