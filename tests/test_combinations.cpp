@@ -504,16 +504,16 @@ workload:
     poisson: {rate: "4 /s", count: 8, prompt_tokens: 256, output_tokens: 8, seed: 1}
 )";
   const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
-  REQUIRE(s.serving.model.attention == AttentionKind::Mla);
-  const double per_token = kv_cache_bytes_per_token(s.serving.model, s.serving.generate.kv_bytes);
+  REQUIRE(s.serving().model.attention == AttentionKind::Mla);
+  const double per_token = kv_cache_bytes_per_token(s.serving().model, s.serving().generate.kv_bytes);
   CHECK(per_token == Approx(4.0 * (512 + 64) * 2));
   // Against the same layers with LLaMA-3 8B's GQA cache (2 L K H x 2 bytes, 3.6 times the
   // latent): at least 3 times the slots, the weights being about the same.
   std::string gqa = text;
   gqa.replace(gqa.find("    attention:"), gqa.find("  requests:") - gqa.find("    attention:"), "");
   const Scenario g = load_scenario_text(gqa, podsim_test::kScenarioFile);
-  REQUIRE(g.serving.model.attention == AttentionKind::Gqa);
-  CHECK(s.serving.hbm_slots > 3 * g.serving.hbm_slots);
+  REQUIRE(g.serving().model.attention == AttentionKind::Gqa);
+  CHECK(s.serving().hbm_slots > 3 * g.serving().hbm_slots);
   struct Records : ServingSink {
     std::vector<RequestRecord> requests;
     void request(const RequestRecord& r) override { requests.push_back(r); }

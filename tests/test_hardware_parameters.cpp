@@ -224,11 +224,11 @@ TEST_CASE("setting a row's member equals loading its key, on every chip a run re
     row.set(set, value);
     CHECK(row.get(set) == Approx(row.get(loaded)).epsilon(1e-11));
     if (row.chip_member) {
-      for (const auto* topology : {&loaded.topology, &loaded.serving.generate_topology, &loaded.serving.prefill_topology,
-                                   &loaded.serving.prefill_server_topology})
+      for (const auto* topology : {&loaded.topology, &loaded.serving().generate_topology, &loaded.serving().prefill_topology,
+                                   &loaded.serving().prefill_server_topology})
         CHECK(topology->chip.*row.chip_member == Approx(value).epsilon(1e-11));
-      for (const auto* topology : {&set.topology, &set.serving.generate_topology, &set.serving.prefill_topology,
-                                   &set.serving.prefill_server_topology})
+      for (const auto* topology : {&set.topology, &set.serving().generate_topology, &set.serving().prefill_topology,
+                                   &set.serving().prefill_server_topology})
         CHECK(topology->chip.*row.chip_member == value);
     }
   }

@@ -84,7 +84,7 @@ struct TempDir {
 TEST_CASE("MoE training: expert axes and routing reach the plan", "[scenario][moe]") {
   SECTION("expert axes, routing defaults") {
     const Scenario s = load_scenario_text(kTraining, kScenarioFile);
-    const TrainingPlan& plan = s.training.plan;
+    const TrainingPlan& plan = s.training().plan;
     CHECK(plan.expert_axes == std::vector<int>{0});
     CHECK(plan.data_axes == std::vector<int>{0, 1});
     CHECK(plan.routing.spec.kind == RoutingKind::Uniform);
@@ -97,26 +97,26 @@ TEST_CASE("MoE training: expert axes and routing reach the plan", "[scenario][mo
   }
   SECTION("two expert axes, one name, all") {
     const std::string two = training_with("model: mixtral-8x7b", "model: {preset: mixtral-8x7b, moe: {experts: 16}}");
-    CHECK(load_scenario_text(replaced_in(two, "expert: [X]", "expert: [Y, X]"), kScenarioFile).training.plan.expert_axes ==
+    CHECK(load_scenario_text(replaced_in(two, "expert: [X]", "expert: [Y, X]"), kScenarioFile).training().plan.expert_axes ==
           std::vector<int>{1, 0});
-    CHECK(load_scenario_text(training_with("expert: [X]", "expert: Y"), kScenarioFile).training.plan.expert_axes ==
+    CHECK(load_scenario_text(training_with("expert: [X]", "expert: Y"), kScenarioFile).training().plan.expert_axes ==
           std::vector<int>{1});
     const std::string all = replaced_in(training_with("tensor: [Z]", "tensor: []"), "data: [X, Y]", "data: all");
     const std::string all_experts =
         replaced_in(replaced_in(all, "expert: [X]", "expert: all"), "mixtral-8x7b", "{preset: mixtral-8x7b, moe: {experts: 32}}");
-    CHECK(load_scenario_text(all_experts, kScenarioFile).training.plan.expert_axes == std::vector<int>{0, 1, 2});
+    CHECK(load_scenario_text(all_experts, kScenarioFile).training().plan.expert_axes == std::vector<int>{0, 1, 2});
   }
   SECTION("an MoE model without expert axes: every chip holds every expert") {
     const Scenario s = load_scenario_text(training_with("    expert: [X]\n", ""), kScenarioFile);
-    CHECK(s.training.model.moe.has_value());
-    CHECK(s.training.plan.expert_axes.empty());
+    CHECK(s.training().model.moe.has_value());
+    CHECK(s.training().plan.expert_axes.empty());
   }
   SECTION("every routing key") {
     const Scenario s = load_scenario_text(
         training_routing("{distribution: zipf, zipf_s: 1.2, capacity_factor: 1.25, pad_to_capacity: false, "
                          "shuffle: false, seed: 7}"),
         kScenarioFile);
-    const MoeRouting& r = s.training.plan.routing;
+    const MoeRouting& r = s.training().plan.routing;
     CHECK(r.spec.kind == RoutingKind::Zipf);
     CHECK(r.spec.zipf_s == 1.2);
     CHECK(r.spec.capacity_factor == 1.25);
@@ -124,17 +124,17 @@ TEST_CASE("MoE training: expert axes and routing reach the plan", "[scenario][mo
     CHECK_FALSE(r.shuffle);
     CHECK_FALSE(r.pad_to_capacity);
     const Scenario u = load_scenario_text(training_routing("{distribution: uniform, capacity_factor: \"2\"}"), kScenarioFile);
-    CHECK(u.training.plan.routing.spec.kind == RoutingKind::Uniform);
-    CHECK(u.training.plan.routing.spec.capacity_factor == 2.0);
-    CHECK(u.training.plan.routing.pad_to_capacity);
+    CHECK(u.training().plan.routing.spec.kind == RoutingKind::Uniform);
+    CHECK(u.training().plan.routing.spec.capacity_factor == 2.0);
+    CHECK(u.training().plan.routing.pad_to_capacity);
     CHECK(load_scenario_text(training_routing("{distribution: zipf, zipf_s: 0}"), kScenarioFile)
-              .training.plan.routing.spec.zipf_s == 0.0);
+              .training().plan.routing.spec.zipf_s == 0.0);
   }
   SECTION("MLA and MoE together: DeepSeek-V3 loads") {
     const std::string text = training_with("model: mixtral-8x7b", "model: deepseek-v3");
     const Scenario s = load_scenario_text(replaced_in(text, "expert: [X]", "expert: [X, Y]"), kScenarioFile);
-    CHECK(s.training.model.attention == AttentionKind::Mla);
-    CHECK(s.training.plan.expert_axes == std::vector<int>{0, 1});   // 256 experts over 16 ranks
+    CHECK(s.training().model.attention == AttentionKind::Mla);
+    CHECK(s.training().plan.expert_axes == std::vector<int>{0, 1});   // 256 experts over 16 ranks
   }
 }
 
@@ -151,7 +151,7 @@ TEST_CASE("MoE training: expert loads from a CSV beside the scenario", "[scenari
   SECTION("one row for every layer, the path relative to the scenario") {
     const std::string text = training_routing("{distribution: loads, loads: loads.csv, seed: 3}");
     const Scenario s = load_scenario_text(text, scenario_path);
-    const MoeRouting& r = s.training.plan.routing;
+    const MoeRouting& r = s.training().plan.routing;
     CHECK(r.spec.kind == RoutingKind::Weights);
     CHECK(r.spec.seed == 3);
     REQUIRE(r.layer_weights.size() == 1);
@@ -163,14 +163,14 @@ TEST_CASE("MoE training: expert loads from a CSV beside the scenario", "[scenari
   }
   SECTION("one row per layer, written in reverse, stored in layer order") {
     const Scenario s = load_scenario_text(training_routing("{distribution: loads, loads: per_layer.csv}"), scenario_path);
-    const auto& rows = s.training.plan.routing.layer_weights;
+    const auto& rows = s.training().plan.routing.layer_weights;
     REQUIRE(rows.size() == 32);
     for (int layer = 1; layer < 32; ++layer) CHECK(rows[static_cast<size_t>(layer)].back() == layer);
     CHECK(rows[0] == std::vector<double>{1, 1, 0, 0, 0, 0, 0, 0});
   }
   SECTION("an absolute path") {
     const std::string text = training_routing("{distribution: loads, loads: \"" + (dir.path / "loads.csv").string() + "\"}");
-    CHECK(load_scenario_text(text, "elsewhere/train.yaml").training.plan.routing.layer_weights.size() == 1);
+    CHECK(load_scenario_text(text, "elsewhere/train.yaml").training().plan.routing.layer_weights.size() == 1);
   }
   SECTION("a file that is not there names the path it looked for") {
     const InputError error = error_from(training_routing("{distribution: loads, loads: absent.csv}"));
@@ -235,12 +235,12 @@ TEST_CASE("MoE training: bad expert axes name file, line, key and value", "[scen
   SECTION("a pipeline with an MoE model: every layer MoE loads, with ZB-H1 too; dense layers first do not") {
     const std::string text = training_with("    fsdp: true\n    tensor: [Z]\n    expert: [X]\n",
                                            "    fsdp: true\n    expert: [X]\n    pipeline: Z\n");
-    CHECK(load_scenario_text(text, kScenarioFile).training.plan.pipeline_axis == 2);
+    CHECK(load_scenario_text(text, kScenarioFile).training().plan.pipeline_axis == 2);
     const std::string dense = replaced_in(text, "model: mixtral-8x7b", "model: {preset: mixtral-8x7b, moe: {dense_layers: 2}}");
     require_error(dense, "workload.parallelism.pipeline", "Z", "pipeline:");
     CHECK(contains(expected_of(dense), "its first 2 layers are dense"));
     const std::string zb = replaced_in(text, "    pipeline: Z\n", "    pipeline: Z\n    schedule: zb_h1\n");
-    CHECK(load_scenario_text(zb, kScenarioFile).training.plan.schedule == PipelineSchedule::ZeroBubbleH1);
+    CHECK(load_scenario_text(zb, kScenarioFile).training().plan.schedule == PipelineSchedule::ZeroBubbleH1);
   }
 }
 
@@ -282,7 +282,7 @@ TEST_CASE("MoE routing: bad keys name file, line, key and value", "[scenario][mo
     // With one expert per token any exponent leaves the top expert its weight of 1.
     const std::string one =
         replaced_in(huge, "model: mixtral-8x7b", "model: {preset: mixtral-8x7b, moe: {experts_per_token: 1}}");
-    CHECK(load_scenario_text(one, kScenarioFile).training.plan.routing.spec.zipf_s == 2000);
+    CHECK(load_scenario_text(one, kScenarioFile).training().plan.routing.spec.zipf_s == 2000);
   }
   SECTION("capacity factors out of range, padding without a capacity") {
     require_error(training_routing("{capacity_factor: 0}"), "workload.routing.capacity_factor", "0", "routing:");
@@ -290,7 +290,7 @@ TEST_CASE("MoE routing: bad keys name file, line, key and value", "[scenario][mo
     const std::string big = training_routing("{capacity_factor: 9}");
     require_error(big, "workload.routing.capacity_factor", "9", "routing:");
     CHECK(contains(expected_of(big), "above the model's 8 experts"));
-    CHECK(load_scenario_text(training_routing("{capacity_factor: 8}"), kScenarioFile).training.plan.routing.spec.capacity_factor == 8);
+    CHECK(load_scenario_text(training_routing("{capacity_factor: 8}"), kScenarioFile).training().plan.routing.spec.capacity_factor == 8);
     const std::string pad = training_routing("{distribution: zipf, pad_to_capacity: false}");
     require_error(pad, "workload.routing.pad_to_capacity", "false", "routing:");
     CHECK(contains(expected_of(pad), "applies with capacity_factor"));
@@ -310,17 +310,17 @@ TEST_CASE("MoE routing: bad keys name file, line, key and value", "[scenario][mo
 TEST_CASE("MoE inference: expert axes and routing reach the plan", "[scenario][moe]") {
   SECTION("model and expert axes, routing") {
     const Scenario s = load_scenario_text(kInference + "  routing: {distribution: zipf, zipf_s: 0.8}\n", kScenarioFile);
-    CHECK(s.inference.plan.model_axes == std::vector<int>{0});
-    CHECK(s.inference.plan.expert_axes == std::vector<int>{1});
-    CHECK(s.inference.plan.routing.spec.kind == RoutingKind::Zipf);
-    CHECK(s.inference.plan.routing.spec.zipf_s == 0.8);
+    CHECK(s.inference().plan.model_axes == std::vector<int>{0});
+    CHECK(s.inference().plan.expert_axes == std::vector<int>{1});
+    CHECK(s.inference().plan.routing.spec.kind == RoutingKind::Zipf);
+    CHECK(s.inference().plan.routing.spec.zipf_s == 0.8);
   }
   SECTION("MoE and MLA models load without expert axes") {
     CHECK(load_scenario_text(inference_with("  parallelism: {model: [X], expert: [Y]}\n", ""), kScenarioFile)
-              .inference.plan.expert_axes.empty());
+              .inference().plan.expert_axes.empty());
     const Scenario s = load_scenario_text(inference_with("model: mixtral-8x7b", "model: deepseek-v3"), kScenarioFile);
-    CHECK(s.inference.model.attention == AttentionKind::Mla);
-    CHECK(s.inference.plan.expert_axes == std::vector<int>{1});
+    CHECK(s.inference().model.attention == AttentionKind::Mla);
+    CHECK(s.inference().plan.expert_axes == std::vector<int>{1});
   }
   SECTION("an expert axis that is also a model axis") {
     const std::string text = inference_with("{model: [X], expert: [Y]}", "{model: [X, Y], expert: [Y]}");
@@ -346,18 +346,18 @@ TEST_CASE("MoE inference: expert axes and routing reach the plan", "[scenario][m
 TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][moe]") {
   SECTION("the model axes default to those the expert axes leave") {
     const Scenario s = load_scenario_text(kServing + "  routing: {capacity_factor: 1.5}\n", kScenarioFile);
-    CHECK(s.serving.generate.model_axes == std::vector<int>{0});
-    CHECK(s.serving.generate.expert_axes == std::vector<int>{1});
-    CHECK(s.serving.prefill.expert_axes == std::vector<int>{1});
-    CHECK(s.serving.generate.routing.spec.capacity_factor == 1.5);
-    CHECK(s.serving.prefill.routing.spec.capacity_factor == 1.5);
+    CHECK(s.serving().generate.model_axes == std::vector<int>{0});
+    CHECK(s.serving().generate.expert_axes == std::vector<int>{1});
+    CHECK(s.serving().prefill.expert_axes == std::vector<int>{1});
+    CHECK(s.serving().generate.routing.spec.capacity_factor == 1.5);
+    CHECK(s.serving().prefill.routing.spec.capacity_factor == 1.5);
   }
   SECTION("both lists given; an MoE model with every axis a model axis") {
     const Scenario s = load_scenario_text(serving_with("{expert: [Y]}", "{model: [X], expert: [Y]}"), kScenarioFile);
-    CHECK(s.serving.generate.model_axes == std::vector<int>{0});
+    CHECK(s.serving().generate.model_axes == std::vector<int>{0});
     const Scenario all = load_scenario_text(serving_with("  parallelism: {expert: [Y]}\n", ""), kScenarioFile);
-    CHECK(all.serving.generate.model_axes == std::vector<int>{0, 1});
-    CHECK(all.serving.generate.expert_axes.empty());
+    CHECK(all.serving().generate.model_axes == std::vector<int>{0, 1});
+    CHECK(all.serving().generate.expert_axes.empty());
   }
   SECTION("model and expert axes that leave an axis out, or share one") {
     const std::string short_of = serving_with("{expert: [Y]}", "{model: [X]}");
@@ -371,15 +371,15 @@ TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][m
   SECTION("disaggregated: the prefill servers' own expert axes, or the workload's") {
     const std::string split = kServing + "  policy: disaggregated\n";
     const Scenario inherited = load_scenario_text(split + "  prefill: {servers: 2}\n", kScenarioFile);
-    CHECK(inherited.serving.prefill.expert_axes == std::vector<int>{1});
-    CHECK(inherited.serving.prefill.model_axes == std::vector<int>{0});
+    CHECK(inherited.serving().prefill.expert_axes == std::vector<int>{1});
+    CHECK(inherited.serving().prefill.model_axes == std::vector<int>{0});
     const Scenario own = load_scenario_text(
         split + "  prefill:\n    topology: {mesh: {X: 2, Y: 4}}\n    parallelism: {expert: [Y]}\n", kScenarioFile);
-    CHECK(own.serving.prefill.expert_axes == std::vector<int>{1});
-    CHECK(own.serving.prefill.model_axes == std::vector<int>{0});
+    CHECK(own.serving().prefill.expert_axes == std::vector<int>{1});
+    CHECK(own.serving().prefill.model_axes == std::vector<int>{0});
     const Scenario whole = load_scenario_text(split + "  prefill:\n    topology: {mesh: {X: 2, Y: 4}}\n", kScenarioFile);
-    CHECK(whole.serving.prefill.expert_axes.empty());
-    CHECK(whole.serving.prefill.model_axes == std::vector<int>{0, 1});
+    CHECK(whole.serving().prefill.expert_axes.empty());
+    CHECK(whole.serving().prefill.model_axes == std::vector<int>{0, 1});
     const std::string bad = split + "  prefill:\n    topology: {mesh: {X: 2, Y: 3}}\n    parallelism: {expert: [Y]}\n";
     require_error(bad, "workload.prefill.parallelism.expert", "[Y]", "    parallelism: {expert");
     CHECK(contains(expected_of(bad), "8 experts do not divide over the expert axes (Y=3 ranks)"));
@@ -396,11 +396,11 @@ TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][m
     CHECK(contains(expected_of(text), "collective matmuls are not modelled when serving a mixture-of-experts model"));
     const std::string split = kServing + "  policy: disaggregated\n  prefill: {servers: 1, collective_matmul: true}\n";
     require_error(split, "workload.prefill.collective_matmul", "true", "prefill:");
-    CHECK(load_scenario_text(kServing + "  collective_matmul: false\n", kScenarioFile).serving.config.slots % 2 == 0);
+    CHECK(load_scenario_text(kServing + "  collective_matmul: false\n", kScenarioFile).serving().config.slots % 2 == 0);
   }
   SECTION("slots are a multiple of the expert-parallel groups (each holds its share of the caches)") {
     const Scenario s = load_scenario_text(kServing, kScenarioFile);
-    const auto& w = s.serving;
+    const auto& w = s.serving();
     const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
     const double free = 8 * s.topology.chip.hbm_bytes - server_weight_bytes(w.model, w.generate, s.topology);
     CHECK(w.config.slots == 2 * static_cast<int>(std::floor(free / 2 / (w.max_context * kv))));

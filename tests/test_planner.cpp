@@ -15,14 +15,14 @@ Scenario small_pod(const std::string& name) {
   Scenario s;
   s.path = "<test>";
   s.name = name;
-  s.workload_kind = WorkloadKind::Training;
+  s.workload = TrainingWorkload{};
   s.topology.chip = *find_chip_preset("v5p");
   s.topology.axes = {{"X", 4, true}, {"Y", 4, true}};
-  s.training.model = *find_model_preset("llama2-7b");
-  s.training.model.layers = 2;
-  s.training.plan.sequence_length = 1024;
-  s.training.plan.global_batch_tokens = 1024.0 * 64;
-  s.training.plan.attention_flops = false;
+  s.training().model = *find_model_preset("llama2-7b");
+  s.training().model.layers = 2;
+  s.training().plan.sequence_length = 1024;
+  s.training().plan.global_batch_tokens = 1024.0 * 64;
+  s.training().plan.attention_flops = false;
   return s;
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("planner ranks every axis split by simulated step time", "[planner]") 
   TrainingPlan mirror = dp_x->plan;
   std::swap(mirror.data_axes, mirror.tensor_axes);
   TrainingLayout layout;
-  const auto program = training_program(s.training.model, mirror, s.topology, layout);
+  const auto program = training_program(s.training().model, mirror, s.topology, layout);
   CHECK(run_program(s.topology, {}, program, {}).total_time_s == Approx(dp_x->report.step_time_s).epsilon(1e-9));
   // X_opt = sqrt(B/F * M_X/M_Y * N) with M_X/M_Y = 1 on a 2D mesh.
   CHECK(result.x_opt == Approx(std::sqrt(65536.0 / 11008 * 16)));
@@ -81,11 +81,11 @@ TEST_CASE("planner: data parallelism that does not fit tries ZeRO-1 and ZeRO-2 b
   // and gradients, Adam's two fp32 moments); ZeRO-1 splits the 8 B of moments 16 ways, saving
   // 8 P x 15/16, of which half is taken away here.
   Scenario s = small_pod("planner-zero");
-  TrainingPlan dp = s.training.plan;
+  TrainingPlan dp = s.training().plan;
   dp.data_axes = {0, 1};
   dp.checkpointing = Checkpointing::None;
-  const TrainingLayout plain = training_layout(s.training.model, dp, s.topology);
-  const double P = param_count(s.training.model);
+  const TrainingLayout plain = training_layout(s.training().model, dp, s.topology);
+  const double P = param_count(s.training().model);
   REQUIRE(plain.memory.optimizer_bytes == Approx(8 * P));
   s.topology.chip.hbm_bytes = plain.memory.total_bytes - 4 * P * 15 / 16;
   const auto result = plan_training(s, nullptr);
@@ -114,14 +114,14 @@ TEST_CASE("planner tries expert parallelism for an MoE model, with pipelines whe
   Scenario s;
   s.path = "<test>";
   s.name = "planner-moe";
-  s.workload_kind = WorkloadKind::Training;
+  s.workload = TrainingWorkload{};
   s.topology.chip = *find_chip_preset("v5p");
   s.topology.axes = {{"X", 4, true}, {"Y", 2, true}};
-  s.training.model = *find_model_preset("mixtral-8x7b");
-  s.training.model.layers = 8;
-  s.training.model.moe->dense_layers = 0;
-  s.training.plan.sequence_length = 1024;
-  s.training.plan.global_batch_tokens = 1024.0 * 32;
+  s.training().model = *find_model_preset("mixtral-8x7b");
+  s.training().model.layers = 8;
+  s.training().model.moe->dense_layers = 0;
+  s.training().plan.sequence_length = 1024;
+  s.training().plan.global_batch_tokens = 1024.0 * 32;
   // 7 axis splits (DP or FSDP where there is a data axis), 2 with TP over a block of 2 of X
   // (Y's 2 chips hold no two blocks), pipelines over X or Y with the other axis DP, FSDP or
   // TP; each also with EP over every whole data axis the 8 experts divide: X (4) and Y (2).
@@ -140,7 +140,7 @@ TEST_CASE("planner tries expert parallelism for an MoE model, with pipelines whe
   CHECK(feasible_ep == with_ep);
   CHECK(pipelined_ep > 0);
   // Dense layers first: the pipeline's chunks would differ, so no pipelines.
-  s.training.model.moe->dense_layers = 2;
+  s.training().model.moe->dense_layers = 2;
   for (const auto& c : plan_training(s, nullptr, {}, 3).candidates) CHECK(c.label.find("PP(") == std::string::npos);
 }
 
@@ -171,7 +171,7 @@ TEST_CASE("bounding by compute alone: the first K are the exhaustive run's, and 
   int bounded_total = 0;
   for (const double tokens : {1024.0 * 16, 1024.0 * 64, 1024.0 * 256}) {
     Scenario s = small_pod("planner-bound");
-    s.training.plan.global_batch_tokens = tokens;
+    s.training().plan.global_batch_tokens = tokens;
     const auto all = plan_training(s, nullptr, {}, 0);
     for (const auto& c : all.candidates) {
       if (!c.simulated) continue;
@@ -229,9 +229,9 @@ Scenario generated_pod(podsim_test::Rng& rng, int index) {
     const int size = rng.chance(0.5) ? 2 : 4;
     s.topology.axes.push_back({names[a], size, size == 4 && rng.chance(0.7)});
   }
-  s.training.model.layers = 1 + rng.below(4);
-  s.training.plan.sequence_length = 256 << rng.below(3);
-  s.training.plan.global_batch_tokens = static_cast<double>(s.training.plan.sequence_length) * (8 << rng.below(6));
+  s.training().model.layers = 1 + rng.below(4);
+  s.training().plan.sequence_length = 256 << rng.below(3);
+  s.training().plan.global_batch_tokens = static_cast<double>(s.training().plan.sequence_length) * (8 << rng.below(6));
   return s;
 }
 
@@ -248,8 +248,8 @@ TEST_CASE("planner on generated pods: the bounded top K is the exhaustive run's,
     auto rng = podsim_test::case_rng(seed, index);
     const Scenario s = generated_pod(rng, index);
     const int keep = 1 + rng.below(5);
-    INFO("case " << index << ": " << s.topology.axes.size() << " axes, " << s.training.model.layers << " layers, "
-                 << s.training.plan.global_batch_tokens << " tokens, keep " << keep);
+    INFO("case " << index << ": " << s.topology.axes.size() << " axes, " << s.training().model.layers << " layers, "
+                 << s.training().plan.global_batch_tokens << " tokens, keep " << keep);
     const auto all = plan_training(s, nullptr, {}, 0, 0, 2);
     for (const auto& c : all.candidates) {
       if (!c.simulated) continue;
@@ -274,7 +274,7 @@ TEST_CASE("planner -j: plans simulated side by side rank exactly as one at a tim
   // Committed in the serial order (a speculative run past a bound is discarded), so the CSV,
   // bounded and over-budget plans included, is byte for byte the same for any -j.
   Scenario s = small_pod("planner-jobs");
-  s.training.plan.global_batch_tokens = 1024.0 * 256;
+  s.training().plan.global_batch_tokens = 1024.0 * 256;
   for (const int keep : {0, 3}) {
     const auto serial = plan_training(s, nullptr, {}, keep, 0, 1);
     INFO("keep " << keep);
@@ -289,14 +289,14 @@ TEST_CASE("planner -j: plans simulated side by side rank exactly as one at a tim
 TEST_CASE("planner with a token budget: each simulated plan's days and cost", "[planner]") {
   // days = ceil(budget / batch) x step / 86400; cost = chips x hours x the preset's $4.20.
   Scenario s = small_pod("planner-budget-cost");
-  s.training.token_budget = 1e9;
+  s.training().token_budget = 1e9;
   const auto result = plan_training(s, nullptr, {}, 3);
   const std::string csv = planner_csv(result);
   CHECK(csv.find("time_to_train_days,training_cost_usd") != std::string::npos);
   int checked = 0;
   for (const auto& c : result.candidates) {
     if (!c.simulated) continue;
-    const double steps = std::ceil(1e9 / s.training.plan.global_batch_tokens);
+    const double steps = std::ceil(1e9 / s.training().plan.global_batch_tokens);
     CHECK(c.report.steps_to_train == steps);
     CHECK(c.report.time_to_train_s == Approx(steps * c.report.step_time_s));
     CHECK(c.report.training_cost_usd == Approx(16 * c.report.time_to_train_s / 3600 * 4.20));

@@ -121,7 +121,7 @@ workload:
   parallelism: {model: [Y], context: X}
 )";
   const Scenario s = load_scenario_text(base, kScenarioFile);
-  CHECK(s.inference.plan.context_axis == 0);
+  CHECK(s.inference().plan.context_axis == 0);
   require_error(replaced_in(base, "prompt_length: 8192", "prompt_length: 8196"), "workload.prompt_length", "8196",
                 "prompt_length:");
   require_error(replaced_in(replaced_in(base, "phase: prefill", "phase: decode"), "prompt_length", "context_length"),
@@ -130,7 +130,7 @@ workload:
   // With collective matmuls the ring runs between the two halves of the attention block.
   const Scenario overlapped = load_scenario_text(replaced_in(base, "context: X}", "context: X}\n  collective_matmul: true"),
                                                  kScenarioFile);
-  CHECK(overlapped.inference.plan.collective_matmul);
+  CHECK(overlapped.inference().plan.collective_matmul);
   require_error(replaced_in(base, "context: X}", "context: [X, Y]}"), "workload.parallelism.context", "[X, Y]",
                 "context: [X, Y]");
   // Serving prices a server's prefill steps once for all: no context axis there yet.

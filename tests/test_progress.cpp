@@ -112,7 +112,7 @@ TEST_CASE("the engine reports work done, never less, ending with all of it", "[p
       INFO(file);
       const Scenario s = load_scenario(source_path(file));
       TrainingLayout layout;
-      const Program program = training_program(s.training.model, s.training.plan, s.topology, layout);
+      const Program program = training_program(s.training().model, s.training().plan, s.topology, layout);
       const Observed seen = progress_of(s.topology, simulation_settings(s), program, Fidelity::Auto);
       check_reports(seen.reports);
       CHECK(seen.reports.back().total == seen.work);
@@ -179,14 +179,14 @@ TEST_CASE("plan reports k of N plans as they finish", "[progress][planner]") {
   Scenario s;
   s.path = "<test>";
   s.name = "planner-progress";
-  s.workload_kind = WorkloadKind::Training;
+  s.workload = TrainingWorkload{};
   s.topology.chip = *find_chip_preset("v5p");
   s.topology.axes = {{"X", 2, true}, {"Y", 2, true}};
-  s.training.model = *find_model_preset("llama2-7b");
-  s.training.model.layers = 2;
-  s.training.plan.sequence_length = 1024;
-  s.training.plan.global_batch_tokens = 1024.0 * 16;
-  s.training.plan.attention_flops = false;
+  s.training().model = *find_model_preset("llama2-7b");
+  s.training().model.layers = 2;
+  s.training().plan.sequence_length = 1024;
+  s.training().plan.global_batch_tokens = 1024.0 * 16;
+  s.training().plan.attention_flops = false;
   std::vector<std::pair<int, double>> seen;
   int total = 0;
   const auto result = plan_training(s, [&](int finished, int n, double eta_s) {

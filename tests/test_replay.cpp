@@ -28,7 +28,7 @@ Scenario make_scenario(const std::string& preset, std::vector<int> sizes, std::v
     op.name = "op" + std::to_string(i);
     op.collective = ops[i];
     if (i > 0) op.after = {"op" + std::to_string(i - 1)};
-    s.operations.push_back(op);
+    s.collectives().operations.push_back(op);
   }
   return s;
 }
@@ -112,7 +112,7 @@ TEST_CASE("reduced replay equals the full replay on meshes up to 8x8x8", "[repla
 TEST_CASE("reduced replay equals the full replay across slices over DCN", "[replay][fidelity]") {
   auto s = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {0, 1}, 64e6)});
   s.topology.slices = 2;
-  s.operations[0].collective.over_dcn = true;
+  s.collectives().operations[0].collective.over_dcn = true;
   auto reduced = run_scenario(s, {});
   auto full = run_scenario(s, {Fidelity::Full, false, {}});
   REQUIRE(reduced.simulated.chip_count() < full.simulated.chip_count());
@@ -141,12 +141,12 @@ TEST_CASE("concurrent collectives on the same links share them; on other axes th
   const double V = 64e6, w = 4.5e10;
   auto same = make_scenario("v5e", {16, 16}, {collective(CollectiveKind::AllGather, {0}, V),
                                                collective(CollectiveKind::AllGather, {0}, V)});
-  same.operations[1].after = {};   // both start at t=0
+  same.collectives().operations[1].after = {};   // both start at t=0
   auto run = run_scenario(same, {});
   CHECK(run.total_time_s == Approx(2 * V / (2 * w)).epsilon(1e-9));
   auto other = make_scenario("v5e", {16, 16}, {collective(CollectiveKind::AllGather, {0}, V),
                                                 collective(CollectiveKind::AllGather, {1}, V)});
-  other.operations[1].after = {};
+  other.collectives().operations[1].after = {};
   CHECK(run_scenario(other, {}).total_time_s == Approx(V / (2 * w)).epsilon(1e-9));
 }
 
@@ -155,7 +155,7 @@ TEST_CASE("link efficiency and launch overhead", "[replay]") {
   auto s = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, V)});
   s.link_efficiency = 0.95;
   s.launch_overhead_s = 5e-6;
-  s.operations[0].repeat = 3;
+  s.collectives().operations[0].repeat = 3;
   auto run = run_scenario(s, {});
   CHECK(run.operations[0].time_s == Approx(5e-6 + V / (2 * w * 0.95)).epsilon(1e-9));
   CHECK(run.total_time_s == Approx(3 * (5e-6 + V / (2 * w * 0.95))).epsilon(1e-9));
@@ -182,7 +182,7 @@ TEST_CASE("DCN: per-chip share of the NIC, oversubscribed core, flat ring", "[re
   const double per_chip = v5p.dcn_bandwidth_per_host_Bps / v5p.chips_per_host;
   auto s = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {}, V)});
   s.topology.slices = 2;
-  s.operations[0].collective.over_dcn = true;
+  s.collectives().operations[0].collective.over_dcn = true;
   // Two slices, one-way ring: ReduceScatter and AllGather each move V/2 per chip.
   CHECK(run_scenario(s, {}).operations[0].time_s == Approx(2 * (V / 2) / per_chip).epsilon(1e-6));
   s.topology.dcn_oversubscription = 4;
@@ -190,9 +190,9 @@ TEST_CASE("DCN: per-chip share of the NIC, oversubscribed core, flat ring", "[re
 
   auto hier = make_scenario("v5p", {4, 4, 4}, {collective(CollectiveKind::AllReduce, {0, 1, 2}, V)});
   hier.topology.slices = 2;
-  hier.operations[0].collective.over_dcn = true;
+  hier.collectives().operations[0].collective.over_dcn = true;
   auto flat = hier;
-  flat.operations[0].collective.dcn_algorithm = DcnAlgorithm::FlatRing;
+  flat.collectives().operations[0].collective.dcn_algorithm = DcnAlgorithm::FlatRing;
   const double n = 128;
   const double bound = 2 * V * (n - 1) / n / std::min(v5p.pcie_bandwidth_Bps, v5p.dcn_bandwidth_per_host_Bps);
   const double flat_s = run_scenario(flat, {}).operations[0].time_s;
@@ -245,11 +245,11 @@ TEST_CASE("slices of an axis: inner blocks are lines, outer rings share the link
   // neighbours, FSDP over the 4 blocks).
   const double V = 64e6, w = 4.5e10;
   auto inner = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, V)});
-  inner.operations[0].collective.slices = {{1, 4}};
+  inner.collectives().operations[0].collective.slices = {{1, 4}};
   // Four chips in a row, no wraparound among them: 3 shards cross the line one way.
   CHECK(run_scenario(inner, {}).operations[0].time_s == Approx(3 * (V / 4) / w).epsilon(1e-9));
   auto outer = make_scenario("v5e", {16}, {collective(CollectiveKind::AllGather, {0}, V)});
-  outer.operations[0].collective.slices = {{4, 4}};
+  outer.collectives().operations[0].collective.slices = {{4, 4}};
   // A wrapped 4-ring: 2 steps of a V/4 shard one way, but every hop crosses 4 links and the
   // 4 outer rings (one per inner position) cross each link at once: W/4 each.
   CHECK(run_scenario(outer, {}).operations[0].time_s == Approx(2 * (V / 4) / (w / 4)).epsilon(1e-9));
@@ -265,10 +265,10 @@ TEST_CASE("split axis: blocks and outer rings reduced equal the full replay", "[
   auto s = make_scenario("v4p", {4, 16}, {collective(CollectiveKind::AllGather, {1}, V),
                                           collective(CollectiveKind::AllReduce, {0, 1}, V),
                                           collective(CollectiveKind::ReduceScatter, {1}, V / 3)});
-  s.operations[0].collective.slices = {{1, 4}};           // inner block
-  s.operations[1].collective.slices = {{1, 0}, {4, 4}};   // X whole, Y's outer ring
-  s.operations[2].after = {};                             // concurrent: shares links with both
-  s.operations[2].collective.slices = {{4, 4}};
+  s.collectives().operations[0].collective.slices = {{1, 4}};           // inner block
+  s.collectives().operations[1].collective.slices = {{1, 0}, {4, 4}};   // X whole, Y's outer ring
+  s.collectives().operations[2].after = {};                             // concurrent: shares links with both
+  s.collectives().operations[2].collective.slices = {{4, 4}};
   s.topology.axes[0].wraparound = s.topology.axes[1].wraparound = true;
   auto reduced = run_scenario(s, {});
   auto full = run_scenario(s, {Fidelity::Full, false, {}});

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <variant>
 
 #include "sim/scenario/file_references.hpp"
 #include "sim/scenario/model_loader.hpp"
@@ -66,9 +68,9 @@ struct TempDir {
 
 TEST_CASE("the base scenario loads", "[scenario]") {
   const Scenario s = load_scenario_text(kBase, "scenarios/base.yaml");
-  REQUIRE(s.operations.size() == 2);
-  CHECK(s.operations[0].collective.bytes == 2048.0 * 8192 * 2);   // gathered over its own sharded axis
-  CHECK(s.operations[1].after == std::vector<std::string>{"ag_y"});
+  REQUIRE(s.collectives().operations.size() == 2);
+  CHECK(s.collectives().operations[0].collective.bytes == 2048.0 * 8192 * 2);   // gathered over its own sharded axis
+  CHECK(s.collectives().operations[1].after == std::vector<std::string>{"ag_y"});
 }
 
 TEST_CASE("a full scenario round trips with defaults and units", "[scenario]") {
@@ -168,9 +170,9 @@ expect:
   CHECK(s.link_efficiency == 0.9);
   CHECK(s.launch_overhead_s == Approx(5e-6));
 
-  REQUIRE(s.operations.size() == 4);
+  REQUIRE(s.collectives().operations.size() == 4);
   const double array_bytes = 1024.0 * 4096 * 2;
-  const OperationSpec& ag_x = s.operations[0];
+  const OperationSpec& ag_x = s.collectives().operations[0];
   CHECK(ag_x.name == "op0");
   CHECK(ag_x.collective.kind == CollectiveKind::AllGather);
   CHECK(ag_x.collective.axes == std::vector<int>{0});
@@ -183,19 +185,19 @@ expect:
   CHECK(ag_x.after.empty());
   CHECK(ag_x.where.line == line_of(text, "- kind: all_gather"));
 
-  const OperationSpec& ag_xy = s.operations[1];
+  const OperationSpec& ag_xy = s.collectives().operations[1];
   CHECK(ag_xy.collective.axes == std::vector<int>{0, 1});
   CHECK(ag_xy.collective.bytes == array_bytes);
   CHECK_FALSE(ag_xy.collective.bidirectional);
   CHECK(ag_xy.repeat == 3);
   CHECK(ag_xy.after.empty());
 
-  const OperationSpec& ar_z = s.operations[2];
+  const OperationSpec& ar_z = s.collectives().operations[2];
   CHECK(ar_z.collective.kind == CollectiveKind::AllReduce);
   CHECK(ar_z.collective.bytes == array_bytes / 16);   // the book's 4BD/(X*Y*W) case
   CHECK(ar_z.after == std::vector<std::string>{"op0", "ag_xy"});
 
-  const OperationSpec& dcn = s.operations[3];
+  const OperationSpec& dcn = s.collectives().operations[3];
   CHECK(dcn.collective.axes.empty());
   CHECK(dcn.collective.over_dcn);
   CHECK(dcn.collective.dcn_algorithm == DcnAlgorithm::FlatRing);
@@ -231,8 +233,8 @@ TEST_CASE("defaults: simulation block, wraparound rule, bidirectional", "[scenar
   CHECK(s.topology.dcn_oversubscription == 1.0);
   CHECK_FALSE(s.topology.axes[0].wraparound);   // v5e wraps only an axis of 16
   CHECK(s.topology.axes[1].wraparound);
-  CHECK(s.operations[0].collective.bidirectional);
-  CHECK(s.operations[0].after.empty());
+  CHECK(s.collectives().operations[0].collective.bidirectional);
+  CHECK(s.collectives().operations[0].after.empty());
   CHECK(s.expectations[0].rel_tolerance == 0.01);
 
   const Scenario all = load_scenario_text(with("{X: 8, Y: 4}", "{X: 8, Y: 4}\n  wraparound: true"), "x.yaml");
@@ -518,11 +520,31 @@ std::string training_with(const std::string& from, const std::string& to) { retu
 
 }  // namespace
 
+TEST_CASE("a scenario holds one workload: its kind's accessor, and another kind's is a logic_error naming both",
+          "[scenario]") {
+  const Scenario training = load_scenario_text(kTraining, "scenarios/train.yaml");
+  const Scenario collectives = load_scenario_text(kBase, kFile);
+  CHECK(collectives.kind() == WorkloadKind::Collectives);
+  CHECK(collectives.collectives().operations.size() == 2);
+  CHECK(training.training().model.name == "llama2-13b");
+  CHECK_THROWS_WITH(training.collectives(), "the scenario's workload is training, not collectives");
+  CHECK_THROWS_WITH(collectives.training(), "the scenario's workload is collectives, not training");
+  CHECK_THROWS_AS(collectives.inference(), std::logic_error);
+  CHECK_THROWS_AS(collectives.serving(), std::logic_error);
+  // The printed names are the ones workload.kind is written with.
+  CHECK(std::string(workload_kind_name(WorkloadKind::Collectives)) == "collectives");
+  CHECK(std::string(workload_kind_name(WorkloadKind::Training)) == "training");
+  CHECK(std::string(workload_kind_name(WorkloadKind::Inference)) == "inference");
+  CHECK(std::string(workload_kind_name(WorkloadKind::Serving)) == "serving");
+  // A default scenario (tests and `podsim bench` build one by hand) is a collectives one.
+  CHECK(Scenario{}.kind() == WorkloadKind::Collectives);
+}
+
 TEST_CASE("a training scenario round trips: preset, axes, defaults", "[scenario]") {
   const Scenario s = load_scenario_text(kTraining, "scenarios/train.yaml");
-  CHECK(s.workload_kind == WorkloadKind::Training);
-  CHECK(s.operations.empty());
-  const TransformerSpec& model = s.training.model;
+  CHECK(s.kind() == WorkloadKind::Training);
+  CHECK(std::holds_alternative<TrainingWorkload>(s.workload));
+  const TransformerSpec& model = s.training().model;
   const TransformerSpec& preset = *find_model_preset("llama2-13b");
   CHECK(model.name == "llama2-13b");
   CHECK(model.layers == preset.layers);
@@ -532,7 +554,7 @@ TEST_CASE("a training scenario round trips: preset, axes, defaults", "[scenario]
   CHECK(model.kv_heads == preset.kv_heads);
   CHECK(model.vocab == preset.vocab);
   CHECK(model.max_sequence_length == 4096);
-  const TrainingPlan& plan = s.training.plan;
+  const TrainingPlan& plan = s.training().plan;
   CHECK(plan.data_axes == std::vector<int>{0, 1});
   CHECK(plan.tensor_axes == std::vector<int>{2});
   CHECK(plan.fsdp);
@@ -543,7 +565,7 @@ TEST_CASE("a training scenario round trips: preset, axes, defaults", "[scenario]
   CHECK(plan.checkpointing == Checkpointing::Book);
   CHECK(plan.matmul_efficiency == 1.0);
   CHECK(plan.attention_flops);
-  CHECK_FALSE(s.training.strict_memory);
+  CHECK_FALSE(s.training().strict_memory);
   REQUIRE(s.expectations.size() == 1);
   CHECK(s.expectations[0].field == "step_time_s");
   CHECK(s.expectations[0].value == Approx(1.5));
@@ -551,9 +573,9 @@ TEST_CASE("a training scenario round trips: preset, axes, defaults", "[scenario]
   // No parallelism block at all: pure single-shard training, no axes.
   const std::string bare = with("  parallelism:\n    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n", "", kTraining);
   const Scenario b = load_scenario_text(bare, "x.yaml");
-  CHECK(b.training.plan.data_axes.empty());
-  CHECK(b.training.plan.tensor_axes.empty());
-  CHECK_FALSE(b.training.plan.fsdp);
+  CHECK(b.training().plan.data_axes.empty());
+  CHECK(b.training().plan.tensor_axes.empty());
+  CHECK_FALSE(b.training().plan.fsdp);
 }
 
 TEST_CASE("a training scenario round trips: overrides, every key, summary expectations", "[scenario]") {
@@ -595,7 +617,7 @@ expect:
     value: "2 s"
 )";
   const Scenario s = load_scenario_text(text, "x.yaml");
-  const TransformerSpec& model = s.training.model;
+  const TransformerSpec& model = s.training().model;
   CHECK(model.name == "llama2-13b-modified");
   CHECK(model.layers == 2);
   CHECK(model.d_model == 5120);   // from the preset
@@ -603,7 +625,7 @@ expect:
   CHECK_FALSE(model.gated_mlp);
   CHECK(model.tied_embeddings);
   CHECK(model.max_sequence_length == 8192);
-  const TrainingPlan& plan = s.training.plan;
+  const TrainingPlan& plan = s.training().plan;
   CHECK(plan.data_axes == std::vector<int>{1});
   CHECK(plan.tensor_axes == std::vector<int>{2, 0});
   CHECK_FALSE(plan.fsdp);
@@ -613,7 +635,7 @@ expect:
   CHECK(plan.checkpointing == Checkpointing::Block);
   CHECK(plan.matmul_efficiency == 0.4);
   CHECK_FALSE(plan.attention_flops);
-  CHECK(s.training.strict_memory);
+  CHECK(s.training().strict_memory);
   REQUIRE(s.expectations.size() == 8);
   CHECK(s.expectations[0].value == 0.45);
   CHECK(s.expectations[1].value == 12.0 * (1ULL << 30));
@@ -631,15 +653,15 @@ expect:
       "          max_sequence_length: 8192}",
       "model: {layers: 4, d_model: 1024, d_ff: 4096, heads: 16, kv_heads: 4, head_dim: 64, vocab: 0}", text);
   const Scenario c = load_scenario_text(custom, "x.yaml");
-  CHECK(c.training.model.name == "custom");
-  CHECK(c.training.model.layers == 4);
-  CHECK(c.training.model.kv_heads == 4);
-  CHECK(c.training.model.head_dim == 64);
-  CHECK(c.training.model.vocab == 0);
-  CHECK(c.training.model.gated_mlp);             // TransformerSpec default
-  CHECK(c.training.model.max_sequence_length == 8192);   // no published limit: the sequence length
+  CHECK(c.training().model.name == "custom");
+  CHECK(c.training().model.layers == 4);
+  CHECK(c.training().model.kv_heads == 4);
+  CHECK(c.training().model.head_dim == 64);
+  CHECK(c.training().model.vocab == 0);
+  CHECK(c.training().model.gated_mlp);             // TransformerSpec default
+  CHECK(c.training().model.max_sequence_length == 8192);   // no published limit: the sequence length
   const Scenario named = load_scenario_text(with("vocab: 0}", "vocab: 0, name: tiny}", custom), "x.yaml");
-  CHECK(named.training.model.name == "tiny");
+  CHECK(named.training().model.name == "tiny");
 }
 
 TEST_CASE("bad training scenarios name file, line, key and value", "[scenario]") {
@@ -847,7 +869,7 @@ TEST_CASE("files: missing, a directory, empty, unreadable", "[scenario]") {
   SECTION("a good file") {
     const fs::path path = dir.path / "good.yaml";
     std::ofstream(path) << kBase;
-    CHECK(load_scenario(path.string()).operations.size() == 2);
+    CHECK(load_scenario(path.string()).collectives().operations.size() == 2);
   }
 }
 
@@ -858,11 +880,11 @@ TEST_CASE("mesh splits: logical axes in a training plan", "[scenario]") {
     const auto s = load_scenario_text(with("    data: [X, Y]\n", "    data: [X, Y, Zo]\n",
                                            with("    tensor: [Z]\n", "    tensor: [Zi]\n", split)),
                                       kFile);
-    REQUIRE(s.training.plan.data_axes == std::vector<int>{0, 1, 2});
-    CHECK(s.training.plan.data_slices[2].stride == 4);
-    CHECK(s.training.plan.data_slices[2].size == 4);
-    CHECK(s.training.plan.tensor_slices[0].stride == 1);
-    CHECK(s.training.plan.tensor_slices[0].size == 4);
+    REQUIRE(s.training().plan.data_axes == std::vector<int>{0, 1, 2});
+    CHECK(s.training().plan.data_slices[2].stride == 4);
+    CHECK(s.training().plan.data_slices[2].size == 4);
+    CHECK(s.training().plan.tensor_slices[0].stride == 1);
+    CHECK(s.training().plan.tensor_slices[0].size == 4);
   }
   SECTION("a split of an axis the mesh lacks") {
     const auto text = with("    Z: {inner", "    Q: {inner", split);
@@ -920,13 +942,13 @@ workload:
 TEST_CASE("an inference scenario loads, and its bad inputs are named", "[scenario]") {
   SECTION("round trip") {
     const auto s = load_scenario_text(kInference, kFile);
-    REQUIRE(s.workload_kind == WorkloadKind::Inference);
-    CHECK(s.inference.plan.batch == 32);
-    CHECK(s.inference.plan.context_length == 8192);
-    CHECK(s.inference.plan.weight_bytes == 1);
-    CHECK(s.inference.plan.kv_bytes == 1);
-    CHECK(s.inference.plan.model_axes == std::vector<int>{0, 1});
-    CHECK(s.inference.model.name == "llama3-70b");
+    REQUIRE(s.kind() == WorkloadKind::Inference);
+    CHECK(s.inference().plan.batch == 32);
+    CHECK(s.inference().plan.context_length == 8192);
+    CHECK(s.inference().plan.weight_bytes == 1);
+    CHECK(s.inference().plan.kv_bytes == 1);
+    CHECK(s.inference().plan.model_axes == std::vector<int>{0, 1});
+    CHECK(s.inference().model.name == "llama3-70b");
   }
   SECTION("a zero batch") {
     require_error(with("batch: 32", "batch: 0", kInference), "workload.batch", "0", "batch: 0");
@@ -1118,8 +1140,8 @@ workload:
     poisson: {rate: "1 /s", count: 2, prompt_tokens: 1, output_tokens: 1}
 )";
   const Scenario s = load_scenario_text(text, kFile);
-  CHECK(s.serving.hbm_slots == 10000000);   // the most requests a workload has
-  CHECK(s.serving.config.slots == 10000000);
+  CHECK(s.serving().hbm_slots == 10000000);   // the most requests a workload has
+  CHECK(s.serving().config.slots == 10000000);
 }
 
 // ---- Mixture-of-experts models (issue 11): loaded and checked, not yet simulated ----
@@ -1226,11 +1248,11 @@ TEST_CASE("bad MoE and MLA models name file, line, key and value", "[scenario][m
 TEST_CASE("set overrides reach list elements by index, and only existing ones", "[scenario]") {
   // What `podsim sweep` and a calibration's measurements set: the second operation's size.
   const auto s = load_scenario_text(kBase, kFile, {{"workload.operations.1.bytes", "\"1 MB\""}});
-  REQUIRE(s.operations.size() == 2);
-  CHECK(s.operations[1].collective.bytes == 1e6);
-  CHECK(s.operations[0].array == "bf16[2048,8192]");
+  REQUIRE(s.collectives().operations.size() == 2);
+  CHECK(s.collectives().operations[1].collective.bytes == 1e6);
+  CHECK(s.collectives().operations[0].array == "bf16[2048,8192]");
   const auto replaced = load_scenario_text(kBase, kFile, {{"workload.operations.0.array", "\"bf16[256,256]\""}});
-  CHECK(replaced.operations[0].collective.bytes == 256 * 256 * 2);
+  CHECK(replaced.collectives().operations[0].collective.bytes == 256 * 256 * 2);
   for (const char* key : {"workload.operations.2.bytes", "workload.operations.x.bytes", "workload.operations.-1.bytes"}) {
     INFO(key);
     try {
@@ -1271,7 +1293,7 @@ TEST_CASE("a token budget and a chip price: read, and refused out of range where
   const std::string text = training_with("    tensor: [Z]\n", "    tensor: [Z]\n  token_budget: 15e12\n");
   const Scenario s = load_scenario_text(
       with("  preset: v5p\n", "  preset: v5p\n  overrides: {chip_hour_price_usd: 4.2}\n", text), kScenarioFile);
-  CHECK(s.training.token_budget == 15e12);
+  CHECK(s.training().token_budget == 15e12);
   CHECK(s.topology.chip.chip_hour_price_usd == 4.2);
   CHECK(s.topology.chip.chip_hour_price_source == "hardware.overrides.chip_hour_price_usd");
   // Without the override, the preset's list price, with its source and date.
@@ -1314,8 +1336,8 @@ TEST_CASE("context parallelism: its conditions are located errors", "[scenario]"
                                 with("  model: llama2-13b\n", "  model: llama3.1-8b\n", kTraining));
   SECTION("a valid plan loads, the context axis a data axis that does not split the batch") {
     const Scenario s = load_scenario_text(base, "cp.yaml");
-    CHECK(s.training.plan.context_axis == 0);
-    CHECK(s.training.plan.data_axes == std::vector<int>{1, 0});
+    CHECK(s.training().plan.context_axis == 0);
+    CHECK(s.training().plan.data_axes == std::vector<int>{1, 0});
   }
   SECTION("a sequence that does not split into 2 x CP chunks") {
     const auto text = with("sequence_length: 4096", "sequence_length: 4100", base);
@@ -1328,11 +1350,11 @@ TEST_CASE("context parallelism: its conditions are located errors", "[scenario]"
   }
   SECTION("with collective matmuls: the ring between the block's halves") {
     const auto text = with("    tensor: [Z]\n", "    tensor: [Z]\n    tensor_overlap: true\n", base);
-    CHECK(load_scenario_text(text, "cp.yaml").training.plan.tensor_overlap);
+    CHECK(load_scenario_text(text, "cp.yaml").training().plan.tensor_overlap);
   }
   SECTION("with an MoE model: the ring in attention, the experts in the MLP blocks") {
     const auto text = with("model: llama3.1-8b", "model: mixtral-8x7b", base);
-    CHECK(load_scenario_text(text, "cp.yaml").training.plan.context_axis == 0);
+    CHECK(load_scenario_text(text, "cp.yaml").training().plan.context_axis == 0);
   }
 }
 
@@ -1340,8 +1362,8 @@ TEST_CASE("2D weight-stationary inference: model_d loads, and its conditions are
   const std::string base = with("    model: [X, Y]\n", "    model: [Y]\n    model_d: [X]\n", kInference);
   SECTION("round trip") {
     const auto s = load_scenario_text(base, kFile);
-    CHECK(s.inference.plan.model_axes == std::vector<int>{1});
-    CHECK(s.inference.plan.d_axes == std::vector<int>{0});
+    CHECK(s.inference().plan.model_axes == std::vector<int>{1});
+    CHECK(s.inference().plan.d_axes == std::vector<int>{0});
   }
   SECTION("without model axes") {
     const auto text = with("    model: [Y]\n    model_d: [X]\n", "    model_d: [X]\n", base);
@@ -1372,9 +1394,9 @@ TEST_CASE("ZeRO and mixed-precision keys load, and their conflicts are located e
     const auto s = load_scenario_text(with("  sequence_length: 4096\n",
                                            "  sequence_length: 4096\n  master_weights: true\n  gradients: fp32\n", base),
                                       "z.yaml");
-    CHECK(s.training.plan.zero_stage == 2);
-    CHECK(s.training.model.master_weight_bytes_per_param == 4);
-    CHECK(s.training.model.gradient_bytes_per_param == 4);
+    CHECK(s.training().plan.zero_stage == 2);
+    CHECK(s.training().model.master_weight_bytes_per_param == 4);
+    CHECK(s.training().model.gradient_bytes_per_param == 4);
   }
   SECTION("zero beside fsdp") {
     const auto text = with("    zero: 2\n", "    fsdp: true\n    zero: 2\n", base);
@@ -1399,13 +1421,13 @@ TEST_CASE("fp8 compute on a chip without an fp8 rate is a located error", "[scen
   CHECK(contains(error_from(text).what(), "fp8_flops"));
   const auto given = with("  preset: v5e\n", "  preset: v5e\n  overrides: {fp8_flops: \"394 TFLOP/s\"}\n", text);
   const auto s = load_scenario_text(given, kFile);
-  CHECK(s.inference.plan.fp8_compute);
-  CHECK(s.inference.plan.kv_bytes == 1.0);
+  CHECK(s.inference().plan.fp8_compute);
+  CHECK(s.inference().plan.kv_bytes == 1.0);
 }
 
 TEST_CASE("inference replicas: the batch must divide, and serving refuses them", "[scenario]") {
   const std::string base = with("    model: [X, Y]\n", "    model: [X]\n    replica: [Y]\n", kInference);
-  CHECK(load_scenario_text(base, kFile).inference.plan.replica_axes == std::vector<int>{1});
+  CHECK(load_scenario_text(base, kFile).inference().plan.replica_axes == std::vector<int>{1});
   require_error(with("batch: 32", "batch: 31", base), "workload.batch", "31", "  batch: 31");
   require_error(with("    replica: [Y]\n", "    replica: [X]\n", base), "workload.parallelism.replica[0]", "X",
                 "    replica: [X]");

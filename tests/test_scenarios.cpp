@@ -56,11 +56,11 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
         INFO("simulated " << simulated << ", expected " << expect.value);
         CHECK(expect.accepts(simulated));
       }
-      if (scenario.workload_kind == podsim::WorkloadKind::Serving) {
+      if (scenario.kind() == podsim::WorkloadKind::Serving) {
         // One requests.csv row per request; a trace span per step of every server.
         const auto requests = read_file(out / "requests.csv");
         CHECK(static_cast<size_t>(std::count(requests.begin(), requests.end(), '\n')) ==
-              scenario.serving.requests.size() + 1);
+              scenario.serving().requests.size() + 1);
         for (const char* key : {"ttft_s", "tpot_s", "latency_s"}) {
           for (const char* stat : {"mean", "p50", "p90", "p99"}) CHECK(summary.at(key).contains(stat));
         }
@@ -76,7 +76,7 @@ TEST_CASE("every scenario meets its stated expectations", "[scenarios]") {
         }
         const auto steps = read_file(out / "steps.csv");
         CHECK(spans == std::count(steps.begin(), steps.end(), '\n') - 1);
-        CHECK(request_tracks.size() == scenario.serving.requests.size());
+        CHECK(request_tracks.size() == scenario.serving().requests.size());
         continue;
       }
       for (const char* key : {"total_time_s", "hop_model", "podsim_version", "wall_time_s", "topology", "operations"}) {

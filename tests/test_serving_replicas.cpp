@@ -51,9 +51,9 @@ TEST_CASE("serving replicas inside a slice serve as slices of their own would, r
                                           "{model: [X], replica: [Y]}", "{model: [X]}\n  servers: 2");
     const Scenario a = load_scenario_text(inside, kScenarioFile);
     const Scenario b = load_scenario_text(apart, kScenarioFile);
-    CHECK(a.serving.config.servers == 2);
-    CHECK(a.serving.replicas_per_slice == 2);
-    CHECK(a.serving.config.slots == b.serving.config.slots);
+    CHECK(a.serving().config.servers == 2);
+    CHECK(a.serving().replicas_per_slice == 2);
+    CHECK(a.serving().config.slots == b.serving().config.slots);
     const auto ra = served(a), rb = served(b);
     REQUIRE(ra.size() == rb.size());
     for (size_t i = 0; i < ra.size(); ++i) {
@@ -72,18 +72,18 @@ TEST_CASE("serving replicas: the server's mesh, the servers counted, and the axe
       replaced_in(replaced_in(kServing, "{X: 8, Y: 2}", "{X: 2, Y: 8}"), "{model: [X], replica: [Y]}",
                   "{model: [Y], replica: [X]}\n  servers: 3"),
       kScenarioFile);
-  CHECK(s.serving.config.servers == 6);   // 3 slices x 2 replicas
-  REQUIRE(s.serving.generate_topology.axes.size() == 1);
-  CHECK(s.serving.generate_topology.axes[0].name == "Y");
-  CHECK(s.serving.generate_topology.axes[0].size == 8);
-  CHECK(s.serving.generate.model_axes == std::vector<int>{0});
+  CHECK(s.serving().config.servers == 6);   // 3 slices x 2 replicas
+  REQUIRE(s.serving().generate_topology.axes.size() == 1);
+  CHECK(s.serving().generate_topology.axes[0].name == "Y");
+  CHECK(s.serving().generate_topology.axes[0].size == 8);
+  CHECK(s.serving().generate.model_axes == std::vector<int>{0});
   CHECK(s.topology.chips_per_slice() == 16);   // the slice itself is unchanged
   // Disaggregated: prefill servers on the workload's slice take its replicas too.
   const Scenario d = load_scenario_text(
       replaced_in(kServing, "  requests:", "  policy: disaggregated\n  prefill: {servers: 2}\n  requests:"), kScenarioFile);
-  CHECK(d.serving.config.prefill_servers == 4);
-  CHECK(d.serving.config.servers == 2);
-  CHECK(d.serving.prefill_server_topology.chips_per_slice() == 8);
+  CHECK(d.serving().config.prefill_servers == 4);
+  CHECK(d.serving().config.servers == 2);
+  CHECK(d.serving().prefill_server_topology.chips_per_slice() == 8);
 }
 
 TEST_CASE("a sub-mesh keeps its axes' links and each chip's DCN share", "[topology][replicas]") {

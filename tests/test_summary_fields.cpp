@@ -117,7 +117,7 @@ TEST_CASE("every shipped scenario's summary.json writes rows of its workload; ev
     options.reproducible = true;
     podsim::run_to_directory(scenario, out.string(), options);
     const auto summary = Json::parse(read_file(out / "summary.json"));
-    auto& rows = written[scenario.workload_kind];
+    auto& rows = written[scenario.kind()];
     for (const auto& [key, value] : summary.items()) {
       if (auto row = rows.find({key}); row != rows.end()) {
         row->second = true;
@@ -129,7 +129,7 @@ TEST_CASE("every shipped scenario's summary.json writes rows of its workload; ev
         auto row = rows.find({key, member});
         if (row == rows.end()) {
           FAIL_CHECK(file.filename().string() << " writes " << key << (member.empty() ? "" : "." + member)
-                                              << ", which no " << kWorkloadNames.at(scenario.workload_kind)
+                                              << ", which no " << kWorkloadNames.at(scenario.kind())
                                               << " row names");
           continue;
         }

@@ -34,7 +34,7 @@ Step simulate(const TrainingWorkload& workload, const TopologySpec& topology, co
 
 Step simulate_scenario(const std::string& file, const std::vector<ScenarioOverride>& overrides = {}) {
   const Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/" + file, overrides);
-  return simulate(s.training, s.topology, simulation_settings(s));
+  return simulate(s.training(), s.topology, simulation_settings(s));
 }
 
 using podsim_test::v5p_mesh;
@@ -127,14 +127,14 @@ TEST_CASE("training reports achieved TFLOP/s per chip and the parameter count, a
   // Model FLOPs per chip per second is MFU x peak.
   CHECK(step.report.tflops_per_s_per_chip * 1e12 ==
         Approx(step.report.mfu * s.topology.chip.bf16_flops_per_s).epsilon(1e-12));
-  CHECK(step.report.parameters == param_count(s.training.model));
+  CHECK(step.report.parameters == param_count(s.training().model));
   CHECK(step.report.parameters == Approx(13e9).epsilon(0.03));   // LLaMA-2 13B
 }
 
 TEST_CASE("pipeline sends are their own kind, timed by their transfer", "[training][pipeline]") {
   const Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/training_pipeline_bubble.yaml");
   TrainingLayout layout;
-  const Program program = training_program(s.training.model, s.training.plan, s.topology, layout);
+  const Program program = training_program(s.training().model, s.training().plan, s.topology, layout);
   const RunResult run = run_program(s.topology, simulation_settings(s), program, {});
   int sends = 0;
   for (const auto& op : run.operations) {
@@ -155,12 +155,12 @@ TEST_CASE("pipeline_bubble_fraction is the first stage's wait on the others, wit
   // pass time (its t_f and t_b are whole passes): the first stage waits (P-1) passes of each
   // kind for the others, of (M+P-1) slots, (vM+P-1) interleaved.
   Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/training_3d_llama2_13b_v5p_4x4x4.yaml");
-  const int P = 4, M = s.training.plan.microbatches, v = s.training.plan.virtual_stages;
+  const int P = 4, M = s.training().plan.microbatches, v = s.training().plan.virtual_stages;
   REQUIRE(v == 2);
-  const Step interleaved = simulate(s.training, s.topology, simulation_settings(s));
-  s.training.plan.schedule = PipelineSchedule::OneFOneB;
-  s.training.plan.virtual_stages = 1;
-  const Step one_f_one_b = simulate(s.training, s.topology, simulation_settings(s));
+  const Step interleaved = simulate(s.training(), s.topology, simulation_settings(s));
+  s.training().plan.schedule = PipelineSchedule::OneFOneB;
+  s.training().plan.virtual_stages = 1;
+  const Step one_f_one_b = simulate(s.training(), s.topology, simulation_settings(s));
   for (const auto& [name, step, formula, tolerance] :
        {std::tuple{"1F1B", one_f_one_b, double(P - 1) / (M + P - 1), 0.01},
         std::tuple{"interleaved", interleaved, double(P - 1) / (v * M + P - 1), 0.03}}) {

@@ -56,7 +56,7 @@ BenchRow bench_case(const CollectiveCase& c, Fidelity fidelity) {
   op.collective.axes = c.axes;
   op.collective.bytes = c.bytes;
   op.collective.bidirectional = c.bidirectional;
-  scenario.operations.push_back(op);
+  scenario.collectives().operations.push_back(op);
   const auto start = std::chrono::steady_clock::now();
   return row_of(c.name, fidelity == Fidelity::Full ? "full" : "reduced", run_scenario(scenario, {fidelity, false, {}}),
                 start);

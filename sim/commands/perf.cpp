@@ -148,11 +148,8 @@ PerfSizes perf_sizes(const PerfSizeFlags& flags) {
 }
 
 PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
-  if (scenario.workload_kind != WorkloadKind::Collectives) {
-    const char* kind = scenario.workload_kind == WorkloadKind::Training    ? "training"
-                       : scenario.workload_kind == WorkloadKind::Inference ? "inference"
-                                                                           : "serving";
-    throw InputError({scenario.path, 0, 0}, "workload.kind", kind,
+  if (scenario.kind() != WorkloadKind::Collectives) {
+    throw InputError({scenario.path, 0, 0}, "workload.kind", workload_kind_name(scenario.kind()),
                      "podsim perf sweeps the sizes of collectives; expected a collectives workload (kind: collectives)");
   }
   const PerfSizes sizes = perf_sizes(options.sizes);
@@ -177,7 +174,8 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
 
   // Every operation and size is checked before the first simulation: a bad flag fails at once.
   const Topology topology(scenario.topology);
-  for (const auto& op : scenario.operations) {
+  const std::vector<OperationSpec>& operations = scenario.collectives().operations;
+  for (const auto& op : operations) {
     PerfOperation p;
     p.name = op.name;
     p.kind = op.collective.kind;
@@ -208,11 +206,11 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
 
   RunOptions run_options;
   run_options.fidelity = options.fidelity;
-  const int total = static_cast<int>(scenario.operations.size() * sizes.sizes_bytes.size());
+  const int total = static_cast<int>(operations.size() * sizes.sizes_bytes.size());
   int finished = 0;
   const auto start = std::chrono::steady_clock::now();
   if (options.on_progress) options.on_progress(0, total, -1);
-  for (size_t i = 0; i < scenario.operations.size(); ++i) {
+  for (size_t i = 0; i < operations.size(); ++i) {
     PerfOperation& p = result.operations[i];
     double busbw_sum = 0;
     for (uint64_t requested : sizes.sizes_bytes) {
@@ -225,11 +223,11 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
       // The operation alone, once: a simulation is deterministic, so nccl-tests' iterations
       // and warm-up would repeat the same time.
       Scenario point = scenario;
-      OperationSpec op = scenario.operations[i];
+      OperationSpec op = operations[i];
       op.collective.bytes = bytes_for_nccl_size(p.kind, double(size), p.group_size);
       op.repeat = 1;
       op.after.clear();
-      point.operations = {op};
+      point.collectives().operations = {op};
       point.expectations.clear();
       const RunResult run = run_scenario(point, run_options);
       const OperationResult& r = run.operations.at(0);

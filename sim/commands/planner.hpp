@@ -1,33 +1,16 @@
 #pragma once
 // `podsim plan`: simulate the sensible parallelism plans for a training scenario's model,
-// batch and pod, and rank them by step time, marking which fit in HBM.
+// batch and pod, and rank them by step time, marking which fit in HBM. The command ties three
+// pieces: the candidates (plan_candidates), their simulations (plan_schedule) and the ranking
+// (plan_ranking).
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "sim/report/training_report.hpp"
+#include "sim/commands/plan_candidates.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace podsim {
-
-struct PlanCandidate {
-  std::string label;            // e.g. "FSDP(X,Y) + TP(Z), 4 mb, book remat"
-  TrainingPlan plan;
-  bool feasible = true;         // false: the plan cannot be built (the reason in `error`)
-  std::string error;
-  bool simulated = false;       // false: pruned before simulating (does not fit HBM: `report.memory` only)
-  int mirrors = 0;              // plans symmetry makes identical to this one (not simulated again)
-  // Chip 0's compute alone: a lower bound on the step, since a chip's compute ops run one
-  // after another (each waits for the one before it in every training program). A plan whose
-  // bound is no better than the K-th fastest simulated step is not simulated (`bounded`).
-  double lower_bound_s = 0;
-  bool bounded = false;
-  // The preflight's estimate of its simulation's wall time; a plan over the planner's budget is
-  // listed, not simulated (`over_budget`), unless the planner is exhaustive.
-  double estimated_wall_s = 0;
-  bool over_budget = false;
-  TrainingReport report;
-};
 
 struct PlannerResult {
   std::vector<PlanCandidate> candidates;   // feasible ones by step time (fitting ones first), then the rest

@@ -41,19 +41,20 @@ struct Driver {
 
 // The model's layer count, for a transformer workload (0 otherwise).
 int model_layers(const Scenario& scenario) {
-  switch (scenario.workload_kind) {
-    case WorkloadKind::Training: return scenario.training.model.layers;
-    case WorkloadKind::Inference: return scenario.inference.model.layers;
-    case WorkloadKind::Serving: return scenario.serving.model.layers;
-    default: return 0;
+  switch (scenario.kind()) {
+    case WorkloadKind::Training: return scenario.training().model.layers;
+    case WorkloadKind::Inference: return scenario.inference().model.layers;
+    case WorkloadKind::Serving: return scenario.serving().model.layers;
+    case WorkloadKind::Collectives: return 0;
   }
+  return 0;
 }
 
 // Of a transformer program's length, layers x microbatches: the larger of the two is the key to change.
 Driver program_length_driver(const Scenario& scenario) {
   const int layers = model_layers(scenario);
-  if (scenario.workload_kind == WorkloadKind::Training && scenario.training.plan.microbatches > layers)
-    return {"workload.microbatches", std::to_string(scenario.training.plan.microbatches)};
+  if (scenario.kind() == WorkloadKind::Training && scenario.training().plan.microbatches > layers)
+    return {"workload.microbatches", std::to_string(scenario.training().plan.microbatches)};
   return {"workload.model.layers", std::to_string(layers)};
 }
 
@@ -72,15 +73,16 @@ Driver driver(const Scenario& scenario, const Program& program, const Simulation
   // Spans are ops x simulated chips: a long program, or many chips the reduction cannot merge.
   if (model_layers(scenario) > 0 && spans_dominate && static_cast<double>(program.size()) > e.simulated_chips)
     return program_length_driver(scenario);
-  if (scenario.workload_kind == WorkloadKind::Collectives && spans_dominate && program.size() > 1)
+  if (scenario.kind() == WorkloadKind::Collectives && spans_dominate && program.size() > 1)
     return {"workload.operations", std::to_string(program.size()) + " operations"};
   if (e.heaviest_op >= 0) {
     const ProgramOp& op = program[e.heaviest_op];
     if (op.collective.over_dcn && scenario.topology.slices > 1)
       return {"topology.slices", std::to_string(scenario.topology.slices)};
-    if (scenario.workload_kind == WorkloadKind::Collectives) {
-      for (size_t i = 0; i < scenario.operations.size(); ++i)
-        if (scenario.operations[i].name == op.name)
+    if (scenario.kind() == WorkloadKind::Collectives) {
+      const std::vector<OperationSpec>& operations = scenario.collectives().operations;
+      for (size_t i = 0; i < operations.size(); ++i)
+        if (operations[i].name == op.name)
           return {"workload.operations[" + std::to_string(i) + "]", op.name};
     }
   }
@@ -98,8 +100,8 @@ void check_program_size(const Scenario& scenario, const PreflightLimits& limits)
   // the shipped scenarios; an upper bound, so a run it lets through may still be refused by
   // the preflight proper, with its exact counts.
   double ops = layers * kOpsPerLayerPass;
-  if (scenario.workload_kind == WorkloadKind::Training) {
-    const auto& plan = scenario.training.plan;
+  if (scenario.kind() == WorkloadKind::Training) {
+    const auto& plan = scenario.training().plan;
     const double per_pass = plan.pipeline_axis >= 0   // a mesh axis, or Topology::kSliceAxis
                                 ? kOpsPerLayerPipelinePass
                                 : kOpsPerLayerPass;

@@ -60,13 +60,48 @@ struct Simulated {
   std::optional<InferenceReport> inference;
 };
 
-Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
+// An inference scenario's program; with --strict, a batch that does not fit HBM is an error.
+Program inference_run_program(const Scenario& scenario, const RunCommandOptions& command, InferenceLayout& layout) {
+  const InferenceWorkload& w = scenario.inference();
+  Program program;
+  try {
+    program = inference_program(w.model, w.plan, scenario.topology, layout);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
+  }
+  if (command.strict && !layout.fits_hbm) {
+    throw InputError(scenario.location_of("workload.batch"), "workload.batch", std::to_string(w.plan.batch),
+                     "(--strict) needs " + human_bytes(layout.memory_per_chip_bytes) + " per chip, more than " +
+                         human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
+                         std::to_string(layout.max_batch) + ")");
+  }
+  return program;
+}
+
+// A training scenario's program; --strict sets workload.strict_memory (the report says so), and
+// a plan that then does not fit HBM is an error.
+Program training_run_program(Scenario& scenario, const RunCommandOptions& command, TrainingLayout& layout) {
+  TrainingWorkload& w = scenario.training();
   // An error the flag causes blames the flag, not a key the file does not have.
-  const bool strict_from_flag = command.strict && !scenario.training.strict_memory;
-  if (command.strict) scenario.training.strict_memory = true;
-  const SourceLocation strict_where = strict_from_flag ? SourceLocation{"command line", 0, 0}
-                                                       : scenario.location_of("workload.strict_memory");
-  const std::string strict_key = strict_from_flag ? "--strict" : "workload.strict_memory";
+  const bool strict_from_flag = command.strict && !w.strict_memory;
+  if (command.strict) w.strict_memory = true;
+  Program program;
+  try {
+    program = training_program(w.model, w.plan, scenario.topology, layout);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
+  }
+  if (w.strict_memory && !layout.fits_hbm) {
+    const SourceLocation where = strict_from_flag ? SourceLocation{"command line", 0, 0}
+                                                  : scenario.location_of("workload.strict_memory");
+    throw InputError(where, strict_from_flag ? "--strict" : "workload.strict_memory", "true",
+                     layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
+                         human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+  }
+  return program;
+}
+
+Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
   RunOptions options;
   options.fidelity = command.fidelity;
   options.record_hops = command.record_hops;
@@ -75,40 +110,20 @@ Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
   Program program;
   TrainingLayout layout;
   InferenceLayout inference_layout;
-  if (scenario.workload_kind == WorkloadKind::Inference) {
-    try {
-      program = inference_program(scenario.inference.model, scenario.inference.plan, scenario.topology, inference_layout);
-    } catch (const std::invalid_argument& e) {
-      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
-    }
-    if (command.strict && !inference_layout.fits_hbm) {
-      throw InputError(scenario.location_of("workload.batch"), "workload.batch", std::to_string(scenario.inference.plan.batch),
-                       "(--strict) needs " + human_bytes(inference_layout.memory_per_chip_bytes) + " per chip, more than " +
-                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
-                           std::to_string(inference_layout.max_batch) + ")");
-    }
-  } else if (scenario.workload_kind == WorkloadKind::Training) {
-    try {
-      program = training_program(scenario.training.model, scenario.training.plan, scenario.topology, layout);
-    } catch (const std::invalid_argument& e) {
-      throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
-    }
-    if (scenario.training.strict_memory && !layout.fits_hbm) {
-      throw InputError(strict_where, strict_key, "true",
-                       layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
-                           human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
-    }
-  } else {
-    program = collectives_program(scenario);
+  switch (scenario.kind()) {
+    case WorkloadKind::Collectives: program = collectives_program(scenario); break;
+    case WorkloadKind::Training: program = training_run_program(scenario, command, layout); break;
+    case WorkloadKind::Inference: program = inference_run_program(scenario, command, inference_layout); break;
+    case WorkloadKind::Serving: throw std::logic_error("a serving run has no one program: serve_to_directory runs it");
   }
   preflight_check(scenario, program, options.fidelity, command.limits);
   RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
   std::optional<TrainingReport> training;
   std::optional<InferenceReport> inference;
-  if (scenario.workload_kind == WorkloadKind::Training) {
-    training = training_report(scenario.training, layout, program, run);
-  } else if (scenario.workload_kind == WorkloadKind::Inference) {
-    inference = inference_report(scenario.inference.plan, inference_layout, program, run);
+  if (scenario.kind() == WorkloadKind::Training) {
+    training = training_report(scenario.training(), layout, program, run);
+  } else if (scenario.kind() == WorkloadKind::Inference) {
+    inference = inference_report(scenario.inference().plan, inference_layout, program, run);
   }
   return {std::move(program), std::move(run), std::move(training), std::move(inference)};
 }
@@ -116,7 +131,7 @@ Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
 }  // namespace
 
 std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& command) {
-  if (scenario.workload_kind == WorkloadKind::Serving)
+  if (scenario.kind() == WorkloadKind::Serving)
     throw InputError({scenario.path, 0, 0}, "workload.kind", "serving",
                      "a serving run's summary comes from its whole request stream; expected a collectives, "
                      "training or inference scenario");
@@ -126,7 +141,7 @@ std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& co
 }
 
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {
-  if (scenario.workload_kind == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
+  if (scenario.kind() == WorkloadKind::Serving) return serve_to_directory(scenario, out_dir, command);
   Simulated simulated = simulate(scenario, command);
   const RunResult& run = simulated.run;
   const auto& training = simulated.training;

@@ -50,7 +50,8 @@ SimulationSettings simulation_settings(const Scenario& scenario) {
 
 Program collectives_program(const Scenario& scenario) {
   Program program;
-  for (const auto& op : scenario.operations) {
+  const std::vector<OperationSpec>& operations = scenario.collectives().operations;
+  for (const auto& op : operations) {
     ProgramOp p;
     p.name = op.name;
     p.kind = ProgramOpKind::Collective;
@@ -58,8 +59,8 @@ Program collectives_program(const Scenario& scenario) {
     p.repeat = op.repeat;
     p.role = OpRole::ScenarioCollective;
     for (const auto& name : op.after) {
-      for (size_t j = 0; j < scenario.operations.size(); ++j) {
-        if (scenario.operations[j].name == name) p.after.push_back(static_cast<int>(j));
+      for (size_t j = 0; j < operations.size(); ++j) {
+        if (operations[j].name == name) p.after.push_back(static_cast<int>(j));
       }
     }
     program.push_back(std::move(p));
@@ -74,7 +75,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
 ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
                        const std::function<void(const SimulationProgress&)>& progress, double progress_interval_s) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const ServingWorkload& w = scenario.serving;
+  const ServingWorkload& w = scenario.serving();
   const bool split = w.config.policy == BatchingPolicy::Disaggregated;
   const ServerRole generate = role(w.generate_topology, w.generate);
   const ServerRole prefill = role(split ? w.prefill_server_topology : w.generate_topology, w.prefill);

@@ -249,7 +249,7 @@ ValidationResult run_validation(const ValidationOptions& options) {
           op_spec.collective.kind = kind;
           op_spec.collective.axes = axes;
           op_spec.collective.bytes = bytes;
-          scenario.operations.push_back(op_spec);
+          scenario.collectives().operations.push_back(op_spec);
           const RunResult run = run_scenario(scenario, {});
           const auto& op = run.operations[0];
           ValidationRow row;

@@ -29,7 +29,7 @@ RunResultObject run(const py::object& scenario_or_path, const py::object& overri
   options.strict = strict;
   options.reproducible = reproducible;
   const WorkDir dir(optional_path(output_dir));
-  const bool serving = s.scenario.workload_kind == WorkloadKind::Serving;
+  const bool serving = s.scenario.kind() == WorkloadKind::Serving;
   RunCommandOutputs outputs;
   std::string summary, operations, requests, steps;
   {
@@ -49,7 +49,7 @@ RunResultObject run(const py::object& scenario_or_path, const py::object& overri
   }
   RunResultObject r;
   r.name = s.scenario.name;
-  r.kind = workload_kind_name(s.scenario.workload_kind);
+  r.kind = workload_kind_name(s.scenario.kind());
   r.summary = json_value(summary);
   r.operations = serving ? py::none() : py::object(csv_records(operations));
   r.requests = serving ? py::object(csv_records(requests)) : py::none();

@@ -242,16 +242,6 @@ std::string point_override(const LoadedScenario& s, const std::string& key, cons
   return out.c_str();
 }
 
-std::string workload_kind_name(WorkloadKind kind) {
-  switch (kind) {
-    case WorkloadKind::Collectives: return "collectives";
-    case WorkloadKind::Training: return "training";
-    case WorkloadKind::Inference: return "inference";
-    case WorkloadKind::Serving: return "serving";
-  }
-  return "?";
-}
-
 namespace {
 
 py::dict overrides_dict(const std::vector<ScenarioOverride>& overrides) {
@@ -268,7 +258,7 @@ void bind_scenario(py::module_& m) {
                              "podsim.load_dict(dict). Pass it to run, sweep, compare or plan.")
       .def_property_readonly("name", [](const LoadedScenario& s) { return s.scenario.name; })
       .def_property_readonly("description", [](const LoadedScenario& s) { return s.scenario.description; })
-      .def_property_readonly("kind", [](const LoadedScenario& s) { return workload_kind_name(s.scenario.workload_kind); },
+      .def_property_readonly("kind", [](const LoadedScenario& s) { return workload_kind_name(s.scenario.kind()); },
                              "collectives, training, inference or serving")
       .def_property_readonly(
           "path", [](const LoadedScenario& s) -> py::object { return s.from_dict ? py::object(py::none()) : py::object(py::str(s.path)); },
@@ -284,7 +274,7 @@ void bind_scenario(py::module_& m) {
           [](const LoadedScenario& s, const py::object& overrides) { return with_overrides(s, to_overrides(overrides)); },
           py::arg("overrides"), "The same scenario with more overrides, e.g. {'workload.batch': 16}.")
       .def("__repr__", [](const LoadedScenario& s) {
-        return "<podsim.Scenario '" + s.scenario.name + "' (" + workload_kind_name(s.scenario.workload_kind) + ") from " +
+        return "<podsim.Scenario '" + s.scenario.name + "' (" + workload_kind_name(s.scenario.kind()) + ") from " +
                (s.from_dict ? std::string("a dict") : s.path) + ">";
       });
 

@@ -59,8 +59,6 @@ std::string scenario_file(const LoadedScenario& scenario, const std::string& dir
 // absolute against base_dir, where load_dict took it from.
 std::string point_override(const LoadedScenario& scenario, const std::string& key, const std::string& value);
 
-std::string workload_kind_name(WorkloadKind kind);
-
 void bind_scenario(pybind11::module_& m);
 
 }  // namespace podsim::python

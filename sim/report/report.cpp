@@ -110,9 +110,9 @@ Json symmetry(const SummaryInputs& in) {
 Json step_topology(const SummaryInputs& in) { return topology_json(in.scenario, *in.run); }
 
 Json training_workload(const SummaryInputs& in) {
-  const auto& plan = in.scenario.training.plan;
+  const auto& plan = in.scenario.training().plan;
   Json t;
-  t["model"] = in.scenario.training.model.name;
+  t["model"] = in.scenario.training().model.name;
   t["strategy"] = in.training->strategy;
   t["global_batch_tokens"] = plan.global_batch_tokens;
   t["sequence_length"] = plan.sequence_length;
@@ -136,9 +136,9 @@ Json per_layer(const SummaryInputs& in) {
 }
 
 Json inference_workload(const SummaryInputs& in) {
-  const auto& plan = in.scenario.inference.plan;
+  const auto& plan = in.scenario.inference().plan;
   const InferenceReport& r = *in.inference;
-  return {{"model", in.scenario.inference.model.name},
+  return {{"model", in.scenario.inference().model.name},
           {"phase", r.decode ? "decode" : "prefill"},
           {"batch", plan.batch},
           {"context_length", r.decode ? plan.context_length : plan.prompt_length},
@@ -276,9 +276,9 @@ namespace podsim {
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& r) {
   std::string out;
   char line[512];
-  const auto& plan = scenario.training.plan;
+  const auto& plan = scenario.training().plan;
   std::snprintf(line, sizeof line, "%s: %s on %d chips (%s), %s, batch %.0f tokens x %d, simulated %d chips (%s)\n",
-                scenario.name.c_str(), scenario.training.model.name.c_str(), run.topology.chip_count(),
+                scenario.name.c_str(), scenario.training().model.name.c_str(), run.topology.chip_count(),
                 scenario.topology.chip.name.c_str(), r.strategy.c_str(), plan.global_batch_tokens, plan.sequence_length,
                 run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
@@ -326,7 +326,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
   std::snprintf(line, sizeof line, "memory peak on the timeline %s at %s (chip 0)\n",
                 human_bytes(r.memory_peak_bytes).c_str(), human_time(r.memory_peak_at_s).c_str());
   out += line;
-  std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training.model.layers / 2,
+  std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training().model.layers / 2,
                 "T_math", "T_comms", "book T_math", "book T_comms");
   out += line;
   for (const auto& l : r.per_layer) {
@@ -348,7 +348,7 @@ namespace podsim {
 std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& r) {
   std::string out;
   char line[512];
-  const auto& plan = scenario.inference.plan;
+  const auto& plan = scenario.inference().plan;
   // 2D weight-stationary: D split X ways, F (heads) the rest (inference.md Question 7).
   int d_ways = 1;
   for (int a : plan.d_axes) d_ways *= run.topology.axis_size(a);
@@ -357,7 +357,7 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                                    : "2D weight-stationary, D " + std::to_string(d_ways) + "-way x F " +
                                          std::to_string(r.layout.model_degree / d_ways) + "-way";
   std::snprintf(line, sizeof line, "%s: %s %s on %d chips (%s), batch %d, %d-token %s, %s\n",
-                scenario.name.c_str(), scenario.inference.model.name.c_str(), r.decode ? "decode step" : "prefill",
+                scenario.name.c_str(), scenario.inference().model.name.c_str(), r.decode ? "decode step" : "prefill",
                 run.topology.chip_count(), scenario.topology.chip.name.c_str(), plan.batch,
                 r.decode ? plan.context_length : plan.prompt_length, r.decode ? "context" : "prompts",
                 sharding.c_str());

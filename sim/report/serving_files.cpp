@@ -24,7 +24,7 @@ ServingFileSink::ServingFileSink(const Scenario& scenario, OutputFiles& files, u
     : requests_(files.stream("requests.csv")),
       steps_(files.stream("steps.csv")),
       trace_(files.stream("trace.json"), "ms", max_trace_events),
-      split_(scenario.serving.config.policy == BatchingPolicy::Disaggregated) {
+      split_(scenario.serving().config.policy == BatchingPolicy::Disaggregated) {
   requests_ << "id,arrival_s,prompt_tokens,padded_prompt_tokens,output_tokens,server,generate_server,queueing_s,"
                "ttft_s,tpot_s,latency_s,per_token_latency_s,first_token_s,end_s\n";
   steps_ << "pool,server,kind,start_s,end_s,batch,tokens\n";
@@ -33,11 +33,11 @@ ServingFileSink::ServingFileSink(const Scenario& scenario, OutputFiles& files, u
   trace_.process_name(kServersPid, split_ ? "generate servers" : "servers");
   if (split_) trace_.process_name(kPrefillPid, "prefill servers");
   trace_.process_name(kRequestsPid, "requests");
-  for (int s = 0; s < scenario.serving.config.servers; ++s) {
+  for (int s = 0; s < scenario.serving().config.servers; ++s) {
     trace_.thread_name(kServersPid, 2 * s, "server " + std::to_string(s));
     if (split_) trace_.thread_name(kServersPid, 2 * s + 1, "server " + std::to_string(s) + " KV in");
   }
-  for (int s = 0; s < scenario.serving.config.prefill_servers; ++s)
+  for (int s = 0; s < scenario.serving().config.prefill_servers; ++s)
     trace_.thread_name(kPrefillPid, 2 * s, "prefill " + std::to_string(s));
 }
 

@@ -35,7 +35,7 @@ std::string serving_summary_json(const Scenario& scenario, const ServingRun& run
 namespace summary_parts {
 
 bool serving_disaggregated(const SummaryInputs& in) {
-  return in.scenario.serving.config.policy == BatchingPolicy::Disaggregated;
+  return in.scenario.serving().config.policy == BatchingPolicy::Disaggregated;
 }
 
 // vLLM's statistics of a distribution: mean, std, median and the percentiles asked for, with
@@ -52,7 +52,7 @@ Json distribution(const Distribution& d) {
 Json serving_topology(const SummaryInputs& in) { return topology_json(in.scenario.topology); }
 
 Json serving_workload(const SummaryInputs& in) {
-  const ServingWorkload& w = in.scenario.serving;
+  const ServingWorkload& w = in.scenario.serving();
   Json workload = {{"model", w.model.name},
                    {"policy", to_string(w.config.policy)},
                    {"weights_bytes_per_param", w.generate.weight_bytes},
@@ -70,11 +70,11 @@ Json serving_workload(const SummaryInputs& in) {
 }
 
 double serving_kv_cache_bytes_per_token(const SummaryInputs& in) {
-  return kv_cache_bytes_per_token(in.scenario.serving.model, in.scenario.serving.generate.kv_bytes);
+  return kv_cache_bytes_per_token(in.scenario.serving().model, in.scenario.serving().generate.kv_bytes);
 }
 
 Json serving_slo(const SummaryInputs& in) {
-  const auto& slo = in.scenario.serving.slo;
+  const auto& slo = in.scenario.serving().slo;
   if (!slo.given()) return absent();
   Json j = Json::object();
   if (slo.ttft_s > 0) j["ttft_s"] = slo.ttft_s;
@@ -85,7 +85,7 @@ Json serving_slo(const SummaryInputs& in) {
 
 // Busy seconds over the servers' capacity (servers x the span of the run).
 Json busy_fraction(const SummaryInputs& in, bool prefill) {
-  const auto& config = in.scenario.serving.config;
+  const auto& config = in.scenario.serving().config;
   const int servers = prefill && serving_disaggregated(in) ? config.prefill_servers : config.servers;
   const double capacity = in.serving->stats.span_s * servers;
   const double busy_s = prefill ? in.serving->totals.prefill_busy_s : in.serving->totals.decode_busy_s;
@@ -113,7 +113,7 @@ Json step_costs(const SummaryInputs& in) {
 }  // namespace summary_parts
 
 std::string serving_table(const Scenario& scenario, const ServingRun& run) {
-  const ServingWorkload& w = scenario.serving;
+  const ServingWorkload& w = scenario.serving();
   const ServingStats& st = run.stats;
   const ServingTotals& r = run.totals;
   char buf[4096];

@@ -121,9 +121,11 @@ void HardwareParameter::set(Scenario& scenario, double value) const {
     return;
   }
   // Every copy of the chip a run reads: the slice's and a serving run's server topologies.
-  for (TopologySpec* topology : {&scenario.topology, &scenario.serving.generate_topology,
-                                 &scenario.serving.prefill_topology, &scenario.serving.prefill_server_topology})
-    set(topology->chip, value);
+  set(scenario.topology.chip, value);
+  if (auto* serving = std::get_if<ServingWorkload>(&scenario.workload)) {
+    for (TopologySpec* topology : {&serving->generate_topology, &serving->prefill_topology, &serving->prefill_server_topology})
+      set(topology->chip, value);
+  }
 }
 
 std::string HardwareParameter::yaml_text(double value) const {

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -47,7 +49,16 @@ struct Expectation {
 // Tolerances wider than this need a written reason.
 constexpr double kExpectationDefaultTolerance = 0.01;
 
+// The kind of a scenario's workload: the index of its alternative in Workload (same order).
 enum class WorkloadKind { Collectives, Training, Inference, Serving };
+
+// The kind as `workload.kind` spells it and reports print it: "collectives", "training", ...
+const char* workload_kind_name(WorkloadKind kind);
+
+// A `collectives` workload: the operations, in the file's order.
+struct CollectivesWorkload {
+  std::vector<OperationSpec> operations;
+};
 
 // An `inference` workload: one decode step or one prefill of a model on a slice.
 struct InferenceWorkload {
@@ -91,6 +102,9 @@ struct TrainingWorkload {
   double token_budget = 0;          // tokens a whole run trains on (0: not given): time to train
 };
 
+// A scenario's one workload; the alternatives are in WorkloadKind's order.
+using Workload = std::variant<CollectivesWorkload, TrainingWorkload, InferenceWorkload, ServingWorkload>;
+
 // What `podsim compare` runs the workload on when no --topologies are given.
 struct CompareSpec {
   std::vector<std::string> topologies;   // mesh shapes, e.g. "4x4x4", "8x8"
@@ -107,11 +121,7 @@ struct Scenario {
   double link_efficiency = 1.0;     // fraction of peak ICI/DCN bandwidth a transfer achieves
   double launch_overhead_s = 0.0;   // fixed cost per collective per chip before its first hop
   std::string profile;              // the calibration profile applied (hardware.profile), or empty
-  WorkloadKind workload_kind = WorkloadKind::Collectives;
-  std::vector<OperationSpec> operations;   // Collectives
-  TrainingWorkload training;               // Training
-  InferenceWorkload inference;             // Inference
-  ServingWorkload serving;                 // Serving
+  Workload workload;                // exactly one kind; the loader builds the kind the file names
   std::vector<Expectation> expectations;
   CompareSpec compare;
   // Where some keys were written ("topology.slices", "workload.microbatches", "topology",
@@ -119,7 +129,31 @@ struct Scenario {
   std::map<std::string, SourceLocation> locations;
   // The location of `key`, or of its section ("workload" for "workload.x"), or the file.
   SourceLocation location_of(const std::string& key) const;
+
+  WorkloadKind kind() const { return static_cast<WorkloadKind>(workload.index()); }
+  // The workload as that kind. Asking for another kind than the scenario holds is a bug in the
+  // caller, not bad input (callers check kind() or refuse the scenario with an InputError
+  // first): std::logic_error naming the kind asked for and the kind held.
+  const CollectivesWorkload& collectives() const;
+  CollectivesWorkload& collectives();
+  const TrainingWorkload& training() const;
+  TrainingWorkload& training();
+  const InferenceWorkload& inference() const;
+  InferenceWorkload& inference();
+  const ServingWorkload& serving() const;
+  ServingWorkload& serving();
 };
+
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(WorkloadKind::Collectives), Workload>,
+                             CollectivesWorkload> &&
+                  std::is_same_v<std::variant_alternative_t<static_cast<size_t>(WorkloadKind::Training), Workload>,
+                                 TrainingWorkload> &&
+                  std::is_same_v<std::variant_alternative_t<static_cast<size_t>(WorkloadKind::Inference), Workload>,
+                                 InferenceWorkload> &&
+                  std::is_same_v<std::variant_alternative_t<static_cast<size_t>(WorkloadKind::Serving), Workload>,
+                                 ServingWorkload> &&
+                  std::variant_size_v<Workload> == 4,
+              "WorkloadKind is the index of Workload's alternative");
 
 // A value set from the command line (`--set workload.batch=16`): a dotted key through the
 // scenario's mappings and a YAML value.

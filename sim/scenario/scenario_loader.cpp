@@ -613,16 +613,16 @@ std::vector<OperationSpec> parse_operations(const Field& list, const TopologySpe
 
 void parse_workload(const Field& field, Scenario& scenario) {
   const Field kind = MapReader::open(field).required("kind");
-  scenario.workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
-                                                           {"training", WorkloadKind::Training},
-                                                           {"inference", WorkloadKind::Inference},
-                                                           {"serving", WorkloadKind::Serving}});
+  const WorkloadKind workload_kind = read_choice<WorkloadKind>(kind, {{"collectives", WorkloadKind::Collectives},
+                                                                     {"training", WorkloadKind::Training},
+                                                                     {"inference", WorkloadKind::Inference},
+                                                                     {"serving", WorkloadKind::Serving}});
   // In WorkloadKind order.
   const std::vector<std::pair<std::string, SchemaMap>> kinds = {{"collectives", SchemaMap::WorkloadCollectives},
                                                                 {"training", SchemaMap::WorkloadTraining},
                                                                 {"inference", SchemaMap::WorkloadInference},
                                                                 {"serving", SchemaMap::WorkloadServing}};
-  const SchemaMap own_map = kinds[static_cast<size_t>(scenario.workload_kind)].second;
+  const SchemaMap own_map = kinds[static_cast<size_t>(workload_kind)].second;
   const std::vector<std::string>& own = key_table(own_map).keys;
   const MapReader reader(field, own_map);
   // A key of another kind gets a clearer message than "unknown key".
@@ -636,16 +636,16 @@ void parse_workload(const Field& field, Scenario& scenario) {
     }
   }
   reader.reject_unknown();
-  switch (scenario.workload_kind) {
-    case WorkloadKind::Training: scenario.training = detail::parse_training(reader, scenario.topology); break;
-    case WorkloadKind::Inference: scenario.inference = detail::parse_inference(reader, scenario.topology); break;
+  switch (workload_kind) {
+    case WorkloadKind::Training: scenario.workload = detail::parse_training(reader, scenario.topology); break;
+    case WorkloadKind::Inference: scenario.workload = detail::parse_inference(reader, scenario.topology); break;
     case WorkloadKind::Serving:
-      scenario.serving = detail::parse_serving(reader, scenario.topology, [&](const Field& topology) {
+      scenario.workload = detail::parse_serving(reader, scenario.topology, [&](const Field& topology) {
         return parse_topology(topology, scenario.topology.chip);
       });
       break;
     case WorkloadKind::Collectives:
-      scenario.operations = parse_operations(reader.required("operations"), scenario.topology);
+      scenario.workload = CollectivesWorkload{parse_operations(reader.required("operations"), scenario.topology)};
       break;
   }
 }
@@ -670,8 +670,12 @@ double read_expected_value(const Field& field, const std::string& unit, const st
 std::vector<Expectation> parse_expectations(const Field& field, const Scenario& scenario) {
   std::vector<Expectation> expectations;
   std::unordered_set<std::string> operation_names;   // a set: both lists may be long
-  for (const OperationSpec& op : scenario.operations) operation_names.insert(op.name);
-  const ExpectFieldContext context{scenario.workload_kind, scenario.serving.metric_percentiles, &operation_names};
+  ExpectFieldContext context{scenario.kind(), {}, &operation_names};
+  if (const auto* collectives = std::get_if<CollectivesWorkload>(&scenario.workload))
+    for (const OperationSpec& op : collectives->operations) operation_names.insert(op.name);
+  // Only serving rows have <statistic> placeholders (sim/report/summary_field_table.hpp).
+  if (const auto* serving = std::get_if<ServingWorkload>(&scenario.workload))
+    context.percentiles = serving->metric_percentiles;
   for (const Field& item : read_list(field)) {
     const MapReader reader(item, SchemaMap::Expectation);
     reader.reject_unknown();
@@ -771,7 +775,7 @@ Scenario parse_document(const Field& root) {
   if (auto perturbations = top.optional("perturbations")) {
     // A serving run prices one step shape once and reuses it on every server and step: there
     // is no one chip to slow down.
-    if (scenario.workload_kind == WorkloadKind::Serving)
+    if (scenario.kind() == WorkloadKind::Serving)
       fail(*perturbations, "perturbations apply to collectives, training and inference workloads, not serving "
                            "(its step costs are shared by every server); expected no perturbations block");
     scenario.topology.perturbations =
@@ -973,19 +977,6 @@ ResolvedScenario resolve_scenario(const std::string& path, const std::vector<Sce
   out.text = emitter.c_str();
   for (auto& file : named_files(document, path)) out.input_files.push_back(std::move(file.path));
   return out;
-}
-
-}  // namespace podsim
-
-namespace podsim {
-
-SourceLocation Scenario::location_of(const std::string& key) const {
-  for (std::string k = key;;) {
-    if (auto it = locations.find(k); it != locations.end()) return it->second;
-    const size_t dot = k.rfind('.');
-    if (dot == std::string::npos) return {path, 0, 0};
-    k.resize(dot);
-  }
 }
 
 }  // namespace podsim

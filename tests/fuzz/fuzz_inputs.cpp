@@ -588,10 +588,10 @@ void check_scenario(const podsim::Scenario& s) {
     require(e.rel_tolerance > 0 && e.rel_tolerance < 1 && e.rel_tolerance_above > 0 && e.rel_tolerance_above < 1,
             "a tolerance is outside (0, 1)");
   }
-  switch (s.workload_kind) {
+  switch (s.kind()) {
     case podsim::WorkloadKind::Collectives:
-      require(!s.operations.empty(), "no operations");
-      for (const auto& op : s.operations) {
+      require(!s.collectives().operations.empty(), "no operations");
+      for (const auto& op : s.collectives().operations) {
         require(positive_finite(op.collective.bytes), "an operation's bytes are not positive and finite");
         require(op.repeat >= 1, "an operation's repeat is < 1");
         for (int axis : op.collective.axes)
@@ -599,30 +599,30 @@ void check_scenario(const podsim::Scenario& s) {
       }
       break;
     case podsim::WorkloadKind::Training: {
-      const auto& plan = s.training.plan;
-      check_model(s.training.model);
+      const auto& plan = s.training().plan;
+      check_model(s.training().model);
       require(positive_finite(plan.global_batch_tokens) && plan.sequence_length >= 1 && plan.microbatches >= 1,
               "the batch, sequence length or microbatches are not positive");
       require(positive_finite(plan.matmul_efficiency) && plan.matmul_efficiency <= 1, "matmul_efficiency is outside (0, 1]");
-      require(std::isfinite(podsim::training_flops_per_token(s.training.model, plan.sequence_length, plan.attention_flops)),
+      require(std::isfinite(podsim::training_flops_per_token(s.training().model, plan.sequence_length, plan.attention_flops)),
               "the FLOPs per token are not finite");
-      check_moe(s.training.model, plan.routing, plan.expert_axes, s.topology);
+      check_moe(s.training().model, plan.routing, plan.expert_axes, s.topology);
       break;
     }
     case podsim::WorkloadKind::Inference: {
-      const auto& plan = s.inference.plan;
-      check_model(s.inference.model);
+      const auto& plan = s.inference().plan;
+      check_model(s.inference().model);
       require(plan.batch >= 1, "the batch is < 1");
       // A model without attention (attention: none) caches nothing; any other caches something.
-      require(s.inference.model.attention == podsim::AttentionKind::None
-                  ? podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes) == 0
-                  : positive_finite(podsim::kv_cache_bytes_per_token(s.inference.model, plan.kv_bytes)),
+      require(s.inference().model.attention == podsim::AttentionKind::None
+                  ? podsim::kv_cache_bytes_per_token(s.inference().model, plan.kv_bytes) == 0
+                  : positive_finite(podsim::kv_cache_bytes_per_token(s.inference().model, plan.kv_bytes)),
               "the KV cache per token is not positive and finite (or not 0 without attention)");
-      check_moe(s.inference.model, plan.routing, plan.expert_axes, s.topology);
+      check_moe(s.inference().model, plan.routing, plan.expert_axes, s.topology);
       break;
     }
     case podsim::WorkloadKind::Serving: {
-      const auto& w = s.serving;
+      const auto& w = s.serving();
       check_model(w.model);
       check_topology(w.prefill_topology, "the prefill topology");
       check_topology(w.generate_topology, "a server's mesh");
