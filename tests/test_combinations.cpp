@@ -464,10 +464,10 @@ workload:
     context: Z
 )";
   const Scenario t = load_scenario_text(training, podsim_test::kScenarioFile);
-  CHECK(t.training.plan.context_axis == 0);
+  CHECK(t.training().plan.context_axis == 0);
   const Scenario p = load_scenario_text(prefill, podsim_test::kScenarioFile);
-  CHECK(p.inference.plan.context_axis == 2);
-  CHECK(p.inference.plan.d_axes == std::vector<int>{0});
+  CHECK(p.inference().plan.context_axis == 2);
+  CHECK(p.inference().plan.d_axes == std::vector<int>{0});
   const std::string mla_line =
       "    attention: {kind: mla, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, "
       "v_head_dim: 128}";
@@ -479,10 +479,10 @@ workload:
   TransformerSpec mlp_only = dense_model(2);
   mlp_only.attention = AttentionKind::None;
   TrainingLayout training_layout;
-  CHECK_THROWS_WITH(training_program(mlp_only, t.training.plan, t.topology, training_layout),
+  CHECK_THROWS_WITH(training_program(mlp_only, t.training().plan, t.topology, training_layout),
                     Catch::Contains("has no attention"));
   InferenceLayout inference_layout;
-  CHECK_THROWS_WITH(inference_program(mlp_only, p.inference.plan, p.topology, inference_layout),
+  CHECK_THROWS_WITH(inference_program(mlp_only, p.inference().plan, p.topology, inference_layout),
                     Catch::Contains("has no attention"));
 }
 
