@@ -61,7 +61,7 @@ TEST_CASE("A forked function's progress pipe and a signal's wait status", "[chil
   CHECK(describe_exit_status(status).rfind("killed by signal 9 (", 0) == 0);
 }
 
-TEST_CASE("A spawned program writes its streams to files; one that cannot start throws", "[child_process]") {
+TEST_CASE("A spawned program writes its streams to files, one that cannot start throws", "[child_process]") {
   const fs::path dir = fs::temp_directory_path() / ("podsim_child_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const int pid = spawn_program({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, (dir / "o").string(),

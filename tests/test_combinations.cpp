@@ -486,6 +486,91 @@ workload:
                     Catch::Contains("has no attention"));
 }
 
+// --- MoE layers with collective matmuls ---------------------------------------------------------
+
+namespace {
+
+// The same FLOPs and tensor-parallel bytes, blocking or overlapped, and the reduced replay of
+// the overlapped program equal to the full one.
+void same_work_as_blocking(const TopologySpec& topo, const Program& blocking, const Program& cm) {
+  double blocking_flops = 0, cm_flops = 0;
+  for (const auto& op : blocking) blocking_flops += op.flops;
+  for (const auto& op : cm) cm_flops += op.flops;
+  CHECK(cm_flops == Approx(blocking_flops).epsilon(1e-12));
+  CHECK(role_bytes(cm, OpRole::TensorAllGather) > 0);
+  CHECK(role_bytes(cm, OpRole::TensorAllGather) == Approx(role_bytes(blocking, OpRole::TensorAllGather)));
+  CHECK(role_bytes(cm, OpRole::TensorReduceScatter) == Approx(role_bytes(blocking, OpRole::TensorReduceScatter)));
+  CHECK(count_role(cm, OpRole::MoeDispatch) == count_role(blocking, OpRole::MoeDispatch));
+  replay_checked(topo, cm);
+}
+
+// LLaMA-3 8B's layer with 8 experts of 2048 (top-2) and one shared expert in every layer.
+TransformerSpec shared_expert_model(int layers) {
+  TransformerSpec m = dense_model(layers);
+  m.moe = MoeSpec{8, 2, 1, 2048, 0};
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("combinations: MoE layers with collective matmuls in the step and the pipeline, the work of blocking TP",
+          "[combinations][training][pipeline][moe]") {
+  // Experts over Y, TP over Z; Zipf routing, so the experts and the AllToAll pairs differ along
+  // Y (kept whole by the reduction). The pipeline's stages over X under ZB-H1, whose B passes
+  // split the router and shared experts' backward.
+  const auto topo = podsim_test::v5p_mesh({2, 2, 2});
+  TrainingPlan step;
+  step.data_axes = {0, 1};
+  step.fsdp = true;
+  step.expert_axes = {1};
+  step.tensor_axes = {2};
+  step.sequence_length = 2048;
+  step.global_batch_tokens = 2048.0 * 4;
+  step.routing.spec.kind = RoutingKind::Zipf;
+  step.routing.spec.zipf_s = 1.2;
+  auto pipeline = two_stage_plan();
+  pipeline.schedule = PipelineSchedule::ZeroBubbleH1;
+  pipeline.data_axes = {1};
+  pipeline.expert_axes = {1};
+  pipeline.tensor_axes = {2};
+  pipeline.global_batch_tokens *= 2;
+  pipeline.routing = step.routing;
+  for (const auto& [plan, layers] : {std::pair{step, 2}, std::pair{pipeline, 4}}) {
+    INFO((plan.pipeline_axis >= 0 ? "pipeline" : "single step"));
+    auto overlap = plan;
+    overlap.tensor_overlap = true;
+    const auto blocking = build(shared_expert_model(layers), plan, topo);
+    const auto cm = build(shared_expert_model(layers), overlap, topo);
+    CHECK(cm.layout.total_flops == Approx(blocking.layout.total_flops).epsilon(1e-12));
+    CHECK(cm.layout.moe.busiest_chip_over_mean > 1.0);
+    same_work_as_blocking(topo, blocking.program, cm.program);
+  }
+}
+
+TEST_CASE("combinations: MoE layers with collective matmuls in prefill and decode, the work of blocking TP",
+          "[combinations][inference][moe]") {
+  // Model over X, experts over Y (the batch split over Y outside the experts), Zipf routing.
+  const auto topo = podsim_test::v5p_mesh({2, 2});
+  for (const auto phase : {InferencePhase::Prefill, InferencePhase::Decode}) {
+    INFO((phase == InferencePhase::Prefill ? "prefill" : "decode"));
+    auto plan = inference_plan(phase, {0}, 8);
+    plan.expert_axes = {1};
+    plan.routing.spec.kind = RoutingKind::Zipf;
+    plan.routing.spec.zipf_s = 1.2;
+    auto overlap = plan;
+    overlap.collective_matmul = true;
+    InferenceLayout blocking_layout, cm_layout;
+    const auto blocking = inference_program(shared_expert_model(2), plan, topo, blocking_layout);
+    const auto cm = inference_program(shared_expert_model(2), overlap, topo, cm_layout);
+    CHECK(cm_layout.flops == Approx(blocking_layout.flops).epsilon(1e-12));
+    same_work_as_blocking(topo, blocking, cm);
+    // What the overlap leaves exposed is less: the same compute in a step no longer.
+    const auto b = run_program(topo, {}, blocking, {});
+    const auto c = run_program(topo, {}, cm, {});
+    CHECK(c.total_time_s < b.total_time_s);
+  }
+}
+
 // --- Serving column ---------------------------------------------------------------------------
 
 TEST_CASE("combinations: serving an MLA model, its slots sized by the latent cache", "[combinations][serving][mla]") {

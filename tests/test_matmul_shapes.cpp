@@ -21,7 +21,7 @@ ChipSpec padded(const char* preset) {
 
 }  // namespace
 
-TEST_CASE("MXU padding: K and N up to the array, M up to 8 rows; off on the ideal machine", "[mxu]") {
+TEST_CASE("MXU padding: K and N up to the array, M up to 8 rows, off on the ideal machine", "[mxu]") {
   const ChipSpec v5e = padded("v5e");
   // LLaMA-2 7B's MLP split 16 ways: d_ff 11008 / 16 = 688 columns a chip, 768 padded.
   const auto& llama = *find_model_preset("llama2-7b");

@@ -8,6 +8,8 @@
 #include "meshes.hpp"
 #include "replay_equality.hpp"
 #include "sim/engine/run.hpp"
+#include "sim/report/training_report.hpp"
+#include "workloads/moe_ops.hpp"
 #include "workloads/moe_training.hpp"
 #include "workloads/training.hpp"
 
@@ -252,4 +254,94 @@ TEST_CASE("moe training with ZeRO-1/2: expert state sharded over the replicas th
     const auto full = run_program(topo, {}, step.program, {Fidelity::Full, false, {}});
     CHECK(podsim_test::spans_differing(step.program, reduced, full) == 0);
   }
+}
+
+TEST_CASE("moe training with collective matmuls: the same TP bytes and FLOPs as blocking, less TP exposed",
+          "[moe][training][combinations]") {
+  // Experts over X (4 ranks), TP over Y (2), an MLP-only model (no attention, no dense layer),
+  // so the tensor-parallel collectives are the 4 MoE layers' and the unembedding's: per block a
+  // gather and a scatter of V = T D x 2 bytes forward and again backward, each chip sending
+  // (Y-1)/Y V of each, blocking or not. tensor_overlap moves the MoE layers' beside the router
+  // and shared experts' matmuls (moe_training.cpp): the gather beside the in-projections, the
+  // scatter beside the out-projection, which runs after the routed experts and so first beside
+  // the combine. With 2 shared experts of 4096 the in-projections outlast the gather, and the
+  // out-projection outlasts the combine but not the combine and the scatter; with 8 it outlasts
+  // both; with none only the router's matmul is there to hide anything behind.
+  const auto topo = podsim_test::v5p_mesh({4, 2});
+  for (const int shared : {0, 2, 8}) {
+    auto model = small_moe();
+    model.attention = AttentionKind::None;
+    model.moe->dense_layers = 0;
+    model.moe->shared_experts = shared;
+    model.moe->expert_d_ff = 4096;
+    TrainingPlan plan;
+    plan.data_axes = {0};
+    plan.expert_axes = {0};
+    plan.tensor_axes = {1};
+    plan.sequence_length = 4096;
+    plan.global_batch_tokens = 4 * 4 * 4096.0;   // 16k tokens a data shard
+    auto overlap = plan;
+    overlap.tensor_overlap = true;
+    struct Run {
+      Step step;
+      TrainingReport report;
+    };
+    auto run = [&](const TrainingPlan& p) {
+      Run r{build(model, p, topo), {}};
+      r.report = training_report(TrainingWorkload{model, p, false}, r.step.layout, r.step.program,
+                                 run_program(topo, {}, r.step.program, {Fidelity::Auto, false, {}}));
+      return r;
+    };
+    const Run blocking = run(plan), cm = run(overlap);
+    INFO(shared << " shared experts: step " << blocking.report.step_time_s << " s blocking, " << cm.report.step_time_s
+                << " s overlapped");
+    double blocking_flops = 0, cm_flops = 0;
+    for (const auto& op : blocking.step.program) blocking_flops += op.flops;
+    for (const auto& op : cm.step.program) cm_flops += op.flops;
+    CHECK(cm_flops == Approx(blocking_flops).epsilon(1e-12));
+    CHECK(cm.step.layout.total_flops == Approx(blocking.step.layout.total_flops).epsilon(1e-12));
+    // TP bytes per chip: 2 passes x 5 blocks x (Y-1)/Y V of each kind.
+    const double v = cm.step.layout.tokens_per_microbatch * model.d_model * 2.0;
+    CHECK(cm.step.layout.tokens_per_microbatch == 16384);
+    for (const OpRole role : {OpRole::TensorAllGather, OpRole::TensorReduceScatter}) {
+      double cm_sent = 0, blocking_sent = 0;
+      for (const auto& op : cm.step.program) cm_sent += op.role == role ? op.collective.bytes / 2 : 0.0;
+      for (const auto& op : blocking.step.program) blocking_sent += op.role == role ? op.collective.bytes / 2 : 0.0;
+      CHECK(cm_sent == Approx(2 * 5 * v / 2).epsilon(1e-12));
+      CHECK(blocking_sent == Approx(cm_sent).epsilon(1e-12));
+    }
+    // Exposed TP time: never negative, smaller overlapped.
+    auto exposed = [](const TrainingReport& r, const char* category) {
+      const auto it = r.exposed_comm_by_category_s.find(category);
+      return it == r.exposed_comm_by_category_s.end() ? 0.0 : it->second;
+    };
+    const double gather_blocking = exposed(blocking.report, "tp_allgather");
+    const double scatter_blocking = exposed(blocking.report, "tp_reducescatter");
+    const double gather_cm = exposed(cm.report, "tp_allgather"), scatter_cm = exposed(cm.report, "tp_reducescatter");
+    INFO("exposed gather " << gather_blocking << " -> " << gather_cm << " s, scatter " << scatter_blocking << " -> "
+                           << scatter_cm << " s");
+    CHECK(gather_blocking > 0);
+    CHECK(scatter_blocking > 0);
+    CHECK(gather_cm >= 0);
+    CHECK(scatter_cm >= 0);
+    CHECK(gather_cm + scatter_cm < gather_blocking + scatter_blocking);
+    CHECK(cm.report.step_time_s < blocking.report.step_time_s);
+    if (shared > 0) CHECK(gather_cm < 0.1 * gather_blocking);
+    if (shared == 2) CHECK(scatter_cm < 0.5 * scatter_blocking);
+    if (shared == 8) CHECK(scatter_cm < 0.1 * scatter_blocking);
+  }
+}
+
+TEST_CASE("moe training with collective matmuls: the router and shared experts split at their in-projections",
+          "[moe][training]") {
+  // The share beside the gather is the router [D, E] and the shared experts' gate and up
+  // projections (2 of a gated expert's 3 matrices); without shared experts the router is all.
+  auto model = small_moe();   // gated, 1 shared expert of 1024, 8 experts, D 1024
+  const double d = 1024, e = 8, f = 1024;
+  CHECK(router_shared_input_share(model) == Approx((d * e + 2 * d * f) / (d * e + 3 * d * f)).epsilon(1e-15));
+  model.moe->shared_experts = 0;
+  CHECK(router_shared_input_share(model) == 1.0);
+  model.moe->shared_experts = 2;
+  model.gated_mlp = false;
+  CHECK(router_shared_input_share(model) == Approx((d * e + 2 * d * f) / (d * e + 2 * 2 * d * f)).epsilon(1e-15));
 }

@@ -38,7 +38,7 @@ std::string shell_arg(const fs::path& p) { return "'" + p.string() + "'"; }
 
 }  // namespace
 
-TEST_CASE("outputs into a character device are written through; the device stays a device", "[output][adversarial]") {
+TEST_CASE("outputs into a character device are written through, the device stays a device", "[output][adversarial]") {
   const auto dir = podsim_test::made_dir("out-devices");
   if (!make_device(dir / "null", 3) || !make_device(dir / "full", 7)) {
     WARN("mknod not permitted here: device checks left out");

@@ -137,7 +137,7 @@ TEST_CASE("unidirectional ring: V/W (X-1)/X", "[replay]") {
   CHECK(run_scenario(s, {}).operations[0].time_s == Approx(V / w * 15 / 16).epsilon(1e-9));
 }
 
-TEST_CASE("concurrent collectives on the same links share them; on other axes they do not", "[replay]") {
+TEST_CASE("concurrent collectives on the same links share them, on other axes they do not", "[replay]") {
   const double V = 64e6, w = 4.5e10;
   auto same = make_scenario("v5e", {16, 16}, {collective(CollectiveKind::AllGather, {0}, V),
                                                collective(CollectiveKind::AllGather, {0}, V)});
@@ -161,7 +161,7 @@ TEST_CASE("link efficiency and launch overhead", "[replay]") {
   CHECK(run.total_time_s == Approx(3 * (5e-6 + V / (2 * w * 0.95))).epsilon(1e-9));
 }
 
-TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi); without wraparound it is slower", "[replay]") {
+TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi), without wraparound it is slower", "[replay]") {
   const double V = 256e6, w = 4.5e10;
   auto ring = make_scenario("v5e", {16}, {collective(CollectiveKind::AllToAll, {0}, V)});
   const auto ring_run = run_scenario(ring, {});

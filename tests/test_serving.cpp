@@ -64,7 +64,7 @@ TEST_CASE("one request: TTFT is its prefill, then one decode step per further to
   }
 }
 
-TEST_CASE("static batching waits for the whole batch; continuous batching lets requests leave and join",
+TEST_CASE("static batching waits for the whole batch, continuous batching lets requests leave and join",
           "[serving]") {
   // Two requests at t=0 (outputs 3 and 21 tokens), a third at t=0.065.
   const std::vector<Request> requests = {{0, 0, 100, 3}, {1, 0, 100, 21}, {2, 0.065, 100, 3}};

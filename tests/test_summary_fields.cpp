@@ -102,7 +102,7 @@ TEST_CASE("docs/scenario-schema.md lists the summary field table, row for row", 
   CHECK(listed == expected);
 }
 
-TEST_CASE("every shipped scenario's summary.json writes rows of its workload; every row is written by one",
+TEST_CASE("every shipped scenario's summary.json writes rows of its workload, every row is written by one",
           "[summary_fields][scenarios]") {
   // Per workload, the rows' paths and which of them some shipped scenario wrote.
   std::map<podsim::WorkloadKind, std::map<std::vector<std::string>, bool>> written;

@@ -29,7 +29,7 @@ int run_script(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("sweep values split on commas outside brackets; the grid's last axis varies fastest", "[sweep]") {
+TEST_CASE("sweep values split on commas outside brackets, the grid's last axis varies fastest", "[sweep]") {
   const auto a = podsim::parse_set_option("workload.parallelism.model=[X, Y],[X],Y");
   CHECK(a.key == "workload.parallelism.model");
   CHECK(a.values == std::vector<std::string>{"[X, Y]", "[X]", "Y"});
@@ -153,7 +153,7 @@ TEST_CASE("a sweep re-runs a point whose calibration profile changed, and only t
   CHECK(run_podsim(args).out.find("2 points: 2 already done, 0 run") != std::string::npos);
 }
 
-TEST_CASE("a point killed by a signal is not finished; a sweep of failures exits non-zero", "[sweep][resume]") {
+TEST_CASE("a point killed by a signal is not finished, a sweep of failures exits non-zero", "[sweep][resume]") {
   const auto out = fresh_dir("sweep-killed");
   fs::create_directories(out);
   // A stand-in for podsim run that the kernel kills, as the out-of-memory killer would.
@@ -216,7 +216,7 @@ TEST_CASE("a sweep for Slurm: a job-array script, one point per task, then colle
   CHECK(lines(read_file(out / "sweep.csv")) == 4);
 }
 
-TEST_CASE("run --set overrides one value; a bad override names the --set", "[sweep]") {
+TEST_CASE("run --set overrides one value, a bad override names the --set", "[sweep]") {
   const auto out = fresh_dir("run-set");
   const auto file = source_path("scenarios/v5e_8x4_allgather_y.yaml");
   const auto ok = run_podsim("run " + file + " --set topology.mesh=8x8 -o " + out.string() + " --reproducible");
@@ -293,7 +293,7 @@ TEST_CASE("compare runs its plot script without a shell, from beside the binary"
   }
 }
 
-TEST_CASE("plot labels drop a unit suffix only at the end; times take a unit by magnitude", "[sweep][plots]") {
+TEST_CASE("plot labels drop a unit suffix only at the end, times take a unit by magnitude", "[sweep][plots]") {
   // plot_compare.py once labelled decode_step_time_s "decodetep_time (ms)".
   const std::string check =
       "import sys; sys.path.insert(0, '" + source_path("scripts") + "'); import plotting as p; "

@@ -41,10 +41,10 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
   }
   const bool to_batch = !kv.axes.empty();
   const double bytes = tensor.activation_bytes;
-  const int gather = b.collective(pass.name + ".allgather_activations", CollectiveKind::AllGather, tensor.axes,
-                                  tensor.slices, bytes, inputs, pass.layer, OpRole::TensorAllGather);
-  ops.entry = {gather};
   if (!tensor.overlap) {
+    const int gather = b.collective(pass.name + ".allgather_activations", CollectiveKind::AllGather, tensor.axes,
+                                    tensor.slices, bytes, inputs, pass.layer, OpRole::TensorAllGather);
+    ops.entry = {gather};
     if (to_batch) inputs = {emit_kv_all_to_all(b, pass, kv, ".alltoall_q", {gather})};
     else inputs.push_back(gather);
     ops.last_compute = emit_compute(b, pass, ring, inputs).last;
@@ -61,9 +61,10 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
   const double ring_s = with_ring ? ring.score_s + ring.unpack_s : 0.0;
   const double ring_flops = with_ring ? ring.score_flops + ring.unpack_flops : 0.0;
   const double half_s = (pass.seconds - ring_s) / 2, half_flops = (pass.flops - ring_flops) / 2;
-  const int first = b.compute(pass.name + ".matmul1", half_s, half_flops, inputs, pass.layer, pass.role);
-  ops.entry.push_back(first);
-  std::vector<int> ready = {first, gather};
+  const BlockPass half{pass.name, pass.layer, pass.role, half_s, half_flops};
+  const auto head = emit_gather_beside(b, half, tensor, ".matmul1", inputs);
+  ops.entry = {head.gather, head.compute};
+  std::vector<int> ready = {head.compute, head.gather};
   if (to_batch) {
     const int q = emit_kv_all_to_all(b, pass, kv, ".alltoall_q", ready);
     ready = {emit_kv_all_to_all(b, pass, kv, ".alltoall_out", {q})};
@@ -71,12 +72,29 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
   if (with_ring) {
     ready = {emit_ring_attention(b, pass.name, ring, ready, pass.layer, pass.role)};
   }
-  const int second = b.compute(pass.name + ".matmul2", half_s, half_flops, ready, pass.layer, pass.role);
-  const int scatter = b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
-                                   tensor.slices, bytes, ready, pass.layer, OpRole::TensorReduceScatter);
-  ops.last_compute = second;
-  ops.end = {second, scatter};
+  ops.end = emit_scatter_beside(b, half, tensor, ".matmul2", ready, ready);
+  ops.last_compute = ops.end[0];
   return ops;
+}
+
+GatherBeside emit_gather_beside(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const char* suffix,
+                                std::vector<int> inputs) {
+  GatherBeside ops;
+  ops.gather = b.collective(pass.name + ".allgather_activations", CollectiveKind::AllGather, tensor.axes,
+                            tensor.slices, tensor.activation_bytes, inputs, pass.layer, OpRole::TensorAllGather);
+  ops.compute = b.compute(pass.name + suffix, pass.seconds, pass.flops, std::move(inputs), pass.layer, pass.role);
+  return ops;
+}
+
+std::vector<int> emit_scatter_beside(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor,
+                                     const char* suffix, std::vector<int> compute_after,
+                                     std::vector<int> scatter_after) {
+  const int compute =
+      b.compute(pass.name + suffix, pass.seconds, pass.flops, std::move(compute_after), pass.layer, pass.role);
+  const int scatter =
+      b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes, tensor.slices,
+                   tensor.activation_bytes, std::move(scatter_after), pass.layer, OpRole::TensorReduceScatter);
+  return {compute, scatter};
 }
 
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,

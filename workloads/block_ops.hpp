@@ -57,6 +57,23 @@ struct KvBatchSplit {
 BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const RingSplit& ring,
                     const KvBatchSplit& kv, std::vector<int> inputs);
 
+// A collective matmul's two ends, for blocks with ops of their own between them (an MoE layer's
+// routed experts, moe_training.cpp and inference_step.cpp); emit_block's collective matmul is
+// these two with its Q moves and ring between. `pass` names the block and carries the half's
+// seconds and FLOPs; the compute op is named pass.name + `suffix`, the collectives as
+// emit_block's.
+struct GatherBeside {
+  int gather = -1;   // the activations' AllGather over the tensor axes, after `inputs`
+  int compute = -1;  // the first matmul, after `inputs`, beside the gather
+};
+GatherBeside emit_gather_beside(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const char* suffix,
+                                std::vector<int> inputs);
+// The last matmul after `compute_after`, and beside it the ReduceScatter of the partial sums
+// after `scatter_after` (what else the sum it scatters waits for). Returns {compute, scatter}.
+std::vector<int> emit_scatter_beside(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor,
+                                     const char* suffix, std::vector<int> compute_after,
+                                     std::vector<int> scatter_after);
+
 // A training block's pass: its splits from the plan and the block. `ring`: how many forward
 // scores' worth of ring attention the pass runs under context parallelism (1 forward or
 // recompute, 2 backward, which also sends the K/V gradients back; 0: none, e.g. ZB-H1's weight

@@ -164,7 +164,8 @@ class StepEmitter {
 
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of
   // their own, then the routed experts, reached by a dispatch AllToAll over the expert axes and
-  // left by a combine; the model axes split every expert's d_ff (Megatron, blocking).
+  // left by a combine; the model axes split every expert's d_ff (Megatron; blocking, or a
+  // collective matmul).
   void moe_block(const std::string& name, int layer) {
     const double dense_params = router_params_per_layer(model_) + model_.moe->shared_experts * expert_params(model_);
     const double io = 2 * local_tokens_ * model_.d_model * 2.0;
@@ -174,15 +175,38 @@ class StepEmitter {
                                                      topology_.chip),
                    (dense_params * plan_.weight_bytes + io) / model_degree_, matmul_rate(plan_, topology_.chip),
                    topology_.chip, plan_.efficiency, dequant_s(dense_params / model_degree_, plan_, topology_.chip));
+    const MoeLayerWork w = moe_layer_work(model_, plan_.routing, local_tokens_, ep_, layer - model_.moe->dense_layers, 0);
+    if (model_degree_ > 1 && plan_.collective_matmul) {
+      moe_block_collective_matmul(name, layer, w, shared_s, shared_flops);
+      return;
+    }
     std::vector<int> before = previous_;
     if (model_degree_ > 1) before = {tensor_collective(name + ".allgather_activations", CollectiveKind::AllGather, layer)};
     const int shared = b_.compute(name + ".router_shared", shared_s, shared_flops, before, layer, OpRole::Mlp);
-    const MoeLayerWork w = moe_layer_work(model_, plan_.routing, local_tokens_, ep_, layer - model_.moe->dense_layers, 0);
     const std::vector<int> arrived = all_to_all(name + ".dispatch", w, false, {shared}, layer, OpRole::MoeDispatch);
     const int experts = expert_compute(name + ".experts", w, arrived, layer);
     previous_ = all_to_all(name + ".combine", w, true, {experts}, layer, OpRole::MoeCombine);
     if (model_degree_ > 1)
       previous_ = {tensor_collective(name + ".reducescatter_activations", CollectiveKind::ReduceScatter, layer)};
+  }
+
+  // Under collective matmuls, as training's MoE forward (moe_training.cpp): the gather beside
+  // the router and the shared experts' in-projections, the shared experts' out-projection after
+  // the routed experts (beside the combine), the ReduceScatter of the sum once the combine is
+  // home, beside what is left of it (blocking without shared experts).
+  void moe_block_collective_matmul(const std::string& name, int layer, const MoeLayerWork& w, double shared_s,
+                                   double shared_flops) {
+    const double share = router_shared_input_share(model_);
+    const TensorSplit tensor{plan_.model_axes, {}, true, cost_.activation_bytes};
+    const auto head = emit_gather_beside(b_, {name, layer, OpRole::Mlp, shared_s * share, shared_flops * share},
+                                         tensor, ".router_shared.matmul1", previous_);
+    const std::vector<int> arrived =
+        all_to_all(name + ".dispatch", w, false, {head.compute, head.gather}, layer, OpRole::MoeDispatch);
+    const int experts = expert_compute(name + ".experts", w, arrived, layer);
+    const std::vector<int> home = all_to_all(name + ".combine", w, true, {experts}, layer, OpRole::MoeCombine);
+    previous_ = emit_scatter_beside(
+        b_, {name, layer, OpRole::Mlp, shared_s * (1 - share), shared_flops * (1 - share)}, tensor,
+        ".router_shared.matmul2", {experts}, home);
   }
 
   // Megatron's gather or scatter of the [tokens, D] activations over the model axes, after `previous_`.

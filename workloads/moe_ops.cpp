@@ -30,4 +30,11 @@ int emit_expert_compute(ProgramBuilder& b, const std::string& name, std::vector<
   return op;
 }
 
+double router_shared_input_share(const TransformerSpec& model) {
+  const double router = router_params_per_layer(model);
+  const double shared = model.moe->shared_experts * expert_params(model);
+  const double in_projections = shared * (model.gated_mlp ? 2.0 / 3.0 : 0.5);
+  return (router + in_projections) / (router + shared);
+}
+
 }  // namespace podsim

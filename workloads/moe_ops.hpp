@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/model_spec.hpp"
 #include "workloads/moe_layer.hpp"
 #include "workloads/program_builder.hpp"
 
@@ -27,5 +28,13 @@ int emit_moe_all_to_all(ProgramBuilder& b, const std::string& name, const MoeLay
 // position, which keeps the chips along the expert axes whole under the symmetry reduction.
 int emit_expert_compute(ProgramBuilder& b, const std::string& name, std::vector<double> seconds_by_rank, double flops,
                         const std::vector<int>& expert_axes, std::vector<int> after, int layer, OpRole role);
+
+// The share of the router and shared experts' FLOPs (they are as many parameters a token) that
+// reads the layer's input: the router [D, E] and the shared experts' in-projections (gate and
+// up, or up alone: 2 or 1 of their 3 or 2 matrices). The rest is the shared experts'
+// out-projection, whose partial sums join the routed experts' before the tensor-parallel
+// ReduceScatter. Under collective matmuls the forward runs the first share beside the gather
+// and the rest beside the scatter; the backward mirrors it (1 - share first). 1 without shared experts.
+double router_shared_input_share(const TransformerSpec& model);
 
 }  // namespace podsim

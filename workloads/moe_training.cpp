@@ -4,6 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "workloads/block_ops.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_ops.hpp"
 #include "workloads/roofline.hpp"
@@ -118,16 +119,15 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
                                                   std::vector<int> inputs, const std::vector<int>& gather_after) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
+  if (tensor && plan_.tensor_overlap) return forward_collective_matmul(name, block, w, std::move(inputs), gather_after);
   Ops ops;
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The router (and shared experts) decide where each token goes before it can be sent.
   const int shared = b_.compute(name + ".router_shared", block.forward_s, block.forward_flops_per_chip, inputs,
                                 block.layer, OpRole::Forward);
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, OpRole::MoeDispatch);
-  std::vector<int> expert_inputs{dispatch >= 0 ? dispatch : shared};
-  if (fsdp_ && expert_fsdp_degree_ > 1)
-    expert_inputs.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
-  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward, expert_inputs);
+  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward,
+                                 expert_inputs(name, block, {dispatch >= 0 ? dispatch : shared}, gather_after));
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   ops.last_compute = ops.expert_compute;
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
@@ -141,16 +141,17 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
                                                    double weight_fraction) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
+  if (tensor && plan_.tensor_overlap)
+    return backward_collective_matmul(name, block, w, std::move(inputs), gather_after, weight_fraction);
   Ops ops;
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The combine's mirror takes each output gradient to the experts its token went to.
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
-  std::vector<int> expert_inputs = to_experts >= 0 ? std::vector<int>{to_experts} : inputs;
-  if (fsdp_ && expert_fsdp_degree_ > 1)
-    expert_inputs.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
   // Split (ZB-H1): one pass of the two, dY W^T; the weight gradients wait for the W pass.
   const bool split = weight_fraction > 0;
-  ops.expert_compute = expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward, expert_inputs);
+  ops.expert_compute =
+      expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward,
+                expert_inputs(name, block, to_experts >= 0 ? std::vector<int>{to_experts} : inputs, gather_after));
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
   // backward runs (their output gradients are local).
   const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
@@ -163,6 +164,76 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
   return ops;
+}
+
+// Collective matmuls (tensor_overlap; sharding.md, "collective matmuls"), with block_ops' two
+// ends. The gather streams in beside what reads the layer's input: the router and the shared
+// experts' in-projections; the dispatch needs both (the gathered rows, where the router sends
+// them). The routed experts' partial sums come home with the combine and are added to the
+// shared experts' before the ReduceScatter, so the scatter cannot start before the combine
+// ends: the shared experts' out-projection runs after the routed experts (beside the combine)
+// and the scatter beside what is left of it. Without shared experts nothing computes between
+// the combine and the scatter: it stays blocking (a 0 s out-projection).
+MoeTrainingBlocks::Ops MoeTrainingBlocks::forward_collective_matmul(const std::string& name,
+                                                                   const TrainingBlock& block, const MoeLayerWork& w,
+                                                                   std::vector<int> inputs,
+                                                                   const std::vector<int>& gather_after) {
+  const double share = router_shared_input_share(model_);
+  const auto head = emit_gather_beside(
+      b_, {name, block.layer, OpRole::Forward, block.forward_s * share, block.forward_flops_per_chip * share},
+      tensor_split(block), ".router_shared.matmul1", std::move(inputs));
+  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {head.compute, head.gather}, OpRole::MoeDispatch);
+  Ops ops;
+  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward,
+                                 expert_inputs(name, block, {head.compute, head.gather, dispatch}, gather_after));
+  const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
+  ops.end = emit_scatter_beside(b_,
+                                {name, block.layer, OpRole::Forward, block.forward_s * (1 - share),
+                                 block.forward_flops_per_chip * (1 - share)},
+                                tensor_split(block), ".router_shared.matmul2", {ops.expert_compute},
+                                {ops.expert_compute, combine});
+  ops.last_compute = ops.end[0];
+  return ops;
+}
+
+// The backward's mirror: the gathered output gradients go to the shared experts'
+// out-projection (beside the gather) and, by the combine's mirror, to the routed experts; the
+// input gradients of the router and the shared experts' in-projections run beside the
+// dispatch's mirror and the ReduceScatter of the sum, which waits for the routed rows' input
+// gradients to come home. Without shared experts the gather stays blocking.
+MoeTrainingBlocks::Ops MoeTrainingBlocks::backward_collective_matmul(const std::string& name,
+                                                                    const TrainingBlock& block,
+                                                                    const MoeLayerWork& w, std::vector<int> inputs,
+                                                                    const std::vector<int>& gather_after,
+                                                                    double weight_fraction) {
+  const double first = 1 - router_shared_input_share(model_);
+  const double seconds = block.backward_s * (1 - weight_fraction);
+  const double flops = 2 * block.forward_flops_per_chip * (1 - weight_fraction);
+  const auto head = emit_gather_beside(b_, {name, block.layer, OpRole::Backward, seconds * first, flops * first},
+                                       tensor_split(block), ".router_shared.matmul1", std::move(inputs));
+  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, {head.gather}, OpRole::MoeCombine);
+  Ops ops;
+  ops.expert_compute = expert_op(name + ".experts", block, w, weight_fraction > 0 ? 1.0 : 2.0, OpRole::Backward,
+                                 expert_inputs(name, block, {head.gather, head.compute, to_experts}, gather_after));
+  const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
+  ops.end = emit_scatter_beside(
+      b_, {name, block.layer, OpRole::Backward, seconds * (1 - first), flops * (1 - first)}, tensor_split(block),
+      ".router_shared.matmul2", {ops.expert_compute}, {ops.expert_compute, home});
+  ops.last_compute = ops.end[0];
+  return ops;
+}
+
+TensorSplit MoeTrainingBlocks::tensor_split(const TrainingBlock& block) const {
+  return {plan_.tensor_axes, plan_.tensor_slices, true, block.activation_bytes_per_group};
+}
+
+// What the routed experts wait for: `ready` and, under FSDP, their weights gathered over the
+// data axes that are not expert axes.
+std::vector<int> MoeTrainingBlocks::expert_inputs(const std::string& name, const TrainingBlock& block,
+                                                  std::vector<int> ready, const std::vector<int>& gather_after) {
+  if (fsdp_ && expert_fsdp_degree_ > 1)
+    ready.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
+  return ready;
 }
 
 MoeTrainingBlocks::WeightOps MoeTrainingBlocks::weight_gradients(const std::string& name, const TrainingBlock& block,

@@ -9,13 +9,15 @@
 //   gradients: expert weights are sharded over the expert axes and, under FSDP, over the other
 //             data axes, where their gradients are ReduceScattered (AllReduced without FSDP).
 // Tensor parallelism splits every expert's d_ff as it splits a dense MLP's (the activations
-// gathered before the block and scattered after, blocking). Routing (workloads/moe_layer.hpp) is
+// gathered before the block and scattered after: blocking, or with tensor_overlap a collective
+// matmul round the router and shared experts, forward_collective_matmul). Routing (workloads/moe_layer.hpp) is
 // drawn per MoE layer and microbatch; uneven rows make the expert compute differ by chip
 // (ProgramOp::vary_axes) and the AllToAlls uneven (CollectiveSpec::pair_bytes), so the chips
 // holding hot experts finish late and everyone else waits in the combine: the timeline shows it.
 #include <string>
 #include <vector>
 
+#include "workloads/block_ops.hpp"
 #include "workloads/moe_layer.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/training.hpp"
@@ -73,6 +75,14 @@ class MoeTrainingBlocks {
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
                  std::vector<int> after, OpRole role);
   int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);
+  // The passes under collective matmuls (tensor_overlap; moe_training.cpp says what overlaps what).
+  Ops forward_collective_matmul(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
+                                std::vector<int> inputs, const std::vector<int>& gather_after);
+  Ops backward_collective_matmul(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
+                                 std::vector<int> inputs, const std::vector<int>& gather_after, double weight_fraction);
+  TensorSplit tensor_split(const TrainingBlock& block) const;
+  std::vector<int> expert_inputs(const std::string& name, const TrainingBlock& block, std::vector<int> ready,
+                                 const std::vector<int>& gather_after);
   int expert_weight_gather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
                            const std::vector<int>& after, OpRole role) const;
 

@@ -258,11 +258,6 @@ ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole pref
   // attention lacks a block: those are priced by whole steps (serving_whole_steps.cpp).
   whole_steps_ = serving_prices_whole_steps(model_);
   generate_groups_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology);
-  if (whole_steps_ && (!whole_step_attention_shift_holds(model_, prefill_role_.plan) ||
-                       !whole_step_attention_shift_holds(model_, generate_role_.plan)))
-    throw std::invalid_argument("collective matmuls are not modelled when serving " + model_.name +
-                                " (its steps are priced whole; attention with collective matmuls would need a "
-                                "replay per context); expected collective_matmul: false");
   for (ServerRole* role : {&prefill_role_, &generate_role_})
     role->kv_batch_axes = kv_batch_axes(model_, role->plan, role->topology);
 }

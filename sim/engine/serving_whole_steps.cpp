@@ -8,18 +8,21 @@
 // A decode step of B sequences runs ceil(B / EP) rows in every expert-parallel group (static
 // shapes; the padding rows route and compute like real ones). Its cost depends on the batch and
 // on the summed context, which only attention reads: every chip's attention op of every layer
-// lasts the same (chip_step_compute), and in the chained step program (no collective matmuls)
-// each is one link that every later op waits for. Replayed once per padded batch with every
-// sequence at the reference context, a step of another context is
+// lasts the same (chip_step_compute), and the attention ops are one chain that every later op
+// waits for (blocking: one op a layer; under collective matmuls its two halves, block_ops).
+// Replayed once per padded batch with every sequence at the reference context, a step of
+// another context is
 //   decode(B, context) = replay(B, B x reference) + L x (attention(context) - attention(reference)).
-// Proof by induction over the layers: if, in layer l, every chip's attention ends after all
-// traffic before it has ended (attention >= stagger_l = the last end of any earlier collective
-// on any chip - the first start of this attention on any chip), then traffic after it meets
-// only traffic after it, which is the reference's shifted by the change in attention; so the
-// next layer's stagger is the reference's too. Where that fails for the step's attention (or
-// the reference's), the step is replayed at its own context instead, and counted.
+// Proof by induction over the attention ops: if every chip's attention op ends after all
+// traffic that does not wait for it has ended (its duration >= stagger = the last end of any
+// such collective on any chip - the first start of this op on any chip; the traffic before it
+// and, for a collective matmul's second half, the scatter beside it), then traffic after it
+// meets only traffic after it, which is the reference's shifted by the change in the ops so
+// far; so the next op's stagger is the reference's too. Where that fails for the step's
+// attention (or the reference's), the step is replayed at its own context instead, and counted.
 // test_serving_whole_steps.cpp compares both with whole-step replays at the real shape.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "sim/engine/serving_costs.hpp"
@@ -35,14 +38,31 @@ Program step_program(const TransformerSpec& model, const ServerRole& role, const
   return program;
 }
 
+bool is_attention(const ProgramOp& op) { return op.kind == ProgramOpKind::Compute && op.role == OpRole::Attention; }
+
 // stagger_l over the layers (above), from a replay's spans (every simulated chip; a reduced
-// replay's chips stand for the real ones with their times).
-double attention_stagger_s(const Program& program, const RunResult& run) {
-  // For each op, the first attention compute at or after it.
-  std::vector<int> next_attention(program.size(), -1);
-  for (int i = static_cast<int>(program.size()) - 1, next = -1; i >= 0; --i) {
-    if (program[i].kind == ProgramOpKind::Compute && program[i].role == OpRole::Attention) next = i;
-    next_attention[i] = next;
+// replay's chips stand for the real ones with their times), as the layer's attention time it
+// asks for. The traffic an attention op must outlast is every collective that does not wait
+// for it: blocking, the collectives before it; under collective matmuls also the scatter beside
+// its second half. The attention ops form one chain, so an op waits for every attention op up
+// to the latest it waits for, and its traffic counts toward the next one. An op of a share of
+// the layer's attention (a collective matmul's half) must outlast its stagger on its own.
+double attention_stagger_s(const Program& program, const RunResult& run, double layer_attention_s) {
+  std::vector<int> attention_ops;
+  std::vector<int> next_attention(program.size(), -1);   // of a collective: the first it does not wait for
+  {
+    std::vector<int> latest(program.size(), -1);
+    for (size_t i = 0; i < program.size(); ++i) {
+      for (int d : program[i].after) latest[i] = std::max(latest[i], latest[d]);
+      if (is_attention(program[i])) {
+        latest[i] = static_cast<int>(i);
+        attention_ops.push_back(static_cast<int>(i));
+      }
+    }
+    for (size_t i = 0; i < program.size(); ++i) {
+      const auto it = std::upper_bound(attention_ops.begin(), attention_ops.end(), latest[i]);
+      if (it != attention_ops.end()) next_attention[i] = *it;
+    }
   }
   std::map<int, double> traffic_end, attention_start;   // by attention op
   for (const SpanRecord& span : run.replay.spans) {
@@ -50,7 +70,7 @@ double attention_stagger_s(const Program& program, const RunResult& run) {
     if (op.kind == ProgramOpKind::Collective && next_attention[span.op] >= 0) {
       double& end = traffic_end.try_emplace(next_attention[span.op], 0.0).first->second;
       end = std::max(end, span.end_s);
-    } else if (next_attention[span.op] == span.op) {
+    } else if (is_attention(op)) {
       auto [it, fresh] = attention_start.try_emplace(span.op, span.start_s);
       if (!fresh) it->second = std::min(it->second, span.start_s);
     }
@@ -58,7 +78,10 @@ double attention_stagger_s(const Program& program, const RunResult& run) {
   double stagger = 0, traffic = 0;
   for (const auto& [op, start] : attention_start) {
     if (auto it = traffic_end.find(op); it != traffic_end.end()) traffic = std::max(traffic, it->second);
-    stagger = std::max(stagger, traffic - start);
+    const double need = traffic - start;
+    const double op_s = program[op].compute_s;
+    if (op_s == layer_attention_s || need <= 0) stagger = std::max(stagger, need);
+    else stagger = std::max(stagger, op_s > 0 ? need * (layer_attention_s / op_s) : HUGE_VAL);
   }
   return stagger;
 }
@@ -76,8 +99,8 @@ void ServingCostModel::replay_whole_decode(int rows) {
   const StepShape shape = decode_shape(rows * generate_groups_, reference_context_);
   const Program program = step_program(model_, role, shape, collectives_replayed_);
   const RunResult run = run_program(role.topology, settings_, program, {});
-  decode_steps_[rows] = {run.total_time_s, chip_step_compute(model_, role.plan, role.topology, shape).attention_s,
-                         attention_stagger_s(program, run)};
+  const double attention_s = chip_step_compute(model_, role.plan, role.topology, shape).attention_s;
+  decode_steps_[rows] = {run.total_time_s, attention_s, attention_stagger_s(program, run, attention_s)};
 }
 
 double ServingCostModel::whole_decode_s(int batch, double context_tokens) {

@@ -106,10 +106,16 @@ int servers_in(int slices, int replicas, const Field& where, const std::string& 
 }
 
 // Where serving prices steps whole, collective matmuls are refused at the key that asks for them.
+// The cost model prices them exactly (serving_whole_steps.cpp: each attention half must outlast
+// the traffic beside it for the shift, else the step is replayed at its own context), but at
+// serving's decode batches the halves rarely outlast the gather beside them, so nearly every
+// step would be a replay: hours for a shipped scenario (docs/modelling.md, "Serving
+// mixture-of-experts models").
 void reject_whole_step_overlap(const std::optional<Field>& field, const InferencePlan& plan, const TransformerSpec& model) {
   if (field && serving_prices_whole_steps(model) && !whole_step_attention_shift_holds(model, plan))
     fail(*field, "collective matmuls are not modelled when serving a mixture-of-experts model (" + model.name +
-                     "'s steps are priced whole, with attention between its collectives); expected false");
+                     "'s steps are priced whole: beside collective matmuls nearly every decode step would be "
+                     "replayed at its own context, about a second each); expected false");
 }
 
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
