@@ -232,6 +232,45 @@ double predict(const Measurement& m, HopModel model, const std::vector<Calibrati
   return measure(m, with_parameters(load_scenario(m.scenario_path, m.overrides), model, parameters));
 }
 
+// Standard deviations of the fitted parameters (NaN where not estimated).
+void standard_deviations(const Fitter& fitter, const Fit& best, size_t measurements,
+                         std::vector<CalibrationParameter>& parameters) {
+  // Standard deviations: cov(u) = s^2 (J^T J)^-1 with s^2 = cost / (N - P), mapped through the
+  // logistic's slope.
+  const size_t n = fitter.index().size();
+  // Not estimated (no residual degrees of freedom, or J^T J singular) stays NaN: written as such, never as 0.
+  for (size_t k = 0; k < n; ++k) parameters[fitter.index()[k]].sd = std::numeric_limits<double>::quiet_NaN();
+  const double dof = static_cast<double>(measurements) - static_cast<double>(n);
+  if (n > 0 && dof > 0 && !best.jtj.empty()) {
+    const auto cov = inverse(best.jtj);
+    if (!cov.empty()) {
+      const double s2 = best.cost / dof;
+      for (size_t k = 0; k < n; ++k) {
+        auto& q = parameters[fitter.index()[k]];
+        const double l = logistic(best.u[k]);
+        const double slope = (q.high - q.low) * l * (1 - l);
+        q.sd = slope * std::sqrt(std::max(0.0, s2 * cov[k][k]));
+      }
+    }
+  }
+}
+
+// The RMS errors before and after the fit, and the largest fitted and left-out ones.
+void summarise_errors(CalibrationResult& result) {
+  double sd = 0, sf = 0;
+  for (const auto& r : result.rows) {
+    sd += std::pow(CalibratedMeasurement::error(r.default_predicted, r.measured), 2);
+    const double e = CalibratedMeasurement::error(r.fitted_predicted, r.measured);
+    sf += e * e;
+    result.max_abs_fitted = std::max(result.max_abs_fitted, std::abs(e));
+    if (r.leave_one_out_predicted)
+      result.max_abs_leave_one_out =
+          std::max(result.max_abs_leave_one_out, std::abs(CalibratedMeasurement::error(*r.leave_one_out_predicted, r.measured)));
+  }
+  result.rms_default = std::sqrt(sd / result.rows.size());
+  result.rms_fitted = std::sqrt(sf / result.rows.size());
+}
+
 CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOptions& options) {
   CalibrationResult result;
   auto say = [&](const std::string& line) {
@@ -292,24 +331,8 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   }
   Fitter& fitter = *best_fitter;
   result.parameters = fitter.at(best.u);
-  // Standard deviations: cov(u) = s^2 (J^T J)^-1 with s^2 = cost / (N - P), mapped through the
-  // logistic's slope.
-  const size_t n = fitter.index().size();
-  // Not estimated (no residual degrees of freedom, or J^T J singular) stays NaN: written as such, never as 0.
-  for (size_t k = 0; k < n; ++k) result.parameters[fitter.index()[k]].sd = std::numeric_limits<double>::quiet_NaN();
-  const double dof = static_cast<double>(all.size()) - static_cast<double>(n);
-  if (n > 0 && dof > 0 && !best.jtj.empty()) {
-    const auto cov = inverse(best.jtj);
-    if (!cov.empty()) {
-      const double s2 = best.cost / dof;
-      for (size_t k = 0; k < n; ++k) {
-        auto& q = result.parameters[fitter.index()[k]];
-        const double l = logistic(best.u[k]);
-        const double slope = (q.high - q.low) * l * (1 - l);
-        q.sd = slope * std::sqrt(std::max(0.0, s2 * cov[k][k]));
-      }
-    }
-  }
+  standard_deviations(fitter, best, all.size(), result.parameters);
+  const size_t n = fitter.index().size();   // the fitted parameters
   for (size_t i = 0; i < all.size(); ++i) {
     result.rows[i].fitted_predicted = result.rows[i].measured * (1 + best.residuals[i]);
   }
@@ -325,18 +348,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
           file.measurements[i].measured * (1 + fitter.residuals(fit.u, {static_cast<int>(i)}).front());
     }
   }
-  double sd = 0, sf = 0;
-  for (const auto& r : result.rows) {
-    sd += std::pow(CalibratedMeasurement::error(r.default_predicted, r.measured), 2);
-    const double e = CalibratedMeasurement::error(r.fitted_predicted, r.measured);
-    sf += e * e;
-    result.max_abs_fitted = std::max(result.max_abs_fitted, std::abs(e));
-    if (r.leave_one_out_predicted)
-      result.max_abs_leave_one_out =
-          std::max(result.max_abs_leave_one_out, std::abs(CalibratedMeasurement::error(*r.leave_one_out_predicted, r.measured)));
-  }
-  result.rms_default = std::sqrt(sd / result.rows.size());
-  result.rms_fitted = std::sqrt(sf / result.rows.size());
+  summarise_errors(result);
   return result;
 }
 

@@ -147,6 +147,66 @@ PerfSizes perf_sizes(const PerfSizeFlags& flags) {
   return out;
 }
 
+// One operation's row header: its group, element type (nccl-tests' float unless -d or the
+// operation's array says), reduction, and the unit every size is rounded down to.
+PerfOperation perf_operation(const Scenario& scenario, const Topology& topology, const OperationSpec& op,
+                             const PerfType* forced, const PerfSizes& sizes, const PerfOptions& options) {
+  PerfOperation p;
+  p.name = op.name;
+  p.kind = op.collective.kind;
+  p.axes = axes_label(scenario, op.collective);
+  p.group_size = collective_group_size(topology, op.collective);
+  // Without -d, the type the operation's array names, else nccl-tests' default, float.
+  const PerfType* type = forced ? forced : find_type(op.array.empty() ? "float" : parse_array(op.array).dtype);
+  p.type = type->name;
+  p.element_bits = type->bits;
+  p.redop = p.kind == CollectiveKind::AllReduce || p.kind == CollectiveKind::ReduceScatter ? "sum" : "none";
+  // As nccl-tests does, a size is rounded down to whole elements on every rank (nccl-tests
+  // also aligns each share to 16 bytes; podsim needs only whole elements), so `-b 8 -e 128M
+  // -f 2` gives a table on any group; the size column is the size simulated. Sizes that
+  // round to nothing are left out, and the table says so.
+  const uint64_t shares = p.kind == CollectiveKind::AllReduce ? 1 : static_cast<uint64_t>(p.group_size);
+  const uint64_t unit_bits = std::lcm(shares * static_cast<uint64_t>(p.element_bits), uint64_t{8});
+  p.unit_bytes = unit_bits / 8;
+  // Every size rounding to nothing would print an empty table and "simulated 0 chips".
+  if (sizes.end_bytes < p.unit_bytes) {
+    throw InputError({"-e", 0, 0}, "", options.sizes.end,
+                     "every size from -b " + options.sizes.begin + " to -e " + options.sizes.end +
+                         " rounds to nothing: operation '" + p.name + "' moves whole " + p.type +
+                         " elements on each rank, " + std::to_string(p.unit_bytes) + " bytes at least; expected -e of at least " +
+                         std::to_string(p.unit_bytes) + " bytes, or a smaller -d type");
+  }
+  return p;
+}
+
+// One size of one operation, simulated alone.
+PerfRow perf_row(const Scenario& scenario, const OperationSpec& spec, PerfOperation& p, uint64_t size,
+                 const RunOptions& run_options) {
+  // The operation alone, once: a simulation is deterministic, so nccl-tests' iterations
+  // and warm-up would repeat the same time.
+  Scenario point = scenario;
+  OperationSpec op = spec;
+  op.collective.bytes = bytes_for_nccl_size(p.kind, double(size), p.group_size);
+  op.repeat = 1;
+  op.after.clear();
+  point.collectives().operations = {op};
+  point.expectations.clear();
+  const RunResult run = run_scenario(point, run_options);
+  const OperationResult& r = run.operations.at(0);
+  if (p.simulated_chips == 0) {
+    p.fidelity = run.fidelity;
+    p.simulated_chips = run.simulated.chip_count();
+  }
+  PerfRow row;
+  row.size_bytes = size;
+  row.count = static_cast<uint64_t>(nccl_count_elements(p.kind, double(size), p.element_bits, p.group_size));
+  row.time_s = r.time_s;
+  row.algbw_Bps = r.algbw_Bps;
+  row.busbw_Bps = r.busbw_Bps;
+  row.analytic_s = r.has_analytic ? r.analytic.time_s : 0;
+  return row;
+}
+
 PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
   if (scenario.kind() != WorkloadKind::Collectives) {
     throw InputError({scenario.path, 0, 0}, "workload.kind", workload_kind_name(scenario.kind()),
@@ -175,34 +235,7 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
   // Every operation and size is checked before the first simulation: a bad flag fails at once.
   const Topology topology(scenario.topology);
   const std::vector<OperationSpec>& operations = scenario.collectives().operations;
-  for (const auto& op : operations) {
-    PerfOperation p;
-    p.name = op.name;
-    p.kind = op.collective.kind;
-    p.axes = axes_label(scenario, op.collective);
-    p.group_size = collective_group_size(topology, op.collective);
-    // Without -d, the type the operation's array names, else nccl-tests' default, float.
-    const PerfType* type = forced ? forced : find_type(op.array.empty() ? "float" : parse_array(op.array).dtype);
-    p.type = type->name;
-    p.element_bits = type->bits;
-    p.redop = p.kind == CollectiveKind::AllReduce || p.kind == CollectiveKind::ReduceScatter ? "sum" : "none";
-    // As nccl-tests does, a size is rounded down to whole elements on every rank (nccl-tests
-    // also aligns each share to 16 bytes; podsim needs only whole elements), so `-b 8 -e 128M
-    // -f 2` gives a table on any group; the size column is the size simulated. Sizes that
-    // round to nothing are left out, and the table says so.
-    const uint64_t shares = p.kind == CollectiveKind::AllReduce ? 1 : static_cast<uint64_t>(p.group_size);
-    const uint64_t unit_bits = std::lcm(shares * static_cast<uint64_t>(p.element_bits), uint64_t{8});
-    p.unit_bytes = unit_bits / 8;
-    // Every size rounding to nothing would print an empty table and "simulated 0 chips".
-    if (sizes.end_bytes < p.unit_bytes) {
-      throw InputError({"-e", 0, 0}, "", options.sizes.end,
-                       "every size from -b " + options.sizes.begin + " to -e " + options.sizes.end +
-                           " rounds to nothing: operation '" + p.name + "' moves whole " + p.type +
-                           " elements on each rank, " + std::to_string(p.unit_bytes) + " bytes at least; expected -e of at least " +
-                           std::to_string(p.unit_bytes) + " bytes, or a smaller -d type");
-    }
-    result.operations.push_back(std::move(p));
-  }
+  for (const auto& op : operations) result.operations.push_back(perf_operation(scenario, topology, op, forced, sizes, options));
 
   RunOptions run_options;
   run_options.fidelity = options.fidelity;
@@ -220,28 +253,7 @@ PerfResult run_perf(const Scenario& scenario, const PerfOptions& options) {
         ++finished;
         continue;
       }
-      // The operation alone, once: a simulation is deterministic, so nccl-tests' iterations
-      // and warm-up would repeat the same time.
-      Scenario point = scenario;
-      OperationSpec op = operations[i];
-      op.collective.bytes = bytes_for_nccl_size(p.kind, double(size), p.group_size);
-      op.repeat = 1;
-      op.after.clear();
-      point.collectives().operations = {op};
-      point.expectations.clear();
-      const RunResult run = run_scenario(point, run_options);
-      const OperationResult& r = run.operations.at(0);
-      if (p.simulated_chips == 0) {
-        p.fidelity = run.fidelity;
-        p.simulated_chips = run.simulated.chip_count();
-      }
-      PerfRow row;
-      row.size_bytes = size;
-      row.count = static_cast<uint64_t>(nccl_count_elements(p.kind, double(size), p.element_bits, p.group_size));
-      row.time_s = r.time_s;
-      row.algbw_Bps = r.algbw_Bps;
-      row.busbw_Bps = r.busbw_Bps;
-      row.analytic_s = r.has_analytic ? r.analytic.time_s : 0;
+      const PerfRow row = perf_row(scenario, operations[i], p, size, run_options);
       busbw_sum += row.busbw_Bps;
       p.rows.push_back(row);
       ++finished;

@@ -167,64 +167,44 @@ std::vector<int> parse_buckets(const std::optional<Field>& field, const Transfor
   return buckets;
 }
 
-}  // namespace
-
-ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topology,
-                              const TopologyParser& parse_topology) {
-  ServingWorkload w;
-  if (topology.slices != 1)
-    fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
-                            std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
-  w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
-  parse_inference_numerics(reader, topology.chip, w.generate);
-  w.generate_topology = server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice);
-  const TopologySpec& server = w.generate_topology;
-  if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
-  reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);
-  w.prefill = w.generate;
-  if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
-  ServingConfig& c = w.config;
-  if (auto policy = reader.optional("policy")) {
-    c.policy = read_choice<BatchingPolicy>(*policy, {{"static", BatchingPolicy::Static},
-                                                    {"interleaved", BatchingPolicy::Interleaved},
-                                                    {"continuous", BatchingPolicy::Continuous},
-                                                    {"disaggregated", BatchingPolicy::Disaggregated}});
+// metric_percentiles: 1 to kMaxPercentiles distinct values in (0, 100).
+std::vector<double> parse_percentiles(const Field& field) {
+  std::vector<double> out;
+  const auto items = read_list(field);
+  if (items.empty() || items.size() > kMaxPercentiles)
+    fail(field, "expected 1 to " + std::to_string(kMaxPercentiles) + " percentiles, e.g. [50, 90, 99]");
+  for (const auto& item : items) {
+    const double p = read_real(item);
+    if (!(p > 0 && p < 100)) fail(item, "expected a percentile between 0 and 100, e.g. 99 or 99.9");
+    if (std::find(out.begin(), out.end(), p) != out.end()) fail(item, "listed twice; expected each percentile once");
+    out.push_back(p);
   }
-  const bool split = c.policy == BatchingPolicy::Disaggregated;
-  // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
-  const auto servers_field = reader.optional("servers");
-  if (servers_field) c.servers = read_int(*servers_field, 1, kMaxServers);
-  c.servers = servers_in(c.servers, w.replicas_per_slice, servers_field.value_or(reader.self()), "slices");
-  c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
-  const auto output_field = parse_requests(reader.required("requests"), w);
-  if (auto percentiles = reader.optional("metric_percentiles")) {
-    w.metric_percentiles.clear();
-    const auto items = read_list(*percentiles);
-    if (items.empty() || items.size() > kMaxPercentiles)
-      fail(*percentiles, "expected 1 to " + std::to_string(kMaxPercentiles) + " percentiles, e.g. [50, 90, 99]");
-    for (const auto& item : items) {
-      const double p = read_real(item);
-      if (!(p > 0 && p < 100)) fail(item, "expected a percentile between 0 and 100, e.g. 99 or 99.9");
-      if (std::find(w.metric_percentiles.begin(), w.metric_percentiles.end(), p) != w.metric_percentiles.end())
-        fail(item, "listed twice; expected each percentile once");
-      w.metric_percentiles.push_back(p);
+  return out;
+}
+
+// slo: at least one positive latency bound.
+ServingWorkload::Slo parse_slo(const Field& field) {
+  ServingWorkload::Slo slo;
+  const MapReader bounds(field, SchemaMap::Slo);
+  bounds.reject_unknown();
+  auto bound = [&](const char* key, double& target) {
+    if (auto value = bounds.optional(key)) {
+      target = read_quantity(*value, parse_time_s);
+      if (!(target > 0)) fail(*value, "a latency bound must be positive, e.g. \"200 ms\"");
     }
-  }
-  if (auto slo = reader.optional("slo")) {
-    const MapReader bounds(*slo, SchemaMap::Slo);
-    bounds.reject_unknown();
-    auto bound = [&](const char* key, double& target) {
-      if (auto value = bounds.optional(key)) {
-        target = read_quantity(*value, parse_time_s);
-        if (!(target > 0)) fail(*value, "a latency bound must be positive, e.g. \"200 ms\"");
-      }
-    };
-    bound("ttft", w.slo.ttft_s);
-    bound("tpot", w.slo.tpot_s);
-    bound("latency", w.slo.latency_s);
-    if (!w.slo.given()) fail(*slo, "expected at least one of ttft, tpot, latency, e.g. {ttft: \"500 ms\", tpot: \"50 ms\"}");
-  }
+  };
+  bound("ttft", slo.ttft_s);
+  bound("tpot", slo.tpot_s);
+  bound("latency", slo.latency_s);
+  if (!slo.given()) fail(field, "expected at least one of ttft, tpot, latency, e.g. {ttft: \"500 ms\", tpot: \"50 ms\"}");
+  return slo;
+}
 
+// The decode slots HBM holds beside the weights (and max_batch, at most that). Returns the KV
+// cache's bytes per token.
+double size_slots(const MapReader& reader, const std::optional<Field>& output_field, ServingWorkload& w) {
+  ServingConfig& c = w.config;
+  const TopologySpec& server = w.generate_topology;
   // What a slot must hold: the longest request, its prompt padded as prefilled.
   for (const auto& r : w.requests)
     w.max_context = std::max(w.max_context, padded_prompt_tokens(r.prompt_tokens, c.buckets) + r.output_tokens);
@@ -255,17 +235,16 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                            " of HBM for sequences of up to " + std::to_string(w.max_context) + " tokens, more than " +
                            human_bytes(hbm) + "; expected at most " + std::to_string(w.hbm_slots));
   }
-  c.prefill_batch = c.policy == BatchingPolicy::Continuous ? c.slots : 1;
-  if (auto prefill_batch = reader.optional("prefill_batch")) {
-    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved)
-      fail(*prefill_batch, std::string("applies to policies continuous and disaggregated; ") + to_string(c.policy) +
-                               " prefills " + (c.policy == BatchingPolicy::Static ? "its whole batch" : "one prompt") +
-                               " at a time");
-    c.prefill_batch = read_int(*prefill_batch, 1, kMaxRequests);
-    if (!split && c.prefill_batch > c.slots)
-      fail(*prefill_batch, "more than the " + std::to_string(c.slots) + " decode slots; expected at most that");
-  }
+  return kv_per_token;
+}
 
+// Disaggregated serving's prefill servers: their slices, axes and numerics, and whether a
+// prefill batch of the longest prompts fits one.
+void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology, const TopologyParser& parse_topology,
+                           double kv_per_token, ServingWorkload& w) {
+  ServingConfig& c = w.config;
+  const bool split = c.policy == BatchingPolicy::Disaggregated;
+  const TopologySpec& server = w.generate_topology;
   w.prefill_topology = topology;
   w.prefill_server_topology = server;
   w.prefill_replicas_per_slice = w.replicas_per_slice;
@@ -308,6 +287,53 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                " prompts of " + std::to_string(longest) + " tokens, more than its " + human_bytes(prefill_hbm) +
                " of HBM");
   }
+}
+
+}  // namespace
+
+ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topology,
+                              const TopologyParser& parse_topology) {
+  ServingWorkload w;
+  if (topology.slices != 1)
+    fail(reader.self(), "a serving topology is one server's slice (topology.slices: " +
+                            std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
+  w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
+  parse_inference_numerics(reader, topology.chip, w.generate);
+  w.generate_topology = server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice);
+  if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
+  reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);
+  w.prefill = w.generate;
+  if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
+  ServingConfig& c = w.config;
+  if (auto policy = reader.optional("policy")) {
+    c.policy = read_choice<BatchingPolicy>(*policy, {{"static", BatchingPolicy::Static},
+                                                    {"interleaved", BatchingPolicy::Interleaved},
+                                                    {"continuous", BatchingPolicy::Continuous},
+                                                    {"disaggregated", BatchingPolicy::Disaggregated}});
+  }
+  const bool split = c.policy == BatchingPolicy::Disaggregated;
+  // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
+  const auto servers_field = reader.optional("servers");
+  if (servers_field) c.servers = read_int(*servers_field, 1, kMaxServers);
+  c.servers = servers_in(c.servers, w.replicas_per_slice, servers_field.value_or(reader.self()), "slices");
+  c.buckets = parse_buckets(reader.optional("prompt_buckets"), w.model);
+  const auto output_field = parse_requests(reader.required("requests"), w);
+  if (auto percentiles = reader.optional("metric_percentiles")) w.metric_percentiles = parse_percentiles(*percentiles);
+  if (auto slo = reader.optional("slo")) w.slo = parse_slo(*slo);
+
+  const double kv_per_token = size_slots(reader, output_field, w);
+  c.prefill_batch = c.policy == BatchingPolicy::Continuous ? c.slots : 1;
+  if (auto prefill_batch = reader.optional("prefill_batch")) {
+    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved)
+      fail(*prefill_batch, std::string("applies to policies continuous and disaggregated; ") + to_string(c.policy) +
+                               " prefills " + (c.policy == BatchingPolicy::Static ? "its whole batch" : "one prompt") +
+                               " at a time");
+    c.prefill_batch = read_int(*prefill_batch, 1, kMaxRequests);
+    if (!split && c.prefill_batch > c.slots)
+      fail(*prefill_batch, "more than the " + std::to_string(c.slots) + " decode slots; expected at most that");
+  }
+
+  parse_prefill_servers(reader, topology, parse_topology, kv_per_token, w);
   return w;
 }
 

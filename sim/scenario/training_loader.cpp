@@ -48,6 +48,50 @@ void check_stages(const Field& field, int stages, int virtual_stages, const Tran
   }
 }
 
+// The pipeline: its axis (a mesh axis or the slices), schedule and virtual stages, checked
+// against the layers.
+void parse_pipeline(const MapReader& reader, const TopologySpec& topology, const TransformerSpec& model,
+                    std::vector<std::pair<std::string, std::string>>& used, TrainingPlan& plan) {
+  const int slices = topology.slices;
+  // Expert parallelism is planned over data axes of one step, not across pipeline stages
+  // (issue 11): refused here, at the key, rather than left to the program.
+  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe && model.moe->dense_layers > 0)
+    fail(*pipeline, "pipeline stages of " + model.name + " would differ (its first " +
+                        std::to_string(model.moe->dense_layers) + " layers are dense, the rest mixture-of-experts); "
+                        "expected no pipeline, or an MoE model whose every layer has experts");
+  if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
+                                                   pipeline->node.Scalar() == "slices") {
+    if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
+    if (plan.dcn_data_parallel)
+      fail(*reader.optional("dcn_data"), "the pipeline's stages take the slices, which leaves none for data "
+                                         "parallelism over DCN; expected dcn_data: false, or a pipeline over a mesh axis");
+    plan.pipeline_axis = Topology::kSliceAxis;
+  } else if (pipeline) {
+    plan.pipeline_axis = parse_one_whole_axis(*pipeline, topology, used, "pipeline",
+                                              "expected one mesh axis name (the stages lie along it) or slices");
+  }
+  if (auto schedule = reader.optional("schedule")) {
+    if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
+    plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
+                                                             {"1f1b", PipelineSchedule::OneFOneB},
+                                                             {"interleaved_1f1b", PipelineSchedule::Interleaved1F1B},
+                                                             {"zb_h1", PipelineSchedule::ZeroBubbleH1}});
+  }
+  const auto virtual_stages = reader.optional("virtual_stages");
+  if (virtual_stages) {
+    if (plan.schedule != PipelineSchedule::Interleaved1F1B)
+      fail(*virtual_stages, "virtual stages need schedule: interleaved_1f1b; expected no virtual_stages with " +
+                                std::string(schedule_name(plan.schedule)));
+    plan.virtual_stages = read_int(*virtual_stages, 2, kMaxModelDim);
+  } else if (plan.schedule == PipelineSchedule::Interleaved1F1B) {
+    plan.virtual_stages = 2;   // Megatron's smallest interleaving
+  }
+  if (auto pipeline = reader.optional("pipeline")) {
+    const int stages = stage_count(plan, topology);
+    check_stages(virtual_stages ? *virtual_stages : *pipeline, stages, plan.virtual_stages, model);
+  }
+}
+
 void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
                        TrainingPlan& plan) {
   const int slices = topology.slices;
@@ -105,43 +149,7 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
   }
-  // Expert parallelism is planned over data axes of one step, not across pipeline stages
-  // (issue 11): refused here, at the key, rather than left to the program.
-  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe && model.moe->dense_layers > 0)
-    fail(*pipeline, "pipeline stages of " + model.name + " would differ (its first " +
-                        std::to_string(model.moe->dense_layers) + " layers are dense, the rest mixture-of-experts); "
-                        "expected no pipeline, or an MoE model whose every layer has experts");
-  if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
-                                                   pipeline->node.Scalar() == "slices") {
-    if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
-    if (plan.dcn_data_parallel)
-      fail(*reader.optional("dcn_data"), "the pipeline's stages take the slices, which leaves none for data "
-                                         "parallelism over DCN; expected dcn_data: false, or a pipeline over a mesh axis");
-    plan.pipeline_axis = Topology::kSliceAxis;
-  } else if (pipeline) {
-    plan.pipeline_axis = parse_one_whole_axis(*pipeline, topology, used, "pipeline",
-                                              "expected one mesh axis name (the stages lie along it) or slices");
-  }
-  if (auto schedule = reader.optional("schedule")) {
-    if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
-    plan.schedule = read_choice<PipelineSchedule>(*schedule, {{"gpipe", PipelineSchedule::GPipe},
-                                                             {"1f1b", PipelineSchedule::OneFOneB},
-                                                             {"interleaved_1f1b", PipelineSchedule::Interleaved1F1B},
-                                                             {"zb_h1", PipelineSchedule::ZeroBubbleH1}});
-  }
-  const auto virtual_stages = reader.optional("virtual_stages");
-  if (virtual_stages) {
-    if (plan.schedule != PipelineSchedule::Interleaved1F1B)
-      fail(*virtual_stages, "virtual stages need schedule: interleaved_1f1b; expected no virtual_stages with " +
-                                std::string(schedule_name(plan.schedule)));
-    plan.virtual_stages = read_int(*virtual_stages, 2, kMaxModelDim);
-  } else if (plan.schedule == PipelineSchedule::Interleaved1F1B) {
-    plan.virtual_stages = 2;   // Megatron's smallest interleaving
-  }
-  if (auto pipeline = reader.optional("pipeline")) {
-    const int stages = stage_count(plan, topology);
-    check_stages(virtual_stages ? *virtual_stages : *pipeline, stages, plan.virtual_stages, model);
-  }
+  parse_pipeline(reader, topology, model, used, plan);
 }
 
 double read_batch_tokens(const Field& field) {
