@@ -299,6 +299,67 @@ TEST_CASE("combinations: MoE prefill, the FLOPs of the same prompts without expe
   replay_checked(topo, program);
 }
 
+TEST_CASE("combinations: 2D weight-stationary with collective matmuls, the bytes and FLOPs of blocking 2D",
+          "[combinations][inference][2d]") {
+  // D over X, F and heads over Y and Z: the [T, D/X] input gathered over YZ beside each block's
+  // first part, its output scattered over YZ beside the last (block_ops.hpp's two ends); the
+  // reductions over X between the parts stay where they were. The same FLOPs and the same
+  // bytes per role as blocking 2D, each YZ collective T D 2 / X bytes, and no longer a step.
+  const auto topo = podsim_test::v5p_mesh({2, 2, 2});
+  const auto model = dense_model(2);
+  for (const auto phase : {InferencePhase::Prefill, InferencePhase::Decode}) {
+    INFO((phase == InferencePhase::Prefill ? "prefill" : "decode"));
+    auto blocking = inference_plan(phase, {1, 2}, 8);
+    blocking.d_axes = {0};
+    auto overlapped = blocking;
+    overlapped.collective_matmul = true;
+    InferenceLayout blocking_layout, overlapped_layout;
+    const auto plain = inference_program(model, blocking, topo, blocking_layout);
+    const auto program = inference_program(model, overlapped, topo, overlapped_layout);
+    CHECK(program_flops(program) == Approx(program_flops(plain)).epsilon(1e-12));
+    for (const OpRole role : {OpRole::TensorAllGather, OpRole::TensorReduceScatter, OpRole::TensorAllReduce})
+      CHECK(role_bytes(program, role) == Approx(role_bytes(plain, role)).epsilon(1e-12));
+    const double tokens = phase == InferencePhase::Prefill ? 8.0 * 1024 : 8.0;
+    double yz_gathers = 0;
+    int gathers = 0;
+    for (const auto& op : program) {
+      if (op.name.size() > 22 && op.name.compare(op.name.size() - 22, 22, ".allgather_activations") == 0) {
+        yz_gathers += op.collective.bytes;
+        ++gathers;
+        CHECK(op.collective.axes == std::vector<int>{1, 2});
+      }
+    }
+    CHECK(gathers == 2 * model.layers);   // attention and MLP, each layer
+    CHECK(yz_gathers == Approx(gathers * tokens * model.d_model * 2.0 / 2).epsilon(1e-12));
+    const auto before = run_program(topo, {}, plain, {Fidelity::Full, false, {}});
+    const auto after = run_program(topo, {}, program, {Fidelity::Full, false, {}});
+    CHECK(after.total_time_s <= before.total_time_s * (1 + 1e-12));
+    if (phase == InferencePhase::Prefill) CHECK(after.total_time_s < before.total_time_s);
+    replay_checked(topo, program);
+  }
+  // The loader takes the pair (it refused it before).
+  const Scenario loaded = load_scenario_text(R"(
+version: 1
+name: two-d-overlap
+hardware: {preset: v5p}
+topology:
+  mesh: {X: 2, Y: 2, Z: 2}
+workload:
+  kind: inference
+  model: {preset: llama3-8b, layers: 2}
+  phase: decode
+  batch: 8
+  context_length: 1024
+  collective_matmul: true
+  parallelism:
+    model: [Y, Z]
+    model_d: [X]
+)",
+                                             podsim_test::kScenarioFile);
+  CHECK(loaded.inference().plan.collective_matmul);
+  CHECK(loaded.inference().plan.d_axes == std::vector<int>{0});
+}
+
 // --- Context parallelism with MLA and with 2D weight-stationary ---------------------------------
 
 TEST_CASE("combinations: context parallelism with MLA in training, the latent round the ring",

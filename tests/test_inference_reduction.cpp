@@ -29,7 +29,7 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
   mla_model.attention = AttentionKind::Mla;
   mla_model.mla = MlaSpec{1536, 512, 128, 64, 128};
   int reduced_cases = 0, with_2d = 0, with_replicas = 0, with_context = 0, with_context_2d = 0, with_context_mla = 0,
-      refused = 0;
+      refused = 0, with_2d_overlap = 0;
   for (int c = 0; c < cases; ++c) {
     auto rng = podsim_test::case_rng(seed, c);
     // 2 or 3 axes of 2 or 4 chips, each wrapped or not (v5p links).
@@ -69,10 +69,11 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
       plan.replica_axes.pop_back();
     }
     const bool mla = rng.chance(0.3);
+    if (!plan.d_axes.empty()) plan.collective_matmul = rng.chance(0.4);   // 2D with collective matmuls
     INFO("case " << c << ": mesh " << sizes.size() << " axes, model " << plan.model_axes.size() << ", d "
                  << plan.d_axes.size() << ", replicas " << plan.replica_axes.size() << ", context " << plan.context_axis
                  << ", batch " << plan.batch << (plan.phase == InferencePhase::Decode ? ", decode" : ", prefill")
-                 << (mla ? ", MLA" : ""));
+                 << (mla ? ", MLA" : "") << (plan.collective_matmul ? ", collective matmuls" : ""));
     InferenceLayout layout;
     Program program;
     try {
@@ -89,6 +90,7 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
     with_context += plan.context_axis >= 0;
     with_context_2d += plan.context_axis >= 0 && !plan.d_axes.empty();
     with_context_mla += plan.context_axis >= 0 && mla;
+    with_2d_overlap += !plan.d_axes.empty() && plan.collective_matmul;
     CHECK(podsim_test::spans_differing(program, reduced, full) == 0);
     CHECK(reduced.total_time_s == Approx(full.total_time_s).epsilon(1e-9));
     CHECK(full.total_time_s > 0);
@@ -96,12 +98,13 @@ TEST_CASE("2D weight-stationary and replicated inference: the reduced replay equ
   // The cases reached what they are for.
   INFO(reduced_cases << " of " << cases << " reduced, " << with_2d << " 2D, " << with_replicas << " with replicas, "
                      << with_context << " context-parallel (" << with_context_2d << " 2D, " << with_context_mla
-                     << " MLA), " << refused << " refused");
+                     << " MLA), " << with_2d_overlap << " 2D with collective matmuls, " << refused << " refused");
   CHECK(reduced_cases > 0);
   CHECK(with_2d > 0);
   CHECK(with_replicas > 0);
   CHECK(with_context > 0);
   CHECK(with_context_2d > 0);
   CHECK(with_context_mla > 0);
+  CHECK(with_2d_overlap > 0);
   CHECK(refused < cases / 2);
 }

@@ -84,7 +84,6 @@ void check_plan(const TransformerSpec& model, const InferencePlan& plan, const T
     }
     if (plan.model_axes.empty()) throw std::invalid_argument("2D weight-stationary sharding needs model axes (F) beside the D axes");
     if (model.moe) throw std::invalid_argument("2D weight-stationary sharding of a mixture-of-experts model is not supported yet");
-    if (plan.collective_matmul) throw std::invalid_argument("2D weight-stationary sharding with collective matmuls is not supported yet");
     // Attention splits the batch over X between its projections (each X shard attends for its
     // sequences over its heads).
     if (model.attention != AttentionKind::None && plan.batch % x != 0) {

@@ -116,50 +116,67 @@ class StepEmitter {
     for (int a : plan_.model_axes) yz_degree *= topology_.axes[a].size;
     const double t = local_tokens_;
     const double io_bytes = cost_.activation_bytes / x_degree;
+    using After = std::vector<int>;
     auto over = [&](const char* suffix, CollectiveKind kind, const std::vector<int>& axes, double bytes, OpRole r,
-                    int after) { return b_.collective(name + suffix, kind, axes, {}, bytes, {after}, layer, r); };
-    auto part = [&](const char* suffix, double share, int after) {
-      return b_.compute(name + suffix, seconds * share, flops * share, {after}, layer, role);
+                    After after) -> After {
+      return {b_.collective(name + suffix, kind, axes, {}, bytes, std::move(after), layer, r)};
     };
-    int last = b_.collective(name + ".allgather", CollectiveKind::AllGather, plan_.model_axes, {}, io_bytes, previous_,
-                             layer, OpRole::TensorAllGather);
+    auto part = [&](const char* suffix, double share, After after) -> After {
+      return {b_.compute(name + suffix, seconds * share, flops * share, std::move(after), layer, role)};
+    };
+    // The input's gather over YZ before the first part and the output's scatter after the
+    // last; with collective matmuls each beside its part (block_ops.hpp's two ends).
+    const TensorSplit yz{plan_.model_axes, {}, true, io_bytes};
+    auto first_part = [&](const char* suffix, double share) -> After {
+      if (!plan_.collective_matmul) {
+        return part(suffix, share, {b_.collective(name + ".allgather", CollectiveKind::AllGather, plan_.model_axes, {},
+                                                  io_bytes, previous_, layer, OpRole::TensorAllGather)});
+      }
+      const auto ops = emit_gather_beside(b_, {name, layer, role, seconds * share, flops * share}, yz, suffix, previous_);
+      return {ops.compute, ops.gather};
+    };
+    auto last_part = [&](const char* suffix, double share, After after) -> After {
+      if (!plan_.collective_matmul) {
+        return over(".reducescatter", CollectiveKind::ReduceScatter, plan_.model_axes, io_bytes,
+                    OpRole::TensorReduceScatter, part(suffix, share, std::move(after)));
+      }
+      return emit_scatter_beside(b_, {name, layer, role, seconds * share, flops * share}, yz, suffix, after, after);
+    };
+    After last;
     if (!attention) {
       // Gated MLPs reduce both [T, F] projections before the gate.
       const double hidden = (model_.gated_mlp ? 2.0 : 1.0) * t * model_.d_ff * 2.0 / yz_degree;
       const double first = model_.gated_mlp ? 2.0 / 3.0 : 0.5;
-      last = part(".matmul1", first, last);
+      last = first_part(".matmul1", first);
       last = over(".allreduce", CollectiveKind::AllReduce, plan_.d_axes, hidden, OpRole::TensorAllReduce, last);
-      last = part(".matmul2", 1 - first, last);
-    } else {
-      const double nh = static_cast<double>(model_.heads) * model_.head_dim;
-      const double qkv = nh + 2.0 * model_.kv_heads * model_.head_dim;
-      const double weight_flops = 2 * t * model_.d_model * (qkv + nh) / (x_degree * yz_degree);
-      double f_qkv =
-          weight_flops > 0 ? std::min(1.0, 2 * t * model_.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
-      double f_out =
-          weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model_.d_model * nh / (x_degree * yz_degree) / flops) : 0;
-      if (model_.attention == AttentionKind::Mla) {
-        // MLA's FLOP shares from its own weights (model_spec.cpp): W^O [N v_head_dim, D] after
-        // the scores, every other projection before them (GQA's shapes overstate them, leaving
-        // the scores, and a ring, less than their FLOPs).
-        const double out_params = static_cast<double>(model_.heads) * model_.mla.v_head_dim * model_.d_model;
-        const double per_param = 2 * t / (x_degree * yz_degree) / flops;
-        f_qkv = std::min(1.0, (attention_params_per_layer(model_) - out_params) * per_param);
-        f_out = std::min(1.0 - f_qkv, out_params * per_param);
-      }
-      last = part(".qkv", f_qkv, last);
-      last = over(".reducescatter_qkv", CollectiveKind::ReduceScatter, plan_.d_axes, t * qkv * 2.0 / yz_degree,
-                  OpRole::TensorReduceScatter, last);
-      // The ring's steps are the scores' (and MLA's up-projections') shares, what the
-      // projections leave of the block.
-      last = cp_ > 1 ? emit_ring_attention(b_, name, ring_split(seconds, flops), {last}, layer, role)
-                     : part(".scores", 1 - f_qkv - f_out, last);
-      last = over(".allgather_out", CollectiveKind::AllGather, plan_.d_axes, t * nh * 2.0 / yz_degree,
-                  OpRole::TensorAllGather, last);
-      last = part(".out", f_out, last);
+      previous_ = last_part(".matmul2", 1 - first, last);
+      return;
     }
-    previous_ = {over(".reducescatter", CollectiveKind::ReduceScatter, plan_.model_axes, io_bytes,
-                      OpRole::TensorReduceScatter, last)};
+    const double nh = static_cast<double>(model_.heads) * model_.head_dim;
+    const double qkv = nh + 2.0 * model_.kv_heads * model_.head_dim;
+    const double weight_flops = 2 * t * model_.d_model * (qkv + nh) / (x_degree * yz_degree);
+    double f_qkv = weight_flops > 0 ? std::min(1.0, 2 * t * model_.d_model * qkv / (x_degree * yz_degree) / flops) : 0;
+    double f_out =
+        weight_flops > 0 ? std::min(1.0 - f_qkv, 2 * t * model_.d_model * nh / (x_degree * yz_degree) / flops) : 0;
+    if (model_.attention == AttentionKind::Mla) {
+      // MLA's FLOP shares from its own weights (model_spec.cpp): W^O [N v_head_dim, D] after
+      // the scores, every other projection before them (GQA's shapes overstate them, leaving
+      // the scores, and a ring, less than their FLOPs).
+      const double out_params = static_cast<double>(model_.heads) * model_.mla.v_head_dim * model_.d_model;
+      const double per_param = 2 * t / (x_degree * yz_degree) / flops;
+      f_qkv = std::min(1.0, (attention_params_per_layer(model_) - out_params) * per_param);
+      f_out = std::min(1.0 - f_qkv, out_params * per_param);
+    }
+    last = first_part(".qkv", f_qkv);
+    last = over(".reducescatter_qkv", CollectiveKind::ReduceScatter, plan_.d_axes, t * qkv * 2.0 / yz_degree,
+                OpRole::TensorReduceScatter, last);
+    // The ring's steps are the scores' (and MLA's up-projections') shares, what the
+    // projections leave of the block.
+    last = cp_ > 1 ? After{emit_ring_attention(b_, name, ring_split(seconds, flops), last, layer, role)}
+                   : part(".scores", 1 - f_qkv - f_out, last);
+    last = over(".allgather_out", CollectiveKind::AllGather, plan_.d_axes, t * nh * 2.0 / yz_degree,
+                OpRole::TensorAllGather, last);
+    previous_ = last_part(".out", f_out, last);
   }
 
   // An MoE layer's MLP (workloads/moe_layer.hpp): the router and shared experts as a block of

@@ -131,9 +131,6 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
       fail(reader.required("batch"), "does not split over the " + std::to_string(replicas) +
                                          " replicas of parallelism.replica; expected a multiple of " +
                                          std::to_string(replicas));
-    if (!plan.d_axes.empty() && plan.collective_matmul)
-      fail(reader.required("collective_matmul"), "collective matmuls with 2D weight-stationary sharding are not "
-                                                 "modelled; expected false beside parallelism.model_d");
     int x = 1;
     for (int a : plan.d_axes) x *= topology.axes[a].size;
     if (workload.model.attention != AttentionKind::None && plan.batch % x != 0)
