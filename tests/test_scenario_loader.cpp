@@ -1381,9 +1381,11 @@ TEST_CASE("2D weight-stationary inference: model_d loads, and its conditions are
     const auto text = with("mesh: {X: 4, Y: 2}", "mesh: {X: 4, Y: 16}", base);
     require_error(text, "workload.parallelism.model_d", "[X]", "    model_d: [X]");
   }
-  SECTION("with collective matmuls") {
+  SECTION("with collective matmuls (refused before: now the gather and scatter beside the block's ends)") {
     const auto text = with("  kv_cache: int8\n", "  kv_cache: int8\n  collective_matmul: true\n", base);
-    require_error(text, "workload.collective_matmul", "true", "  collective_matmul: true");
+    const auto s = load_scenario_text(text, podsim_test::kScenarioFile);
+    CHECK(s.inference().plan.collective_matmul);
+    CHECK_FALSE(s.inference().plan.d_axes.empty());
   }
 }
 
