@@ -9,26 +9,13 @@
 #include "sim/commands/plan_candidates.hpp"
 #include "sim/commands/plan_ranking.hpp"
 #include "sim/commands/plan_schedule.hpp"
+#include "planner_pods.hpp"
 
 using namespace podsim;
 
 namespace {
 
-// LLaMA-2 7B cut to 2 layers on v5p chips of the given mesh, 64 sequences of 1024 tokens.
-Scenario pod(const std::vector<MeshAxis>& axes) {
-  Scenario s;
-  s.path = "<test>";
-  s.name = "plan-pieces";
-  s.workload = TrainingWorkload{};
-  s.topology.chip = *find_chip_preset("v5p");
-  s.topology.axes = axes;
-  s.training().model = *find_model_preset("llama2-7b");
-  s.training().model.layers = 2;
-  s.training().plan.sequence_length = 1024;
-  s.training().plan.global_batch_tokens = 1024.0 * 64;
-  s.training().plan.attention_flops = false;
-  return s;
-}
+Scenario pod(const std::vector<MeshAxis>& axes) { return podsim_test::planner_pod("plan-pieces", axes); }
 
 int count_with(const std::vector<PlanCandidate>& candidates, const std::string& text) {
   int n = 0;

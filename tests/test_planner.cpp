@@ -4,26 +4,16 @@
 #include <cmath>
 
 #include "sim/commands/planner.hpp"
+#include "planner_pods.hpp"
 #include "seeded_rng.hpp"
 
 using namespace podsim;
 
 namespace {
 
-// LLaMA-2 7B cut to 2 layers on a v5p 4x4 (both axes wrapped), 64 sequences of 1024 tokens.
+// The planner's pod on a v5p 4x4, both axes wrapped.
 Scenario small_pod(const std::string& name) {
-  Scenario s;
-  s.path = "<test>";
-  s.name = name;
-  s.workload = TrainingWorkload{};
-  s.topology.chip = *find_chip_preset("v5p");
-  s.topology.axes = {{"X", 4, true}, {"Y", 4, true}};
-  s.training().model = *find_model_preset("llama2-7b");
-  s.training().model.layers = 2;
-  s.training().plan.sequence_length = 1024;
-  s.training().plan.global_batch_tokens = 1024.0 * 64;
-  s.training().plan.attention_flops = false;
-  return s;
+  return podsim_test::planner_pod(name, {{"X", 4, true}, {"Y", 4, true}});
 }
 
 }  // namespace
