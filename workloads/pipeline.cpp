@@ -25,13 +25,6 @@ TrainingBlock share_of(TrainingBlock blk, double fraction) {
   return blk;
 }
 
-struct PassOps {
-  std::vector<int> entry;          // ops that wait for the previous pass on the stage
-  std::vector<int> tail;           // ops that end the pass
-  std::vector<int> lead_gathers;   // FSDP gathers that wait for the stage's previous gathers
-  int last_gather = -1;
-};
-
 // The program every chip of a pipeline runs: each chunk's passes (one chain of blocks standing
 // for every chunk), the sends between stages, the order each stage runs its passes in
 // (after_at_position), then the gradient reductions and the optimizer.
@@ -101,7 +94,6 @@ class PipelineEmitter {
   // One pass of F or B over the chunk's blocks (B in reverse, training_pass.hpp); each block's
   // gradients reduced behind its B on the last microbatch (under ZB-H1, behind W).
   void emit_pass(PipelinePass::Kind kind, int j, int m) {
-    PassOps& pass = passes_[index(kind, j, m)];
     PassRequest request;
     request.forward = kind == PipelinePass::Forward;
     request.prefix = prefix(j, m);
@@ -115,22 +107,20 @@ class PipelineEmitter {
                                   OpRole::PipelineReceive)};
     }
     const bool reduce = !request.forward && !split_backward_ && m == M_ - 1;
-    const PassEmitted emitted = emit_training_pass(
+    PassEmitted emitted = emit_training_pass(
         b_, plan_, layout_, moe_, fsdp_, tensor_, chain_, request, [&](int i, const BlockOps& ops, int experts) {
           if (!reduce) return;
           if (experts >= 0) reduce_moe_gradients(chain_[i], prefix(j, m) + chain_[i].name, ops.last_compute, experts);
           else reduce_gradients(chain_[i], ops.last_compute, prefix(j, m) + chain_[i].name);
         });
-    pass.entry = request.start.empty() ? emitted.entry : request.start;
-    pass.tail = emitted.end;
-    pass.lead_gathers = emitted.lead_gathers;
-    pass.last_gather = emitted.last_gather;
+    if (!request.start.empty()) emitted.entry = request.start;   // the receive op waits for the stage's order
+    passes_[index(kind, j, m)] = std::move(emitted);
   }
 
   // ZB-H1's W: the weight-gradient matmuls, compute only (no weights needed, no tensor-
   // parallel traffic: the gathered activations and output gradients are the B pass's).
   void emit_weight_pass(int j, int m) {
-    PassOps& pass = passes_[index(PipelinePass::WeightGradient, j, m)];
+    PassEmitted& pass = passes_[index(PipelinePass::WeightGradient, j, m)];
     const int n = static_cast<int>(chain_.size());
     std::vector<int> previous;
     for (int i = n - 1; i >= 0; --i) {
@@ -150,7 +140,7 @@ class PipelineEmitter {
       previous = {op};
       if (m == M_ - 1) reduce_gradients(blk, op, name);
     }
-    pass.tail = previous;
+    pass.end = previous;
   }
 
   void emit_passes() {
@@ -160,7 +150,7 @@ class PipelineEmitter {
         // The last chunk's output stays for the loss; the others go to the next stage (round the
         // end: from the last device to the first, for its next chunk).
         send_forward_[j * M_ + m] = b_.send(prefix(j, m) + "send_activations", axis_, +1, activation_bytes_,
-                                            passes_[index(PipelinePass::Forward, j, m)].tail, OpRole::PipelineSend,
+                                            passes_[index(PipelinePass::Forward, j, m)].end, OpRole::PipelineSend,
                                             j < v_ - 1);
       }
     }
@@ -168,7 +158,7 @@ class PipelineEmitter {
       for (int m = 0; m < M_; ++m) {
         emit_pass(PipelinePass::Backward, j, m);
         send_backward_[j * M_ + m] = b_.send(prefix(j, m) + "send_gradients", axis_, -1, activation_bytes_,
-                                             passes_[index(PipelinePass::Backward, j, m)].tail, OpRole::PipelineSend,
+                                             passes_[index(PipelinePass::Backward, j, m)].end, OpRole::PipelineSend,
                                              j > 0);
         if (split_backward_) emit_weight_pass(j, m);
       }
@@ -185,7 +175,7 @@ class PipelineEmitter {
       for (int m = 0; m < M_; ++m) {
         ProgramOp& first = b_.op(passes_[index(PipelinePass::Forward, j, m)].entry.front());
         first.holds_bytes = pass_bytes;
-        first.released_by = {passes_[index(frees, j, m)].tail.back()};
+        first.released_by = {passes_[index(frees, j, m)].end.back()};
       }
     }
   }
@@ -203,12 +193,12 @@ class PipelineEmitter {
         for (int op : passes_[index(PipelinePass::Backward, j, m)].entry) {
           program[op].after_neighbour.push_back({send_backward_[j * M_ + m], axis_, -1});
           if (j < v_ - 1) program[op].after_neighbour.push_back({send_backward_[(j + 1) * M_ + m], axis_, -1, true});
-          const auto& fwd = passes_[index(PipelinePass::Forward, j, m)].tail;
+          const auto& fwd = passes_[index(PipelinePass::Forward, j, m)].end;
           program[op].after.insert(program[op].after.end(), fwd.begin(), fwd.end());
         }
         if (!split_backward_) continue;
         for (int op : passes_[index(PipelinePass::WeightGradient, j, m)].entry) {
-          const auto& bwd = passes_[index(PipelinePass::Backward, j, m)].tail;
+          const auto& bwd = passes_[index(PipelinePass::Backward, j, m)].end;
           program[op].after.insert(program[op].after.end(), bwd.begin(), bwd.end());
         }
       }
@@ -230,12 +220,12 @@ class PipelineEmitter {
       std::vector<int> previous_tail;
       int previous_gather = -1;
       for (const auto& p : stage_order(plan_.schedule, stage, P_, M_, v_)) {
-        const PassOps& pass = passes_[index(p.kind, p.chunk, p.microbatch)];
+        const PassEmitted& pass = passes_[index(p.kind, p.chunk, p.microbatch)];
         for (int op : pass.entry) at_position(op, stage, previous_tail);
         for (int op : pass.lead_gathers) {
           at_position(op, stage, previous_gather >= 0 ? std::vector<int>{previous_gather} : std::vector<int>{});
         }
-        previous_tail = pass.tail;
+        previous_tail = pass.end;
         if (pass.last_gather >= 0) previous_gather = pass.last_gather;
       }
     }
@@ -247,7 +237,7 @@ class PipelineEmitter {
   Program emit_tail(Program program) {
     for (int j = 0; j < v_; ++j) {
       const auto kind = split_backward_ ? PipelinePass::WeightGradient : PipelinePass::Backward;
-      const auto& tail = passes_[index(kind, j, M_ - 1)].tail;
+      const auto& tail = passes_[index(kind, j, M_ - 1)].end;
       grad_ops_.insert(grad_ops_.end(), tail.begin(), tail.end());
     }
     ProgramBuilder rest(std::move(program));
@@ -287,7 +277,7 @@ class PipelineEmitter {
   std::vector<TrainingBlock> chain_;
   int last_block_ = -1;
   double activation_bytes_ = 0;
-  std::vector<PassOps> passes_;
+  std::vector<PassEmitted> passes_;   // by index(kind, chunk, microbatch)
   std::vector<int> send_forward_, send_backward_;
   std::vector<int> grad_ops_;
 };
