@@ -47,6 +47,11 @@ struct ProgramOp {
   // (pipeline stages under 1F1B): after_at_position[p] replaces `after` on chips at position p.
   int position_axis = -1;
   std::vector<std::vector<int>> after_at_position;
+  // Where an op runs on chips at some positions along `position_axis` only (a pipeline slot
+  // holding a layer on some stages): present_at_position[p] != 0 on chips at position p; empty:
+  // everywhere. Where absent the op ends as soon as its dependencies allow, taking no time and
+  // sending nothing, so the ops after it keep their order (workloads/op_presence.hpp).
+  std::vector<char> present_at_position;
   std::vector<NeighbourDependency> after_neighbour;
   int send_axis = -1;          // for Send
   int send_direction = +1;     // for Send

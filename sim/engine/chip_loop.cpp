@@ -376,6 +376,13 @@ class ChipLoop {
     return r.after;
   }
 
+  // Whether `op` runs on this chip (ReplayOp::present_at_position).
+  bool present(int op) const {
+    const ReplayOp& r = e_.ops_[op];
+    return r.present_at_position.empty() ||
+           r.present_at_position.at(e_.topo_.position_along(chip_, r.position_axis)) != 0;
+  }
+
   void local_deps_done(int op) {
     // Ops of a neighbouring chip: the point-to-point sends that arrive here from it.
     for (const auto& n : e_.ops_[op].after_neighbour) {
@@ -414,6 +421,10 @@ class ChipLoop {
   void begin(int op) {
     const int rep = state_[op].rep;
     const int id = new_instance(op, rep);
+    if (!present(op)) {
+      finish(id);   // absent here: no time, no traffic; its dependents keep their order
+      return;
+    }
     if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
       set_timer(sg4::Engine::get_clock() + e_.options_.launch_overhead_s, TimerKind::Launch, id, 0);
       return;

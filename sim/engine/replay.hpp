@@ -24,6 +24,9 @@ struct ReplayOp {
   std::vector<std::vector<int>> after_at_position;
   std::vector<NeighbourDependency> after_neighbour;   // ops of a neighbouring chip
   double release_s = 0;     // earliest start (ProgramOp::release_s)
+  // By the chip's position on position_axis: whether the op runs there (empty: everywhere).
+  // Where absent it ends when its dependencies allow, at once (ProgramOp::present_at_position).
+  std::vector<char> present_at_position;
 };
 
 struct SpanRecord {         // one repetition of one op on one chip

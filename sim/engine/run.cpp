@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <spdlog/spdlog.h>
 
+#include "workloads/op_presence.hpp"
+
 namespace podsim {
 
 // The rings a collective runs over, as the formulas see them: a whole axis, or a slice of it
@@ -80,6 +82,12 @@ const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) cons
   return replay.spans.at(first_span.at(op) + static_cast<size_t>(repetition) * simulated.chip_count() + sim_chip);
 }
 
+bool RunResult::present(int op, ChipId real_chip) const {
+  const OperationResult& o = operations.at(op);
+  return o.present_at_position.empty() ||
+         o.present_at_position.at(topology.position_along(real_chip, o.position_axis)) != 0;
+}
+
 namespace {
 
 // The longest sequence of link hops a chip's messages take one after another: ring phases in
@@ -127,6 +135,24 @@ std::vector<double> compute_by_chip(const Topology& sim, const ProgramOp& op) {
     out[chip] = op.compute_s_by_position[index];
   }
   return out;
+}
+
+// An op present at some positions only (ProgramOp::present_at_position) sends nothing from
+// the chips where it is absent: their plans emptied, so their messages are never counted or
+// awaited. check_presence has made sure no present chip expects anything from them.
+void drop_absent_chips(OpPlan& plan, const Topology& sim, const ProgramOp& op) {
+  if (op.present_at_position.empty()) return;
+  for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
+    if (present_on(op, sim, chip)) continue;
+    ChipOpPlan& chip_plan = plan.chips[chip];
+    for (const auto& part : chip_plan.parts) {
+      for (const auto& phase : part) {
+        for (const auto& chain : phase) plan.messages -= chain.shape.sends();
+      }
+    }
+    plan.messages -= static_cast<int>(chip_plan.flows.size());
+    chip_plan = ChipOpPlan{};
+  }
 }
 
 long long message_count(const std::vector<OpPlan>& plans) {
@@ -183,17 +209,19 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   plans.reserve(program.size());   // ops point into it: never reallocated
   std::vector<ReplayOp>& ops = pending.ops;
   for (const auto& op : program) {
+    check_presence(op, run.topology);
     if (op.kind == ProgramOpKind::Collective) {
       plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
     } else if (op.kind == ProgramOpKind::Send) {
       plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry, op.send_round_the_end));
     }
+    if (op.kind != ProgramOpKind::Compute) drop_absent_chips(plans.back(), sim, op);
   }
   size_t next_plan = 0;
   for (const auto& op : program) {
     const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
     ops.push_back({plan, op.compute_s, {}, op.repeat, op.after, op.position_axis, op.after_at_position,
-                   op.after_neighbour, op.release_s});
+                   op.after_neighbour, op.release_s, op.present_at_position});
     if (!op.compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
   ReplayOptions& replay_options = pending.replay_options;
@@ -241,6 +269,7 @@ void describe_send(OperationResult& result, const Program& program, int i, const
   for (int rep = 0; rep < op.repeat; ++rep) {
     double rep_longest = 0;
     for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
+      if (!present_on(op, run.topology, chip)) continue;
       const auto& span = run.span(i, rep, chip);
       rep_longest = std::max(rep_longest, span.end_s - span.start_s);
     }
@@ -271,6 +300,25 @@ void describe_collective(OperationResult& result, const CollectiveSpec& collecti
       analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, result.analytic);
 }
 
+// Each op's first start and last end per repetition, in one pass over the spans, over the
+// chips where it is present (all of them for an op absent everywhere: its instants).
+std::vector<std::vector<std::pair<double, double>>> op_extents(const Program& program, const RunResult& run) {
+  std::vector<std::vector<std::pair<double, double>>> extent(program.size());
+  for (size_t i = 0; i < program.size(); ++i) extent[i].assign(program[i].repeat, {1e300, 0.0});
+  std::vector<char> anywhere(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    const auto& mask = program[i].present_at_position;
+    anywhere[i] = mask.empty() || std::any_of(mask.begin(), mask.end(), [](char p) { return p != 0; });
+  }
+  for (const auto& s : run.replay.spans) {
+    if (anywhere[s.op] && !present_on(program[s.op], run.simulated, s.chip)) continue;
+    auto& e = extent[s.op][s.repetition];
+    e.first = std::min(e.first, s.start_s);
+    e.second = std::max(e.second, s.end_s);
+  }
+  return extent;
+}
+
 }  // namespace
 
 RunResult finish_program(PendingRun& pending) {
@@ -288,14 +336,7 @@ RunResult finish_program(PendingRun& pending) {
   }
 
   const double w_uni = topology.chip.neighbor_bandwidth_Bps() * settings.link_efficiency;
-  // Each op's first start and last end per repetition, in one pass over the spans.
-  std::vector<std::vector<std::pair<double, double>>> extent(program.size());
-  for (size_t i = 0; i < program.size(); ++i) extent[i].assign(program[i].repeat, {1e300, 0.0});
-  for (const auto& s : run.replay.spans) {
-    auto& e = extent[s.op][s.repetition];
-    e.first = std::min(e.first, s.start_s);
-    e.second = std::max(e.second, s.end_s);
-  }
+  const auto extent = op_extents(program, run);
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& op = program[i];
     OperationResult result;
@@ -305,6 +346,8 @@ RunResult finish_program(PendingRun& pending) {
     result.category = category_name(op.role, op.collective.kind);
     result.layer = op.layer;
     result.repeat = op.repeat;
+    result.position_axis = op.position_axis;
+    result.present_at_position = op.present_at_position;
     double sum = 0;
     result.start_s = 1e300;
     for (const auto& [first, last] : extent[i]) {

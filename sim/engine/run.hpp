@@ -57,6 +57,10 @@ struct OperationResult {
   double busbw_Bps = 0;
   bool has_analytic = false;
   FormulaResult analytic;      // the book's closed form, where one exists
+  // Where the op runs (ProgramOp::present_at_position on position_axis; empty: everywhere).
+  // Its figures above count those chips only; elsewhere its spans are instants to skip.
+  int position_axis = -1;
+  std::vector<char> present_at_position;
   // "compute", "send", or the collective's kind, as outputs name it.
   std::string kind_name() const { return compute ? "compute" : send ? "send" : std::string(to_string(kind)); }
 };
@@ -75,6 +79,8 @@ struct RunResult {
 
   // Span of (op, repetition) on a real chip.
   const SpanRecord& span(int op, int repetition, ChipId real_chip) const;
+  // Whether op runs on a real chip (OperationResult::present_at_position).
+  bool present(int op, ChipId real_chip) const;
 };
 
 struct SimulationSettings {

@@ -148,6 +148,13 @@ Json inference_workload(const SummaryInputs& in) {
           {"expert_parallelism", r.layout.expert_degree}};
 }
 
+// The chips an op present at some positions only runs on: those positions' share of the pod.
+long long present_on_chips(const OperationResult& op, const Topology& topo) {
+  const long long present = std::count_if(op.present_at_position.begin(), op.present_at_position.end(),
+                                          [](char p) { return p != 0; });
+  return present * (topo.chip_count() / topo.extent_along(op.position_axis));
+}
+
 Json operations(const SummaryInputs& in) {
   Json ops = Json::array();
   for (const auto& op : in.run->operations) {
@@ -157,6 +164,7 @@ Json operations(const SummaryInputs& in) {
     if (!op.category.empty()) o["category"] = op.category;
     if (op.layer >= 0) o["layer"] = op.layer;
     o["repeat"] = op.repeat;
+    if (!op.present_at_position.empty()) o["present_on_chips"] = present_on_chips(op, in.run->topology);
     o["time_s"] = op.time_s;
     o["start_s"] = op.start_s;
     o["end_s"] = op.end_s;

@@ -100,6 +100,7 @@ ChipTracks chip_tracks(const TraceLayout& layout, ChipId chip) {
   t.span_lane.resize(layout.op_base.back());
   Lanes comm_lanes;
   for (size_t op = 0; op < run.operations.size(); ++op) {
+    if (!run.present(static_cast<int>(op), chip)) continue;   // absent here: no span drawn
     for (int rep = 0; rep < run.operations[op].repeat; ++rep) {
       const auto& span = run.span(static_cast<int>(op), rep, chip);
       t.span_lane[layout.op_base[op] + rep] =
@@ -170,6 +171,7 @@ void write_chip(PerfettoTrace& trace, const TraceLayout& layout, ChipId chip) {
   const int pid = layout.pid(chip);
   for (size_t op = 0; op < run.operations.size(); ++op) {
     const OperationResult& o = run.operations[op];
+    if (!run.present(static_cast<int>(op), chip)) continue;
     for (int rep = 0; rep < o.repeat; ++rep) {
       const auto& span = run.span(static_cast<int>(op), rep, chip);
       TraceArgs args;
@@ -210,7 +212,7 @@ void write_send_flows(PerfettoTrace& trace, const TraceLayout& layout, TraceStat
         const auto& from_span = run.span(static_cast<int>(op), rep, chip);
         const long long from_ns = inside_ns(from_span.start_s, from_span.end_s, from_span.end_s);
         for (int dependent : round ? o.received_round_the_end_by : o.received_by) {
-          if (rep >= run.operations[dependent].repeat) continue;
+          if (rep >= run.operations[dependent].repeat || !run.present(dependent, *to)) continue;
           const auto& to_span = run.span(dependent, rep, *to);
           const long long to_ns = inside_ns(to_span.start_s, to_span.end_s, to_span.start_s);
           if (to_ns < from_ns) continue;   // an arrow back in time would not be a dependency

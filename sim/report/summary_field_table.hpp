@@ -193,7 +193,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"hbm_bytes", "bytes", I, None, "the chip's HBM", [](const auto& in) -> Json { return in.scenario.topology.chip.hbm_bytes; }},
     {"fits_hbm", "bool", I, I, "whether memory_per_chip_bytes fits in HBM", [](const auto& in) -> Json { return in.inference->layout.fits_hbm; }},
     // Every step summary ends with its operations.
-    {"operations.<name>.<field>", "by suffix", Run, C, "each op: name, kind, category, layer, repeat, time_s, start_s, end_s; collectives also axes, dcn, bytes, size_bytes, group_size, hops, algbw_Bps, busbw_Bps, analytic_s, rel_error, regime, formula, formula_source", [](const auto& in) -> Json { return p::operations(in); }},
+    {"operations.<name>.<field>", "by suffix", Run, C, "each op: name, kind, category, layer, repeat, time_s, start_s, end_s, present_on_chips (ops that run on some pipeline stages only); collectives also axes, dcn, bytes, size_bytes, group_size, hops, algbw_Bps, busbw_Bps, analytic_s, rel_error, regime, formula, formula_source", [](const auto& in) -> Json { return p::operations(in); }},
     // A serving run.
     {"wall_time_s", "s", S, None, "the simulation's own wall time (0 with --reproducible)", [](const auto& in) -> Json { return in.options.reproducible ? 0.0 : in.serving->wall_time_s; }},
     {"topology", "object", S, None, "a server's slice: chip, axes, chips, diameter_hops, bisection_links", [](const auto& in) -> Json { return p::serving_topology(in); }},

@@ -66,7 +66,7 @@ static std::pair<double, double> timeline_peak(const Program& program, const Run
   std::vector<std::pair<double, double>> events;   // (time, +/- bytes)
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& op = program[i];
-    if (op.holds_bytes <= 0) continue;
+    if (op.holds_bytes <= 0 || !run.present(static_cast<int>(i), 0)) continue;
     events.push_back({run.span(static_cast<int>(i), 0, 0).start_s, op.holds_bytes});
     double end = op.released_by.empty() ? run.total_time_s : 0.0;
     for (int by : op.released_by) end = std::max(end, run.span(by, program[by].repeat - 1, 0).end_s);
@@ -127,7 +127,10 @@ class ExposedTime {
   std::vector<int> walk() {
     std::vector<int> computes;
     for (size_t i = 0; i < program_.size(); ++i) {
-      if (program_[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
+      // Ops absent on chip 0 (another stage's layers) are not its compute.
+      if (program_[i].kind == ProgramOpKind::Compute && run_.present(static_cast<int>(i), kChip0)) {
+        computes.push_back(static_cast<int>(i));
+      }
     }
     std::sort(computes.begin(), computes.end(), [&](int a, int b) {
       return run_.span(a, 0, kChip0).start_s < run_.span(b, 0, kChip0).start_s;
