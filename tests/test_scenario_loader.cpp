@@ -904,16 +904,16 @@ TEST_CASE("mesh splits: logical axes in a training plan", "[scenario]") {
   }
 }
 
-TEST_CASE("pipelines: more stages than layers, or stages that do not divide them", "[scenario]") {
+TEST_CASE("pipelines: more stages than layers are refused, stages that do not divide them load", "[scenario]") {
   const std::string base = with("    data: [X, Y]\n    fsdp: true\n    tensor: [Z]\n", "    data: [X, Y]\n    pipeline: Z\n",
                                 with("  model: llama2-13b\n", "  model: {preset: llama2-13b, layers: 2}\n", kTraining));
   SECTION("more stages than layers") {
     require_error(base, "workload.parallelism.pipeline", "Z", "    pipeline: Z");
     CHECK(contains(error_from(base).what(), "4 pipeline stages for 2 layers"));
   }
-  SECTION("stages that do not divide the layers") {
+  SECTION("stages that do not divide the layers: ceil or floor of L/P each (pipeline.cpp)") {
     const auto text = with("layers: 2}", "layers: 6}", base);
-    require_error(text, "workload.parallelism.pipeline", "Z", "    pipeline: Z");
+    CHECK(load_scenario_text(text, "uneven.yaml").training().model.layers == 6);
   }
 }
 
@@ -1314,10 +1314,10 @@ TEST_CASE("pipeline schedules: interleaving and its conditions are located error
     const auto text = with("schedule: interleaved_1f1b\n", "schedule: 1f1b\n    virtual_stages: 2\n", base);
     require_error(text, "workload.parallelism.virtual_stages", "2", "    virtual_stages: 2");
   }
-  SECTION("chunks that do not divide the layers") {
-    const auto text = with("schedule: interleaved_1f1b\n", "schedule: interleaved_1f1b\n    virtual_stages: 3\n", base);
-    require_error(text, "workload.parallelism.virtual_stages", "3", "    virtual_stages: 3");
-    CHECK(contains(error_from(text).what(), "12 pipeline chunks"));
+  SECTION("more chunks than layers") {
+    const auto text = with("schedule: interleaved_1f1b\n", "schedule: interleaved_1f1b\n    virtual_stages: 5\n", base);
+    require_error(text, "workload.parallelism.virtual_stages", "5", "    virtual_stages: 5");
+    CHECK(contains(error_from(text).what(), "20 pipeline chunks"));
   }
   SECTION("microbatches that are not a multiple of the stages") {
     const auto text = with("  batch_tokens:", "  microbatches: 6\n  batch_tokens:", base);

@@ -84,7 +84,11 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   // or FSDP's shards when those are more (expert axes are data axes, so FSDP covers them).
   const double routed = spec.moe ? moe_layer_count(spec) * static_cast<double>(spec.moe->experts) * expert_params(spec) : 0.0;
   const double expert_shards = static_cast<double>(std::max(degrees.fsdp, degrees.expert)) * degrees.tensor * degrees.pipeline;
-  const double dense_local = (p - routed) / weight_shards, routed_local = routed / expert_shards;
+  double dense_local = (p - routed) / weight_shards, routed_local = routed / expert_shards;
+  if (degrees.stage_dense_params >= 0) {   // one stage of a pipeline whose stages differ
+    dense_local = degrees.stage_dense_params / (static_cast<double>(degrees.fsdp) * degrees.tensor);
+    routed_local = degrees.stage_routed_params / (static_cast<double>(std::max(degrees.fsdp, degrees.expert)) * degrees.tensor);
+  }
   const double local = dense_local + routed_local;
 
   if (degrees.zero_stage < 0 || degrees.zero_stage > 2) {

@@ -19,6 +19,11 @@ struct ShardingDegrees {
   // The replicas ZeRO shards over: 0 all `data` ones; across slices, a slice's own (each slice
   // keeps a copy and all-reduces its shard over DCN, as FSDP does).
   int zero_shards = 0;
+  // Pipelines whose stages differ (uneven layer counts, dense first layers): the parameters of
+  // the stage counted, dense and routed (pipeline_stage_weights), in place of the model's
+  // spread evenly over `pipeline`; unset (negative) when the stages are alike.
+  double stage_dense_params = -1;
+  double stage_routed_params = -1;
 };
 
 // Which activations the forward pass keeps for the backward pass.

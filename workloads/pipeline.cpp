@@ -1,5 +1,6 @@
 #include "workloads/pipeline.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "workloads/block_ops.hpp"
@@ -25,9 +26,10 @@ TrainingBlock share_of(TrainingBlock blk, double fraction) {
   return blk;
 }
 
-// The program every chip of a pipeline runs: each chunk's passes (one chain of blocks standing
-// for every chunk), the sends between stages, the order each stage runs its passes in
-// (after_at_position), then the gradient reductions and the optimizer.
+// The program every chip of a pipeline runs: each chunk's passes (one chain of blocks, the
+// union over stages, each block present on the stages holding it), the sends between stages,
+// the order each stage runs its passes in (after_at_position), then the gradient reductions
+// and the optimizer.
 class PipelineEmitter {
  public:
   PipelineEmitter(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
@@ -60,23 +62,88 @@ class PipelineEmitter {
     return "mb" + std::to_string(m) + "." + (v_ > 1 ? "v" + std::to_string(j) + "." : "");
   }
 
-  // A chunk: L/(Pv) layers, every dense layer alike, so the first chunk's blocks stand for
-  // each; the output projection is spread evenly over the chunks (a real model puts it on the
-  // last stage, which frameworks rebalance by hand; here stages stay equal), without tensor-
+  int chunk_layers(int c) const { return pipeline_chunk_layers(model_.layers, P_ * v_, c); }
+
+  // The chain every chunk's passes run: per layer slot s < ceil(L/(Pv)) the blocks of model
+  // layer s (attention, MLP), every layer of a kind alike, so the first chunk's blocks stand
+  // for each; where some chunk's layer at slot s is of the other kind (an MoE model's dense
+  // first layers: slot s is dense on the first chunk, MoE on the others), an MLP block of that
+  // kind beside it. A block runs on the stages whose chunk has it (holds, mask_block_ops). The
+  // output projection is spread evenly over the chunks (a real model puts it on the last
+  // stage, which frameworks rebalance by hand; here stages stay equal), without tensor-
   // parallel collectives of its own.
   void build_chain() {
-    const int chunks = P_ * v_;
-    const int layers_per_chunk = model_.layers / chunks;
+    const int slots = chunk_layers(0);
     for (const auto& blk : layout_.blocks) {
-      if (blk.layer >= 0 && blk.layer < layers_per_chunk) chain_.push_back(blk);
+      if (blk.layer < 0 || blk.layer >= slots) continue;
+      chain_.push_back(blk);
+      slot_.push_back(blk.layer);
+      const bool mlp =
+          blk.moe_layer >= 0 || (blk.name.size() > 4 && blk.name.compare(blk.name.size() - 4, 4, ".mlp") == 0);
+      kind_.push_back(!mlp ? BlockKind::Layer : blk.moe_layer >= 0 ? BlockKind::MoeMlp : BlockKind::DenseMlp);
+      if (mlp && blk.moe_layer < 0 && moe_slot_needed(blk.layer)) add_moe_mlp(blk.layer);
     }
+    const int chunks = P_ * v_;
     TrainingBlock unembed = share_of(layout_.blocks.back(), 1.0 / chunks);
     unembed.name = "unembed_share";
     chain_.push_back(unembed);
+    slot_.push_back(-1);
+    kind_.push_back(BlockKind::Unembed);
     last_block_ = static_cast<int>(chain_.size()) - 1;   // the unembedding share: no tensor-parallel collectives
     // Between stages the activations are split over the tensor axes (block_ops.hpp), so each
     // chip sends its 1/Y part.
     activation_bytes_ = layout_.tokens_per_microbatch * model_.d_model * model_.activation_bytes / layout_.tensor_degree;
+  }
+
+  int dense_layers() const { return !model_.moe ? model_.layers : model_.moe->dense_layers; }
+
+  // Whether a chunk's layer at `slot` is an MoE layer while the first chunk's is dense.
+  bool moe_slot_needed(int slot) const {
+    if (!model_.moe) return false;
+    for (int c = 1; c < P_ * v_; ++c) {
+      if (slot < chunk_layers(c) && pipeline_chunk_first_layer(model_.layers, P_ * v_, c) + slot >= dense_layers()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // An MoE layer's MLP block at `slot` (the MoE layers are alike: the routing drawn is MoE
+  // layer `slot`'s, as the first chunk's would be).
+  void add_moe_mlp(int slot) {
+    const int moe_layer = slot % moe_layer_count(model_);
+    for (const auto& blk : layout_.blocks) {
+      if (blk.moe_layer != moe_layer) continue;
+      TrainingBlock moe = blk;
+      moe.layer = slot;
+      moe.name = "L" + std::to_string(slot) + ".moe_mlp";
+      chain_.push_back(moe);
+      slot_.push_back(slot);
+      kind_.push_back(BlockKind::MoeMlp);
+      return;
+    }
+  }
+
+  // Whether model chunk c runs chain block i: the layer at its slot exists there, and is of
+  // the block's kind.
+  bool holds(int i, int c) const {
+    if (kind_[i] == BlockKind::Unembed) return true;
+    if (slot_[i] >= chunk_layers(c)) return false;
+    const bool dense = pipeline_chunk_first_layer(model_.layers, P_ * v_, c) + slot_[i] < dense_layers();
+    return kind_[i] == BlockKind::Layer || (kind_[i] == BlockKind::DenseMlp) == dense;
+  }
+
+  // The ops emitted since `first` for block i of chunk j run on the stages whose chunk holds
+  // the block (ProgramOp::present_at_position); a block every stage holds stays unmasked, so
+  // an even split of alike layers is the program it was.
+  void mask_block_ops(int first, int i, int j) {
+    std::vector<char> present(P_);
+    for (int p = 0; p < P_; ++p) present[p] = holds(i, j * P_ + p) ? 1 : 0;
+    if (std::all_of(present.begin(), present.end(), [](char x) { return x != 0; })) return;
+    for (int op = first; op < b_.size(); ++op) {
+      b_.op(op).position_axis = axis_;
+      b_.op(op).present_at_position = present;
+    }
   }
 
   void reduce_gradients(const TrainingBlock& blk, int after, const std::string& name) {
@@ -107,11 +174,16 @@ class PipelineEmitter {
                                   OpRole::PipelineReceive)};
     }
     const bool reduce = !request.forward && !split_backward_ && m == M_ - 1;
+    int block_first = b_.size();
     PassEmitted emitted = emit_training_pass(
         b_, plan_, layout_, moe_, fsdp_, tensor_, chain_, request, [&](int i, const BlockOps& ops, int experts) {
-          if (!reduce) return;
-          if (experts >= 0) reduce_moe_gradients(chain_[i], prefix(j, m) + chain_[i].name, ops.last_compute, experts);
-          else reduce_gradients(chain_[i], ops.last_compute, prefix(j, m) + chain_[i].name);
+          if (reduce && experts >= 0) {
+            reduce_moe_gradients(chain_[i], prefix(j, m) + chain_[i].name, ops.last_compute, experts);
+          } else if (reduce) {
+            reduce_gradients(chain_[i], ops.last_compute, prefix(j, m) + chain_[i].name);
+          }
+          mask_block_ops(block_first, i, j);
+          block_first = b_.size();
         });
     if (!request.start.empty()) emitted.entry = request.start;   // the receive op waits for the stage's order
     passes_[index(kind, j, m)] = std::move(emitted);
@@ -127,11 +199,13 @@ class PipelineEmitter {
       const TrainingBlock& blk = chain_[i];
       const double w = weight_gradient_fraction(blk, layout_.tokens_per_microbatch, layout_.tensor_degree);
       const std::string name = prefix(j, m) + blk.name;
+      const int first = b_.size();
       if (blk.moe_layer >= 0) {
         const auto wo = moe_.weight_gradients(name + ".wgrad", blk, m, previous, w);
         if (i == n - 1) pass.entry = {wo.experts};
         previous = {wo.router_shared};
         if (m == M_ - 1) reduce_moe_gradients(blk, name, wo.router_shared, wo.experts);
+        mask_block_ops(first, i, j);
         continue;
       }
       const int op = b_.compute(name + ".wgrad", blk.backward_s * w, 2 * blk.forward_flops_per_chip * w, previous,
@@ -139,6 +213,7 @@ class PipelineEmitter {
       if (i == n - 1) pass.entry = {op};
       previous = {op};
       if (m == M_ - 1) reduce_gradients(blk, op, name);
+      mask_block_ops(first, i, j);
     }
     pass.end = previous;
   }
@@ -240,30 +315,78 @@ class PipelineEmitter {
       const auto& tail = passes_[index(kind, j, M_ - 1)].end;
       grad_ops_.insert(grad_ops_.end(), tail.begin(), tail.end());
     }
-    ProgramBuilder rest(std::move(program));
-    layout_.optimizer_s = optimizer_time_s(model_, plan_, topology_, layout_, P_);
-    const int optimizer = rest.compute("optimizer", layout_.optimizer_s, 0.0, grad_ops_, -1, OpRole::Optimizer);
+    b_ = ProgramBuilder(std::move(program));
+    const int optimizer = emit_optimizers();
     if (layout_.data_degree > 1 && plan_.zero_stage > 0) {
       // Each chunk's updated shards gathered back before the next step's first pass uses them.
       // One after another, as the single-program step gathers them (training.cpp).
       int previous = optimizer;
       for (int j = 0; j < v_; ++j) {
-        for (const auto& blk : chain_) {
-          previous = emit_zero_allgather(rest, plan_, prefix(j, M_ - 1) + blk.name, blk, previous);
-          if (blk.moe_layer >= 0) previous = moe_.zero_allgather(rest, prefix(j, M_ - 1) + blk.name, blk, previous);
+        for (size_t i = 0; i < chain_.size(); ++i) {
+          const TrainingBlock& blk = chain_[i];
+          const int first = b_.size();
+          previous = emit_zero_allgather(b_, plan_, prefix(j, M_ - 1) + blk.name, blk, previous);
+          if (blk.moe_layer >= 0) previous = moe_.zero_allgather(b_, prefix(j, M_ - 1) + blk.name, blk, previous);
+          mask_block_ops(first, static_cast<int>(i), j);
         }
       }
     }
+    // Per chip, a chunk's FLOPs: each block's, weighted by the share of the chunks that hold
+    // it (1 for every block of an even split).
     double chunk_flops = 0, chunk_recompute = 0;
-    for (const auto& blk : chain_) {
-      chunk_flops += blk.forward_flops_per_chip;
-      if (blk.moe_layer >= 0) chunk_flops += moe_.expert_forward_flops_per_chip();
-      chunk_recompute += blk.recompute_flops_per_chip;
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      const TrainingBlock& blk = chain_[i];
+      const double share = chunk_share(static_cast<int>(i));
+      chunk_flops += blk.forward_flops_per_chip * share;
+      if (blk.moe_layer >= 0) chunk_flops += moe_.expert_forward_flops_per_chip() * share;
+      chunk_recompute += blk.recompute_flops_per_chip * share;
     }
     moe_.finish();
+    ProgramBuilder& rest = b_;
     layout_.total_flops = 3 * chunk_flops * v_ * M_ * layout_.chips;
     layout_.recompute_flops = chunk_recompute * v_ * M_ * layout_.chips;
     return rest.take();
+  }
+
+  // The fraction of the chunks holding chain block i (1 for every block of an even split of
+  // alike layers).
+  double chunk_share(int i) const {
+    const int chunks = P_ * v_;
+    int holding = 0;
+    for (int c = 0; c < chunks; ++c) holding += holds(i, c) ? 1 : 0;
+    return static_cast<double>(holding) / chunks;
+  }
+
+  // The optimizer after every gradient reduction and every chunk's last pass, updating the
+  // weights the stage holds: one op when stages hold alike layers; otherwise one per distinct
+  // stage (pipeline_stage_weights: dense and routed parameters), present on the stages that
+  // hold those weights and named after the first of them. Returns what the ZeRO gathers
+  // follow (on stages where an op is absent it ends at once).
+  int emit_optimizers() {
+    if (pipeline_stages_alike(model_, P_ * v_)) {
+      layout_.optimizer_s = optimizer_time_s(model_, plan_, topology_, layout_, P_);
+      return b_.compute("optimizer", layout_.optimizer_s, 0.0, grad_ops_, -1, OpRole::Optimizer);
+    }
+    const auto weights = pipeline_stage_weights(model_, P_, v_);
+    std::vector<int> optimizers;
+    std::vector<bool> done(P_, false);
+    layout_.optimizer_s = 0;
+    for (int p = 0; p < P_; ++p) {
+      if (done[p]) continue;
+      const double seconds =
+          optimizer_time_s(model_, plan_, topology_, layout_, weights[p].dense_params, weights[p].routed_params);
+      layout_.optimizer_s = std::max(layout_.optimizer_s, seconds);   // the slowest stage's
+      const int op = b_.compute("optimizer.stage" + std::to_string(p), seconds, 0.0, grad_ops_, -1, OpRole::Optimizer);
+      b_.op(op).position_axis = axis_;
+      b_.op(op).present_at_position.assign(P_, 0);
+      for (int q = p; q < P_; ++q) {
+        if (weights[q].dense_params != weights[p].dense_params || weights[q].routed_params != weights[p].routed_params) continue;
+        b_.op(op).present_at_position[q] = 1;
+        done[q] = true;
+      }
+      optimizers.push_back(op);
+    }
+    return b_.compute("optimizer.done", 0.0, 0.0, optimizers, -1, OpRole::Optimizer);
   }
 
   const TransformerSpec& model_;
@@ -274,7 +397,10 @@ class PipelineEmitter {
   const bool tensor_, fsdp_, split_backward_;
   ProgramBuilder b_;
   MoeTrainingBlocks moe_;
+  enum class BlockKind { Layer, DenseMlp, MoeMlp, Unembed };
   std::vector<TrainingBlock> chain_;
+  std::vector<int> slot_;          // per chain block: its layer slot in the chunk (-1: the unembedding share)
+  std::vector<BlockKind> kind_;    // per chain block
   int last_block_ = -1;
   double activation_bytes_ = 0;
   std::vector<PassEmitted> passes_;   // by index(kind, chunk, microbatch)
@@ -288,15 +414,41 @@ int stage_count(const TrainingPlan& plan, const TopologySpec& topology) {
   return plan.pipeline_axis == Topology::kSliceAxis ? topology.slices : topology.axes.at(plan.pipeline_axis).size;
 }
 
+int pipeline_chunk_layers(int layers, int chunks, int c) { return layers / chunks + (c < layers % chunks ? 1 : 0); }
+
+int pipeline_chunk_first_layer(int layers, int chunks, int c) {
+  return c * (layers / chunks) + std::min(c, layers % chunks);
+}
+
+bool pipeline_stages_alike(const TransformerSpec& model, int chunks) {
+  return model.layers % chunks == 0 && !(model.moe && model.moe->dense_layers > 0);
+}
+
+std::vector<StageWeights> pipeline_stage_weights(const TransformerSpec& model, int stages, int virtual_stages) {
+  const int chunks = stages * virtual_stages;
+  const int dense_layers = model.moe ? model.moe->dense_layers : model.layers;
+  const double attention = attention_params_per_layer(model);
+  const double moe_dense_part =
+      model.moe ? router_params_per_layer(model) + model.moe->shared_experts * expert_params(model) : 0.0;
+  const double routed = model.moe ? model.moe->experts * expert_params(model) : 0.0;
+  const double spread = (embedding_params(model) + norm_params(model)) / stages;
+  std::vector<StageWeights> out(stages);
+  for (int c = 0; c < chunks; ++c) {
+    StageWeights& w = out[c % stages];
+    const int first = pipeline_chunk_first_layer(model.layers, chunks, c);
+    for (int l = first; l < first + pipeline_chunk_layers(model.layers, chunks, c); ++l) {
+      w.layers += 1;
+      w.dense_params += attention + (l < dense_layers ? mlp_params_per_layer(model) : moe_dense_part);
+      if (l >= dense_layers) w.routed_params += routed;
+    }
+  }
+  for (auto& w : out) w.dense_params += spread;
+  return out;
+}
+
 void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
   const int stages = stage_count(plan, topology);
   const int chunks = stages * plan.virtual_stages;
-  // The program's chunks are alike (the first stands for each): an MoE model's must all be MoE.
-  if (model.moe && model.moe->dense_layers > 0) {
-    throw std::invalid_argument("pipeline stages of " + model.name + " would differ: its first " +
-                                std::to_string(model.moe->dense_layers) +
-                                " layers are dense, the rest mixture-of-experts (pipelines need every chunk alike)");
-  }
   if (const auto why = check_pipeline_schedule(plan.schedule, stages, plan.microbatches, plan.virtual_stages);
       !why.empty()) {
     throw std::invalid_argument(why);
@@ -305,11 +457,6 @@ void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, cons
     throw std::invalid_argument(std::to_string(stages) + " pipeline stages" +
                                 (plan.virtual_stages > 1 ? " x " + std::to_string(plan.virtual_stages) + " virtual" : "") +
                                 " for " + std::to_string(model.layers) + " layers: more stages than layers");
-  }
-  if (model.layers % chunks != 0) {
-    throw std::invalid_argument(std::to_string(model.layers) + " layers do not split evenly over " +
-                                std::to_string(chunks) + " pipeline " +
-                                (plan.virtual_stages > 1 ? "chunks (stages x virtual stages)" : "stages"));
   }
 }
 

@@ -60,6 +60,7 @@ class ProgramBuilder {
     return add(std::move(op));
   }
   ProgramOp& op(int index) { return program_.at(index); }
+  int size() const { return static_cast<int>(program_.size()); }
   Program take() { return std::move(program_); }
 
  private:

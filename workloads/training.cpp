@@ -17,6 +17,25 @@
 namespace podsim {
 namespace {
 
+// A pipeline whose stages differ: the memory of the stage whose weights, gradients and
+// optimizer state weigh most (pipeline_stage_weights); its activations are the fullest
+// stage's, ceil(L/P) layers, as for alike stages.
+MemoryBreakdown fullest_stage_memory(const TransformerSpec& model, const TrainingPlan& plan, ShardingDegrees degrees,
+                                     double tokens_per_microbatch, double in_flight) {
+  MemoryBreakdown fullest;
+  double most = -1;
+  for (const auto& stage : pipeline_stage_weights(model, degrees.pipeline, plan.virtual_stages)) {
+    degrees.stage_dense_params = stage.dense_params;
+    degrees.stage_routed_params = stage.routed_params;
+    const auto m = training_memory_per_chip(model, degrees, tokens_per_microbatch, plan.checkpointing, in_flight);
+    if (m.params_bytes + m.grads_bytes + m.optimizer_bytes > most) {
+      most = m.params_bytes + m.grads_bytes + m.optimizer_bytes;
+      fullest = m;
+    }
+  }
+  return fullest;
+}
+
 
 int product_of(const TopologySpec& topology, const std::vector<int>& axes,
                const std::vector<AxisSlice>& slices = {}) {
@@ -240,6 +259,9 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
     const double in_flight =
         peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches, plan.virtual_stages);
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight);
+    if (!pipeline_stages_alike(model, degrees.pipeline * plan.virtual_stages)) {
+      layout.memory = fullest_stage_memory(model, plan, degrees, layout.tokens_per_microbatch, in_flight);
+    }
   } else {
     layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
   }
@@ -322,6 +344,17 @@ double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, 
       ((param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
        routed / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : layout.moe.expert_degree))) /
       stages;
+  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
+  return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
+}
+
+double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                        const TrainingLayout& layout, double dense_params, double routed_params) {
+  const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
+  const bool zero = layout.data_degree > 1 && plan.zero_stage > 0;
+  const double local_params =
+      dense_params / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
+      routed_params / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : layout.moe.expert_degree));
   const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
   return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
 }

@@ -145,6 +145,10 @@ int stage_count(const TrainingPlan& plan, const TopologySpec& topology);
 // and moments and writes parameters and moments, at HBM speed.
 double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                         const TrainingLayout& layout, int stages);
+// The same pass over given parameters of one pipeline stage (the stages differ: uneven layer
+// counts, dense first layers): the routed ones sharded as the experts are.
+double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                        const TrainingLayout& layout, double dense_params, double routed_params);
 
 // Builds one training step's program. Throws std::invalid_argument naming the problem for
 // impossible plans (an axis used twice, a batch that does not divide over the data shards...).

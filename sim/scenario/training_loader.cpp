@@ -32,7 +32,8 @@ using detail::parse_one_whole_axis;
 using detail::parse_plan_axes;
 constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
 
-// Pipeline chunks (stages x virtual stages) must each get a whole, equal share of the layers.
+// Pipeline chunks (stages x virtual stages) must each get at least one layer (uneven counts
+// are split ceil/floor, pipeline.cpp).
 void check_stages(const Field& field, int stages, int virtual_stages, const TransformerSpec& model) {
   const int chunks = stages * virtual_stages;
   const std::string what = virtual_stages > 1 ? std::to_string(stages) + " stages x " + std::to_string(virtual_stages) +
@@ -42,10 +43,6 @@ void check_stages(const Field& field, int stages, int virtual_stages, const Tran
     fail(field, what + " for " + std::to_string(model.layers) + " layers of " + model.name +
                     "; expected at most one per layer");
   }
-  if (model.layers % chunks != 0) {
-    fail(field, std::to_string(model.layers) + " layers do not split evenly over " + what +
-                    "; expected a count dividing the layers");
-  }
 }
 
 // The pipeline: its axis (a mesh axis or the slices), schedule and virtual stages, checked
@@ -53,12 +50,6 @@ void check_stages(const Field& field, int stages, int virtual_stages, const Tran
 void parse_pipeline(const MapReader& reader, const TopologySpec& topology, const TransformerSpec& model,
                     std::vector<std::pair<std::string, std::string>>& used, TrainingPlan& plan) {
   const int slices = topology.slices;
-  // Expert parallelism is planned over data axes of one step, not across pipeline stages
-  // (issue 11): refused here, at the key, rather than left to the program.
-  if (auto pipeline = reader.optional("pipeline"); pipeline && model.moe && model.moe->dense_layers > 0)
-    fail(*pipeline, "pipeline stages of " + model.name + " would differ (its first " +
-                        std::to_string(model.moe->dense_layers) + " layers are dense, the rest mixture-of-experts); "
-                        "expected no pipeline, or an MoE model whose every layer has experts");
   if (auto pipeline = reader.optional("pipeline"); pipeline && pipeline->node.IsScalar() &&
                                                    pipeline->node.Scalar() == "slices") {
     if (slices < 2) fail(*pipeline, "a pipeline over slices needs topology.slices >= 2");
