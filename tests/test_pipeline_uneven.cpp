@@ -249,3 +249,32 @@ TEST_CASE("an MoE model with dense first layers in a 1F1B pipeline: stage 0 runs
   training_program(model, single, topo, single_layout);
   CHECK(layout.total_flops == Approx(single_layout.total_flops).epsilon(1e-9));
 }
+
+TEST_CASE("a stage holding dense and MoE layers: its forward is the dense layer's plus the MoE layer's",
+          "[training][pipeline][moe]") {
+  // 8 layers, the first dense, over 4 stages: stage 0 holds the dense layer 0 and the MoE layer
+  // 1, stages 1-3 two MoE layers each; an MoE layer's forward is half such a stage's (uniform
+  // routing: every MoE layer alike), so stage 0's is one dense layer's plus that half.
+  auto topo = free_links({4, 4});
+  topo.chip.ici_bandwidth_Bps *= 1e5;
+  const int M = 4;
+  auto plan = uneven_plan(PipelineSchedule::OneFOneB, M);
+  plan.data_axes = {1};
+  plan.expert_axes = {1};
+  plan.global_batch_tokens = 1024.0 * 4 * M;
+  const auto model = dense_first_model(8, 1);
+  TrainingLayout layout;
+  const auto program = training_program(model, plan, topo, layout);
+  const auto run = run_program(topo, {}, program, {});
+  const Topology real(topo);
+  const double unembed = layout.blocks.back().forward_s / 4;
+  const double moe_stage = stage_compute_s(program, run, real.chip_at(0, std::vector<int>{1, 0}), OpRole::Forward);
+  const double moe_layer = (moe_stage - unembed) / 2;
+  CHECK(stage_compute_s(program, run, real.chip_at(0, std::vector<int>{0, 0}), OpRole::Forward) ==
+        Approx(block_forward_s(layout, false) + moe_layer + unembed).epsilon(1e-12));
+  for (int p = 2; p < 4; ++p) {
+    CHECK(stage_compute_s(program, run, real.chip_at(0, std::vector<int>{p, 0}), OpRole::Forward) ==
+          Approx(moe_stage).epsilon(1e-12));
+  }
+  CHECK(moe_layer > block_forward_s(layout, false));   // k = 2 experts of the dense MLP's width
+}
