@@ -26,7 +26,7 @@ Step simulate(const TrainingWorkload& workload, const TopologySpec& topology, co
   Step step;
   step.report = training_report(workload, layout, program, run);
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind == ProgramOpKind::Compute)
+    if (program[i].is(ProgramOpKind::Compute))
       step.last_compute_end_s = std::max(step.last_compute_end_s, run.span(static_cast<int>(i), 0, 0).end_s);
   }
   return step;

@@ -114,17 +114,18 @@ std::string differing_reason(const PerturbationDifference& d) {
 // Per simulated chip, the compute time of an op that differs by position (ProgramOp::vary_axes).
 // Those axes are never reduced, so a simulated chip's coordinates on them are its real ones.
 std::vector<double> compute_by_chip(const Topology& sim, const ProgramOp& op) {
+  const ComputeWork& work = op.compute();
   long long positions = 1;
-  for (int a : op.vary_axes) positions *= sim.axis_size(a);
-  if (static_cast<long long>(op.compute_s_by_position.size()) != positions)
-    throw std::invalid_argument("op '" + op.name + "': " + std::to_string(op.compute_s_by_position.size()) +
+  for (int a : work.vary_axes) positions *= sim.axis_size(a);
+  if (static_cast<long long>(work.compute_s_by_position.size()) != positions)
+    throw std::invalid_argument("op '" + op.name + "': " + std::to_string(work.compute_s_by_position.size()) +
                                 " compute times for " + std::to_string(positions) + " positions");
   std::vector<double> out(sim.chip_count());
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
     const auto c = sim.coords(chip);
     long long index = 0;
-    for (size_t k = op.vary_axes.size(); k-- > 0;) index = index * sim.axis_size(op.vary_axes[k]) + c[op.vary_axes[k]];
-    out[chip] = op.compute_s_by_position[index];
+    for (size_t k = work.vary_axes.size(); k-- > 0;) index = index * sim.axis_size(work.vary_axes[k]) + c[work.vary_axes[k]];
+    out[chip] = work.compute_s_by_position[index];
   }
   return out;
 }
@@ -143,18 +144,19 @@ SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationS
   std::vector<std::string> spec_names;
   std::vector<DifferingAxis> differing;   // axes whose chips differ by position (pipelines)
   for (const auto& op : program) {
-    if (op.kind == ProgramOpKind::Collective) {
-      specs.push_back(op.collective);
+    if (op.is(ProgramOpKind::Collective)) {
+      specs.push_back(op.collective());
       spec_names.push_back(op.name);
     }
     // Slices are never reduced; mesh axes along which chips differ stay whole.
-    if (op.kind == ProgramOpKind::Send && op.send_axis != Topology::kSliceAxis) {
-      differing.push_back({op.send_axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
+    if (op.is(ProgramOpKind::Send) && op.send().axis != Topology::kSliceAxis) {
+      differing.push_back({op.send().axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
     }
     if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) {
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
-    for (int a : op.vary_axes) differing.push_back({a, "op '" + op.name + "' computes more on some chips than others"});
+    if (op.is(ProgramOpKind::Compute))
+      for (int a : op.compute().vary_axes) differing.push_back({a, "op '" + op.name + "' computes more on some chips than others"});
   }
   const Topology real(topology);
   for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
@@ -183,18 +185,20 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   plans.reserve(program.size());   // ops point into it: never reallocated
   std::vector<ReplayOp>& ops = pending.ops;
   for (const auto& op : program) {
-    if (op.kind == ProgramOpKind::Collective) {
-      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
-    } else if (op.kind == ProgramOpKind::Send) {
-      plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry, op.send_round_the_end));
+    if (op.is(ProgramOpKind::Collective)) {
+      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective(), registry));
+    } else if (op.is(ProgramOpKind::Send)) {
+      const SendWork& send = op.send();
+      plans.push_back(plan_send(sim, send.axis, send.direction, send.bytes, registry, send.round_the_end));
     }
   }
   size_t next_plan = 0;
   for (const auto& op : program) {
-    const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
-    ops.push_back({plan, op.compute_s, {}, op.repeat, op.after, op.position_axis, op.after_at_position,
-                   op.after_neighbour, op.release_s});
-    if (!op.compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
+    const ComputeWork* compute = std::get_if<ComputeWork>(&op.work);
+    const OpPlan* plan = compute ? nullptr : &plans[next_plan++];
+    ops.push_back({plan, compute ? compute->compute_s : 0.0, {}, op.repeat, op.after, op.position_axis,
+                   op.after_at_position, op.after_neighbour, op.release_s});
+    if (compute && !compute->compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
   ReplayOptions& replay_options = pending.replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
@@ -221,19 +225,20 @@ void describe_send(OperationResult& result, const Program& program, int i, const
                    const RunResult& run) {
   const ProgramOp& op = program[i];
   result.send = true;
-  result.send_axis = op.send_axis;
-  result.send_direction = op.send_direction;
+  const SendWork& send = op.send();
+  result.send_axis = send.axis;
+  result.send_direction = send.direction;
   for (size_t j = 0; j < program.size(); ++j) {
     for (const auto& dep : program[j].after_neighbour) {
-      if (dep.op == i && dep.axis == op.send_axis && dep.direction == op.send_direction) {
+      if (dep.op == i && dep.axis == send.axis && dep.direction == send.direction) {
         (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
       }
     }
   }
-  result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
-  result.over_dcn = op.send_axis == Topology::kSliceAxis;
-  result.bytes = op.collective.bytes;
-  result.size_bytes = op.collective.bytes;
+  result.axes.push_back(send.axis == Topology::kSliceAxis ? "DCN" : topology.axes[send.axis].name);
+  result.over_dcn = send.axis == Topology::kSliceAxis;
+  result.bytes = send.bytes;
+  result.size_bytes = send.bytes;
   result.group_size = 2;
   // A send's time is its transfer, the longest on any chip (send to delivery), not the span
   // from the first stage's send to the last's, which is the pipeline's skew.
@@ -300,9 +305,9 @@ RunResult finish_program(PendingRun& pending) {
     const auto& op = program[i];
     OperationResult result;
     result.name = op.name;
-    result.compute = op.kind == ProgramOpKind::Compute;
+    result.compute = op.is(ProgramOpKind::Compute);
     result.role = op.role;
-    result.category = category_name(op.role, op.collective.kind);
+    result.category = category_name(op);
     result.layer = op.layer;
     result.repeat = op.repeat;
     double sum = 0;
@@ -313,10 +318,10 @@ RunResult finish_program(PendingRun& pending) {
       result.end_s = std::max(result.end_s, last);
     }
     result.time_s = sum / op.repeat;
-    if (op.kind == ProgramOpKind::Send) {
+    if (op.is(ProgramOpKind::Send)) {
       describe_send(result, program, static_cast<int>(i), topology, run);
-    } else if (!result.compute) {
-      describe_collective(result, op.collective, *ops[i].plan, topology, run, w_uni);
+    } else if (op.is(ProgramOpKind::Collective)) {
+      describe_collective(result, op.collective(), *ops[i].plan, topology, run, w_uni);
     }
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));

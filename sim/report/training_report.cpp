@@ -54,7 +54,7 @@ Blocker step_end_blocker(const Program& program, const RunResult& run) {
       break;
     }
   }
-  if (program[last].kind == ProgramOpKind::Compute) return blocking_dependency(program, run, program[last], on);
+  if (program[last].is(ProgramOpKind::Compute)) return blocking_dependency(program, run, program[last], on);
   return {last, on};
 }
 
@@ -127,7 +127,7 @@ class ExposedTime {
   std::vector<int> walk() {
     std::vector<int> computes;
     for (size_t i = 0; i < program_.size(); ++i) {
-      if (program_[i].kind == ProgramOpKind::Compute) computes.push_back(static_cast<int>(i));
+      if (program_[i].is(ProgramOpKind::Compute)) computes.push_back(static_cast<int>(i));
     }
     std::sort(computes.begin(), computes.end(), [&](int a, int b) {
       return run_.span(a, 0, kChip0).start_s < run_.span(b, 0, kChip0).start_s;
@@ -171,13 +171,13 @@ class ExposedTime {
     // The program is acyclic, so the walk back ends: each step goes to an earlier op.
     while (to > from) {
       const int d = blocker.op;
-      if (d < 0 || program_[d].kind == ProgramOpKind::Compute) break;
+      if (d < 0 || program_[d].is(ProgramOpKind::Compute)) break;
       const auto& span = run_.span(d, program_[d].repeat - 1, blocker.chip);
       std::vector<std::string> axes(run_.operations[d].axes.begin(), run_.operations[d].axes.end());
-      if (program_[d].kind == ProgramOpKind::Collective && program_[d].collective.over_dcn) axes.push_back("DCN");
+      if (program_[d].is(ProgramOpKind::Collective) && program_[d].collective().over_dcn) axes.push_back("DCN");
       const double began = std::clamp(span.start_s, from, to);
       add(axes, std::string(role_name(program_[d].role)), to - began);
-      if (program_[d].kind == ProgramOpKind::Send) {
+      if (program_[d].is(ProgramOpKind::Send)) {
         in_bubble += to - began;
         to = began;
         break;
@@ -249,9 +249,9 @@ std::vector<LayerCost> middle_layer_costs(const TrainingWorkload& workload, cons
       if (!match) continue;
       const auto& result = run.operations[i];
       const bool forward = name.find(".fwd") != std::string::npos;
-      if (op.kind == ProgramOpKind::Compute) {
+      if (op.is(ProgramOpKind::Compute)) {
         cost.t_math_s += result.time_s;
-        if (op.role != OpRole::Recompute) cost.book_t_math_s += op.flops / peak;   // the book counts no remat
+        if (op.role != OpRole::Recompute) cost.book_t_math_s += op.flops() / peak;   // the book counts no remat
         if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;
