@@ -77,9 +77,9 @@ TEST_CASE("decode collectives on small activations are latency-bound", "[inferen
     if (!program[i].is(ProgramOpKind::Collective)) continue;
     ++collectives;
     const auto& op = run.operations[i];
-    REQUIRE(op.has_analytic);
-    CHECK(op.analytic.regime == "latency-bound");
-    CHECK(op.time_s >= op.analytic.latency_time_s);
+    REQUIRE(op.analytic());
+    CHECK(op.analytic()->regime == "latency-bound");
+    CHECK(op.time_s >= op.analytic()->latency_time_s);
   }
   CHECK(collectives == 4 * 4);
 }

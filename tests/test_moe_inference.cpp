@@ -97,8 +97,8 @@ TEST_CASE("moe inference: [E_Z, D_X, F_Y] per-layer communication matches its fo
         continue;
       }
       ++collectives;
-      REQUIRE(run.operations[i].has_analytic);
-      formula += run.operations[i].analytic.time_s;
+      REQUIRE(run.operations[i].analytic());
+      formula += run.operations[i].analytic()->time_s;
       if (op.collective().kind == CollectiveKind::AllToAll) {
         CHECK(op.collective().bytes == Approx(double(b) * 2 * 4096 * 2).epsilon(1e-12));
         CHECK(op.collective().pair_bytes.empty());   // uniform routing: the symmetric AllToAll

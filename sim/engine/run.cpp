@@ -221,29 +221,37 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
 namespace {
 
 // A send's figures: who receives it, its transfer time, nccl-tests' sendrecv bandwidths.
-void describe_send(OperationResult& result, const Program& program, int i, const TopologySpec& topology,
-                   const RunResult& run) {
+SendResult describe_send(const OperationResult& result, const Program& program, int i, const TopologySpec& topology,
+                         const RunResult& run) {
   const ProgramOp& op = program[i];
-  result.send = true;
   const SendWork& send = op.send();
-  result.send_axis = send.axis;
-  result.send_direction = send.direction;
+  SendResult out;
+  out.axis = send.axis;
+  out.direction = send.direction;
   for (size_t j = 0; j < program.size(); ++j) {
     for (const auto& dep : program[j].after_neighbour) {
       if (dep.op == i && dep.axis == send.axis && dep.direction == send.direction) {
-        (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
+        (dep.round_the_end ? out.received_round_the_end_by : out.received_by).push_back(static_cast<int>(j));
       }
     }
   }
-  result.axes.push_back(send.axis == Topology::kSliceAxis ? "DCN" : topology.axes[send.axis].name);
-  result.over_dcn = send.axis == Topology::kSliceAxis;
-  result.bytes = send.bytes;
-  result.size_bytes = send.bytes;
-  result.group_size = 2;
-  // A send's time is its transfer, the longest on any chip (send to delivery), not the span
-  // from the first stage's send to the last's, which is the pipeline's skew.
+  out.axes.push_back(send.axis == Topology::kSliceAxis ? "DCN" : topology.axes[send.axis].name);
+  out.over_dcn = send.axis == Topology::kSliceAxis;
+  out.bytes = send.bytes;
+  out.size_bytes = send.bytes;
+  out.group_size = 2;
+  if (result.time_s > 0) {
+    out.algbw_Bps = algbw_Bps(out.size_bytes, result.time_s);
+    out.busbw_Bps = out.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
+  }
+  return out;
+}
+
+// A send's time is its transfer, the longest on any chip (send to delivery), not the span
+// from the first stage's send to the last's, which is the pipeline's skew.
+double send_time_s(const RunResult& run, int i, int repeat) {
   double longest = 0;
-  for (int rep = 0; rep < op.repeat; ++rep) {
+  for (int rep = 0; rep < repeat; ++rep) {
     double rep_longest = 0;
     for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
       const auto& span = run.span(i, rep, chip);
@@ -251,29 +259,26 @@ void describe_send(OperationResult& result, const Program& program, int i, const
     }
     longest += rep_longest;
   }
-  result.time_s = longest / op.repeat;
-  if (result.time_s > 0) {
-    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-    result.busbw_Bps = result.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
-  }
+  return longest / repeat;
 }
 
 // A collective's figures: group, hops, nccl-tests' sizes and bandwidths, the book's closed form.
-void describe_collective(OperationResult& result, const CollectiveSpec& collective, const OpPlan& plan,
-                         const TopologySpec& topology, const RunResult& run, double w_uni) {
-  result.kind = collective.kind;
-  for (int a : collective.axes) result.axes.push_back(topology.axes[a].name);
-  result.over_dcn = collective.over_dcn;
-  result.bytes = collective.bytes;
-  result.group_size = collective_group_size(run.topology, collective);
-  result.hops = critical_hops(plan);
-  result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
-  if (result.time_s > 0) {
-    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-    result.busbw_Bps = busbw_Bps(result.kind, result.size_bytes, result.time_s, result.group_size);
+CollectiveResult describe_collective(double time_s, const CollectiveSpec& collective, const OpPlan& plan,
+                                     const TopologySpec& topology, const RunResult& run, double w_uni) {
+  CollectiveResult out;
+  out.kind = collective.kind;
+  for (int a : collective.axes) out.axes.push_back(topology.axes[a].name);
+  out.over_dcn = collective.over_dcn;
+  out.bytes = collective.bytes;
+  out.group_size = collective_group_size(run.topology, collective);
+  out.hops = critical_hops(plan);
+  out.size_bytes = nccl_size_bytes(out.kind, out.bytes, out.group_size);
+  if (time_s > 0) {
+    out.algbw_Bps = algbw_Bps(out.size_bytes, time_s);
+    out.busbw_Bps = busbw_Bps(out.kind, out.size_bytes, time_s, out.group_size);
   }
-  result.has_analytic =
-      analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, result.analytic);
+  if (FormulaResult f; analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, f)) out.analytic = f;
+  return out;
 }
 
 }  // namespace
@@ -305,7 +310,6 @@ RunResult finish_program(PendingRun& pending) {
     const auto& op = program[i];
     OperationResult result;
     result.name = op.name;
-    result.compute = op.is(ProgramOpKind::Compute);
     result.role = op.role;
     result.category = category_name(op);
     result.layer = op.layer;
@@ -319,9 +323,12 @@ RunResult finish_program(PendingRun& pending) {
     }
     result.time_s = sum / op.repeat;
     if (op.is(ProgramOpKind::Send)) {
-      describe_send(result, program, static_cast<int>(i), topology, run);
+      result.time_s = send_time_s(run, static_cast<int>(i), op.repeat);
+      result.work = describe_send(result, program, static_cast<int>(i), topology, run);
     } else if (op.is(ProgramOpKind::Collective)) {
-      describe_collective(result, op.collective(), *ops[i].plan, topology, run, w_uni);
+      result.work = describe_collective(result.time_s, op.collective(), *ops[i].plan, topology, run, w_uni);
+    } else {
+      result.work = ComputeResult{};
     }
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));

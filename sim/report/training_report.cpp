@@ -173,7 +173,7 @@ class ExposedTime {
       const int d = blocker.op;
       if (d < 0 || program_[d].is(ProgramOpKind::Compute)) break;
       const auto& span = run_.span(d, program_[d].repeat - 1, blocker.chip);
-      std::vector<std::string> axes(run_.operations[d].axes.begin(), run_.operations[d].axes.end());
+      std::vector<std::string> axes = run_.operations[d].traffic()->axes;
       if (program_[d].is(ProgramOpKind::Collective) && program_[d].collective().over_dcn) axes.push_back("DCN");
       const double began = std::clamp(span.start_s, from, to);
       add(axes, std::string(role_name(program_[d].role)), to - began);
@@ -255,7 +255,7 @@ std::vector<LayerCost> middle_layer_costs(const TrainingWorkload& workload, cons
         if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;
-        if (result.has_analytic) cost.book_t_comms_s += result.analytic.time_s;
+        if (const FormulaResult* analytic = result.analytic()) cost.book_t_comms_s += analytic->time_s;
         if (forward) cost.t_comms_forward_s += result.time_s;
       }
     }
