@@ -13,11 +13,11 @@ inline podsim::ProgramOp collective_op(const std::string& name, podsim::Collecti
                                        double bytes, bool bidirectional = true) {
   podsim::ProgramOp op;
   op.name = name;
-  op.kind = podsim::ProgramOpKind::Collective;
-  op.collective.kind = kind;
-  op.collective.axes = std::move(axes);
-  op.collective.bytes = bytes;
-  op.collective.bidirectional = bidirectional;
+  podsim::CollectiveSpec& c = op.collective();
+  c.kind = kind;
+  c.axes = std::move(axes);
+  c.bytes = bytes;
+  c.bidirectional = bidirectional;
   return op;
 }
 

@@ -70,7 +70,7 @@ int count_role(const Program& program, OpRole role) {
 double role_bytes(const Program& program, OpRole role) {
   double bytes = 0;
   for (const auto& op : program) {
-    if (op.role == role) bytes += op.collective.bytes;
+    if (op.role == role) bytes += op.collective().bytes;
   }
   return bytes;
 }
@@ -101,7 +101,7 @@ InferencePlan inference_plan(InferencePhase phase, std::vector<int> model_axes, 
 double flops_named(const Program& program, const std::string& prefix) {
   double flops = 0;
   for (const auto& op : program) {
-    if (op.kind == ProgramOpKind::Compute && op.name.rfind(prefix, 0) == 0) flops += op.flops;
+    if (op.is(ProgramOpKind::Compute) && op.name.rfind(prefix, 0) == 0) flops += op.flops();
   }
   return flops;
 }
@@ -112,7 +112,7 @@ double program_flops(const Program& program) { return flops_named(program, ""); 
 std::vector<double> ring_sends(const Program& program, const std::string& prefix) {
   std::vector<double> bytes;
   for (const auto& op : program) {
-    if (op.role == OpRole::RingSend && op.name.rfind(prefix, 0) == 0) bytes.push_back(op.collective.bytes);
+    if (op.role == OpRole::RingSend && op.name.rfind(prefix, 0) == 0) bytes.push_back(op.bytes());
   }
   return bytes;
 }
@@ -324,9 +324,9 @@ TEST_CASE("combinations: 2D weight-stationary with collective matmuls, the bytes
     int gathers = 0;
     for (const auto& op : program) {
       if (op.name.size() > 22 && op.name.compare(op.name.size() - 22, 22, ".allgather_activations") == 0) {
-        yz_gathers += op.collective.bytes;
+        yz_gathers += op.collective().bytes;
         ++gathers;
-        CHECK(op.collective.axes == std::vector<int>{1, 2});
+        CHECK(op.collective().axes == std::vector<int>{1, 2});
       }
     }
     CHECK(gathers == 2 * model.layers);   // attention and MLP, each layer
@@ -555,8 +555,8 @@ namespace {
 // the overlapped program equal to the full one.
 void same_work_as_blocking(const TopologySpec& topo, const Program& blocking, const Program& cm) {
   double blocking_flops = 0, cm_flops = 0;
-  for (const auto& op : blocking) blocking_flops += op.flops;
-  for (const auto& op : cm) cm_flops += op.flops;
+  for (const auto& op : blocking) blocking_flops += op.flops();
+  for (const auto& op : cm) cm_flops += op.flops();
   CHECK(cm_flops == Approx(blocking_flops).epsilon(1e-12));
   CHECK(role_bytes(cm, OpRole::TensorAllGather) > 0);
   CHECK(role_bytes(cm, OpRole::TensorAllGather) == Approx(role_bytes(blocking, OpRole::TensorAllGather)));

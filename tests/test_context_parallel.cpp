@@ -108,7 +108,7 @@ TEST_CASE("ring attention hides its sends above t = K C / (N W) and exposes them
     const double send = op_time(program, run, "L0.attn.fwd.ring_send1");
     double first = 1e300, last = 0;
     for (size_t i = 0; i < program.size(); ++i) {
-      if (program[i].name.rfind("L0.attn.fwd.ring", 0) != 0 || program[i].kind != ProgramOpKind::Compute) continue;
+      if (program[i].name.rfind("L0.attn.fwd.ring", 0) != 0 || !program[i].is(ProgramOpKind::Compute)) continue;
       if (program[i].name.find("receive") != std::string::npos) continue;
       first = std::min(first, run.span(static_cast<int>(i), 0, 0).start_s);
       last = std::max(last, run.span(static_cast<int>(i), 0, 0).end_s);
@@ -227,9 +227,9 @@ TEST_CASE("context parallelism with collective matmuls: the ring between the blo
   const auto overlap = training_program(cp_model(), plan, topo, overlap_layout);
   double blocking_flops = 0, overlap_flops = 0;
   int rings = 0;
-  for (const auto& op : blocking) blocking_flops += op.flops;
+  for (const auto& op : blocking) blocking_flops += op.flops();
   for (const auto& op : overlap) {
-    overlap_flops += op.flops;
+    overlap_flops += op.flops();
     rings += op.name.find(".ring_send") != std::string::npos;
   }
   CHECK(overlap_flops == Approx(blocking_flops).epsilon(1e-12));

@@ -74,12 +74,12 @@ TEST_CASE("decode collectives on small activations are latency-bound", "[inferen
   const auto run = run_program(topo, {}, program, {});
   int collectives = 0;
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind != ProgramOpKind::Collective) continue;
+    if (!program[i].is(ProgramOpKind::Collective)) continue;
     ++collectives;
     const auto& op = run.operations[i];
-    REQUIRE(op.has_analytic);
-    CHECK(op.analytic.regime == "latency-bound");
-    CHECK(op.time_s >= op.analytic.latency_time_s);
+    REQUIRE(op.analytic());
+    CHECK(op.analytic()->regime == "latency-bound");
+    CHECK(op.time_s >= op.analytic()->latency_time_s);
   }
   CHECK(collectives == 4 * 4);
 }
@@ -177,9 +177,9 @@ TEST_CASE("more model shards than KV heads: the cache is also sharded over batch
   auto count_a2a = [](const Program& p, std::vector<int>* axes) {
     int n = 0;
     for (const auto& op : p) {
-      if (op.kind == ProgramOpKind::Collective && op.collective.kind == CollectiveKind::AllToAll) {
+      if (op.is(ProgramOpKind::Collective) && op.collective().kind == CollectiveKind::AllToAll) {
         ++n;
-        if (axes) *axes = op.collective.axes;
+        if (axes) *axes = op.collective().axes;
       }
     }
     return n;

@@ -81,11 +81,11 @@ TEST_CASE("ZeRO-1/2 steps: gradients reduce-scattered, the shard updated, the we
   for (const auto& op : zero) {
     scatters += op.role == OpRole::ZeroReduceScatter;
     gathers += op.role == OpRole::ZeroAllGather;
-    if (op.kind == ProgramOpKind::Collective) zero_bytes += op.collective.bytes;
+    if (op.is(ProgramOpKind::Collective)) zero_bytes += op.collective().bytes;
   }
   for (const auto& op : dp) {
     allreduces += op.role == OpRole::DataAllReduce;
-    if (op.kind == ProgramOpKind::Collective) dp_bytes += op.collective.bytes;
+    if (op.is(ProgramOpKind::Collective)) dp_bytes += op.collective().bytes;
   }
   CHECK(scatters == allreduces);
   CHECK(gathers == allreduces);

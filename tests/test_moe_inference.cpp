@@ -52,7 +52,7 @@ TEST_CASE("moe inference: the experts' time is flat until B_crit = (C / 2W) E / 
     const auto program = inference_program(model, seed_plan(b), topo, layout);
     double experts = 0;
     for (const auto& op : program)
-      if (op.role == OpRole::Experts) experts += op.compute_s;
+      if (op.role == OpRole::Experts) experts += op.compute().compute_s;
     experts_s.push_back(experts);
     step.push_back(run_program(topo, {}, program, {Fidelity::Auto, false, {}}).total_time_s);
   }
@@ -92,18 +92,18 @@ TEST_CASE("moe inference: [E_Z, D_X, F_Y] per-layer communication matches its fo
       if (op.name == "L10.attn.allgather_activations") first = static_cast<int>(i);
       if (op.name == "L11.attn.allgather_activations") next = static_cast<int>(i);
       if (op.layer != 10) continue;
-      if (op.kind == ProgramOpKind::Compute) {
-        compute += op.compute_s;
+      if (op.is(ProgramOpKind::Compute)) {
+        compute += op.compute().compute_s;
         continue;
       }
       ++collectives;
-      REQUIRE(run.operations[i].has_analytic);
-      formula += run.operations[i].analytic.time_s;
-      if (op.collective.kind == CollectiveKind::AllToAll) {
-        CHECK(op.collective.bytes == Approx(double(b) * 2 * 4096 * 2).epsilon(1e-12));
-        CHECK(op.collective.pair_bytes.empty());   // uniform routing: the symmetric AllToAll
+      REQUIRE(run.operations[i].analytic());
+      formula += run.operations[i].analytic()->time_s;
+      if (op.collective().kind == CollectiveKind::AllToAll) {
+        CHECK(op.collective().bytes == Approx(double(b) * 2 * 4096 * 2).epsilon(1e-12));
+        CHECK(op.collective().pair_bytes.empty());   // uniform routing: the symmetric AllToAll
       } else {
-        CHECK(op.collective.bytes == Approx(double(b) / 16 * 4096 * 2).epsilon(1e-12));
+        CHECK(op.collective().bytes == Approx(double(b) / 16 * 4096 * 2).epsilon(1e-12));
       }
     }
     CHECK(collectives == 6);

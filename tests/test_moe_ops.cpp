@@ -31,13 +31,13 @@ TEST_CASE("moe ops: the AllToAll carries every pair's rows, pairs attached only 
   const Program p = b.take();
   // Every row goes somewhere once and comes back once: the group's kept rows x row bytes.
   const double rows = std::accumulate(skewed.rows_per_rank.begin(), skewed.rows_per_rank.end(), 0.0);
-  CHECK(p[dispatch].collective.bytes == Approx(rows * row_bytes).epsilon(1e-12));
-  CHECK(p[combine].collective.bytes == Approx(rows * row_bytes).epsilon(1e-12));
-  REQUIRE(p[dispatch].collective.pair_bytes.size() == 16);
+  CHECK(p[dispatch].collective().bytes == Approx(rows * row_bytes).epsilon(1e-12));
+  CHECK(p[combine].collective().bytes == Approx(rows * row_bytes).epsilon(1e-12));
+  REQUIRE(p[dispatch].collective().pair_bytes.size() == 16);
   // Combine's pairs are dispatch's transposed.
   for (int r = 0; r < 4; ++r)
     for (int s = 0; s < 4; ++s)
-      CHECK(p[combine].collective.pair_bytes[r * 4 + s] == p[dispatch].collective.pair_bytes[s * 4 + r]);
+      CHECK(p[combine].collective().pair_bytes[r * 4 + s] == p[dispatch].collective().pair_bytes[s * 4 + r]);
   CHECK(p[combine].after == std::vector<int>{dispatch});
 
   MoeLayerWork one = skewed;
@@ -52,13 +52,13 @@ TEST_CASE("moe ops: expert compute varies by position only where the ranks' time
   const int even = emit_expert_compute(b, "e", {2e-3, 2e-3, 2e-3}, 1e12, {1}, {}, 0, OpRole::Experts);
   const int uneven = emit_expert_compute(b, "u", {1e-3, 4e-3, 1e-3}, 1e12, {1}, {even}, 0, OpRole::Experts);
   const Program p = b.take();
-  CHECK(p[even].compute_s == 2e-3);
-  CHECK(p[even].vary_axes.empty());
-  CHECK(p[even].compute_s_by_position.empty());
-  CHECK(p[uneven].compute_s == Approx(2e-3).epsilon(1e-15));
-  CHECK(p[uneven].vary_axes == std::vector<int>{1});
-  CHECK(p[uneven].compute_s_by_position == std::vector<double>{1e-3, 4e-3, 1e-3});
-  CHECK(p[uneven].flops == 1e12);
+  CHECK(p[even].compute().compute_s == 2e-3);
+  CHECK(p[even].compute().vary_axes.empty());
+  CHECK(p[even].compute().compute_s_by_position.empty());
+  CHECK(p[uneven].compute().compute_s == Approx(2e-3).epsilon(1e-15));
+  CHECK(p[uneven].compute().vary_axes == std::vector<int>{1});
+  CHECK(p[uneven].compute().compute_s_by_position == std::vector<double>{1e-3, 4e-3, 1e-3});
+  CHECK(p[uneven].flops() == 1e12);
 }
 
 TEST_CASE("moe layer work: a rank's used experts are those with rows, all of them when padded", "[moe]") {

@@ -68,11 +68,11 @@ TEST_CASE("moe training: uniform dispatch moves T k D bytes (EP-1)/EP per chip, 
   CHECK(step.layout.moe.busiest_chip_over_mean == Approx(1.0));
   int all_to_alls = 0;
   for (const auto& op : step.program) {
-    if (op.kind != ProgramOpKind::Collective || op.collective.kind != CollectiveKind::AllToAll) continue;
+    if (!op.is(ProgramOpKind::Collective) || op.collective().kind != CollectiveKind::AllToAll) continue;
     ++all_to_alls;
-    CHECK(op.collective.pair_bytes.empty());   // uniform: the symmetric AllToAll
+    CHECK(op.collective().pair_bytes.empty());   // uniform: the symmetric AllToAll
     // The book's V for an AllToAll is the whole array: 4 chips x T k D bytes.
-    CHECK(op.collective.bytes == Approx(4 * tokens * 2 * 1024 * 2).epsilon(1e-12));
+    CHECK(op.collective().bytes == Approx(4 * tokens * 2 * 1024 * 2).epsilon(1e-12));
   }
   CHECK(all_to_alls == 3 * 4);   // 3 MoE layers x (dispatch, combine, and their mirrors)
   const auto reduced = run_program(topo, {}, step.program, {Fidelity::Auto, false, {}});
@@ -115,7 +115,8 @@ TEST_CASE("moe training: a capacity drops tokens, and padding evens the work out
   const auto padded = build(model, plan, topo);
   CHECK(padded.layout.moe.dropped_fraction > 0.05);
   CHECK(padded.layout.moe.busiest_chip_over_mean == Approx(1.0));
-  for (const auto& op : padded.program) CHECK(op.collective.pair_bytes.empty());
+  for (const auto& op : padded.program)
+    if (op.is(ProgramOpKind::Collective)) CHECK(op.collective().pair_bytes.empty());
   plan.routing.pad_to_capacity = false;
   const auto dropless_buffers = build(model, plan, topo);
   CHECK(dropless_buffers.layout.moe.dropped_fraction == Approx(padded.layout.moe.dropped_fraction));
@@ -239,13 +240,13 @@ TEST_CASE("moe training with ZeRO-1/2: expert state sharded over the replicas th
       if (op.name.find("expert_grads") != std::string::npos) {
         ++expert_scatters;
         CHECK(op.role == OpRole::ZeroReduceScatter);
-        CHECK(op.collective.axes == std::vector<int>{0, 1});
-        CHECK(op.collective.bytes == Approx(expert_bytes));
+        CHECK(op.collective().axes == std::vector<int>{0, 1});
+        CHECK(op.collective().bytes == Approx(expert_bytes));
       }
       if (op.name.find("allgather_expert_weights") != std::string::npos) {
         ++expert_gathers;
         CHECK(op.role == OpRole::ZeroAllGather);
-        CHECK(op.collective.bytes == Approx(expert_bytes));
+        CHECK(op.collective().bytes == Approx(expert_bytes));
       }
     }
     CHECK(expert_scatters == 3);   // one per MoE layer
@@ -296,8 +297,8 @@ TEST_CASE("moe training with collective matmuls: the same TP bytes and FLOPs as 
     INFO(shared << " shared experts: step " << blocking.report.step_time_s << " s blocking, " << cm.report.step_time_s
                 << " s overlapped");
     double blocking_flops = 0, cm_flops = 0;
-    for (const auto& op : blocking.step.program) blocking_flops += op.flops;
-    for (const auto& op : cm.step.program) cm_flops += op.flops;
+    for (const auto& op : blocking.step.program) blocking_flops += op.flops();
+    for (const auto& op : cm.step.program) cm_flops += op.flops();
     CHECK(cm_flops == Approx(blocking_flops).epsilon(1e-12));
     CHECK(cm.step.layout.total_flops == Approx(blocking.step.layout.total_flops).epsilon(1e-12));
     // TP bytes per chip: 2 passes x 5 blocks x (Y-1)/Y V of each kind.
@@ -305,8 +306,8 @@ TEST_CASE("moe training with collective matmuls: the same TP bytes and FLOPs as 
     CHECK(cm.step.layout.tokens_per_microbatch == 16384);
     for (const OpRole role : {OpRole::TensorAllGather, OpRole::TensorReduceScatter}) {
       double cm_sent = 0, blocking_sent = 0;
-      for (const auto& op : cm.step.program) cm_sent += op.role == role ? op.collective.bytes / 2 : 0.0;
-      for (const auto& op : blocking.step.program) blocking_sent += op.role == role ? op.collective.bytes / 2 : 0.0;
+      for (const auto& op : cm.step.program) cm_sent += op.role == role ? op.collective().bytes / 2 : 0.0;
+      for (const auto& op : blocking.step.program) blocking_sent += op.role == role ? op.collective().bytes / 2 : 0.0;
       CHECK(cm_sent == Approx(2 * 5 * v / 2).epsilon(1e-12));
       CHECK(blocking_sent == Approx(cm_sent).epsilon(1e-12));
     }

@@ -15,9 +15,7 @@ namespace {
 ProgramOp compute(const std::string& name, double seconds, std::vector<int> after) {
   ProgramOp op;
   op.name = name;
-  op.kind = ProgramOpKind::Compute;
-  op.compute_s = seconds;
-  op.flops = 1e12 * seconds;
+  op.work = ComputeWork{seconds, 1e12 * seconds, {}, {}};
   op.after = std::move(after);
   return op;
 }
@@ -104,7 +102,7 @@ TEST_CASE("a collective over the position axis must be present at all positions 
   REQUIRE_THROWS_AS(check_presence(op, topo), std::logic_error);
   op.present_at_position = {0, 0, 0, 0};
   CHECK_NOTHROW(check_presence(op, topo));
-  op.collective.axes = {1};
+  op.collective().axes = {1};
   op.present_at_position = {1, 0, 1, 0};
   CHECK_NOTHROW(check_presence(op, topo));
 }

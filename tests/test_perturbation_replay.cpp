@@ -106,8 +106,7 @@ TEST_CASE("a slow chip: its compute stretches, and a collective after it waits f
   mesh.perturbations = {p};
   ProgramOp compute;
   compute.name = "matmul";
-  compute.kind = ProgramOpKind::Compute;
-  compute.compute_s = 1e-3;
+  compute.work = ComputeWork{1e-3, 0, {}, {}};
   ProgramOp ar = collective_op("ar", CollectiveKind::AllReduce, {0}, 16e6);
   ar.after = {0};
   const Program program = {compute, ar};
@@ -151,7 +150,7 @@ TEST_CASE("perturbations invariant along the mesh: the reduced replay equals the
   nics.extra_latency_s = 5e-6;
   mesh.perturbations = {x, nics};
   ProgramOp ar = collective_op("ar", CollectiveKind::AllReduce, {0}, 64e6);
-  ar.collective.over_dcn = true;
+  ar.collective().over_dcn = true;
   const Program program = {ar, collective_op("ag", CollectiveKind::AllGather, {0, 1}, 32e6)};
   for (const HopModel model : {HopModel::Floor, HopModel::Additive}) {
     SimulationSettings settings;

@@ -226,11 +226,11 @@ TEST_CASE("pipelines with ZeRO-1/2: each chunk's gradients reduce-scattered, its
   int scatters = 0, gathers = 0, allreduces = 0;
   double scatter_bytes = 0, gather_bytes = 0, allreduce_bytes = 0;
   for (const auto& op : zero) {
-    if (op.role == OpRole::ZeroReduceScatter) ++scatters, scatter_bytes += op.collective.bytes;
-    if (op.role == OpRole::ZeroAllGather) ++gathers, gather_bytes += op.collective.bytes;
+    if (op.role == OpRole::ZeroReduceScatter) ++scatters, scatter_bytes += op.collective().bytes;
+    if (op.role == OpRole::ZeroAllGather) ++gathers, gather_bytes += op.collective().bytes;
   }
   for (const auto& op : dp) {
-    if (op.role == OpRole::DataAllReduce) ++allreduces, allreduce_bytes += op.collective.bytes;
+    if (op.role == OpRole::DataAllReduce) ++allreduces, allreduce_bytes += op.collective().bytes;
   }
   CHECK(allreduces == 2 * (2 * 2 + 1));   // 2 chunks x (8 / 4 layers x (attention, MLP) + unembedding share)
   CHECK(scatters == allreduces);
@@ -273,7 +273,7 @@ TEST_CASE("pipelines with data parallelism over DCN: each slice runs the pipelin
   fast.chip.pcie_bandwidth_Bps *= 1e4;
   const auto across = simulate(model, plan, fast);
   int dcn = 0;
-  for (const auto& op : across.program) dcn += op.kind == ProgramOpKind::Collective && op.collective.over_dcn;
+  for (const auto& op : across.program) dcn += op.is(ProgramOpKind::Collective) && op.collective().over_dcn;
   CHECK(dcn == 2 * 2 + 1);   // one hierarchical AllReduce per block of the stage: 8 / 4 layers x 2, + unembedding share
   CHECK(across.report.step_time_s == Approx(single.report.step_time_s).epsilon(1e-3));
   CHECK(across.report.pipeline_bubble_fraction == Approx(3.0 / (8 + 3)).epsilon(0.01));
@@ -344,8 +344,8 @@ TEST_CASE("ZB-H1 with an MoE model: the experts' weight gradients wait for W, th
     INFO("M = " << M);
     CHECK(zb.layout.total_flops == Approx(one_f_one_b.layout.total_flops).epsilon(1e-12));
     double zb_flops = 0, base_flops = 0;
-    for (const auto& op : zb.program) zb_flops += op.flops;
-    for (const auto& op : one_f_one_b.program) base_flops += op.flops;
+    for (const auto& op : zb.program) zb_flops += op.flops();
+    for (const auto& op : one_f_one_b.program) base_flops += op.flops();
     CHECK(zb_flops == Approx(base_flops).epsilon(1e-12));
     CHECK(zb.report.step_time_s < one_f_one_b.report.step_time_s);
     CHECK(zb.report.pipeline_bubble_fraction < one_f_one_b.report.pipeline_bubble_fraction);

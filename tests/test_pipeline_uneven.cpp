@@ -48,7 +48,7 @@ double stage_compute_s(const Program& program, const RunResult& run, ChipId chip
   double total = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& op = program[i];
-    if (op.kind != ProgramOpKind::Compute || op.role != role || op.name.rfind("mb0.", 0) != 0) continue;
+    if (!op.is(ProgramOpKind::Compute) || op.role != role || op.name.rfind("mb0.", 0) != 0) continue;
     if (!run.present(static_cast<int>(i), chip)) continue;
     const auto& span = run.span(static_cast<int>(i), 0, chip);
     total += span.end_s - span.start_s;

@@ -43,7 +43,7 @@ Ring layer0_ring(const Program& program, const RunResult& run, int steps) {
   for (size_t i = 0; i < program.size(); ++i) {
     if (program[i].name == "L0.attn.ring0") {
       start = run.span(static_cast<int>(i), 0, 0).start_s;
-      r.step_s = program[i].compute_s;
+      r.step_s = program[i].compute().compute_s;
     }
     if (program[i].name == "L0.attn.ring" + std::to_string(steps - 1)) end = run.span(static_cast<int>(i), 0, 0).end_s;
   }
@@ -66,8 +66,8 @@ TEST_CASE("context-parallel prefill: each chip does 1/CP of the work, the FLOPs 
   const auto one = inference_program(model, prefill_plan(8192, -1), single, one_layout);
   CHECK(cp_layout.flops == Approx(one_layout.flops).epsilon(1e-12));
   double cp_flops = 0, one_flops = 0;
-  for (const auto& op : cp) cp_flops += op.flops;
-  for (const auto& op : one) one_flops += op.flops;
+  for (const auto& op : cp) cp_flops += op.flops();
+  for (const auto& op : one) one_flops += op.flops();
   CHECK(cp_flops == Approx(one_flops / 4).epsilon(1e-12));
   // The weights on every chip of the ring, the cache split over it.
   const double kv = 8192 * kv_cache_bytes_per_token(model, 2);
@@ -168,11 +168,11 @@ TEST_CASE("context-parallel prefill of an MoE model: the ring beside the experts
   double cp_dispatch = 0, one_dispatch = 0;
   int ring_sends = 0;
   for (const auto& op : cp) {
-    if (op.role == OpRole::MoeDispatch) cp_dispatch += op.collective.bytes;
+    if (op.role == OpRole::MoeDispatch) cp_dispatch += op.collective().bytes;
     ring_sends += op.role == OpRole::RingSend;
   }
   for (const auto& op : one) {
-    if (op.role == OpRole::MoeDispatch) one_dispatch += op.collective.bytes;
+    if (op.role == OpRole::MoeDispatch) one_dispatch += op.collective().bytes;
   }
   CHECK(ring_sends > 0);
   CHECK(cp_dispatch == Approx(one_dispatch / 4).epsilon(1e-12));

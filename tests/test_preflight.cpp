@@ -48,22 +48,22 @@ ProgramOp generated_collective(podsim_test::Rng& rng, const TopologySpec& t, int
       for (int d = 1; d <= n; ++d)
         if (n % d == 0) divisors.push_back(d);
       const int block = divisors[rng.below(static_cast<int>(divisors.size()))];
-      op.collective.slices.push_back(rng.chance(0.5) ? AxisSlice{1, block} : AxisSlice{block, n / block});
+      op.collective().slices.push_back(rng.chance(0.5) ? AxisSlice{1, block} : AxisSlice{block, n / block});
     }
   }
   if (kind == CollectiveKind::AllToAll && rng.chance(0.4)) {
     // Uneven blocks (MoE routing), a fifth of them empty.
     long long g = 1;
     for (int a : axes) g *= t.axes[a].size;
-    op.collective.bytes = 0;
+    op.collective().bytes = 0;
     for (long long k = 0; k < g * g; ++k) {
-      op.collective.pair_bytes.push_back(rng.chance(0.2) ? 0.0 : 1e3 * (1 + rng.below(100)));
-      op.collective.bytes += op.collective.pair_bytes.back();
+      op.collective().pair_bytes.push_back(rng.chance(0.2) ? 0.0 : 1e3 * (1 + rng.below(100)));
+      op.collective().bytes += op.collective().pair_bytes.back();
     }
   }
   if (kind != CollectiveKind::AllToAll && t.slices > 1 && rng.chance(0.5)) {
-    op.collective.over_dcn = true;
-    op.collective.dcn_algorithm = rng.chance(0.5) ? DcnAlgorithm::Hierarchical : DcnAlgorithm::FlatRing;
+    op.collective().over_dcn = true;
+    op.collective().dcn_algorithm = rng.chance(0.5) ? DcnAlgorithm::Hierarchical : DcnAlgorithm::FlatRing;
   }
   op.repeat = 1 + rng.below(3);
   return op;
@@ -81,18 +81,18 @@ TEST_CASE("preflight: counted messages equal the planned ones on generated colle
     const bool full = rng.chance(0.5);
     const auto reduction = reduce_program(pod, {}, {op}, full ? Fidelity::Full : Fidelity::Auto);
     const Topology simulated(reduction.reduced);
-    INFO("case " << c << " (PODSIM_PREFLIGHT_CASE), " << to_string(op.collective.kind) << " on "
+    INFO("case " << c << " (PODSIM_PREFLIGHT_CASE), " << to_string(op.collective().kind) << " on "
                  << simulated.chip_count() << " simulated chips");
     EndpointRegistry registry;
     for (ChipId chip = 0; chip < simulated.chip_count(); ++chip) registry.get(chip, Channel::of(Channel::Kind::Chip), {});
     long long planned = -1;
     try {
-      planned = plan_collective(simulated, reduction.real_sizes, op.collective, registry).messages;
+      planned = plan_collective(simulated, reduction.real_sizes, op.collective(), registry).messages;
     } catch (const std::invalid_argument&) {
-      CHECK_THROWS_AS(count_messages(simulated, reduction.real_sizes, op.collective), std::invalid_argument);
+      CHECK_THROWS_AS(count_messages(simulated, reduction.real_sizes, op.collective()), std::invalid_argument);
       continue;
     }
-    CHECK(count_messages(simulated, reduction.real_sizes, op.collective) == planned);
+    CHECK(count_messages(simulated, reduction.real_sizes, op.collective()) == planned);
   }
 }
 
@@ -216,7 +216,7 @@ TEST_CASE("preflight: the estimate is within a factor of 3 of measured runs", "[
     TopologySpec pod = podsim_test::v5e_mesh({4, 4});
     pod.slices = 1000;
     ProgramOp op = collective_op("op", CollectiveKind::AllReduce, {0, 1}, 1 << 30);
-    op.collective.over_dcn = true;
+    op.collective().over_dcn = true;
     const auto e = estimate_simulation(pod, {}, {op}, Fidelity::Auto);
     CHECK(e.memory_bytes > 2.5e9 / 3);
     CHECK(e.memory_bytes < 2.5e9 * 3);

@@ -168,9 +168,10 @@ TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi), without wraparound it
   CHECK(ring_run.operations[0].time_s == Approx(V / (4 * 2 * w)).epsilon(1e-6));
   // nccl-tests' convention: size is one rank's send buffer (V/16), algbw = size / time, and
   // busbw = algbw (n-1)/n.
-  CHECK(ring_run.operations[0].size_bytes == V / 16);
-  CHECK(ring_run.operations[0].algbw_Bps == Approx(V / 16 / ring_run.operations[0].time_s).epsilon(1e-12));
-  CHECK(ring_run.operations[0].busbw_Bps == Approx(ring_run.operations[0].algbw_Bps * 15 / 16).epsilon(1e-12));
+  const CollectiveResult& figures = ring_run.operations[0].collective();
+  CHECK(figures.size_bytes == V / 16);
+  CHECK(figures.algbw_Bps == Approx(V / 16 / ring_run.operations[0].time_s).epsilon(1e-12));
+  CHECK(figures.busbw_Bps == Approx(figures.algbw_Bps * 15 / 16).epsilon(1e-12));
   auto line = make_scenario("v5e", {8}, {collective(CollectiveKind::AllToAll, {0}, V)});
   // A line of 8: the middle links carry 4*4 of the 64 blocks each way: V*16/64 / W.
   CHECK(run_scenario(line, {}).operations[0].time_s == Approx(V * 16 / 64 / w).epsilon(1e-6));

@@ -74,7 +74,7 @@ TEST_CASE("a decode step whose KV AllToAlls overlap the weight collectives: redu
   const auto mesh = podsim_test::v5e_mesh({16, 4});
   const Program program = inference_program(model, plan, mesh, layout);
   int alltoalls = 0;
-  for (const auto& op : program) alltoalls += op.collective.kind == CollectiveKind::AllToAll ? 1 : 0;
+  for (const auto& op : program) alltoalls += op.is(ProgramOpKind::Collective) && op.collective().kind == CollectiveKind::AllToAll;
   REQUIRE(alltoalls > 0);
   auto reduced = run_program(mesh, {}, program, {});
   auto full = run_program(mesh, {}, program, {Fidelity::Full, false, {}});
@@ -95,16 +95,14 @@ TEST_CASE("the reduction records each axis, its period and why", "[replay][fidel
   CHECK(run.reduction.axes[2].simulated_size == 1);   // unused: identical independent groups
   CHECK_THAT(run.reduction.axes[2].reason, Catch::Contains("no collective uses it"));
   // An inner block of 4 along X: the period is the block, simulated as one block.
-  program[0].collective.slices = {AxisSlice{1, 4}, AxisSlice{}};
+  program[0].collective().slices = {AxisSlice{1, 4}, AxisSlice{}};
   run = run_program(mesh, {}, program, {});
   CHECK(run.reduction.axes[0].period == 4);
   CHECK(run.reduction.axes[0].simulated_size == 4);
   // Pipelines keep their axis.
   ProgramOp send;
   send.name = "send";
-  send.kind = ProgramOpKind::Send;
-  send.send_axis = 2;
-  send.collective.bytes = 1e3;
+  send.work = SendWork{1e3, 2, +1, false};
   program.push_back(send);
   run = run_program(mesh, {}, program, {});
   CHECK(run.reduction.axes[2].simulated_size == 8);

@@ -133,8 +133,7 @@ void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   // A compute op after some of the collectives, and a collective after it: slow chips start it late.
   ProgramOp compute;
   compute.name = "compute";
-  compute.kind = ProgramOpKind::Compute;
-  compute.compute_s = rng.uniform(1e-6, 1e-3);
+  compute.work = ComputeWork{rng.uniform(1e-6, 1e-3), 0, {}, {}};
   for (int j = 0; j < static_cast<int>(c.program.size()); ++j) {
     if (rng.chance(0.5)) compute.after.push_back(j);
   }
@@ -143,13 +142,13 @@ void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   if (!link_axes.empty() || t.slices > 1) {
     ProgramOp op;
     op.name = "after_compute";
-    op.collective.kind = rng.chance(0.5) ? CollectiveKind::AllReduce : CollectiveKind::AllGather;
+    op.collective().kind = rng.chance(0.5) ? CollectiveKind::AllReduce : CollectiveKind::AllGather;
     for (int a : link_axes) {
-      if (rng.chance(0.6)) op.collective.axes.push_back(a);
+      if (rng.chance(0.6)) op.collective().axes.push_back(a);
     }
-    op.collective.over_dcn = t.slices > 1 && (op.collective.axes.empty() || rng.chance(0.5));
-    if (op.collective.axes.empty() && !op.collective.over_dcn) op.collective.axes.push_back(link_axes.front());
-    op.collective.bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
+    op.collective().over_dcn = t.slices > 1 && (op.collective().axes.empty() || rng.chance(0.5));
+    if (op.collective().axes.empty() && !op.collective().over_dcn) op.collective().axes.push_back(link_axes.front());
+    op.collective().bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
     op.after = {compute_index};
     c.program.push_back(std::move(op));
   }
@@ -172,37 +171,37 @@ void add_uneven(Rng rng, Case& c, std::ostringstream& d, int& uneven_cases) {
   ++uneven_cases;
   ProgramOp a2a;
   a2a.name = "uneven_a2a";
-  a2a.collective.kind = CollectiveKind::AllToAll;
+  a2a.collective().kind = CollectiveKind::AllToAll;
   for (int a : usable)
-    if (rng.chance(0.5)) a2a.collective.axes.push_back(a);
-  if (a2a.collective.axes.empty()) a2a.collective.axes.push_back(usable[rng.below(static_cast<int>(usable.size()))]);
+    if (rng.chance(0.5)) a2a.collective().axes.push_back(a);
+  if (a2a.collective().axes.empty()) a2a.collective().axes.push_back(usable[rng.below(static_cast<int>(usable.size()))]);
   long long g = 1;
-  for (int a : a2a.collective.axes) g *= t.axes[a].size;
-  a2a.collective.bidirectional = rng.chance(0.75);
+  for (int a : a2a.collective().axes) g *= t.axes[a].size;
+  a2a.collective().bidirectional = rng.chance(0.75);
   for (long long k = 0; k < g * g; ++k) {
     const double b = rng.chance(0.2) ? 0.0 : std::exp(rng.uniform(std::log(1e2), std::log(4e6)));
-    a2a.collective.pair_bytes.push_back(b);
-    a2a.collective.bytes += b;
+    a2a.collective().pair_bytes.push_back(b);
+    a2a.collective().bytes += b;
   }
   if (!c.program.empty() && rng.chance(0.5)) a2a.after.push_back(rng.below(static_cast<int>(c.program.size())));
   const int a2a_index = static_cast<int>(c.program.size());
   c.program.push_back(a2a);
   ProgramOp work;
   work.name = "uneven_compute";
-  work.kind = ProgramOpKind::Compute;
-  work.vary_axes = {a2a.collective.axes[rng.below(static_cast<int>(a2a.collective.axes.size()))]};
-  for (int p = 0; p < t.axes[work.vary_axes[0]].size; ++p) work.compute_s_by_position.push_back(rng.uniform(1e-6, 1e-3));
+  ComputeWork& uneven = work.work.emplace<ComputeWork>();
+  uneven.vary_axes = {a2a.collective().axes[rng.below(static_cast<int>(a2a.collective().axes.size()))]};
+  for (int p = 0; p < t.axes[uneven.vary_axes[0]].size; ++p) uneven.compute_s_by_position.push_back(rng.uniform(1e-6, 1e-3));
   if (rng.chance(0.6)) work.after.push_back(a2a_index);
   const int work_index = static_cast<int>(c.program.size());
   c.program.push_back(work);
   ProgramOp after;
   after.name = "after_uneven";
-  after.collective.kind = CollectiveKind::AllReduce;
-  after.collective.axes = {usable[rng.below(static_cast<int>(usable.size()))]};
-  after.collective.bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
+  after.collective().kind = CollectiveKind::AllReduce;
+  after.collective().axes = {usable[rng.below(static_cast<int>(usable.size()))]};
+  after.collective().bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
   after.after = {a2a_index, work_index};
   c.program.push_back(after);
-  d << " +uneven A2A(" << g << " chips) compute on " << work.vary_axes[0];
+  d << " +uneven A2A(" << g << " chips) compute on " << work.compute().vary_axes[0];
 }
 
 Case generate(uint64_t seed, int index, int& uneven_cases) {
@@ -239,8 +238,7 @@ Case generate(uint64_t seed, int index, int& uneven_cases) {
   for (int i = 0; i < ops; ++i) {
     ProgramOp op;
     op.name = "op" + std::to_string(i);
-    op.kind = ProgramOpKind::Collective;
-    auto& spec = op.collective;
+    auto& spec = op.collective();
     spec.kind = static_cast<CollectiveKind>(rng.below(4));
     for (int a : usable) {
       if (rng.chance(0.5)) spec.axes.push_back(a);

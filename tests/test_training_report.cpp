@@ -26,7 +26,7 @@ Step simulate(const TrainingWorkload& workload, const TopologySpec& topology, co
   Step step;
   step.report = training_report(workload, layout, program, run);
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind == ProgramOpKind::Compute)
+    if (program[i].is(ProgramOpKind::Compute))
       step.last_compute_end_s = std::max(step.last_compute_end_s, run.span(static_cast<int>(i), 0, 0).end_s);
   }
   return step;
@@ -138,12 +138,12 @@ TEST_CASE("pipeline sends are their own kind, timed by their transfer", "[traini
   const RunResult run = run_program(s.topology, simulation_settings(s), program, {});
   int sends = 0;
   for (const auto& op : run.operations) {
-    if (!op.send) continue;
+    if (!op.is(ProgramOpKind::Send)) continue;
     ++sends;
     CHECK(op.kind_name() == "send");
     // One hop of bytes over one link: bytes / W (the scenario's 90 TB/s makes it negligible).
-    CHECK(op.time_s == Approx(op.bytes / s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
-    CHECK(op.algbw_Bps == Approx(s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
+    CHECK(op.time_s == Approx(op.send().bytes / s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
+    CHECK(op.send().algbw_Bps == Approx(s.topology.chip.ici_bandwidth_Bps).epsilon(1e-6));
   }
   CHECK(sends > 0);
 }

@@ -16,10 +16,10 @@ namespace {
 ProgramOp all_to_all(std::vector<int> axes, double bytes, std::vector<double> pairs = {}) {
   ProgramOp op;
   op.name = "a2a";
-  op.collective.kind = CollectiveKind::AllToAll;
-  op.collective.axes = std::move(axes);
-  op.collective.bytes = bytes;
-  op.collective.pair_bytes = std::move(pairs);
+  op.collective().kind = CollectiveKind::AllToAll;
+  op.collective().axes = std::move(axes);
+  op.collective().bytes = bytes;
+  op.collective().pair_bytes = std::move(pairs);
   return op;
 }
 

@@ -39,7 +39,7 @@ double comm_s(const TransformerSpec& model, const InferencePlan& plan, const Top
   const auto run = run_program(topo, {}, program, {});
   double compute = 0;
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind == ProgramOpKind::Compute) compute += run.operations[i].time_s;
+    if (program[i].is(ProgramOpKind::Compute)) compute += run.operations[i].time_s;
   }
   return run.total_time_s - compute;
 }
@@ -177,8 +177,8 @@ TEST_CASE("2D weight-stationary with attention: every chip's share of the FLOPs,
   CHECK(layout.model_degree == 32);
   int over_x = 0, over_yz = 0;
   for (const auto& op : program) {
-    if (op.kind != ProgramOpKind::Collective) continue;
-    (op.collective.axes == std::vector<int>{0} ? over_x : over_yz) += 1;
+    if (!op.is(ProgramOpKind::Collective)) continue;
+    (op.collective().axes == std::vector<int>{0} ? over_x : over_yz) += 1;
   }
   // Per layer: attention's QKV scatter and output gather over X, the MLP's AllReduce over X;
   // each block's input gather and output scatter over YZ.

@@ -23,7 +23,7 @@ inline Replayed whole_step(const podsim::TransformerSpec& model, const podsim::S
   const podsim::Program program = podsim::inference_step_program(model, role.plan, role.topology, shape);
   Replayed r;
   r.time_s = podsim::run_program(role.topology, {}, program, {}).total_time_s;
-  for (const auto& op : program) r.collectives += op.kind == podsim::ProgramOpKind::Collective;
+  for (const auto& op : program) r.collectives += op.is(podsim::ProgramOpKind::Collective);
   return r;
 }
 

@@ -310,7 +310,7 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& who
   const StepShape shape = decode ? decode_shape(plan.batch, plan.context_length)
                                   : prefill_shape(plan.batch, plan.prompt_length, 0);
   Program program = inference_step_program(model, plan, topology, shape);
-  for (const auto& op : program) layout.flops += op.flops * layout.chips;
+  for (const auto& op : program) layout.flops += op.flops() * layout.chips;
   layout.tokens *= layout.replicas;
   layout.max_batch = static_cast<int>(std::clamp(static_cast<double>(layout.max_batch) * layout.replicas, 0.0,
                                                  double(std::numeric_limits<int>::max())));

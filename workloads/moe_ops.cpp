@@ -12,7 +12,7 @@ int emit_moe_all_to_all(ProgramBuilder& b, const std::string& name, const MoeLay
   std::vector<double> pairs = moe_pair_bytes(w, row_bytes, transposed);
   const double total = std::accumulate(pairs.begin(), pairs.end(), 0.0);
   const int op = b.collective(name, CollectiveKind::AllToAll, expert_axes, {}, total, std::move(after), layer, role);
-  if (!w.uniform) b.op(op).collective.pair_bytes = std::move(pairs);
+  if (!w.uniform) b.op(op).collective().pair_bytes = std::move(pairs);
   return op;
 }
 
@@ -24,8 +24,8 @@ int emit_expert_compute(ProgramBuilder& b, const std::string& name, std::vector<
       std::accumulate(seconds_by_rank.begin(), seconds_by_rank.end(), 0.0) / static_cast<double>(seconds_by_rank.size());
   const int op = b.compute(name, even ? seconds_by_rank[0] : mean, flops, std::move(after), layer, role);
   if (!even) {
-    b.op(op).vary_axes = expert_axes;
-    b.op(op).compute_s_by_position = std::move(seconds_by_rank);
+    b.op(op).compute().vary_axes = expert_axes;
+    b.op(op).compute().compute_s_by_position = std::move(seconds_by_rank);
   }
   return op;
 }

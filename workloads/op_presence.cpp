@@ -15,12 +15,12 @@ void check_presence(const ProgramOp& op, const Topology& topo) {
   const bool uniform = std::all_of(mask.begin(), mask.end(), [&](char p) { return (p != 0) == (mask[0] != 0); });
   if (uniform) return;
   bool spans = false;
-  if (op.kind == ProgramOpKind::Collective) {
-    const auto& axes = op.collective.axes;
+  if (op.is(ProgramOpKind::Collective)) {
+    const auto& axes = op.collective().axes;
     spans = std::find(axes.begin(), axes.end(), op.position_axis) != axes.end() ||
-            (op.collective.over_dcn && op.position_axis == Topology::kSliceAxis);
-  } else if (op.kind == ProgramOpKind::Send) {
-    spans = op.send_axis == op.position_axis;
+            (op.collective().over_dcn && op.position_axis == Topology::kSliceAxis);
+  } else if (op.is(ProgramOpKind::Send)) {
+    spans = op.send().axis == op.position_axis;
   }
   if (spans) {
     throw std::logic_error("op '" + op.name + "' runs over its position axis but is present at some positions only: "

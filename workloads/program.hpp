@@ -3,6 +3,9 @@
 // same ops; collectives name mesh axes, not chips. Where chips differ by position (pipeline
 // stages, uneven MoE work) the op says along which axes, and the symmetry reduction keeps them.
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -10,13 +13,41 @@
 
 namespace podsim {
 
-enum class ProgramOpKind {
-  Collective,
-  Compute,
-  Send,   // point to point: each chip sends `collective.bytes` to its neighbour one step along
-          // `send_axis` in `send_direction`, within the line (never round a wraparound); with
-          // `send_round_the_end` the line's last chip also sends to its first
+// What an op does on a chip, one alternative per kind (the variant's index order).
+enum class ProgramOpKind { Collective, Compute, Send };
+
+// Work on the chip's own compute units.
+struct ComputeWork {
+  double compute_s = 0;   // time on the chip's compute units (a roofline)
+  double flops = 0;       // the useful FLOPs it performs (MFU accounting)
+  // Compute that differs from chip to chip by position along `vary_axes` (an MoE layer's
+  // experts compute the tokens routed to them): compute_s_by_position[i] on the chip whose
+  // coordinates on vary_axes read i in mixed radix, the first axis fastest; `compute_s` and
+  // `flops` are then the mean over positions. Chips differ along these axes, so the symmetry
+  // reduction keeps them whole.
+  std::vector<int> vary_axes;
+  std::vector<double> compute_s_by_position;
 };
+
+// Point to point: each chip sends `bytes` to its neighbour one step along `axis` (or
+// Topology::kSliceAxis) in `direction`, within the line (never round a wraparound); with
+// `round_the_end` the line's last chip also sends to its first.
+struct SendWork {
+  double bytes = 0;
+  int axis = -1;
+  int direction = +1;
+  bool round_the_end = false;
+};
+
+using OpWork = std::variant<CollectiveSpec, ComputeWork, SendWork>;
+template <class Work>
+inline constexpr ProgramOpKind kKindOf = ProgramOpKind::Collective;
+template <>
+inline constexpr ProgramOpKind kKindOf<ComputeWork> = ProgramOpKind::Compute;
+template <>
+inline constexpr ProgramOpKind kKindOf<SendWork> = ProgramOpKind::Send;
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::Compute), OpWork>, ComputeWork> &&
+              std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::Send), OpWork>, SendWork>);
 
 // A dependency on an op of another chip: the neighbour one step against `direction` along
 // `axis` (the chip a Send arrives from). No dependency where that neighbour does not exist.
@@ -32,10 +63,7 @@ struct NeighbourDependency {
 
 struct ProgramOp {
   std::string name;
-  ProgramOpKind kind = ProgramOpKind::Collective;
-  CollectiveSpec collective;   // for Collective
-  double compute_s = 0;        // for Compute: time on the chip's compute units (a roofline)
-  double flops = 0;            // for Compute: the useful FLOPs it performs (MFU accounting)
+  OpWork work;                 // a collective unless set otherwise
   int repeat = 1;
   // Ops (indices into the program, all earlier) that must finish on a chip before this
   // starts there. Ops with no dependency start at time 0.
@@ -53,16 +81,6 @@ struct ProgramOp {
   // sending nothing, so the ops after it keep their order (workloads/op_presence.hpp).
   std::vector<char> present_at_position;
   std::vector<NeighbourDependency> after_neighbour;
-  int send_axis = -1;          // for Send
-  int send_direction = +1;     // for Send
-  bool send_round_the_end = false;   // for Send: the line's last chip sends to its first too
-  // Compute that differs from chip to chip by position along `vary_axes` (an MoE layer's
-  // experts compute the tokens routed to them): compute_s_by_position[i] on the chip whose
-  // coordinates on vary_axes read i in mixed radix, the first axis fastest; `compute_s` and
-  // `flops` are then the mean over positions. Chips differ along these axes, so the symmetry
-  // reduction keeps them whole.
-  std::vector<int> vary_axes;
-  std::vector<double> compute_s_by_position;
   OpRole role = OpRole::Unassigned;   // what the op is for: reports group and branch on it
   // Memory the op makes live on its chip when it starts (saved activations, gathered weights,
   // logits, ring-attention blocks), until the last of the ops `released_by` ends there (none:
@@ -70,7 +88,37 @@ struct ProgramOp {
   double holds_bytes = 0;
   std::vector<int> released_by;
   int layer = -1;              // the model layer it belongs to, -1 for none
+
+  ProgramOpKind kind() const { return static_cast<ProgramOpKind>(work.index()); }
+  bool is(ProgramOpKind k) const { return kind() == k; }
+  // The work of the kind the op is; asking for another kind throws std::logic_error naming both.
+  const CollectiveSpec& collective() const { return get<CollectiveSpec>(); }
+  CollectiveSpec& collective() { return get<CollectiveSpec>(); }
+  const ComputeWork& compute() const { return get<ComputeWork>(); }
+  ComputeWork& compute() { return get<ComputeWork>(); }
+  const SendWork& send() const { return get<SendWork>(); }
+  SendWork& send() { return get<SendWork>(); }
+  // The bytes a collective or a send moves; 0 for compute.
+  double bytes() const;
+  // The useful FLOPs of a compute op; 0 for traffic.
+  double flops() const;
+
+ private:
+  template <class Work>
+  const Work& get() const {
+    if (const Work* w = std::get_if<Work>(&work)) return *w;
+    throw_wrong_kind(kKindOf<Work>);
+  }
+  template <class Work>
+  Work& get() {
+    return const_cast<Work&>(static_cast<const ProgramOp*>(this)->get<Work>());
+  }
+  [[noreturn]] void throw_wrong_kind(ProgramOpKind asked) const;
 };
+
+std::string_view to_string(ProgramOpKind kind);
+// The op's category as outputs name it: its role's name, or a scenario collective's kind.
+std::string category_name(const ProgramOp& op);
 
 using Program = std::vector<ProgramOp>;
 

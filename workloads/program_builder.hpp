@@ -17,12 +17,8 @@ class ProgramBuilder {
   int send(std::string name, int axis, int direction, double bytes, std::vector<int> after, OpRole role,
            bool round_the_end = false) {
     ProgramOp op;
-    op.send_round_the_end = round_the_end;
     op.name = std::move(name);
-    op.kind = ProgramOpKind::Send;
-    op.send_axis = axis;
-    op.send_direction = direction;
-    op.collective.bytes = bytes;
+    op.work = SendWork{bytes, axis, direction, round_the_end};
     op.after = clean(std::move(after));
     op.role = role;
     return add(std::move(op));
@@ -35,9 +31,7 @@ class ProgramBuilder {
               OpRole role) {
     ProgramOp op;
     op.name = std::move(name);
-    op.kind = ProgramOpKind::Compute;
-    op.compute_s = seconds;
-    op.flops = flops;
+    op.work = ComputeWork{seconds, flops, {}, {}};
     op.after = clean(std::move(after));
     op.layer = layer;
     op.role = role;
@@ -48,12 +42,12 @@ class ProgramBuilder {
                  OpRole role, bool over_dcn = false) {
     ProgramOp op;
     op.name = std::move(name);
-    op.kind = ProgramOpKind::Collective;
-    op.collective.kind = kind;
-    op.collective.axes = axes;
-    op.collective.slices = slices;
-    op.collective.over_dcn = over_dcn;
-    op.collective.bytes = bytes;
+    CollectiveSpec& c = op.collective();
+    c.kind = kind;
+    c.axes = axes;
+    c.slices = slices;
+    c.over_dcn = over_dcn;
+    c.bytes = bytes;
     op.after = clean(std::move(after));
     op.layer = layer;
     op.role = role;

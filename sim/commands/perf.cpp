@@ -201,9 +201,9 @@ PerfRow perf_row(const Scenario& scenario, const OperationSpec& spec, PerfOperat
   row.size_bytes = size;
   row.count = static_cast<uint64_t>(nccl_count_elements(p.kind, double(size), p.element_bits, p.group_size));
   row.time_s = r.time_s;
-  row.algbw_Bps = r.algbw_Bps;
-  row.busbw_Bps = r.busbw_Bps;
-  row.analytic_s = r.has_analytic ? r.analytic.time_s : 0;
+  row.algbw_Bps = r.collective().algbw_Bps;
+  row.busbw_Bps = r.collective().busbw_Bps;
+  row.analytic_s = r.analytic() ? r.analytic()->time_s : 0;
   return row;
 }
 

@@ -159,9 +159,10 @@ class Schedule {
 double compute_lower_bound_s(const Program& program) {
   double sum = 0;
   for (const auto& op : program) {
-    if (op.kind != ProgramOpKind::Compute) continue;
-    double t = op.compute_s;
-    for (double v : op.compute_s_by_position) t = std::min(t, v);
+    if (!op.is(ProgramOpKind::Compute)) continue;
+    const ComputeWork& work = op.compute();
+    double t = work.compute_s;
+    for (double v : work.compute_s_by_position) t = std::min(t, v);
     sum += t * op.repeat;
   }
   return sum;

@@ -77,7 +77,7 @@ Driver driver(const Scenario& scenario, const Program& program, const Simulation
     return {"workload.operations", std::to_string(program.size()) + " operations"};
   if (e.heaviest_op >= 0) {
     const ProgramOp& op = program[e.heaviest_op];
-    if (op.collective.over_dcn && scenario.topology.slices > 1)
+    if (op.is(ProgramOpKind::Collective) && op.collective().over_dcn && scenario.topology.slices > 1)
       return {"topology.slices", std::to_string(scenario.topology.slices)};
     if (scenario.kind() == WorkloadKind::Collectives) {
       const std::vector<OperationSpec>& operations = scenario.collectives().operations;

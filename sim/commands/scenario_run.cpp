@@ -54,8 +54,7 @@ Program collectives_program(const Scenario& scenario) {
   for (const auto& op : operations) {
     ProgramOp p;
     p.name = op.name;
-    p.kind = ProgramOpKind::Collective;
-    p.collective = op.collective;
+    p.work = op.collective;
     p.repeat = op.repeat;
     p.role = OpRole::ScenarioCollective;
     for (const auto& name : op.after) {

@@ -21,24 +21,24 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
   for (size_t i = 0; i < program.size(); ++i) {
     const ProgramOp& op = program[i];
     long long messages = 0;
-    if (op.kind == ProgramOpKind::Collective) {
-      messages = count_messages(simulated, reduction.real_sizes, op.collective);
-    } else if (op.kind == ProgramOpKind::Send) {
+    if (op.is(ProgramOpKind::Collective)) {
+      messages = count_messages(simulated, reduction.real_sizes, op.collective());
+    } else if (op.is(ProgramOpKind::Send)) {
       // plan_send: every chip with a neighbour that way sends one message.
       for (ChipId chip = 0; chip < simulated.chip_count(); ++chip)
-        messages += simulated.step_along(chip, op.send_axis, op.send_direction).has_value() ||
-                            (op.send_round_the_end && simulated.round_the_end(chip, op.send_axis, op.send_direction))
+        messages += simulated.step_along(chip, op.send().axis, op.send().direction).has_value() ||
+                            (op.send().round_the_end && simulated.round_the_end(chip, op.send().axis, op.send().direction))
                         ? 1
                         : 0;
     }
     e.plan_messages += messages;
     const long long all = messages * op.repeat;
-    if (op.kind == ProgramOpKind::Collective && op.collective.kind == CollectiveKind::AllToAll) {
+    if (op.is(ProgramOpKind::Collective) && op.collective().kind == CollectiveKind::AllToAll) {
       // Every block at once: the solver's cost per block grows with the blocks in flight.
       all_to_all_s += op.repeat * c.seconds_per_flow_squared * static_cast<double>(messages) * static_cast<double>(messages);
       // A block's mean route: a quarter of a wrapped axis, a third of a line, per axis.
       double hops = 0;
-      for (int a : op.collective.axes) {
+      for (int a : op.collective().axes) {
         const int n = reduction.real_sizes.at(a);
         hops += simulated.wraps(a) ? n / 4.0 : n / 3.0;
       }
@@ -46,7 +46,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
       flows += messages;
     } else {
       ring_messages += all;
-      if (op.kind == ProgramOpKind::Collective && op.collective.over_dcn) dcn_messages += messages;
+      if (op.is(ProgramOpKind::Collective) && op.collective().over_dcn) dcn_messages += messages;
     }
     e.messages += all;
     e.spans += static_cast<long long>(op.repeat) * e.simulated_chips;

@@ -122,17 +122,18 @@ std::string differing_reason(const PerturbationDifference& d) {
 // Per simulated chip, the compute time of an op that differs by position (ProgramOp::vary_axes).
 // Those axes are never reduced, so a simulated chip's coordinates on them are its real ones.
 std::vector<double> compute_by_chip(const Topology& sim, const ProgramOp& op) {
+  const ComputeWork& work = op.compute();
   long long positions = 1;
-  for (int a : op.vary_axes) positions *= sim.axis_size(a);
-  if (static_cast<long long>(op.compute_s_by_position.size()) != positions)
-    throw std::invalid_argument("op '" + op.name + "': " + std::to_string(op.compute_s_by_position.size()) +
+  for (int a : work.vary_axes) positions *= sim.axis_size(a);
+  if (static_cast<long long>(work.compute_s_by_position.size()) != positions)
+    throw std::invalid_argument("op '" + op.name + "': " + std::to_string(work.compute_s_by_position.size()) +
                                 " compute times for " + std::to_string(positions) + " positions");
   std::vector<double> out(sim.chip_count());
   for (ChipId chip = 0; chip < sim.chip_count(); ++chip) {
     const auto c = sim.coords(chip);
     long long index = 0;
-    for (size_t k = op.vary_axes.size(); k-- > 0;) index = index * sim.axis_size(op.vary_axes[k]) + c[op.vary_axes[k]];
-    out[chip] = op.compute_s_by_position[index];
+    for (size_t k = work.vary_axes.size(); k-- > 0;) index = index * sim.axis_size(work.vary_axes[k]) + c[work.vary_axes[k]];
+    out[chip] = work.compute_s_by_position[index];
   }
   return out;
 }
@@ -169,18 +170,19 @@ SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationS
   std::vector<std::string> spec_names;
   std::vector<DifferingAxis> differing;   // axes whose chips differ by position (pipelines)
   for (const auto& op : program) {
-    if (op.kind == ProgramOpKind::Collective) {
-      specs.push_back(op.collective);
+    if (op.is(ProgramOpKind::Collective)) {
+      specs.push_back(op.collective());
       spec_names.push_back(op.name);
     }
     // Slices are never reduced; mesh axes along which chips differ stay whole.
-    if (op.kind == ProgramOpKind::Send && op.send_axis != Topology::kSliceAxis) {
-      differing.push_back({op.send_axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
+    if (op.is(ProgramOpKind::Send) && op.send().axis != Topology::kSliceAxis) {
+      differing.push_back({op.send().axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
     }
     if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) {
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
-    for (int a : op.vary_axes) differing.push_back({a, "op '" + op.name + "' computes more on some chips than others"});
+    if (op.is(ProgramOpKind::Compute))
+      for (int a : op.compute().vary_axes) differing.push_back({a, "op '" + op.name + "' computes more on some chips than others"});
   }
   const Topology real(topology);
   for (const auto& d : perturbation_differences(real)) differing.push_back({d.axis, differing_reason(d)});
@@ -210,19 +212,21 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   std::vector<ReplayOp>& ops = pending.ops;
   for (const auto& op : program) {
     check_presence(op, run.topology);
-    if (op.kind == ProgramOpKind::Collective) {
-      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective, registry));
-    } else if (op.kind == ProgramOpKind::Send) {
-      plans.push_back(plan_send(sim, op.send_axis, op.send_direction, op.collective.bytes, registry, op.send_round_the_end));
+    if (op.is(ProgramOpKind::Collective)) {
+      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective(), registry));
+    } else if (op.is(ProgramOpKind::Send)) {
+      const SendWork& send = op.send();
+      plans.push_back(plan_send(sim, send.axis, send.direction, send.bytes, registry, send.round_the_end));
     }
-    if (op.kind != ProgramOpKind::Compute) drop_absent_chips(plans.back(), sim, op);
+    if (!op.is(ProgramOpKind::Compute)) drop_absent_chips(plans.back(), sim, op);
   }
   size_t next_plan = 0;
   for (const auto& op : program) {
-    const OpPlan* plan = op.kind == ProgramOpKind::Compute ? nullptr : &plans[next_plan++];
-    ops.push_back({plan, op.compute_s, {}, op.repeat, op.after, op.position_axis, op.after_at_position,
-                   op.after_neighbour, op.release_s, op.present_at_position});
-    if (!op.compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
+    const ComputeWork* compute = std::get_if<ComputeWork>(&op.work);
+    const OpPlan* plan = compute ? nullptr : &plans[next_plan++];
+    ops.push_back({plan, compute ? compute->compute_s : 0.0, {}, op.repeat, op.after, op.position_axis,
+                   op.after_at_position, op.after_neighbour, op.release_s, op.present_at_position});
+    if (compute && !compute->compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
   ReplayOptions& replay_options = pending.replay_options;
   replay_options.platform = {settings.hop_model, topology.chip.hop_latency_s, settings.link_efficiency};
@@ -245,59 +249,66 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
 namespace {
 
 // A send's figures: who receives it, its transfer time, nccl-tests' sendrecv bandwidths.
-void describe_send(OperationResult& result, const Program& program, int i, const TopologySpec& topology,
-                   const RunResult& run) {
+SendResult describe_send(const OperationResult& result, const Program& program, int i, const TopologySpec& topology,
+                         const RunResult& run) {
   const ProgramOp& op = program[i];
-  result.send = true;
-  result.send_axis = op.send_axis;
-  result.send_direction = op.send_direction;
+  const SendWork& send = op.send();
+  SendResult out;
+  out.axis = send.axis;
+  out.direction = send.direction;
   for (size_t j = 0; j < program.size(); ++j) {
     for (const auto& dep : program[j].after_neighbour) {
-      if (dep.op == i && dep.axis == op.send_axis && dep.direction == op.send_direction) {
-        (dep.round_the_end ? result.received_round_the_end_by : result.received_by).push_back(static_cast<int>(j));
+      if (dep.op == i && dep.axis == send.axis && dep.direction == send.direction) {
+        (dep.round_the_end ? out.received_round_the_end_by : out.received_by).push_back(static_cast<int>(j));
       }
     }
   }
-  result.axes.push_back(op.send_axis == Topology::kSliceAxis ? "DCN" : topology.axes[op.send_axis].name);
-  result.over_dcn = op.send_axis == Topology::kSliceAxis;
-  result.bytes = op.collective.bytes;
-  result.size_bytes = op.collective.bytes;
-  result.group_size = 2;
-  // A send's time is its transfer, the longest on any chip (send to delivery), not the span
-  // from the first stage's send to the last's, which is the pipeline's skew.
+  out.axes.push_back(send.axis == Topology::kSliceAxis ? "DCN" : topology.axes[send.axis].name);
+  out.over_dcn = send.axis == Topology::kSliceAxis;
+  out.bytes = send.bytes;
+  out.size_bytes = send.bytes;
+  out.group_size = 2;
+  if (result.time_s > 0) {
+    out.algbw_Bps = algbw_Bps(out.size_bytes, result.time_s);
+    out.busbw_Bps = out.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
+  }
+  return out;
+}
+
+// A send's time is its transfer, the longest on any chip (send to delivery), not the span
+// from the first stage's send to the last's, which is the pipeline's skew.
+double send_time_s(const RunResult& run, const ProgramOp& op, int i) {
   double longest = 0;
   for (int rep = 0; rep < op.repeat; ++rep) {
     double rep_longest = 0;
     for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
+      if (!present_on(op, run.topology, chip)) continue;
       if (!present_on(op, run.topology, chip)) continue;
       const auto& span = run.span(i, rep, chip);
       rep_longest = std::max(rep_longest, span.end_s - span.start_s);
     }
     longest += rep_longest;
   }
-  result.time_s = longest / op.repeat;
-  if (result.time_s > 0) {
-    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-    result.busbw_Bps = result.algbw_Bps;   // nccl-tests sendrecv: busbw = algbw
-  }
+  return longest / op.repeat;
 }
 
 // A collective's figures: group, hops, nccl-tests' sizes and bandwidths, the book's closed form.
-void describe_collective(OperationResult& result, const CollectiveSpec& collective, const OpPlan& plan,
-                         const TopologySpec& topology, const RunResult& run, double w_uni) {
-  result.kind = collective.kind;
-  for (int a : collective.axes) result.axes.push_back(topology.axes[a].name);
-  result.over_dcn = collective.over_dcn;
-  result.bytes = collective.bytes;
-  result.group_size = collective_group_size(run.topology, collective);
-  result.hops = critical_hops(plan);
-  result.size_bytes = nccl_size_bytes(result.kind, result.bytes, result.group_size);
-  if (result.time_s > 0) {
-    result.algbw_Bps = algbw_Bps(result.size_bytes, result.time_s);
-    result.busbw_Bps = busbw_Bps(result.kind, result.size_bytes, result.time_s, result.group_size);
+CollectiveResult describe_collective(double time_s, const CollectiveSpec& collective, const OpPlan& plan,
+                                     const TopologySpec& topology, const RunResult& run, double w_uni) {
+  CollectiveResult out;
+  out.kind = collective.kind;
+  for (int a : collective.axes) out.axes.push_back(topology.axes[a].name);
+  out.over_dcn = collective.over_dcn;
+  out.bytes = collective.bytes;
+  out.group_size = collective_group_size(run.topology, collective);
+  out.hops = critical_hops(plan);
+  out.size_bytes = nccl_size_bytes(out.kind, out.bytes, out.group_size);
+  if (time_s > 0) {
+    out.algbw_Bps = algbw_Bps(out.size_bytes, time_s);
+    out.busbw_Bps = busbw_Bps(out.kind, out.size_bytes, time_s, out.group_size);
   }
-  result.has_analytic =
-      analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, result.analytic);
+  if (FormulaResult f; analytic_time(run.topology, collective, w_uni, topology.chip.hop_latency_s, f)) out.analytic = f;
+  return out;
 }
 
 // Each op's first start and last end per repetition, in one pass over the spans, over the
@@ -341,9 +352,8 @@ RunResult finish_program(PendingRun& pending) {
     const auto& op = program[i];
     OperationResult result;
     result.name = op.name;
-    result.compute = op.kind == ProgramOpKind::Compute;
     result.role = op.role;
-    result.category = category_name(op.role, op.collective.kind);
+    result.category = category_name(op);
     result.layer = op.layer;
     result.repeat = op.repeat;
     result.position_axis = op.position_axis;
@@ -356,10 +366,13 @@ RunResult finish_program(PendingRun& pending) {
       result.end_s = std::max(result.end_s, last);
     }
     result.time_s = sum / op.repeat;
-    if (op.kind == ProgramOpKind::Send) {
-      describe_send(result, program, static_cast<int>(i), topology, run);
-    } else if (!result.compute) {
-      describe_collective(result, op.collective, *ops[i].plan, topology, run, w_uni);
+    if (op.is(ProgramOpKind::Send)) {
+      result.time_s = send_time_s(run, op, static_cast<int>(i));
+      result.work = describe_send(result, program, static_cast<int>(i), topology, run);
+    } else if (op.is(ProgramOpKind::Collective)) {
+      result.work = describe_collective(result.time_s, op.collective(), *ops[i].plan, topology, run, w_uni);
+    } else {
+      result.work = ComputeResult{};
     }
     run.total_time_s = std::max(run.total_time_s, result.end_s);
     run.operations.push_back(std::move(result));

@@ -7,10 +7,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "collectives/formulas.hpp"
 #include "collectives/symmetry.hpp"
+#include "sim/engine/operation_result.hpp"
 #include "sim/engine/replay.hpp"
 #include "workloads/program.hpp"
 
@@ -27,42 +29,6 @@ struct RunOptions {
   // Work done of the run's total while it runs (ReplayOptions::progress, which says when).
   std::function<void(const SimulationProgress&)> progress;
   double progress_interval_s = 0.25;
-};
-
-struct OperationResult {
-  std::string name;
-  bool compute = false;        // a compute op (then kind, axes, bytes do not apply)
-  bool send = false;           // a point-to-point send (pipeline stages): kind does not apply
-  int send_axis = -1;          // for a send: the axis (or Topology::kSliceAxis) and direction it
-  int send_direction = +1;     // goes, one step, never round a wraparound (ProgramOp)
-  std::vector<int> received_by;   // for a send: ops that wait for it on the receiving chip (after_neighbour)
-  // For a send round the end: the ops that wait for it on the line's first chip (the
-  // dependencies marked round_the_end); received_by then holds the other chips' waiting ops.
-  std::vector<int> received_round_the_end_by;
-  OpRole role = OpRole::Unassigned;
-  std::string category;        // the role as outputs name it (category_name)
-  int layer = -1;
-  CollectiveKind kind = CollectiveKind::AllGather;
-  std::vector<std::string> axes;
-  bool over_dcn = false;
-  double bytes = 0;
-  int repeat = 1;
-  int group_size = 1;          // chips taking part in one instance
-  int hops = 0;                // sequential link hops on its longest chain (rings: per phase, summed)
-  double time_s = 0;           // per repetition: last chip's end - first chip's start, averaged
-  double start_s = 0;          // first chip's start, first repetition
-  double end_s = 0;            // last chip's end, last repetition
-  double size_bytes = 0;       // nccl-tests' size (the per-rank buffer): algbw = size / time
-  double algbw_Bps = 0;
-  double busbw_Bps = 0;
-  bool has_analytic = false;
-  FormulaResult analytic;      // the book's closed form, where one exists
-  // Where the op runs (ProgramOp::present_at_position on position_axis; empty: everywhere).
-  // Its figures above count those chips only; elsewhere its spans are instants to skip.
-  int position_axis = -1;
-  std::vector<char> present_at_position;
-  // "compute", "send", or the collective's kind, as outputs name it.
-  std::string kind_name() const { return compute ? "compute" : send ? "send" : std::string(to_string(kind)); }
 };
 
 struct RunResult {

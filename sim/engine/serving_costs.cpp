@@ -113,15 +113,15 @@ std::vector<std::vector<double>> replay_window_group(const ServerRole& role, con
         ProgramOp op;
         op.name = "window";
         if (o.kind == WindowOp::Collective) {
-          op.kind = ProgramOpKind::Collective;
-          op.collective.kind = o.collective;
-          op.collective.axes = o.collective == CollectiveKind::AllToAll ? role.kv_batch_axes : role.plan.model_axes;
-          op.collective.bytes = w.bytes;
+          CollectiveSpec& c = op.collective();
+          c.kind = o.collective;
+          c.axes = o.collective == CollectiveKind::AllToAll ? role.kv_batch_axes : role.plan.model_axes;
+          c.bytes = w.bytes;
           length += gap.back();
         } else {
-          op.kind = ProgramOpKind::Compute;
-          op.compute_s = o.kind == WindowOp::Gap ? gap.back() : o.compute_s;
-          length += op.compute_s;
+          const double seconds = o.kind == WindowOp::Gap ? gap.back() : o.compute_s;
+          op.work = ComputeWork{seconds, 0, {}, {}};
+          length += seconds;
         }
         if (k == 0) op.release_s = t;
         for (int dep : o.after) op.after.push_back(static_cast<int>(first_op.back()) + dep);
@@ -228,9 +228,7 @@ std::map<int, double> replay_kv_transfers(const TransformerSpec& model, const Se
   for (int tokens : lengths) {
     ProgramOp op;
     op.name = "kv";
-    op.kind = ProgramOpKind::Send;
-    op.send_axis = Topology::kSliceAxis;
-    op.collective.bytes = per_token * tokens;
+    op.work = SendWork{per_token * tokens, Topology::kSliceAxis, +1, false};
     if (!program.empty()) op.after = {static_cast<int>(program.size() - 1)};
     program.push_back(std::move(op));
   }

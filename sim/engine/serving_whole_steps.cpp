@@ -34,11 +34,11 @@ namespace {
 Program step_program(const TransformerSpec& model, const ServerRole& role, const StepShape& shape,
                      long long& collectives) {
   Program program = inference_step_program(model, role.plan, role.topology, shape);
-  for (const auto& op : program) collectives += op.kind == ProgramOpKind::Collective;
+  for (const auto& op : program) collectives += op.is(ProgramOpKind::Collective);
   return program;
 }
 
-bool is_attention(const ProgramOp& op) { return op.kind == ProgramOpKind::Compute && op.role == OpRole::Attention; }
+bool is_attention(const ProgramOp& op) { return op.is(ProgramOpKind::Compute) && op.role == OpRole::Attention; }
 
 // stagger_l over the layers (above), from a replay's spans (every simulated chip; a reduced
 // replay's chips stand for the real ones with their times), as the layer's attention time it
@@ -67,7 +67,7 @@ double attention_stagger_s(const Program& program, const RunResult& run, double 
   std::map<int, double> traffic_end, attention_start;   // by attention op
   for (const SpanRecord& span : run.replay.spans) {
     const ProgramOp& op = program[span.op];
-    if (op.kind == ProgramOpKind::Collective && next_attention[span.op] >= 0) {
+    if (op.is(ProgramOpKind::Collective) && next_attention[span.op] >= 0) {
       double& end = traffic_end.try_emplace(next_attention[span.op], 0.0).first->second;
       end = std::max(end, span.end_s);
     } else if (is_attention(op)) {
@@ -79,7 +79,7 @@ double attention_stagger_s(const Program& program, const RunResult& run, double 
   for (const auto& [op, start] : attention_start) {
     if (auto it = traffic_end.find(op); it != traffic_end.end()) traffic = std::max(traffic, it->second);
     const double need = traffic - start;
-    const double op_s = program[op].compute_s;
+    const double op_s = program[op].compute().compute_s;
     if (op_s == layer_attention_s || need <= 0) stagger = std::max(stagger, need);
     else stagger = std::max(stagger, op_s > 0 ? need * (layer_attention_s / op_s) : HUGE_VAL);
   }

@@ -11,7 +11,7 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
   r.layout = layout;
   r.step_time_s = run.total_time_s;
   for (size_t i = 0; i < program.size(); ++i) {
-    if (program[i].kind == ProgramOpKind::Compute) r.compute_time_s += run.span(static_cast<int>(i), 0, 0).end_s -
+    if (program[i].is(ProgramOpKind::Compute)) r.compute_time_s += run.span(static_cast<int>(i), 0, 0).end_s -
                                                                        run.span(static_cast<int>(i), 0, 0).start_s;
   }
   r.exposed_comm_s = std::max(0.0, r.step_time_s - r.compute_time_s);
@@ -20,10 +20,11 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
     const auto& op = program[i];
     if (op.role == OpRole::Experts) {
       r.moe = true;
-      r.expert_compute_mean_s += op.compute_s;
-      r.expert_compute_busiest_s += op.compute_s_by_position.empty()
-                                        ? op.compute_s
-                                        : *std::max_element(op.compute_s_by_position.begin(), op.compute_s_by_position.end());
+      const ComputeWork& work = op.compute();
+      r.expert_compute_mean_s += work.compute_s;
+      r.expert_compute_busiest_s += work.compute_s_by_position.empty()
+                                        ? work.compute_s
+                                        : *std::max_element(work.compute_s_by_position.begin(), work.compute_s_by_position.end());
     }
     if (is_moe_all_to_all(op.role)) {
       const auto& span = run.span(static_cast<int>(i), 0, 0);
@@ -33,8 +34,9 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
       // Chip 0's row of the pair sizes without itself (uniform: V / G^2 to each of G - 1 others).
       const int g = layout.expert_degree;
       double sent = 0;
+      const CollectiveSpec& dispatch = op.collective();
       for (int j = 1; j < g; ++j)
-        sent += op.collective.pair_bytes.empty() ? op.collective.bytes / (double(g) * g) : op.collective.pair_bytes[j];
+        sent += dispatch.pair_bytes.empty() ? dispatch.bytes / (double(g) * g) : dispatch.pair_bytes[j];
       r.dispatch_bytes_per_chip += sent;
       ++dispatches;
     }

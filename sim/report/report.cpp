@@ -168,24 +168,25 @@ Json operations(const SummaryInputs& in) {
     o["time_s"] = op.time_s;
     o["start_s"] = op.start_s;
     o["end_s"] = op.end_s;
-    if (op.compute) {
+    const TrafficResult* traffic = op.traffic();
+    if (!traffic) {
       ops.push_back(o);
       continue;
     }
-    o["axes"] = op.axes;
-    o["dcn"] = op.over_dcn;
-    o["bytes"] = op.bytes;
-    o["size_bytes"] = op.size_bytes;
-    o["group_size"] = op.group_size;
-    o["hops"] = op.hops;
-    o["algbw_Bps"] = op.algbw_Bps;
-    o["busbw_Bps"] = op.busbw_Bps;
-    if (op.has_analytic) {
-      o["analytic_s"] = op.analytic.time_s;
-      o["rel_error"] = relative_error(op.time_s, op.analytic.time_s);
-      o["regime"] = op.analytic.regime;
-      o["formula"] = op.analytic.formula;
-      o["formula_source"] = op.analytic.source;
+    o["axes"] = traffic->axes;
+    o["dcn"] = traffic->over_dcn;
+    o["bytes"] = traffic->bytes;
+    o["size_bytes"] = traffic->size_bytes;
+    o["group_size"] = traffic->group_size;
+    o["hops"] = traffic->hops;
+    o["algbw_Bps"] = traffic->algbw_Bps;
+    o["busbw_Bps"] = traffic->busbw_Bps;
+    if (const FormulaResult* analytic = op.analytic()) {
+      o["analytic_s"] = analytic->time_s;
+      o["rel_error"] = relative_error(op.time_s, analytic->time_s);
+      o["regime"] = analytic->regime;
+      o["formula"] = analytic->formula;
+      o["formula_source"] = analytic->source;
     } else {
       o["analytic_s"] = nullptr;
     }
@@ -200,17 +201,18 @@ std::string operations_csv(const RunResult& run) {
   std::string out =
       "name,kind,axes,dcn,bytes,size_bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
   for (const auto& op : run.operations) {
-    if (op.compute) {
+    const TrafficResult* t = op.traffic();
+    if (!t) {
       out += op.name + ",compute,,false,0,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,,\n";
       continue;
     }
     std::string axes;
-    for (const auto& a : op.axes) axes += (axes.empty() ? "" : "+") + a;
-    out += op.name + "," + op.kind_name() + "," + axes + "," + (op.over_dcn ? "true" : "false") + "," +
-           format("%.17g", op.bytes) + "," + format("%.17g", op.size_bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(op.group_size) + "," +
-           format("%.17g", op.time_s) + "," + format("%.17g", op.algbw_Bps) + "," + format("%.17g", op.busbw_Bps) + ",";
-    if (op.has_analytic) {
-      out += format("%.17g", op.analytic.time_s) + "," + format("%.17g", relative_error(op.time_s, op.analytic.time_s));
+    for (const auto& a : t->axes) axes += (axes.empty() ? "" : "+") + a;
+    out += op.name + "," + op.kind_name() + "," + axes + "," + (t->over_dcn ? "true" : "false") + "," +
+           format("%.17g", t->bytes) + "," + format("%.17g", t->size_bytes) + "," + std::to_string(op.repeat) + "," + std::to_string(t->group_size) + "," +
+           format("%.17g", op.time_s) + "," + format("%.17g", t->algbw_Bps) + "," + format("%.17g", t->busbw_Bps) + ",";
+    if (const FormulaResult* analytic = op.analytic()) {
+      out += format("%.17g", analytic->time_s) + "," + format("%.17g", relative_error(op.time_s, analytic->time_s));
     } else {
       out += ",";
     }
@@ -259,16 +261,19 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
                 "bytes", "time", "algbw", "busbw", "book", "error");
   out += line;
   for (const auto& op : run.operations) {
+    static const TrafficResult kNoTraffic;   // compute: no axes, 0 bytes
+    const TrafficResult& t = op.traffic() ? *op.traffic() : kNoTraffic;
+    const FormulaResult* analytic = op.analytic();
     std::string axes;
-    for (const auto& a : op.axes) axes += a;
-    if (op.over_dcn) axes += axes.empty() ? "DCN" : "+DCN";
-    const std::string book = op.has_analytic ? human_time(op.analytic.time_s) : "-";
-    const double rel = op.has_analytic ? relative_error(op.time_s, op.analytic.time_s) : 0.0;
-    const std::string err = op.has_analytic ? format("%+.2f%%", std::fabs(rel) < 5e-7 ? 0.0 : 100 * rel) : "-";
+    for (const auto& a : t.axes) axes += a;
+    if (t.over_dcn) axes += axes.empty() ? "DCN" : "+DCN";
+    const std::string book = analytic ? human_time(analytic->time_s) : "-";
+    const double rel = analytic ? relative_error(op.time_s, analytic->time_s) : 0.0;
+    const std::string err = analytic ? format("%+.2f%%", std::fabs(rel) < 5e-7 ? 0.0 : 100 * rel) : "-";
     std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", op.name.c_str(),
-                  op.kind_name().c_str(), axes.c_str(), human_bytes(op.bytes).c_str(),
-                  human_time(op.time_s).c_str(), human_bandwidth(op.algbw_Bps).c_str(),
-                  human_bandwidth(op.busbw_Bps).c_str(), book.c_str(), err.c_str());
+                  op.kind_name().c_str(), axes.c_str(), human_bytes(t.bytes).c_str(),
+                  human_time(op.time_s).c_str(), human_bandwidth(t.algbw_Bps).c_str(),
+                  human_bandwidth(t.busbw_Bps).c_str(), book.c_str(), err.c_str());
     out += line;
   }
   std::snprintf(line, sizeof line, "total simulated time %s, wall time %s\n", human_time(run.total_time_s).c_str(),

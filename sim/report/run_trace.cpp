@@ -104,7 +104,7 @@ ChipTracks chip_tracks(const TraceLayout& layout, ChipId chip) {
     for (int rep = 0; rep < run.operations[op].repeat; ++rep) {
       const auto& span = run.span(static_cast<int>(op), rep, chip);
       t.span_lane[layout.op_base[op] + rep] =
-          run.operations[op].compute ? 0 : layout.comm_base + comm_lanes.place(span.start_s, span.end_s);
+          run.operations[op].is(ProgramOpKind::Compute) ? 0 : layout.comm_base + comm_lanes.place(span.start_s, span.end_s);
     }
   }
   t.collective_lanes = layout.comm_base + comm_lanes.count();
@@ -132,7 +132,7 @@ TraceLayout trace_layout(const RunResult& run, TraceDetail detail) {
     for (size_t i = 0; i < run.replay.hops.size(); ++i) layout.hops_by_chip[run.replay.hops[i].dst_chip].push_back(i);
   }
   layout.has_compute = std::any_of(run.operations.begin(), run.operations.end(),
-                                   [](const OperationResult& op) { return op.compute; });
+                                   [](const OperationResult& op) { return op.is(ProgramOpKind::Compute); });
   layout.comm_base = layout.has_compute ? 1 : 0;
   layout.op_base.assign(run.operations.size() + 1, 0);
   for (size_t op = 0; op < run.operations.size(); ++op)
@@ -176,8 +176,8 @@ void write_chip(PerfettoTrace& trace, const TraceLayout& layout, ChipId chip) {
       const auto& span = run.span(static_cast<int>(op), rep, chip);
       TraceArgs args;
       args.add("repetition", rep);
-      if (!o.compute) args.add_g17("bytes", o.bytes);
-      trace.span(o.name, o.compute ? o.category : o.kind_name(), pid, layout.tid(chip, layout.span_lane(chip, op, rep)),
+      if (const TrafficResult* traffic = o.traffic()) args.add_g17("bytes", traffic->bytes);
+      trace.span(o.name, o.is(ProgramOpKind::Compute) ? o.category : o.kind_name(), pid, layout.tid(chip, layout.span_lane(chip, op, rep)),
                  span.start_s, span.end_s, args);
     }
   }
@@ -201,17 +201,18 @@ void write_send_flows(PerfettoTrace& trace, const TraceLayout& layout, TraceStat
   const Topology& topo = layout.topo;
   for (size_t op = 0; op < run.operations.size(); ++op) {
     const OperationResult& o = run.operations[op];
-    if (!o.send) continue;
+    if (!o.is(ProgramOpKind::Send)) continue;
+    const SendResult& send = o.send();
     for (int rep = 0; rep < o.repeat; ++rep) {
       for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
         if (!layout.traced[chip]) continue;
-        auto to = topo.step_along(chip, o.send_axis, o.send_direction);
-        const bool round = !to && !o.received_round_the_end_by.empty();
-        if (round) to = topo.round_the_end(chip, o.send_axis, o.send_direction);
+        auto to = topo.step_along(chip, send.axis, send.direction);
+        const bool round = !to && !send.received_round_the_end_by.empty();
+        if (round) to = topo.round_the_end(chip, send.axis, send.direction);
         if (!to || !layout.traced[*to]) continue;
         const auto& from_span = run.span(static_cast<int>(op), rep, chip);
         const long long from_ns = inside_ns(from_span.start_s, from_span.end_s, from_span.end_s);
-        for (int dependent : round ? o.received_round_the_end_by : o.received_by) {
+        for (int dependent : round ? send.received_round_the_end_by : send.received_by) {
           if (rep >= run.operations[dependent].repeat || !run.present(dependent, *to)) continue;
           const auto& to_span = run.span(dependent, rep, *to);
           const long long to_ns = inside_ns(to_span.start_s, to_span.end_s, to_span.start_s);

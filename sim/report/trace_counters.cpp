@@ -90,8 +90,10 @@ std::vector<AxisActivity> collective_activity(const RunResult& run, const std::v
     std::vector<Edge> edges;
     for (size_t op = 0; op < run.operations.size(); ++op) {
       const auto& o = run.operations[op];
-      if (o.compute) continue;
-      const bool on_axis = name == "DCN" ? o.over_dcn : std::find(o.axes.begin(), o.axes.end(), name) != o.axes.end();
+      const TrafficResult* traffic = o.traffic();
+      if (!traffic) continue;
+      const bool on_axis = name == "DCN" ? traffic->over_dcn
+                                         : std::find(traffic->axes.begin(), traffic->axes.end(), name) != traffic->axes.end();
       if (!on_axis) continue;
       for (int rep = 0; rep < o.repeat; ++rep) {
         for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {

@@ -54,7 +54,7 @@ Blocker step_end_blocker(const Program& program, const RunResult& run) {
       break;
     }
   }
-  if (program[last].kind == ProgramOpKind::Compute) return blocking_dependency(program, run, program[last], on);
+  if (program[last].is(ProgramOpKind::Compute)) return blocking_dependency(program, run, program[last], on);
   return {last, on};
 }
 
@@ -128,7 +128,7 @@ class ExposedTime {
     std::vector<int> computes;
     for (size_t i = 0; i < program_.size(); ++i) {
       // Ops absent on chip 0 (another stage's layers) are not its compute.
-      if (program_[i].kind == ProgramOpKind::Compute && run_.present(static_cast<int>(i), kChip0)) {
+      if (program_[i].is(ProgramOpKind::Compute) && run_.present(static_cast<int>(i), kChip0)) {
         computes.push_back(static_cast<int>(i));
       }
     }
@@ -174,13 +174,13 @@ class ExposedTime {
     // The program is acyclic, so the walk back ends: each step goes to an earlier op.
     while (to > from) {
       const int d = blocker.op;
-      if (d < 0 || program_[d].kind == ProgramOpKind::Compute) break;
+      if (d < 0 || program_[d].is(ProgramOpKind::Compute)) break;
       const auto& span = run_.span(d, program_[d].repeat - 1, blocker.chip);
-      std::vector<std::string> axes(run_.operations[d].axes.begin(), run_.operations[d].axes.end());
-      if (program_[d].kind == ProgramOpKind::Collective && program_[d].collective.over_dcn) axes.push_back("DCN");
+      std::vector<std::string> axes = run_.operations[d].traffic()->axes;
+      if (program_[d].is(ProgramOpKind::Collective) && program_[d].collective().over_dcn) axes.push_back("DCN");
       const double began = std::clamp(span.start_s, from, to);
       add(axes, std::string(role_name(program_[d].role)), to - began);
-      if (program_[d].kind == ProgramOpKind::Send) {
+      if (program_[d].is(ProgramOpKind::Send)) {
         in_bubble += to - began;
         to = began;
         break;
@@ -252,13 +252,13 @@ std::vector<LayerCost> middle_layer_costs(const TrainingWorkload& workload, cons
       if (!match) continue;
       const auto& result = run.operations[i];
       const bool forward = name.find(".fwd") != std::string::npos;
-      if (op.kind == ProgramOpKind::Compute) {
+      if (op.is(ProgramOpKind::Compute)) {
         cost.t_math_s += result.time_s;
-        if (op.role != OpRole::Recompute) cost.book_t_math_s += op.flops / peak;   // the book counts no remat
+        if (op.role != OpRole::Recompute) cost.book_t_math_s += op.flops() / peak;   // the book counts no remat
         if (forward) cost.t_math_forward_s += result.time_s;
       } else {
         cost.t_comms_s += result.time_s;
-        if (result.has_analytic) cost.book_t_comms_s += result.analytic.time_s;
+        if (const FormulaResult* analytic = result.analytic()) cost.book_t_comms_s += analytic->time_s;
         if (forward) cost.t_comms_forward_s += result.time_s;
       }
     }
