@@ -111,3 +111,16 @@ TEST_CASE("gzipped trace: --trace-gzip writes trace.json.gz holding the same JSO
   }
   CHECK(dcn);
 }
+
+TEST_CASE("gzip: round trip over several chunks; truncated or corrupt input is refused", "[trace]") {
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += std::to_string(i * 2654435761u) + ",";   // ~400 kB: several 64 KiB chunks
+  const std::string zipped = podsim::gzip_compress(text);
+  CHECK(podsim::gzip_decompress(zipped) == text);
+  CHECK(podsim::gzip_decompress(podsim::gzip_compress("")).empty());
+  CHECK_THROWS_WITH(podsim::gzip_decompress(zipped.substr(0, zipped.size() / 2)), "gzip: truncated input");
+  std::string corrupt = zipped;
+  corrupt[corrupt.size() / 2] ^= 0x55;
+  corrupt[corrupt.size() / 2 + 1] ^= 0x55;
+  CHECK_THROWS_WITH(podsim::gzip_decompress(corrupt), Catch::Matchers::StartsWith("gzip: "));
+}

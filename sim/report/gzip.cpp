@@ -12,19 +12,17 @@ namespace {
 constexpr int kGzipWindowBits = 15 + 16;
 constexpr size_t kChunkBytes = 1 << 16;
 
-}  // namespace
-
-std::string gzip_compress(const std::string& data) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw std::runtime_error("gzip: deflateInit2 failed");
+// Runs a zlib stream over `data` in chunks: `step(z, input_left)` deflates or inflates what
+// the stream holds (feeding at most 1 GiB at a time: avail_in is 32-bit) and returns zlib's
+// status, or throws after ending the stream; the output gathers until Z_STREAM_END.
+template <class Step>
+std::string run_stream(z_stream& z, const std::string& data, Step step) {
   std::string out;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   size_t left = data.size();
   int status = Z_OK;
   char buffer[kChunkBytes];
   while (status != Z_STREAM_END) {
-    // avail_in is 32-bit: feed at most 1 GiB at a time.
     if (z.avail_in == 0 && left > 0) {
       const size_t take = std::min<size_t>(left, size_t(1) << 30);
       z.avail_in = static_cast<uInt>(take);
@@ -32,13 +30,26 @@ std::string gzip_compress(const std::string& data) {
     }
     z.next_out = reinterpret_cast<Bytef*>(buffer);
     z.avail_out = kChunkBytes;
-    status = deflate(&z, left == 0 ? Z_FINISH : Z_NO_FLUSH);
-    if (status == Z_STREAM_ERROR) {
-      deflateEnd(&z);
-      throw std::runtime_error("gzip: deflate failed");
-    }
+    status = step(z, left);
     out.append(buffer, kChunkBytes - z.avail_out);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string gzip_compress(const std::string& data) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("gzip: deflateInit2 failed");
+  std::string out = run_stream(z, data, [](z_stream& s, size_t left) {
+    const int status = deflate(&s, left == 0 ? Z_FINISH : Z_NO_FLUSH);
+    if (status == Z_STREAM_ERROR) {
+      deflateEnd(&s);
+      throw std::runtime_error("gzip: deflate failed");
+    }
+    return status;
+  });
   deflateEnd(&z);
   return out;
 }
@@ -46,30 +57,18 @@ std::string gzip_compress(const std::string& data) {
 std::string gzip_decompress(const std::string& data) {
   z_stream z{};
   if (inflateInit2(&z, kGzipWindowBits) != Z_OK) throw std::runtime_error("gzip: inflateInit2 failed");
-  std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  size_t left = data.size();
-  int status = Z_OK;
-  char buffer[kChunkBytes];
-  while (status != Z_STREAM_END) {
-    if (z.avail_in == 0) {
-      if (left == 0) {
-        inflateEnd(&z);
-        throw std::runtime_error("gzip: truncated input");
-      }
-      const size_t take = std::min<size_t>(left, size_t(1) << 30);
-      z.avail_in = static_cast<uInt>(take);
-      left -= take;
+  std::string out = run_stream(z, data, [](z_stream& s, size_t left) {
+    const int status = inflate(&s, Z_NO_FLUSH);
+    if (status == Z_BUF_ERROR && s.avail_in == 0 && left == 0) {
+      inflateEnd(&s);
+      throw std::runtime_error("gzip: truncated input");
     }
-    z.next_out = reinterpret_cast<Bytef*>(buffer);
-    z.avail_out = kChunkBytes;
-    status = inflate(&z, Z_NO_FLUSH);
     if (status != Z_OK && status != Z_STREAM_END) {
-      inflateEnd(&z);
+      inflateEnd(&s);
       throw std::runtime_error("gzip: corrupt input");
     }
-    out.append(buffer, kChunkBytes - z.avail_out);
-  }
+    return status;
+  });
   inflateEnd(&z);
   return out;
 }
