@@ -389,13 +389,12 @@ TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][m
         "  routing: {distribution: zipf}\n";
     require_error(text, "workload.routing", "{distribution: zipf}", "routing:");
   }
-  SECTION("collective matmuls, which whole-step pricing cannot shift by attention") {
-    const std::string text = kServing + "  collective_matmul: true\n";
-    require_error(text, "workload.collective_matmul", "true", "collective_matmul:");
-    CHECK(contains(expected_of(text), "collective matmuls are not modelled when serving a mixture-of-experts model"));
+  SECTION("collective matmuls load: whole-step pricing replays the steps it cannot shift by attention") {
+    CHECK(load_scenario_text(kServing + "  collective_matmul: true\n", kScenarioFile).serving().generate.collective_matmul);
     const std::string split = kServing + "  policy: disaggregated\n  prefill: {servers: 1, collective_matmul: true}\n";
-    require_error(split, "workload.prefill.collective_matmul", "true", "prefill:");
-    CHECK(load_scenario_text(kServing + "  collective_matmul: false\n", kScenarioFile).serving().config.slots % 2 == 0);
+    const Scenario disaggregated = load_scenario_text(split, kScenarioFile);
+    CHECK(disaggregated.serving().prefill.collective_matmul);
+    CHECK_FALSE(disaggregated.serving().generate.collective_matmul);
   }
   SECTION("slots are a multiple of the expert-parallel groups (each holds its share of the caches)") {
     const Scenario s = load_scenario_text(kServing, kScenarioFile);

@@ -105,19 +105,6 @@ int servers_in(int slices, int replicas, const Field& where, const std::string& 
   return slices * replicas;
 }
 
-// Where serving prices steps whole, collective matmuls are refused at the key that asks for them.
-// The cost model prices them exactly (serving_whole_steps.cpp: each attention half must outlast
-// the traffic beside it for the shift, else the step is replayed at its own context), but at
-// serving's decode batches the halves rarely outlast the gather beside them, so nearly every
-// step would be a replay: hours for a shipped scenario (docs/modelling.md, "Serving
-// mixture-of-experts models").
-void reject_whole_step_overlap(const std::optional<Field>& field, const InferencePlan& plan, const TransformerSpec& model) {
-  if (field && serving_prices_whole_steps(model) && !whole_step_attention_shift_holds(model, plan))
-    fail(*field, "collective matmuls are not modelled when serving a mixture-of-experts model (" + model.name +
-                     "'s steps are priced whole: beside collective matmuls nearly every decode step would be "
-                     "replayed at its own context, about a second each); expected false");
-}
-
 // Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
 // request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
@@ -268,7 +255,6 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
                                                 w.prefill_replicas_per_slice);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
       if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
-      reject_whole_step_overlap(p.optional("collective_matmul"), w.prefill, w.model);
     }
     // A prefill server holds the weights and the caches of the prompts it is prefilling.
     int longest = 0;
@@ -301,7 +287,6 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   parse_inference_numerics(reader, topology.chip, w.generate);
   w.generate_topology = server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice);
   if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
-  reject_whole_step_overlap(reader.optional("collective_matmul"), w.generate, w.model);
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
   ServingConfig& c = w.config;
