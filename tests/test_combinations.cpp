@@ -16,6 +16,7 @@
 
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
+#include "sim/engine/serving_costs.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/training.hpp"
@@ -670,6 +671,73 @@ workload:
     CHECK(r.first_token_s > r.prefill_start_s);
     CHECK(r.end_s > r.first_token_s);
   }
+}
+
+TEST_CASE("combinations: a 2D weight-stationary server prices a step as the inference step at its batch padded to "
+          "the D axes",
+          "[combinations][serving]") {
+  // LLaMA-3 8B cut to 4 layers on a v5e 4x2, D over X (4 chips), heads over Y. A step's batch
+  // is padded up to a multiple of 4 (2D attention gives each D shard its quarter of the
+  // sequences); a padding row passes through the weights as a real one and attends over no
+  // cache. So a prefill of 3 prompts costs kind: inference's prefill of 4, a decode step of 8
+  // sequences kind: inference's decode of 8, and one of 5 the decode of 8 at 5 sequences'
+  // context.
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: serving
+  model: {preset: llama3-8b, layers: 4}
+  parallelism: {model: [Y], model_d: [X]}
+  requests:
+    poisson: {rate: "4 /s", count: 6, prompt_tokens: 256, output_tokens: 8, seed: 1}
+)";
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  const ServingWorkload& w = s.serving();
+  REQUIRE(w.generate.d_axes == std::vector<int>{0});
+  REQUIRE(w.generate.model_axes == std::vector<int>{1});
+  // The slots: a multiple of the 4 D shards, each chip holding weights / 8 and its shard's
+  // caches over its half of the heads, within its HBM.
+  CHECK(w.hbm_slots % 4 == 0);
+  const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
+  const double per_chip = param_count(w.model) * w.generate.weight_bytes / 8 + w.hbm_slots / 4.0 * w.max_context * kv / 2;
+  CHECK(per_chip <= w.generate_topology.chip.hbm_bytes);
+  CHECK(per_chip + 4 / 4.0 * w.max_context * kv / 2 > w.generate_topology.chip.hbm_bytes);   // 4 more do not fit
+
+  ServerRole role;
+  role.topology = w.generate_topology;
+  role.plan = w.generate;
+  role.model_degree = model_parallel_degree(role.plan, role.topology);
+  ServingCostModel costs(w.model, role, role, {});
+  ServingConfig config = w.config;
+  config.slots = 8;
+  costs.prepare(config, w.requests, true);
+  REQUIRE(costs.whole_steps());
+  auto inference_s = [&](InferencePhase phase, int batch, int length) {
+    InferencePlan plan = w.generate;
+    plan.phase = phase;
+    plan.batch = batch;
+    (phase == InferencePhase::Prefill ? plan.prompt_length : plan.context_length) = length;
+    InferenceLayout layout;
+    return run_program(role.topology, {}, inference_program(w.model, plan, role.topology, layout), {}).total_time_s;
+  };
+  const double prefill_4 = inference_s(InferencePhase::Prefill, 4, 256);
+  CHECK(costs.prefill_s(3, 256, 0) == Approx(prefill_4).epsilon(1e-9));
+  CHECK(costs.prefill_s(4, 256, 0) == Approx(prefill_4).epsilon(1e-9));
+  CHECK(costs.prefill_s(5, 256, 0) > prefill_4 * 1.01);   // padded to 8
+  const double decode_8 = inference_s(InferencePhase::Decode, 8, 260);
+  CHECK(costs.decode_s(8, 8 * 260.0) == Approx(decode_8).epsilon(1e-9));
+  CHECK(costs.decode_s(5, 5 * 260.0) == Approx(costs.decode_s(8, 5 * 260.0)).epsilon(1e-12));
+  CHECK(costs.decode_s(5, 5 * 260.0) < decode_8);   // the padding attends over nothing
+  CHECK(costs.decode_s(4, 5 * 260.0) < costs.decode_s(5, 5 * 260.0));
+
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 6);
+  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
 }
 
 // --- The table cites what exists --------------------------------------------------------------

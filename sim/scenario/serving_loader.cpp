@@ -48,6 +48,7 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
   for (size_t a = 0; a < topology.axes.size(); ++a) all.push_back(static_cast<int>(a));
   plan.model_axes = all;
   plan.expert_axes.clear();
+  plan.d_axes.clear();
   plan.replica_axes.clear();
   replicas = 1;
   if (!parallelism) return topology;
@@ -57,10 +58,9 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
     fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("context"),
          "context parallelism is modelled for kind: inference prefill, not serving yet (a server's prefill steps "
          "share one cost table); expected no context axis");
-  if (!axes.model_d.empty())
-    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
-         "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "
-         "parallelism.model only");
+  // 2D weight-stationary: D over these axes, F (or heads) over the model axes; the cost model
+  // pads each step's batch to a multiple of the D axes' chips (serving_costs.hpp).
+  plan.d_axes = axes.model_d;
   auto listed = [](const std::vector<int>& list, int a) { return std::find(list.begin(), list.end(), a) != list.end(); };
   if (axes.model_given) {
     plan.model_axes = axes.model;
@@ -69,9 +69,11 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
     for (int a : all)
       if (!listed(axes.expert, a) && !listed(axes.replica, a)) plan.model_axes.push_back(a);
   }
-  if (plan.model_axes.size() + plan.expert_axes.size() + axes.replica.size() != all.size() || plan.model_axes.empty())
+  if (plan.model_axes.size() + plan.expert_axes.size() + plan.d_axes.size() + axes.replica.size() != all.size() ||
+      plan.model_axes.empty())
     fail(*parallelism, "a server is one model replica; expected parallelism.model to list every mesh axis (" +
                            axis_names(topology.axes) + ") not in parallelism.expert" +
+                           (plan.d_axes.empty() ? "" : ", parallelism.model_d") +
                            " or parallelism.replica (replicas inside the slice), each once, and at least one");
   if (axes.replica.empty()) return topology;
   const Field replica_field = MapReader(*parallelism, SchemaMap::ModelParallelism).required("replica");
@@ -91,6 +93,7 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
   };
   renumber(plan.model_axes);
   renumber(plan.expert_axes);
+  renumber(plan.d_axes);
   return sub_mesh(topology, kept);
 }
 
@@ -218,7 +221,11 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
   // A server never decodes more sequences than there can be requests.
   // With expert parallelism each group holds its share of the caches (data-parallel attention),
   // so the slots are a multiple of the groups: EP x floor(per group), as kind: inference counts.
-  const int groups = expert_parallel_degree(w.generate, server);
+  // Under 2D weight-stationary sharding each D shard holds the caches of its 1/X of the
+  // sequences, their heads over the model axes: a chip holds weights / N + (slots / X) x
+  // context x kv / YZ, the whole slice's sum in even shares, so the slots are a multiple of X
+  // (and a padded batch never needs more caches than the slots hold).
+  const int groups = expert_parallel_degree(w.generate, server) * d_batch_degree(w.model, w.generate, server);
   const double fit = groups * std::floor((hbm - weights) / groups / (w.max_context * kv_per_token));
   w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
@@ -278,14 +285,18 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
                                    "prefill slices");
     const TopologySpec& prefill_server = w.prefill_server_topology;
     const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
-    // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int.
+    // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int. Under 2D
+    // weight-stationary sharding the batch is padded to a multiple of the D axes' chips, each
+    // padding prompt's cache written as a real one's.
+    const int x = d_batch_degree(w.model, w.prefill, prefill_server);
+    const int64_t prompts = (static_cast<int64_t>(c.prefill_batch) + x - 1) / x * x;
     const double need = server_weight_bytes(w.model, w.prefill, prefill_server) +
-                        static_cast<double>(c.prefill_batch) * longest * kv_per_token;
+                        static_cast<double>(prompts) * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
-           "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +
-               " prompts of " + std::to_string(longest) + " tokens, more than its " + human_bytes(prefill_hbm) +
-               " of HBM");
+           "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(prompts) +
+               " prompts of " + std::to_string(longest) + " tokens" + (prompts > c.prefill_batch ? " (padded)" : "") +
+               ", more than its " + human_bytes(prefill_hbm) + " of HBM");
   }
 }
 
