@@ -1144,6 +1144,48 @@ workload:
   CHECK(s.serving().config.slots == 10000000);
 }
 
+TEST_CASE("serving: 2D weight-stationary servers load, their slots a multiple of the D axes' chips",
+          "[scenario][serving]") {
+  const std::string base = R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2, Y: 2, Z: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  weights: int8
+  kv_cache: int8
+  parallelism: {model: [Z], model_d: [Y], replica: [X]}
+  requests:
+    poisson: {rate: "1 /s", count: 4, prompt_tokens: 512, output_tokens: 64}
+)";
+  SECTION("beside replicas: the axes renumbered onto a replica's sub-mesh") {
+    const auto s = load_scenario_text(base, kFile);
+    CHECK(s.serving().replicas_per_slice == 2);
+    CHECK(s.serving().generate.d_axes == std::vector<int>{0});
+    CHECK(s.serving().generate.model_axes == std::vector<int>{1});
+    CHECK(s.serving().hbm_slots % 2 == 0);
+    CHECK(s.serving().hbm_slots > 0);
+  }
+  SECTION("an axis in none of model, model_d, expert and replica") {
+    const auto text = with("{model: [Z], model_d: [Y], replica: [X]}", "{model: [Z], model_d: [Y]}", base);
+    const podsim::InputError error = podsim_test::error_from(text);
+    CHECK(std::string(error.what()).find("not in parallelism.expert, parallelism.model_d or parallelism.replica") !=
+          std::string::npos);
+    CHECK(error.key() == "workload.parallelism");
+  }
+  SECTION("without model axes") {
+    const auto text = with("{model: [Z], model_d: [Y], replica: [X]}", "{model_d: [Y], replica: [X]}", base);
+    require_error(text, "workload.parallelism.model_d", "[Y]", "  parallelism:");
+  }
+  SECTION("context parallelism on a server stays refused, at its key") {
+    const auto text = with("{model: [Z], model_d: [Y], replica: [X]}", "{model: [Z, Y], context: X}", base);
+    require_error(text, "workload.parallelism.context", "X", "  parallelism:");
+    CHECK(std::string(podsim_test::error_from(text).what())
+              .find("context parallelism is modelled for kind: inference prefill, not serving yet (a server's "
+                    "prefill steps share one cost table); expected no context axis") != std::string::npos);
+  }
+}
+
 // ---- Mixture-of-experts models (issue 11): loaded and checked, not yet simulated ----
 
 namespace {

@@ -1,5 +1,7 @@
 // Serving step costs priced by whole steps, for models the layer shortcut cannot price
-// (serving_costs.hpp): mixture-of-experts models and models without attention.
+// (serving_costs.hpp): mixture-of-experts models and models without attention, and for servers
+// under 2D weight-stationary sharding (their batches padded to a multiple of the D axes' chips;
+// their attention ops checked one by one, below).
 //
 // A prefill shape is replayed as it is: inference_step_program of the shape, its tokens split
 // evenly over the expert-parallel groups (each group attends for its share of the chunk's rows,
