@@ -740,6 +740,65 @@ workload:
   for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
 }
 
+TEST_CASE("combinations: a context-parallel prefill server prices a prefill as kind: inference's context-parallel "
+          "prefill",
+          "[combinations][serving]") {
+  // Disaggregated LLaMA-3 8B (4 layers) on v5e 4x4 slices: the prefill servers split each
+  // prompt over X (ring attention, CP = 4) with the weights over Y; the generate servers use
+  // both axes for the weights. A prefill step of 2 prompts of 512 tokens costs kind:
+  // inference's context-parallel prefill of the same (the same program, replayed whole); every
+  // request is served, its cache moved from the 16 chips it is spread over.
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: {preset: llama3-8b, layers: 4}
+  policy: disaggregated
+  prefill: {parallelism: {model: [Y], context: X}}
+  prefill_batch: 2
+  requests:
+    poisson: {rate: "4 /s", count: 6, prompt_tokens: [300, 512], output_tokens: 8, seed: 1}
+)";
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  const ServingWorkload& w = s.serving();
+  REQUIRE(w.prefill.context_axis == 0);
+  auto role_of = [](const TopologySpec& topology, const InferencePlan& plan) {
+    ServerRole r;
+    r.topology = topology;
+    r.plan = plan;
+    r.model_degree = model_parallel_degree(plan, topology);
+    return r;
+  };
+  ServingCostModel costs(w.model, role_of(w.prefill_server_topology, w.prefill),
+                         role_of(w.generate_topology, w.generate), {});
+  InferencePlan plan = w.prefill;
+  plan.phase = InferencePhase::Prefill;
+  plan.batch = 2;
+  plan.prompt_length = 512;
+  InferenceLayout layout;
+  const double inference =
+      run_program(w.prefill_server_topology, {}, inference_program(w.model, plan, w.prefill_server_topology, layout), {})
+          .total_time_s;
+  CHECK(costs.prefill_s(2, 512, 0) == Approx(inference).epsilon(1e-9));
+  // The ring is there: the same prefill without the context axis (the weights over Y, X idle)
+  // does 4 times the work per chip.
+  InferencePlan flat = plan;
+  flat.context_axis = -1;
+  const double flat_s =
+      run_program(w.prefill_server_topology, {}, inference_program(w.model, flat, w.prefill_server_topology, layout), {})
+          .total_time_s;
+  CHECK(inference < flat_s / 2);
+
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 6);
+  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+}
+
 // --- The table cites what exists --------------------------------------------------------------
 
 TEST_CASE("combinations: every test the docs' combination table cites exists", "[combinations][docs]") {

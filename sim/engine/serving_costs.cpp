@@ -278,6 +278,7 @@ ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole pref
   decode_multiple_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology) *
                      d_batch_degree(model_, generate_role_.plan, generate_role_.topology);
   prefill_multiple_ = d_batch_degree(model_, prefill_role_.plan, prefill_role_.topology);
+  prefill_whole_ = whole_steps_ || prefill_role_.plan.context_axis >= 0;
   pads_2d_ = prefill_multiple_ > 1 || d_batch_degree(model_, generate_role_.plan, generate_role_.topology) > 1;
   for (ServerRole* role : {&prefill_role_, &generate_role_})
     role->kv_batch_axes = kv_batch_axes(model_, role->plan, role->topology);
@@ -287,7 +288,7 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   const PrefillShape key{batch, chunk, offset};
   if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
   const auto wall_start = std::chrono::steady_clock::now();
-  if (whole_steps_) {
+  if (prefill_whole_) {
     const double seconds = whole_prefill_s(batch, chunk, offset);
     wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return prefill_[key] = seconds;

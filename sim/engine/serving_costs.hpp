@@ -41,6 +41,10 @@
 // slot as a real one would); a decode step's attention is three ops (projections, scores,
 // output projection), whose shares of the layer's attention change with the context, so each
 // must outlast its own stagger, checked op by op at the step's context and the reference's.
+//
+// A context-parallel prefill server (disaggregated) prices its prefill steps whole as well: each
+// shape replayed as kind: inference's context-parallel prefill of that shape (ring attention
+// over the context axis); its generate servers keep their own pricing.
 #include <map>
 #include <memory>
 #include <tuple>
@@ -122,6 +126,9 @@ class ServingCostModel {
   int decode_multiple_ = 1;
   int prefill_multiple_ = 1;
   bool pads_2d_ = false;
+  // Prefill steps priced whole: beside whole_steps_, a context-parallel prefill server's (its
+  // ring attention is no Megatron block of the layer shortcut).
+  bool prefill_whole_ = false;
   double reference_context_ = 0;     // tokens per sequence the decode steps are replayed at
   struct WholeDecode {
     double reference_s = 0;   // the step with every sequence at the reference context
