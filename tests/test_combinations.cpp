@@ -16,6 +16,7 @@
 
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/run.hpp"
+#include "sim/engine/serving_costs.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/training.hpp"
@@ -670,6 +671,184 @@ workload:
     CHECK(r.first_token_s > r.prefill_start_s);
     CHECK(r.end_s > r.first_token_s);
   }
+}
+
+TEST_CASE("combinations: a 2D weight-stationary server prices a step as the inference step at its batch padded to "
+          "the D axes",
+          "[combinations][serving]") {
+  // LLaMA-3 8B cut to 4 layers on a v5e 4x2, D over X (4 chips), heads over Y. A step's batch
+  // is padded up to a multiple of 4 (2D attention gives each D shard its quarter of the
+  // sequences); a padding row passes through the weights as a real one and attends over no
+  // cache. So a prefill of 3 prompts costs kind: inference's prefill of 4, a decode step of 8
+  // sequences kind: inference's decode of 8, and one of 5 the decode of 8 at 5 sequences'
+  // context.
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 2}}
+workload:
+  kind: serving
+  model: {preset: llama3-8b, layers: 4}
+  parallelism: {model: [Y], model_d: [X]}
+  requests:
+    poisson: {rate: "4 /s", count: 6, prompt_tokens: 256, output_tokens: 8, seed: 1}
+)";
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  const ServingWorkload& w = s.serving();
+  REQUIRE(w.generate.d_axes == std::vector<int>{0});
+  REQUIRE(w.generate.model_axes == std::vector<int>{1});
+  // The slots: a multiple of the 4 D shards, each chip holding weights / 8 and its shard's
+  // caches over its half of the heads, within its HBM.
+  CHECK(w.hbm_slots % 4 == 0);
+  const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
+  const double per_chip = param_count(w.model) * w.generate.weight_bytes / 8 + w.hbm_slots / 4.0 * w.max_context * kv / 2;
+  CHECK(per_chip <= w.generate_topology.chip.hbm_bytes);
+  CHECK(per_chip + 4 / 4.0 * w.max_context * kv / 2 > w.generate_topology.chip.hbm_bytes);   // 4 more do not fit
+
+  ServerRole role;
+  role.topology = w.generate_topology;
+  role.plan = w.generate;
+  role.model_degree = model_parallel_degree(role.plan, role.topology);
+  ServingCostModel costs(w.model, role, role, {});
+  ServingConfig config = w.config;
+  config.slots = 8;
+  costs.prepare(config, w.requests, true);
+  REQUIRE(costs.whole_steps());
+  auto inference_s = [&](InferencePhase phase, int batch, int length) {
+    InferencePlan plan = w.generate;
+    plan.phase = phase;
+    plan.batch = batch;
+    (phase == InferencePhase::Prefill ? plan.prompt_length : plan.context_length) = length;
+    InferenceLayout layout;
+    return run_program(role.topology, {}, inference_program(w.model, plan, role.topology, layout), {}).total_time_s;
+  };
+  const double prefill_4 = inference_s(InferencePhase::Prefill, 4, 256);
+  CHECK(costs.prefill_s(3, 256, 0) == Approx(prefill_4).epsilon(1e-9));
+  CHECK(costs.prefill_s(4, 256, 0) == Approx(prefill_4).epsilon(1e-9));
+  CHECK(costs.prefill_s(5, 256, 0) > prefill_4 * 1.01);   // padded to 8
+  const double decode_8 = inference_s(InferencePhase::Decode, 8, 260);
+  CHECK(costs.decode_s(8, 8 * 260.0) == Approx(decode_8).epsilon(1e-9));
+  CHECK(costs.decode_s(5, 5 * 260.0) == Approx(costs.decode_s(8, 5 * 260.0)).epsilon(1e-12));
+  CHECK(costs.decode_s(5, 5 * 260.0) < decode_8);   // the padding attends over nothing
+  CHECK(costs.decode_s(4, 5 * 260.0) < costs.decode_s(5, 5 * 260.0));
+
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 6);
+  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+}
+
+TEST_CASE("combinations: a disaggregated 2D weight-stationary generate server takes each cache over its D shard's "
+          "chips",
+          "[combinations][serving]") {
+  // A request's cache on a 2D server lies on the chips of its D shard (heads over Y, the shard
+  // one X position): 4 of the 16 chips of a v5e 4x4, so those 4 receive it, each a quarter,
+  // where a 1D server's 16 chips take a sixteenth each: 4 times the bytes a chip, so at least 4
+  // times as long. (Measured 10.24 times: 1.342 ms against 0.131 ms. The 4 holders share one
+  // host's NIC, 33.5 MB at 25 GB/s, where the 1D transfer's 16 chips move 256 GB/s, above their
+  // two hosts' NICs: the DCN model's host accounting is not examined here.)
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: {preset: llama3-8b, layers: 4}
+  policy: disaggregated
+  parallelism: {model: [Y], model_d: [X]}
+  prefill: {parallelism: {model: [X, Y]}}
+  requests:
+    poisson: {rate: "4 /s", count: 6, prompt_tokens: 2048, output_tokens: 8, seed: 1}
+)";
+  auto transfer_s = [](const std::string& yaml) {
+    const Scenario s = load_scenario_text(yaml, podsim_test::kScenarioFile);
+    const ServingWorkload& w = s.serving();
+    auto role_of = [](const TopologySpec& topology, const InferencePlan& plan) {
+      ServerRole r;
+      r.topology = topology;
+      r.plan = plan;
+      r.model_degree = model_parallel_degree(plan, topology);
+      return r;
+    };
+    ServingCostModel costs(w.model, role_of(w.prefill_server_topology, w.prefill),
+                           role_of(w.generate_topology, w.generate), {});
+    costs.prepare(w.config, w.requests, false);
+    return costs.kv_transfer_s(2048);
+  };
+  const double two_d = transfer_s(text);
+  std::string one_d = text;
+  one_d.replace(one_d.find("{model: [Y], model_d: [X]}"), 26, "{model: [X, Y]}");
+  const double flat = transfer_s(one_d);
+  INFO("2D " << two_d << " s, 1D " << flat << " s");
+  CHECK(two_d >= 4 * flat * (1 - 1e-9));
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 6);
+  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+}
+
+TEST_CASE("combinations: a context-parallel prefill server prices a prefill as kind: inference's context-parallel "
+          "prefill",
+          "[combinations][serving]") {
+  // Disaggregated LLaMA-3 8B (4 layers) on v5e 4x4 slices: the prefill servers split each
+  // prompt over X (ring attention, CP = 4) with the weights over Y; the generate servers use
+  // both axes for the weights. A prefill step of 2 prompts of 512 tokens costs kind:
+  // inference's context-parallel prefill of the same (the same program, replayed whole); every
+  // request is served, its cache moved from the 16 chips it is spread over.
+  const std::string text = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: {preset: llama3-8b, layers: 4}
+  policy: disaggregated
+  prefill: {parallelism: {model: [Y], context: X}}
+  prefill_batch: 2
+  requests:
+    poisson: {rate: "4 /s", count: 6, prompt_tokens: [300, 512], output_tokens: 8, seed: 1}
+)";
+  const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
+  const ServingWorkload& w = s.serving();
+  REQUIRE(w.prefill.context_axis == 0);
+  auto role_of = [](const TopologySpec& topology, const InferencePlan& plan) {
+    ServerRole r;
+    r.topology = topology;
+    r.plan = plan;
+    r.model_degree = model_parallel_degree(plan, topology);
+    return r;
+  };
+  ServingCostModel costs(w.model, role_of(w.prefill_server_topology, w.prefill),
+                         role_of(w.generate_topology, w.generate), {});
+  InferencePlan plan = w.prefill;
+  plan.phase = InferencePhase::Prefill;
+  plan.batch = 2;
+  plan.prompt_length = 512;
+  InferenceLayout layout;
+  const double inference =
+      run_program(w.prefill_server_topology, {}, inference_program(w.model, plan, w.prefill_server_topology, layout), {})
+          .total_time_s;
+  CHECK(costs.prefill_s(2, 512, 0) == Approx(inference).epsilon(1e-9));
+  // The ring is there: the same prefill without the context axis (the weights over Y, X idle)
+  // does 4 times the work per chip.
+  InferencePlan flat = plan;
+  flat.context_axis = -1;
+  const double flat_s =
+      run_program(w.prefill_server_topology, {}, inference_program(w.model, flat, w.prefill_server_topology, layout), {})
+          .total_time_s;
+  CHECK(inference < flat_s / 2);
+
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  REQUIRE(records.requests.size() == 6);
+  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
 }
 
 // --- The table cites what exists --------------------------------------------------------------

@@ -1144,6 +1144,94 @@ workload:
   CHECK(s.serving().config.slots == 10000000);
 }
 
+TEST_CASE("serving: 2D weight-stationary servers load, their slots a multiple of the D axes' chips",
+          "[scenario][serving]") {
+  const std::string base = R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 2, Y: 2, Z: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  weights: int8
+  kv_cache: int8
+  parallelism: {model: [Z], model_d: [Y], replica: [X]}
+  requests:
+    poisson: {rate: "1 /s", count: 4, prompt_tokens: 512, output_tokens: 64}
+)";
+  SECTION("beside replicas: the axes renumbered onto a replica's sub-mesh") {
+    const auto s = load_scenario_text(base, kFile);
+    CHECK(s.serving().replicas_per_slice == 2);
+    CHECK(s.serving().generate.d_axes == std::vector<int>{0});
+    CHECK(s.serving().generate.model_axes == std::vector<int>{1});
+    CHECK(s.serving().hbm_slots % 2 == 0);
+    CHECK(s.serving().hbm_slots > 0);
+  }
+  SECTION("an axis in none of model, model_d, expert and replica") {
+    const auto text = with("{model: [Z], model_d: [Y], replica: [X]}", "{model: [Z], model_d: [Y]}", base);
+    const podsim::InputError error = podsim_test::error_from(text);
+    CHECK(std::string(error.what()).find("not in parallelism.expert, parallelism.model_d or parallelism.replica") !=
+          std::string::npos);
+    CHECK(error.key() == "workload.parallelism");
+  }
+  SECTION("without model axes") {
+    const auto text = with("{model: [Z], model_d: [Y], replica: [X]}", "{model_d: [Y], replica: [X]}", base);
+    require_error(text, "workload.parallelism.model_d", "[Y]", "  parallelism:");
+  }
+}
+
+TEST_CASE("serving: context parallelism on disaggregated prefill servers loads, elsewhere a located refusal",
+          "[scenario][serving][combinations]") {
+  const std::string base = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: serving
+  model: llama3-8b
+  weights: int8
+  kv_cache: int8
+  policy: disaggregated
+  prefill: {parallelism: {model: [Y], context: X}}
+  requests:
+    poisson: {rate: "1 /s", count: 4, prompt_tokens: [512, 2048], output_tokens: 64}
+)";
+  const std::string refusal =
+      "context parallelism splits a prompt's tokens, so it runs on the prefill servers of policy: disaggregated "
+      "(prefill: {parallelism: {context: ...}}); a decode step has one new token per sequence, nothing for a ring to "
+      "split (sharding the cache by sequence is not modelled); expected no context axis here";
+  SECTION("on the prefill servers: the context axis and the model axes") {
+    const auto s = load_scenario_text(base, kFile);
+    CHECK(s.serving().prefill.context_axis == 0);
+    CHECK(s.serving().prefill.model_axes == std::vector<int>{1});
+    CHECK(s.serving().generate.context_axis == -1);
+  }
+  SECTION("on the generate servers") {
+    const auto text = with("  prefill: {parallelism: {model: [Y], context: X}}\n",
+                           "  parallelism: {model: [Y], context: X}\n", base);
+    require_error(text, "workload.parallelism.context", "X", "  parallelism:");
+    CHECK(std::string(podsim_test::error_from(text).what()).find(refusal) != std::string::npos);
+  }
+  SECTION("on colocated servers") {
+    const auto text = with("  policy: disaggregated\n  prefill: {parallelism: {model: [Y], context: X}}\n",
+                           "  policy: continuous\n  parallelism: {model: [Y], context: X}\n", base);
+    require_error(text, "workload.parallelism.context", "X", "  parallelism:");
+    CHECK(std::string(podsim_test::error_from(text).what()).find(refusal) != std::string::npos);
+  }
+  SECTION("the weights once per context chip: LLaMA-3 70B's do not fit four times over") {
+    const auto text = with("model: llama3-8b", "model: llama3-70b", base);
+    require_error(text, "workload.prefill", "{parallelism: {model: [Y], context: X}}", "  prefill:");
+  }
+  SECTION("a prompt bucket that does not split into 2 x CP chunks") {
+    const auto text = with("  policy: disaggregated\n", "  policy: disaggregated\n  prompt_buckets: [512, 2052]\n", base);
+    require_error(text, "workload.prefill.parallelism.context", "X", "  prefill:");
+  }
+  SECTION("a prompt longer than the largest bucket (chunked after a cached prefix)") {
+    const auto text = with("  policy: disaggregated\n", "  policy: disaggregated\n  prompt_buckets: [512, 1024]\n", base);
+    require_error(text, "workload.prefill.parallelism.context", "X", "  prefill:");
+    CHECK(std::string(podsim_test::error_from(text).what()).find("prefilled in chunks after the largest bucket") !=
+          std::string::npos);
+  }
+}
+
 // ---- Mixture-of-experts models (issue 11): loaded and checked, not yet simulated ----
 
 namespace {

@@ -151,6 +151,22 @@ TEST_CASE("bad serving input: one clear message and exit 2", "[serving]") {
     CHECK(r.err.find("long.csv:3") != std::string::npos);
     CHECK(r.err.find("max_sequence_length") != std::string::npos);
   }
+  SECTION("context parallelism on a server") {
+    const auto r = run_text("context-server", serving_scenario("  parallelism: {model: [Y], context: X}\n", poisson));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("workload.parallelism.context") != std::string::npos);
+    CHECK(r.err.find("a decode step has one new token per sequence, nothing for a ring to split") !=
+          std::string::npos);
+  }
+  SECTION("2D weight-stationary sharding of an MoE server") {
+    std::string text = serving_scenario("  parallelism: {model: [Y], model_d: [X]}\n", poisson);
+    text.replace(text.find("llama3-70b"), 10, "mixtral-8x7b");
+    const auto r = run_text("model-d-moe-server", text);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("workload.parallelism.model_d") != std::string::npos);
+    CHECK(r.err.find("2D weight-stationary sharding of a mixture-of-experts model is not supported") !=
+          std::string::npos);
+  }
   SECTION("prefill settings on a colocated policy") {
     const auto r = run_text("prefill-colocated", serving_scenario("  prefill: {servers: 2}\n", poisson));
     CHECK(r.exit_code == 2);

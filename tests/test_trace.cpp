@@ -112,7 +112,7 @@ TEST_CASE("gzipped trace: --trace-gzip writes trace.json.gz holding the same JSO
   CHECK(dcn);
 }
 
-TEST_CASE("gzip: round trip over several chunks; truncated or corrupt input is refused", "[trace]") {
+TEST_CASE("gzip: round trip over several chunks, and truncated or corrupt input refused", "[trace]") {
   std::string text;
   for (int i = 0; i < 40000; ++i) text += std::to_string(i * 2654435761u) + ",";   // ~400 kB: several 64 KiB chunks
   const std::string zipped = podsim::gzip_compress(text);

@@ -145,6 +145,17 @@ bool serving_prices_whole_steps(const TransformerSpec& model) {
   return model.moe.has_value() || model.attention == AttentionKind::None;
 }
 
+bool serving_prices_whole_steps(const TransformerSpec& model, const InferencePlan& plan) {
+  return serving_prices_whole_steps(model) || !plan.d_axes.empty();
+}
+
+int d_batch_degree(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
+  if (model.attention == AttentionKind::None) return 1;
+  int x = 1;
+  for (int a : plan.d_axes) x *= topology.axes.at(a).size;
+  return x;
+}
+
 bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan) {
   return model.attention == AttentionKind::None || !plan.collective_matmul;
 }

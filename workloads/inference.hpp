@@ -79,6 +79,10 @@ int model_parallel_degree(const InferencePlan& plan, const TopologySpec& topolog
 int context_degree(const InferencePlan& plan, const TopologySpec& topology);
 // Chips the experts are split over: the product of the expert axes' sizes (1 without).
 int expert_parallel_degree(const InferencePlan& plan, const TopologySpec& topology);
+// The ways a step's batch splits under 2D weight-stationary sharding: 2D attention gives each
+// shard of the D axes its 1/X of the sequences (block_2d), so a step runs a multiple of X of
+// them; 1 without model_d, or for a model without attention (its MLPs split no sequences).
+int d_batch_degree(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology);
 
 // What one step pushes through the model: the rows through the weights and the context they
 // attend over. Decode of B sequences: B rows; a prefill chunk: B x chunk rows.
@@ -141,6 +145,9 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& pla
 // Serving prices a step of these models whole (sim/engine/serving_whole_steps.cpp): layers that
 // are not identical attention and dense MLP blocks (experts) or lack attention.
 bool serving_prices_whole_steps(const TransformerSpec& model);
+// ... and the steps of a server under 2D weight-stationary sharding, whose blocks are not the
+// Megatron blocks of the layer shortcut (block_2d: reductions over the D axes between parts).
+bool serving_prices_whole_steps(const TransformerSpec& model, const InferencePlan& plan);
 // Whole-step pricing moves a decode step by its attention's change in length, which holds where
 // attention is one link of the chained step: not beside collective matmuls.
 bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan);

@@ -1,11 +1,14 @@
 #include "sim/engine/serving_costs.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
 #include <set>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
+
+#include "topology/sub_mesh.hpp"
 
 namespace podsim {
 
@@ -212,15 +215,28 @@ std::vector<LayerComm> replay_until_settled(const TransformerSpec& model, const 
   return out;
 }
 
-// Each chip of the prefill slice sends its shard of the cache to its peer on a generate slice
-// over DCN (PCIe, NIC, switch); the smaller slice's hosts bound it.
+// The chips that hold one request's cache: under 2D weight-stationary sharding the chips of its
+// D shard (the sub-mesh of the other axes: its heads over the model axes; its NIC share kept),
+// else the whole slice (a context-parallel prefill's cache is spread over the context axis too).
+TopologySpec cache_holders(const ServerRole& role) {
+  if (role.plan.d_axes.empty()) return role.topology;
+  std::vector<int> kept;
+  for (int a = 0; a < static_cast<int>(role.topology.axes.size()); ++a)
+    if (std::find(role.plan.d_axes.begin(), role.plan.d_axes.end(), a) == role.plan.d_axes.end()) kept.push_back(a);
+  TopologySpec slice = role.topology;
+  slice.splits.clear();   // logical names only
+  return sub_mesh(slice, kept);
+}
+
+// Each chip holding the request's cache on the prefill slice sends its shard to its peer on a
+// generate slice over DCN (PCIe, NIC, switch); the side with fewer such chips bounds it.
 std::map<int, double> replay_kv_transfers(const TransformerSpec& model, const ServerRole& prefill,
                                           const ServerRole& generate, const std::set<int>& lengths,
                                           const SimulationSettings& settings, long long& count) {
   std::map<int, double> out;
   if (lengths.empty()) return out;
-  TopologySpec pair = prefill.topology.chips_per_slice() <= generate.topology.chips_per_slice() ? prefill.topology
-                                                                                                : generate.topology;
+  const TopologySpec sender = cache_holders(prefill), receiver = cache_holders(generate);
+  TopologySpec pair = sender.chips_per_slice() <= receiver.chips_per_slice() ? sender : receiver;
   pair.slices = 2;
   pair.splits.clear();
   const double per_token = kv_cache_bytes_per_token(model, prefill.plan.kv_bytes) / pair.chips_per_slice();
@@ -254,8 +270,14 @@ ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole pref
   // The layer shortcut prices a step as identical layers of an attention and a dense MLP block,
   // each between its Megatron collectives. An MoE model's layers differ and a model without
   // attention lacks a block: those are priced by whole steps (serving_whole_steps.cpp).
-  whole_steps_ = serving_prices_whole_steps(model_);
-  generate_groups_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology);
+  // So are a 2D weight-stationary server's (block_2d's parts and reductions over the D axes).
+  whole_steps_ = serving_prices_whole_steps(model_, prefill_role_.plan) ||
+                 serving_prices_whole_steps(model_, generate_role_.plan);
+  decode_multiple_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology) *
+                     d_batch_degree(model_, generate_role_.plan, generate_role_.topology);
+  prefill_multiple_ = d_batch_degree(model_, prefill_role_.plan, prefill_role_.topology);
+  prefill_whole_ = whole_steps_ || prefill_role_.plan.context_axis >= 0;
+  pads_2d_ = prefill_multiple_ > 1 || d_batch_degree(model_, generate_role_.plan, generate_role_.topology) > 1;
   for (ServerRole* role : {&prefill_role_, &generate_role_})
     role->kv_batch_axes = kv_batch_axes(model_, role->plan, role->topology);
 }
@@ -264,7 +286,7 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   const PrefillShape key{batch, chunk, offset};
   if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
   const auto wall_start = std::chrono::steady_clock::now();
-  if (whole_steps_) {
+  if (prefill_whole_) {
     const double seconds = whole_prefill_s(batch, chunk, offset);
     wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return prefill_[key] = seconds;

@@ -33,6 +33,18 @@
 // of the traffic before it (then no chip's traffic meets another's differently), which the
 // replay measures; a step whose attention is shorter is replayed at its own context.
 // test_serving_whole_steps.cpp checks both against whole-step replays at the real context.
+//
+// Servers under 2D weight-stationary sharding (model_d) are priced by whole steps too: their
+// blocks reduce over the D axes between their parts (block_2d), not the layer shortcut's
+// Megatron blocks. 2D attention splits a step's sequences over the D axes, so a step's batch is
+// padded up to a multiple of their X chips (static shapes: a padding row computes and reads its
+// slot as a real one would); a decode step's attention is three ops (projections, scores,
+// output projection), whose shares of the layer's attention change with the context, so each
+// must outlast its own stagger, checked op by op at the step's context and the reference's.
+//
+// A context-parallel prefill server (disaggregated) prices its prefill steps whole as well: each
+// shape replayed as kind: inference's context-parallel prefill of that shape (ring attention
+// over the context axis); its generate servers keep their own pricing.
 #include <map>
 #include <memory>
 #include <tuple>
@@ -77,6 +89,11 @@ class ServingCostModel {
   double kv_transfer_s(int tokens) const { return kv_transfer_.at(tokens); }
   StepCosts costs();
 
+  // Whole steps: a decode (prefill) step's batch is padded up to a multiple of this.
+  // True where a role's 2D attention pads batches (the summary then reports both multiples).
+  bool pads_2d_batches() const { return pads_2d_; }
+  int decode_batch_multiple() const { return decode_multiple_; }
+  int prefill_batch_multiple() const { return prefill_multiple_; }
   const CommTable& decode_comm() const { return decode_comm_; }
   size_t decode_shapes() const { return whole_steps_ ? decode_steps_.size() : decode_comm_.size(); }
   // Whole steps: decode steps whose attention was shorter than its stagger, replayed as they are.
@@ -93,7 +110,7 @@ class ServingCostModel {
   double whole_prefill_s(int batch, int chunk, int offset);
   void replay_whole_decode(int groups_rows);
   double whole_decode_s(int batch, double context_tokens);
-  int padded_groups(int batch) const { return (batch + generate_groups_ - 1) / generate_groups_; }
+  int padded_groups(int batch) const { return (batch + decode_multiple_ - 1) / decode_multiple_; }
 
   const TransformerSpec& model_;
   ServerRole prefill_role_, generate_role_;
@@ -101,17 +118,31 @@ class ServingCostModel {
   std::map<PrefillShape, double> prefill_;
   CommTable decode_comm_;
   std::map<int, double> kv_transfer_;
-  // Whole steps: rows per expert-parallel group -> the decode step at the reference context.
+  // Whole steps: padded batch / decode_multiple_ -> the decode step at the reference context.
   bool whole_steps_ = false;
-  int generate_groups_ = 1;          // expert-parallel groups of a generate server
+  // A decode batch is padded to a multiple of this: the expert-parallel groups times the D axes'
+  // chips (d_batch_degree) of a generate server; a prefill batch of prompts to the prefill
+  // server's D axes' chips.
+  int decode_multiple_ = 1;
+  int prefill_multiple_ = 1;
+  bool pads_2d_ = false;
+  // Prefill steps priced whole: beside whole_steps_, a context-parallel prefill server's (its
+  // ring attention is no Megatron block of the layer shortcut).
+  bool prefill_whole_ = false;
   double reference_context_ = 0;     // tokens per sequence the decode steps are replayed at
   struct WholeDecode {
     double reference_s = 0;   // the step with every sequence at the reference context
     double attention_s = 0;   // one chip's attention op in it (chip_step_compute)
     double stagger_s = 0;     // the longest any layer's attention must last for the shift to hold
+    // model_d: what each attention op (in program order) must last for the shift to hold, and
+    // whether the reference's own ops all do.
+    std::vector<double> op_need_s;
+    bool reference_outlasts = true;
   };
   std::map<int, WholeDecode> decode_steps_;
   long long decode_exact_replays_ = 0;
+  // Counts a decode step replayed at its own context; warns at the first (serving_whole_steps.cpp).
+  void note_exact_replay();
   long long collectives_replayed_ = 0;
   double wall_s_ = 0;
 };

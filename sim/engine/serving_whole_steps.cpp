@@ -1,5 +1,7 @@
 // Serving step costs priced by whole steps, for models the layer shortcut cannot price
-// (serving_costs.hpp): mixture-of-experts models and models without attention.
+// (serving_costs.hpp): mixture-of-experts models and models without attention, and for servers
+// under 2D weight-stationary sharding (their batches padded to a multiple of the D axes' chips;
+// their attention ops checked one by one, below).
 //
 // A prefill shape is replayed as it is: inference_step_program of the shape, its tokens split
 // evenly over the expert-parallel groups (each group attends for its share of the chunk's rows,
@@ -42,14 +44,14 @@ Program step_program(const TransformerSpec& model, const ServerRole& role, const
 
 bool is_attention(const ProgramOp& op) { return op.is(ProgramOpKind::Compute) && op.role == OpRole::Attention; }
 
-// stagger_l over the layers (above), from a replay's spans (every simulated chip; a reduced
-// replay's chips stand for the real ones with their times), as the layer's attention time it
-// asks for. The traffic an attention op must outlast is every collective that does not wait
-// for it: blocking, the collectives before it; under collective matmuls also the scatter beside
-// its second half. The attention ops form one chain, so an op waits for every attention op up
-// to the latest it waits for, and its traffic counts toward the next one. An op of a share of
-// the layer's attention (a collective matmul's half) must outlast its stagger on its own.
-double attention_stagger_s(const Program& program, const RunResult& run, double layer_attention_s) {
+// What each attention op must last for the shift to hold (stagger_l above, per op), from a
+// replay's spans (every simulated chip; a reduced replay's chips stand for the real ones with
+// their times): the last end of the traffic it must outlast on any chip minus its first start
+// on any chip. That traffic is every collective that does not wait for it: blocking, the
+// collectives before it; under collective matmuls also the scatter beside its second half.
+// The attention ops form one chain, so an op waits for every attention op up to the latest it
+// waits for, and its traffic counts toward the next one. Returns (op, need) in program order.
+std::vector<std::pair<int, double>> attention_needs_s(const Program& program, const RunResult& run) {
   std::vector<int> attention_ops;
   std::vector<int> next_attention(program.size(), -1);   // of a collective: the first it does not wait for
   {
@@ -77,10 +79,22 @@ double attention_stagger_s(const Program& program, const RunResult& run, double 
       if (!fresh) it->second = std::min(it->second, span.start_s);
     }
   }
-  double stagger = 0, traffic = 0;
+  std::vector<std::pair<int, double>> needs;
+  double traffic = 0;
   for (const auto& [op, start] : attention_start) {
     if (auto it = traffic_end.find(op); it != traffic_end.end()) traffic = std::max(traffic, it->second);
-    const double need = traffic - start;
+    needs.emplace_back(op, traffic - start);
+  }
+  return needs;
+}
+
+// The needs above as the layer's attention time they ask for: an op of a share of the layer's
+// attention (a collective matmul's half) must outlast its need on its own, so it asks for
+// need / share of the layer's.
+double attention_stagger_s(const Program& program, const std::vector<std::pair<int, double>>& needs,
+                           double layer_attention_s) {
+  double stagger = 0;
+  for (const auto& [op, need] : needs) {
     const double op_s = program[op].compute().compute_s;
     if (op_s == layer_attention_s || need <= 0) stagger = std::max(stagger, need);
     else stagger = std::max(stagger, op_s > 0 ? need * (layer_attention_s / op_s) : HUGE_VAL);
@@ -88,21 +102,54 @@ double attention_stagger_s(const Program& program, const RunResult& run, double 
   return stagger;
 }
 
+// Whether every attention op of `program` lasts at least its need (the programs of one
+// padded batch at two contexts have the same ops in the same order).
+bool attention_ops_outlast(const Program& program, const std::vector<std::pair<int, double>>& needs) {
+  for (const auto& [op, need] : needs)
+    if (need > 0 && !(program[op].compute().compute_s >= need)) return false;
+  return true;
+}
+
 }  // namespace
 
 double ServingCostModel::whole_prefill_s(int batch, int chunk, int offset) {
-  const Program program = step_program(model_, prefill_role_, prefill_shape(batch, chunk, offset), collectives_replayed_);
+  // 2D attention splits the prompts over the D axes: padded up to a multiple of their chips.
+  const int padded = (batch + prefill_multiple_ - 1) / prefill_multiple_ * prefill_multiple_;
+  const Program program = step_program(model_, prefill_role_, prefill_shape(padded, chunk, offset), collectives_replayed_);
   return run_program(prefill_role_.topology, settings_, program, {}).total_time_s;
 }
 
 void ServingCostModel::replay_whole_decode(int rows) {
   if (decode_steps_.count(rows)) return;
   const ServerRole& role = generate_role_;
-  const StepShape shape = decode_shape(rows * generate_groups_, reference_context_);
+  const StepShape shape = decode_shape(rows * decode_multiple_, reference_context_);
   const Program program = step_program(model_, role, shape, collectives_replayed_);
   const RunResult run = run_program(role.topology, settings_, program, {});
   const double attention_s = chip_step_compute(model_, role.plan, role.topology, shape).attention_s;
-  decode_steps_[rows] = {run.total_time_s, attention_s, attention_stagger_s(program, run, attention_s)};
+  const auto needs = attention_needs_s(program, run);
+  WholeDecode step;
+  step.reference_s = run.total_time_s;
+  step.attention_s = attention_s;
+  step.stagger_s = attention_stagger_s(program, needs, attention_s);
+  if (!role.plan.d_axes.empty()) {
+    // 2D attention's ops (projections, scores, output) change by different shares of the
+    // layer's change: each is checked against its own need (whole_decode_s).
+    step.reference_outlasts = attention_ops_outlast(program, needs);
+    step.op_need_s.resize(program.size(), 0.0);
+    for (const auto& [op, need] : needs) step.op_need_s[op] = need;
+  }
+  decode_steps_[rows] = std::move(step);
+}
+
+// Collective matmuls at serving's decode batches: the attention halves rarely outlast the
+// gather beside them, so most steps are replayed (serving_qwen3_235b_v5e_4x8.yaml with
+// collective_matmul: true, measured: about 3 hours against 8 s). Exact, but say so once.
+void ServingCostModel::note_exact_replay() {
+  if (decode_exact_replays_++ == 0)
+    spdlog::warn("serving {}: a decode step's attention cannot be shifted by context; each such step is replayed at "
+                 "its own context, up to about a second each on pod-sized servers (summary.json counts them: "
+                 "step_costs.decode_steps_replayed_at_own_context)",
+                 model_.name);
 }
 
 double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
@@ -111,21 +158,26 @@ double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
   const WholeDecode& step = decode_steps_.at(m);
   if (model_.attention == AttentionKind::None) return step.reference_s;
   const ServerRole& role = generate_role_;
-  const int padded = m * generate_groups_;
+  const int padded = m * decode_multiple_;
   StepShape actual = decode_shape(padded, 0);
   actual.attended_tokens = actual.kv_tokens = context_tokens;
   const double attention = chip_step_compute(model_, role.plan, role.topology, actual).attention_s;
-  if (std::min(attention, step.attention_s) >= step.stagger_s)
-    return step.reference_s + model_.layers * (attention - step.attention_s);
-  // Collective matmuls at serving's decode batches: the attention halves rarely outlast the
-  // gather beside them, so most steps land here (serving_qwen3_235b_v5e_4x8.yaml with
-  // collective_matmul: true, measured: about 3 hours against 8 s). Exact, but say so once.
-  if (decode_exact_replays_++ == 0)
-    spdlog::warn("serving {}: a decode step's attention cannot be shifted by context (collective matmuls); each such "
-                 "step is replayed at its own context, about a second each on pod-sized servers (summary.json "
-                 "counts them: decode_steps_replayed_at_own_context)",
-                 model_.name);
-  const Program program = step_program(model_, role, actual, collectives_replayed_);
+  const double shifted = step.reference_s + model_.layers * (attention - step.attention_s);
+  if (role.plan.d_axes.empty()) {
+    if (std::min(attention, step.attention_s) >= step.stagger_s) return shifted;
+    note_exact_replay();
+    const Program program = step_program(model_, role, actual, collectives_replayed_);
+    return run_program(role.topology, settings_, program, {}).total_time_s;
+  }
+  // 2D: the step's own ops against their needs (building the program runs no simulation). Its
+  // attention parts sum to the layer's attention, so the shift is the same L x change.
+  const Program program = inference_step_program(model_, role.plan, role.topology, actual);
+  std::vector<std::pair<int, double>> needs;
+  for (size_t op = 0; op < step.op_need_s.size(); ++op)
+    if (is_attention(program[op])) needs.emplace_back(static_cast<int>(op), step.op_need_s[op]);
+  if (step.reference_outlasts && attention_ops_outlast(program, needs)) return shifted;
+  note_exact_replay();
+  for (const auto& op : program) collectives_replayed_ += op.is(ProgramOpKind::Collective);
   return run_program(role.topology, settings_, program, {}).total_time_s;
 }
 

@@ -102,12 +102,18 @@ Json serving_trace(const SummaryInputs& in) {
 
 Json step_costs(const SummaryInputs& in) {
   const ServingCostModel& costs = *in.serving->costs;
-  return {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
-          {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
-          {"collectives_replayed", costs.collectives_replayed()},
-          {"prefill_shapes", costs.prefill_shapes()},
-          {"decode_shapes", costs.decode_shapes()},
-          {"kv_transfer_shapes", costs.kv_transfer_shapes()}};
+  Json j = {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
+            {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
+            {"collectives_replayed", costs.collectives_replayed()},
+            {"prefill_shapes", costs.prefill_shapes()},
+            {"decode_shapes", costs.decode_shapes()},
+            {"kv_transfer_shapes", costs.kv_transfer_shapes()}};
+  // 2D weight-stationary servers price each step at its batch padded up to these multiples
+  // (serving_costs.hpp); the steps' records keep the real batch.
+  if (costs.pads_2d_batches())
+    j["batch_padded_to_multiple_of"] = {{"prefill", costs.prefill_batch_multiple()},
+                                        {"decode", costs.decode_batch_multiple()}};
+  return j;
 }
 
 }  // namespace summary_parts

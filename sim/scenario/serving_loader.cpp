@@ -42,36 +42,46 @@ LengthRange read_length(const Field& field) {
 // slice, each a server on the sub-mesh of the other axes (no collective crosses a replica axis,
 // so a replica's step there is its step in the slice). Without parallelism.model, the model
 // axes are those the expert and replica axes leave. Returns a server's mesh; `plan`'s axes index it.
+// `prefill_server`: a disaggregated prefill server, the one kind that may split prompts over
+// parallelism.context (ring attention, as kind: inference prefill does).
 TopologySpec server_axes(const std::optional<Field>& parallelism, const TopologySpec& topology,
-                         const TransformerSpec& model, InferencePlan& plan, int& replicas) {
+                         const TransformerSpec& model, InferencePlan& plan, int& replicas, bool prefill_server) {
   std::vector<int> all;
   for (size_t a = 0; a < topology.axes.size(); ++a) all.push_back(static_cast<int>(a));
   plan.model_axes = all;
   plan.expert_axes.clear();
+  plan.d_axes.clear();
+  plan.context_axis = -1;
   plan.replica_axes.clear();
   replicas = 1;
   if (!parallelism) return topology;
   const ModelParallelAxes axes = parse_model_parallelism(*parallelism, topology, model);
   plan.expert_axes = axes.expert;
-  if (axes.context >= 0)
+  if (axes.context >= 0 && !prefill_server)
     fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("context"),
-         "context parallelism is modelled for kind: inference prefill, not serving yet (a server's prefill steps "
-         "share one cost table); expected no context axis");
-  if (!axes.model_d.empty())
-    fail(MapReader(*parallelism, SchemaMap::ModelParallelism).required("model_d"),
-         "2D weight-stationary servers are not supported yet (a serving batch changes size step to step); expected "
-         "parallelism.model only");
+         "context parallelism splits a prompt's tokens, so it runs on the prefill servers of policy: disaggregated "
+         "(prefill: {parallelism: {context: ...}}); a decode step has one new token per sequence, nothing for a "
+         "ring to split (sharding the cache by sequence is not modelled); expected no context axis here");
+  plan.context_axis = axes.context;
+  // 2D weight-stationary: D over these axes, F (or heads) over the model axes; the cost model
+  // pads each step's batch to a multiple of the D axes' chips (serving_costs.hpp).
+  plan.d_axes = axes.model_d;
   auto listed = [](const std::vector<int>& list, int a) { return std::find(list.begin(), list.end(), a) != list.end(); };
   if (axes.model_given) {
     plan.model_axes = axes.model;
   } else {
     plan.model_axes.clear();
     for (int a : all)
-      if (!listed(axes.expert, a) && !listed(axes.replica, a)) plan.model_axes.push_back(a);
+      if (!listed(axes.expert, a) && !listed(axes.replica, a) && a != axes.context) plan.model_axes.push_back(a);
   }
-  if (plan.model_axes.size() + plan.expert_axes.size() + axes.replica.size() != all.size() || plan.model_axes.empty())
+  const size_t context_axes = axes.context >= 0 ? 1 : 0;
+  if (plan.model_axes.size() + plan.expert_axes.size() + plan.d_axes.size() + context_axes + axes.replica.size() !=
+          all.size() ||
+      plan.model_axes.empty())
     fail(*parallelism, "a server is one model replica; expected parallelism.model to list every mesh axis (" +
                            axis_names(topology.axes) + ") not in parallelism.expert" +
+                           (plan.d_axes.empty() ? "" : ", parallelism.model_d") +
+                           (context_axes ? ", parallelism.context" : "") +
                            " or parallelism.replica (replicas inside the slice), each once, and at least one");
   if (axes.replica.empty()) return topology;
   const Field replica_field = MapReader(*parallelism, SchemaMap::ModelParallelism).required("replica");
@@ -91,6 +101,12 @@ TopologySpec server_axes(const std::optional<Field>& parallelism, const Topology
   };
   renumber(plan.model_axes);
   renumber(plan.expert_axes);
+  renumber(plan.d_axes);
+  if (plan.context_axis >= 0) {
+    std::vector<int> context{plan.context_axis};
+    renumber(context);
+    plan.context_axis = context[0];
+  }
   return sub_mesh(topology, kept);
 }
 
@@ -205,7 +221,11 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
   // A server never decodes more sequences than there can be requests.
   // With expert parallelism each group holds its share of the caches (data-parallel attention),
   // so the slots are a multiple of the groups: EP x floor(per group), as kind: inference counts.
-  const int groups = expert_parallel_degree(w.generate, server);
+  // Under 2D weight-stationary sharding each D shard holds the caches of its 1/X of the
+  // sequences, their heads over the model axes: a chip holds weights / N + (slots / X) x
+  // context x kv / YZ, the whole slice's sum in even shares, so the slots are a multiple of X
+  // (and a padded batch never needs more caches than the slots hold).
+  const int groups = expert_parallel_degree(w.generate, server) * d_batch_degree(w.model, w.generate, server);
   const double fit = groups * std::floor((hbm - weights) / groups / (w.max_context * kv_per_token));
   w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
@@ -223,6 +243,25 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
                            human_bytes(hbm) + "; expected at most " + std::to_string(w.hbm_slots));
   }
   return kv_per_token;
+}
+
+// A context-parallel prefill server splits every prompt chunk's tokens into 2 x CP zig-zag
+// pieces, and rings only the chunk's own keys and values: every prompt bucket must split so, and
+// no prompt may be longer than the largest bucket (its later chunks would attend over a cached
+// prefix spread over the context axis, which a ring of the chunk's blocks does not pass).
+void check_context_prefill(const Field& context, const ServingWorkload& w) {
+  const int cp = w.prefill_server_topology.axes.at(w.prefill.context_axis).size;
+  for (int b : w.config.buckets)
+    if (b % (2 * cp) != 0)
+      fail(context, "a prompt bucket of " + std::to_string(b) + " tokens does not split into 2 x " + std::to_string(cp) +
+                        " equal chunks (context parallelism's zig-zag); expected prompt_buckets that are multiples of " +
+                        std::to_string(2 * cp));
+  for (const auto& r : w.requests)
+    if (r.prompt_tokens > w.config.buckets.back())
+      fail(context, "a prompt of " + std::to_string(r.prompt_tokens) + " tokens is prefilled in chunks after the "
+                        "largest bucket (" + std::to_string(w.config.buckets.back()) +
+                        "), and a later chunk's ring would pass the cached prefix too, which is not modelled; "
+                        "expected prompts of at most the largest bucket");
 }
 
 // Disaggregated serving's prefill servers: their slices, axes and numerics, and whether a
@@ -252,7 +291,9 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
       const auto prefill_parallelism = p.optional("parallelism");
       if (prefill_parallelism || p.optional("topology"))
         w.prefill_server_topology = server_axes(prefill_parallelism, w.prefill_topology, w.model, w.prefill,
-                                                w.prefill_replicas_per_slice);
+                                                w.prefill_replicas_per_slice, true);
+      if (w.prefill.context_axis >= 0)
+        check_context_prefill(MapReader(*prefill_parallelism, SchemaMap::ModelParallelism).required("context"), w);
       if (auto e = p.optional("efficiency")) w.prefill.efficiency = read_fraction(*e);
       if (auto overlap = p.optional("collective_matmul")) w.prefill.collective_matmul = read_bool(*overlap);
     }
@@ -264,14 +305,19 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
                                    "prefill slices");
     const TopologySpec& prefill_server = w.prefill_server_topology;
     const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
-    // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int.
-    const double need = server_weight_bytes(w.model, w.prefill, prefill_server) +
-                        static_cast<double>(c.prefill_batch) * longest * kv_per_token;
+    // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int. Under 2D
+    // weight-stationary sharding the batch is padded to a multiple of the D axes' chips, each
+    // padding prompt's cache written as a real one's.
+    const int x = d_batch_degree(w.model, w.prefill, prefill_server);
+    const int64_t prompts = (static_cast<int64_t>(c.prefill_batch) + x - 1) / x * x;
+    // Context parallelism keeps a copy of the model axes' weights on every context chip.
+    const double need = server_weight_bytes(w.model, w.prefill, prefill_server) * context_degree(w.prefill, prefill_server) +
+                        static_cast<double>(prompts) * longest * kv_per_token;
     if (need > prefill_hbm)
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
-           "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(c.prefill_batch) +
-               " prompts of " + std::to_string(longest) + " tokens, more than its " + human_bytes(prefill_hbm) +
-               " of HBM");
+           "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(prompts) +
+               " prompts of " + std::to_string(longest) + " tokens" + (prompts > c.prefill_batch ? " (padded)" : "") +
+               ", more than its " + human_bytes(prefill_hbm) + " of HBM");
   }
 }
 
@@ -285,7 +331,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                             std::to_string(topology.slices) + "); expected slices: 1 and servers: for more");
   w.model = parse_model_field(reader.required("model"), kMaxTokens);   // a custom model: no limit of its own
   parse_inference_numerics(reader, topology.chip, w.generate);
-  w.generate_topology = server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice);
+  w.generate_topology =
+      server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice, false);
   if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);

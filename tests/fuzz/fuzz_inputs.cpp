@@ -630,10 +630,14 @@ void check_scenario(const podsim::Scenario& s) {
       check_requests(w.requests, w.model.max_sequence_length);
       check_moe(w.model, w.generate.routing, w.generate.expert_axes, w.generate_topology);
       check_moe(w.model, w.prefill.routing, w.prefill.expert_axes, w.prefill_server_topology);
-      // A server's axes are every axis of its mesh: the slice's, less the replica axes.
-      require(w.generate.model_axes.size() + w.generate.expert_axes.size() == w.generate_topology.axes.size() &&
-                  w.prefill.model_axes.size() + w.prefill.expert_axes.size() == w.prefill_server_topology.axes.size(),
-              "a server's model and expert axes are not every axis of its mesh");
+      // A server's axes are every axis of its mesh: the slice's, less the replica axes (model,
+      // 2D weight-stationary D, expert, and a prefill server's context axis).
+      auto axes_of = [](const podsim::InferencePlan& p) {
+        return p.model_axes.size() + p.d_axes.size() + p.expert_axes.size() + (p.context_axis >= 0 ? 1 : 0);
+      };
+      require(axes_of(w.generate) == w.generate_topology.axes.size() &&
+                  axes_of(w.prefill) == w.prefill_server_topology.axes.size(),
+              "a server's model, D, expert and context axes are not every axis of its mesh");
       require(w.replicas_per_slice >= 1 && w.config.servers % w.replicas_per_slice == 0 &&
                   w.generate_topology.chips_per_slice() * w.replicas_per_slice == s.topology.chips_per_slice(),
               "the replicas do not tile the slice");
