@@ -9,6 +9,7 @@
 #include "sim/commands/plan_candidates.hpp"
 #include "sim/commands/plan_ranking.hpp"
 #include "sim/commands/plan_schedule.hpp"
+#include "workloads/program_builder.hpp"
 #include "planner_pods.hpp"
 
 using namespace podsim;
@@ -64,20 +65,29 @@ TEST_CASE("axis splits: blocks of k on a wrapped axis where 2k divides it, 2x2 b
   check_labels_unique(splits);
 }
 
-TEST_CASE("axis splits of an MoE model with dense layers: no pipelines, each split also with EP over each data axis",
+TEST_CASE("axis splits of an MoE model with dense layers: pipelines as without them, each split also with EP",
           "[planner][moe]") {
-  // 8 experts on a 4x2 mesh (unwrapped): both axes divide them. Over the subsets D of the axes
-  // as data axes, a split (x2 for DP/FSDP where D is not empty) and one more per axis of D:
-  // 1 + 2 * (2 * 2) + 1 * (2 * 3) = 15.
+  // 8 experts on a 4x2 mesh (unwrapped): both axes divide them. Dense first layers change
+  // nothing the search offers (their pipelines run with unequal stages: pipeline.cpp).
   Scenario s = pod({{"X", 4, false}, {"Y", 2, false}});
   s.training().model = *find_model_preset("mixtral-8x7b");
   s.training().model.layers = 4;
-  s.training().model.moe->dense_layers = 1;
+  s.training().model.moe->dense_layers = 0;
   REQUIRE(s.training().model.moe->experts == 8);
+  std::vector<std::string> all_moe;
+  for (const auto& c : axis_splits(s)) all_moe.push_back(c.label);
+  s.training().model.moe->dense_layers = 1;
   const auto splits = axis_splits(s);
-  CHECK(splits.size() == 15);
-  CHECK(count_with(splits, "PP(") == 0);
-  CHECK(count_with(splits, "EP(") == 8);
+  std::vector<std::string> labels;
+  for (const auto& c : splits) labels.push_back(c.label);
+  CHECK(labels == all_moe);
+  // Without pipelines, over the subsets D of the axes as data axes, a split (x2 for DP/FSDP
+  // where D is not empty) and one more per axis of D: 1 + 2 * (2 * 2) + 1 * (2 * 3) = 15; the
+  // pipelines: over each axis (2), the other as DP, FSDP or TP, 1F1B or interleaved (6), EP
+  // over the data axis of the 4 with one: 2 x (6 + 4) = 20.
+  CHECK(splits.size() == 15 + 20);
+  CHECK(count_with(splits, "PP(") == 20);
+  CHECK(count_with(splits, "EP(") == 8 + 8);
   for (const auto& c : splits) CHECK(c.plan.expert_axes.size() == (c.label.find("EP(") != std::string::npos ? 1u : 0u));
   check_labels_unique(splits);
 }
@@ -159,4 +169,21 @@ TEST_CASE("simulation order: the fitting plans by lower bound (compute alone), t
     CHECK(order[i - 1]->lower_bound_s <= order[i]->lower_bound_s);
     if (order[i - 1]->lower_bound_s == order[i]->lower_bound_s) CHECK(order[i - 1] < order[i]);   // their order in `candidates`
   }
+}
+
+TEST_CASE("compute lower bound: the busiest pipeline position's compute, an op absent elsewhere counted where it runs",
+          "[planner]") {
+  ProgramBuilder b;
+  b.compute("everywhere", 1.0, 0, {}, 0, OpRole::Forward);
+  const int first = b.compute("first stage", 3.0, 0, {}, 0, OpRole::Forward);
+  const int rest = b.compute("other stages", 2.0, 0, {}, 0, OpRole::Forward);
+  const int experts = b.compute("experts", 5.0, 0, {}, 0, OpRole::Experts);
+  b.op(first).position_axis = b.op(rest).position_axis = 0;
+  b.op(first).present_at_position = {1, 0, 0, 0};
+  b.op(rest).present_at_position = {0, 1, 1, 1};
+  b.op(experts).compute().vary_axes = {1};
+  b.op(experts).compute().compute_s_by_position = {5.0, 4.0};   // the shortest counts: 4
+  b.op(experts).repeat = 2;
+  // Position 0: 1 + 3 + 2 x 4 = 12; the others 1 + 2 + 8 = 11.
+  CHECK(compute_lower_bound_s(b.take()) == 12.0);
 }

@@ -156,10 +156,6 @@ int d_batch_degree(const TransformerSpec& model, const InferencePlan& plan, cons
   return x;
 }
 
-bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan) {
-  return model.attention == AttentionKind::None || !plan.collective_matmul;
-}
-
 double server_weight_bytes(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology) {
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
   return ((param_count(model) - routed) * expert_parallel_degree(plan, topology) + routed) * plan.weight_bytes;

@@ -148,9 +148,6 @@ bool serving_prices_whole_steps(const TransformerSpec& model);
 // ... and the steps of a server under 2D weight-stationary sharding, whose blocks are not the
 // Megatron blocks of the layer shortcut (block_2d: reductions over the D axes between parts).
 bool serving_prices_whole_steps(const TransformerSpec& model, const InferencePlan& plan);
-// Whole-step pricing moves a decode step by its attention's change in length, which holds where
-// attention is one link of the chained step: not beside collective matmuls.
-bool whole_step_attention_shift_holds(const TransformerSpec& model, const InferencePlan& plan);
 
 // Weight bytes a slice holds for one server: every expert once, and the rest (attention,
 // router, shared experts, embeddings) once per expert-parallel group; param_count x weight_bytes

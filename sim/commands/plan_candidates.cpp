@@ -15,7 +15,7 @@ std::string axes_label(const TopologySpec& topology, const std::vector<int>& axe
 
 // An MoE model's candidates: each plan without expert parallelism and with it over each whole
 // data axis the experts divide over (tokens are data-parallel across expert ranks, so the
-// expert axes are data axes), pipelines included where every layer has experts.
+// expert axes are data axes), pipelines included (dense first layers on the first stages: pipeline.cpp).
 std::vector<PlanCandidate> with_expert_axes(const Scenario& scenario, std::vector<PlanCandidate> plans) {
   const auto& topology = scenario.topology;
   const int experts = scenario.training().model.moe->experts;
@@ -182,9 +182,6 @@ std::vector<PlanCandidate> axis_splits(const Scenario& scenario) {
   std::vector<PlanCandidate> out;
   add_data_tensor_splits(w.plan, scenario.topology, out);
   add_block_tensor_splits(w.plan, scenario.topology, out);
-  // Pipelines of an MoE model with dense first layers run (their stages differ: pipeline.cpp)
-  // but are not searched: their per-stage costs are not in the planner's lower bounds yet.
-  if (w.model.moe && w.model.moe->dense_layers > 0) return with_expert_axes(scenario, std::move(out));
   add_pipeline_splits(w.plan, scenario.topology, out);
   if (w.model.moe) return with_expert_axes(scenario, std::move(out));
   return out;

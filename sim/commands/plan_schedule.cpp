@@ -157,15 +157,18 @@ class Schedule {
 }  // namespace
 
 double compute_lower_bound_s(const Program& program) {
-  double sum = 0;
+  size_t positions = 1;
+  for (const auto& op : program) positions = std::max(positions, op.present_at_position.size());
+  std::vector<double> sum(positions, 0.0);
   for (const auto& op : program) {
     if (!op.is(ProgramOpKind::Compute)) continue;
     const ComputeWork& work = op.compute();
     double t = work.compute_s;
     for (double v : work.compute_s_by_position) t = std::min(t, v);
-    sum += t * op.repeat;
+    for (size_t p = 0; p < positions; ++p)
+      if (op.present_at_position.empty() || op.present_at_position.at(p)) sum[p] += t * op.repeat;
   }
-  return sum;
+  return *std::max_element(sum.begin(), sum.end());
 }
 
 // Lower bounds first (each program built, not simulated), then the simulations in their order,

@@ -10,9 +10,10 @@
 
 namespace podsim {
 
-// Chip 0's compute in a program: every op runs on every chip; an op whose time varies by
-// position counts its shortest. A lower bound on the step (chip 0's compute ops run one after
-// another).
+// A lower bound on the step from compute alone: a chip's compute ops run one after another, so
+// the step lasts at least the compute of the busiest position along the ops' position axis
+// (pipeline stages: an op present at some positions only counts there), an op whose time
+// varies by expert position counting its shortest.
 double compute_lower_bound_s(const Program& program);
 
 // The candidates that fit HBM, each with its program's lower bound (and with `budget_s` > 0,
