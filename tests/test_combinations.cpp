@@ -123,6 +123,16 @@ double mla_up_projection_flops(const TransformerSpec& m) {
   return 2.0 * m.mla.kv_lora_rank * m.heads * (m.mla.qk_nope_head_dim + m.mla.v_head_dim);
 }
 
+// Every request a serving run records, in the order it records them.
+std::vector<RequestRecord> served(const Scenario& s) {
+  struct Records : ServingSink {
+    std::vector<RequestRecord> requests;
+    void request(const RequestRecord& r) override { requests.push_back(r); }
+  } records;
+  run_serving(s, &records);
+  return records.requests;
+}
+
 }  // namespace
 
 // --- Pipeline column ---------------------------------------------------------------------------
@@ -661,13 +671,9 @@ workload:
   const Scenario g = load_scenario_text(gqa, podsim_test::kScenarioFile);
   REQUIRE(g.serving().model.attention == AttentionKind::Gqa);
   CHECK(s.serving().hbm_slots > 3 * g.serving().hbm_slots);
-  struct Records : ServingSink {
-    std::vector<RequestRecord> requests;
-    void request(const RequestRecord& r) override { requests.push_back(r); }
-  } records;
-  run_serving(s, &records);
-  REQUIRE(records.requests.size() == 8);
-  for (const auto& r : records.requests) {
+  const std::vector<RequestRecord> requests = served(s);
+  REQUIRE(requests.size() == 8);
+  for (const auto& r : requests) {
     CHECK(r.first_token_s > r.prefill_start_s);
     CHECK(r.end_s > r.first_token_s);
   }
@@ -704,10 +710,7 @@ workload:
   CHECK(per_chip <= w.generate_topology.chip.hbm_bytes);
   CHECK(per_chip + 4 / 4.0 * w.max_context * kv / 2 > w.generate_topology.chip.hbm_bytes);   // 4 more do not fit
 
-  ServerRole role;
-  role.topology = w.generate_topology;
-  role.plan = w.generate;
-  role.model_degree = model_parallel_degree(role.plan, role.topology);
+  const ServerRole role = server_role(w.generate_topology, w.generate);
   ServingCostModel costs(w.model, role, role, {});
   ServingConfig config = w.config;
   config.slots = 8;
@@ -731,13 +734,9 @@ workload:
   CHECK(costs.decode_s(5, 5 * 260.0) < decode_8);   // the padding attends over nothing
   CHECK(costs.decode_s(4, 5 * 260.0) < costs.decode_s(5, 5 * 260.0));
 
-  struct Records : ServingSink {
-    std::vector<RequestRecord> requests;
-    void request(const RequestRecord& r) override { requests.push_back(r); }
-  } records;
-  run_serving(s, &records);
-  REQUIRE(records.requests.size() == 6);
-  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+  const std::vector<RequestRecord> requests = served(s);
+  REQUIRE(requests.size() == 6);
+  for (const auto& r : requests) CHECK(r.end_s > r.first_token_s);
 }
 
 TEST_CASE("combinations: a disaggregated 2D weight-stationary generate server takes each cache over its D shard's "
@@ -764,15 +763,8 @@ workload:
   auto transfer_s = [](const std::string& yaml) {
     const Scenario s = load_scenario_text(yaml, podsim_test::kScenarioFile);
     const ServingWorkload& w = s.serving();
-    auto role_of = [](const TopologySpec& topology, const InferencePlan& plan) {
-      ServerRole r;
-      r.topology = topology;
-      r.plan = plan;
-      r.model_degree = model_parallel_degree(plan, topology);
-      return r;
-    };
-    ServingCostModel costs(w.model, role_of(w.prefill_server_topology, w.prefill),
-                           role_of(w.generate_topology, w.generate), {});
+    ServingCostModel costs(w.model, server_role(w.prefill_server_topology, w.prefill),
+                           server_role(w.generate_topology, w.generate), {});
     costs.prepare(w.config, w.requests, false);
     return costs.kv_transfer_s(2048);
   };
@@ -783,13 +775,9 @@ workload:
   INFO("2D " << two_d << " s, 1D " << flat << " s");
   CHECK(two_d >= 4 * flat * (1 - 1e-9));
   const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
-  struct Records : ServingSink {
-    std::vector<RequestRecord> requests;
-    void request(const RequestRecord& r) override { requests.push_back(r); }
-  } records;
-  run_serving(s, &records);
-  REQUIRE(records.requests.size() == 6);
-  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+  const std::vector<RequestRecord> requests = served(s);
+  REQUIRE(requests.size() == 6);
+  for (const auto& r : requests) CHECK(r.end_s > r.first_token_s);
 }
 
 TEST_CASE("combinations: a context-parallel prefill server prices a prefill as kind: inference's context-parallel "
@@ -815,15 +803,8 @@ workload:
   const Scenario s = load_scenario_text(text, podsim_test::kScenarioFile);
   const ServingWorkload& w = s.serving();
   REQUIRE(w.prefill.context_axis == 0);
-  auto role_of = [](const TopologySpec& topology, const InferencePlan& plan) {
-    ServerRole r;
-    r.topology = topology;
-    r.plan = plan;
-    r.model_degree = model_parallel_degree(plan, topology);
-    return r;
-  };
-  ServingCostModel costs(w.model, role_of(w.prefill_server_topology, w.prefill),
-                         role_of(w.generate_topology, w.generate), {});
+  ServingCostModel costs(w.model, server_role(w.prefill_server_topology, w.prefill),
+                         server_role(w.generate_topology, w.generate), {});
   InferencePlan plan = w.prefill;
   plan.phase = InferencePhase::Prefill;
   plan.batch = 2;
@@ -842,13 +823,9 @@ workload:
           .total_time_s;
   CHECK(inference < flat_s / 2);
 
-  struct Records : ServingSink {
-    std::vector<RequestRecord> requests;
-    void request(const RequestRecord& r) override { requests.push_back(r); }
-  } records;
-  run_serving(s, &records);
-  REQUIRE(records.requests.size() == 6);
-  for (const auto& r : records.requests) CHECK(r.end_s > r.first_token_s);
+  const std::vector<RequestRecord> requests = served(s);
+  REQUIRE(requests.size() == 6);
+  for (const auto& r : requests) CHECK(r.end_s > r.first_token_s);
 }
 
 // --- The table cites what exists --------------------------------------------------------------

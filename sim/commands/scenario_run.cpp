@@ -34,14 +34,6 @@ class RequestProgress : public ServingSink {
   double reported_s_ = 0;
 };
 
-ServerRole role(const TopologySpec& topology, const InferencePlan& plan) {
-  ServerRole r;
-  r.topology = topology;
-  r.plan = plan;
-  r.model_degree = model_parallel_degree(plan, topology);
-  return r;
-}
-
 }  // namespace
 
 SimulationSettings simulation_settings(const Scenario& scenario) {
@@ -76,8 +68,8 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   const auto wall_start = std::chrono::steady_clock::now();
   const ServingWorkload& w = scenario.serving();
   const bool split = w.config.policy == BatchingPolicy::Disaggregated;
-  const ServerRole generate = role(w.generate_topology, w.generate);
-  const ServerRole prefill = role(split ? w.prefill_server_topology : w.generate_topology, w.prefill);
+  const ServerRole generate = server_role(w.generate_topology, w.generate);
+  const ServerRole prefill = server_role(split ? w.prefill_server_topology : w.generate_topology, w.prefill);
   // 0 done while the step costs are priced (replays of their own), then requests as they end.
   std::optional<RequestProgress> requests_done;
   if (progress) {

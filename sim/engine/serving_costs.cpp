@@ -472,4 +472,12 @@ void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Re
   wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 }
 
+ServerRole server_role(const TopologySpec& topology, const InferencePlan& plan) {
+  ServerRole r;
+  r.topology = topology;
+  r.plan = plan;
+  r.model_degree = model_parallel_degree(plan, topology);
+  return r;
+}
+
 }  // namespace podsim

@@ -64,6 +64,9 @@ struct ServerRole {
   std::vector<int> kv_batch_axes;   // set by the cost model: where attention's AllToAlls run
 };
 
+// A server's role from its mesh and plan: the weights split over its model-parallel chips.
+ServerRole server_role(const TopologySpec& topology, const InferencePlan& plan);
+
 // A decode batch's collectives, replayed.
 struct LayerComm {
   std::vector<double> ends_s;   // the collectives of the first 1, 2, ... layers end
