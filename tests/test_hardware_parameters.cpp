@@ -17,6 +17,7 @@
 
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
+#include "sim/commands/calibration_report.hpp"
 #include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/hardware_parameters.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -268,12 +269,13 @@ TEST_CASE("a calibration parameter added by one row is an override, a profile pa
   options.hop_model = HopModel::Floor;
   options.leave_one_out = false;
   const CalibrationResult result = calibrate(file, options);
-  const auto fitted = std::find_if(result.parameters.begin(), result.parameters.end(),
+  const auto& parameters = result.profiles.front().parameters;
+  const auto fitted = std::find_if(parameters.begin(), parameters.end(),
                                    [](const auto& p) { return p.name == "test_ici_bandwidth"; });
-  REQUIRE(fitted != result.parameters.end());
+  REQUIRE(fitted != parameters.end());
   CHECK(fitted->value == Approx(3e10).epsilon(1e-3));
   // The profile calibrate writes carries it, reads back, and applies it to a scenario.
-  const std::string profile = calibration_profile_yaml(file, result, "test");
+  const std::string profile = calibration_profile_yaml(file, result, result.profiles.front(), "test");
   CHECK(profile.find("  test_ici_bandwidth: \"") != std::string::npos);
   write(dir / "p.yaml", profile);
   CHECK(load_profile((dir / "p.yaml").string()).parameters.at("test_ici_bandwidth") == Approx(fitted->value).epsilon(1e-11));

@@ -1,11 +1,11 @@
 #pragma once
-// `podsim calibrate`: fit a profile's physical parameters to measurements (issue 12;
+// `podsim calibrate`: fit profiles' physical parameters to measurements (issues 12 and 26;
 // docs/calibration.md). Every prediction is a simulation: the measurement's scenario with its
-// overrides and the candidate parameters, run as `podsim run` would run it. The fit minimises
-// the sum of squared relative errors (Levenberg-Marquardt, numerical Jacobian) with each
-// parameter kept inside physical bounds by a logistic map; each fitted parameter gets a
-// standard deviation from the Jacobian at the optimum, and each measurement a leave-one-out
-// prediction (the fit redone without it).
+// overrides and the candidate parameters, run as `podsim run` would run it. A measurement file
+// may hold rows of several profiles (one per chip generation); they are fit at once
+// (joint_fit.hpp): --fit parameters per profile, --shared ones as one value for all. Each fitted
+// parameter gets a standard deviation from the joint Jacobian at the optimum, and each row a
+// leave-one-out prediction (the joint fit redone without it).
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,7 +23,11 @@ struct CalibrationParameter {
   double low = 0, high = 0;   // the row's fit range
   double sd = 0;           // one standard deviation (0 when not fitted or not estimable)
   bool fitted = false;
+  bool shared = false;     // fitted as one value for every profile (--shared)
   HardwareParameter row;   // its unit, and the member a candidate value sets
+  // Fitted within 1% of its range's width of a bound: the data pushed it to the edge of what is
+  // physical, so the value is a limit, not a measurement.
+  bool at_bound() const;
 };
 
 // The parameters podsim calibrate knows: the rows of hardware_parameters() with a fit range.
@@ -31,50 +35,64 @@ std::vector<CalibrationParameter> calibration_parameters();
 
 struct CalibrationOptions {
   std::vector<std::string> fit{"hop_latency", "link_efficiency", "collective_overhead"};
-  std::optional<HopModel> hop_model;   // none: fit under both and keep the better
+  std::vector<std::string> shared;     // fitted as one value shared by every profile
+  std::optional<HopModel> hop_model;   // none: fit under both and keep the better (one model for all profiles)
   bool leave_one_out = true;
   std::function<void(const std::string&)> progress;   // a line per stage
 };
 
 struct CalibratedMeasurement {
-  std::string name, field, source;
-  double measured = 0;
+  std::string name, profile, field, source;
+  std::string published;          // the figure as published ("328 TFLOP/s/chip (maxtext-76bd53b)"), or empty
+  double measured = 0;            // the field's value (a published figure's step time)
   double default_predicted = 0;   // the preset's ideal machine
   double fitted_predicted = 0;
   std::optional<double> leave_one_out_predicted;
   static double error(double predicted, double measured) { return (predicted - measured) / measured; }
 };
 
-struct CalibrationResult {
-  std::string chip;
-  HopModel hop_model = HopModel::Floor;
-  std::vector<CalibrationParameter> parameters;
-  std::vector<CalibratedMeasurement> rows;
-  int simulations = 0;
-  double rms_default = 0, rms_fitted = 0, max_abs_fitted = 0, max_abs_leave_one_out = 0;
+// Errors over a set of rows (one profile's, or all).
+struct ErrorSummary {
+  size_t rows = 0;
+  double rms_default = 0, rms_fitted = 0, mean_abs_fitted = 0, max_abs_fitted = 0;
+  std::optional<double> mean_abs_leave_one_out, max_abs_leave_one_out;   // over the rows that have one
+};
+ErrorSummary summarise_errors(const std::vector<const CalibratedMeasurement*>& rows);
+
+struct CalibratedProfile {
+  std::string name;
+  std::string chip;                               // the preset its rows run on
+  std::vector<CalibrationParameter> parameters;   // shared ones carry the joint value
+  std::vector<size_t> rows;                       // indices into CalibrationResult::rows
+  ErrorSummary errors;
 };
 
-// Throws InputError for measurements that do not load or run, or that name different chips.
+struct CalibrationResult {
+  HopModel hop_model = HopModel::Floor;
+  std::vector<CalibratedProfile> profiles;    // in the order the file first names them
+  std::vector<CalibratedMeasurement> rows;    // in the file's order
+  int simulations = 0;
+  ErrorSummary errors;                        // over every row
+  const CalibratedProfile& profile(const std::string& name) const;   // std::out_of_range if none
+};
+
+// Throws InputError for measurements that do not load or run, a profile whose rows name
+// different chips, unknown --fit/--shared names, a parameter both per profile and shared, and a
+// profile (or the whole fit) with more fitted parameters than rows.
 CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOptions& options);
 
-// What one measurement's scenario predicts under a profile's parameters (validate --measured).
+// The row's scenario with its overrides (and `extra`), its measured value resolved from a
+// published figure; InputError at the row when a figure does not apply to the scenario.
+Scenario load_measurement_scenario(Measurement& m, const std::vector<ScenarioOverride>& extra = {});
+// The row's field in the summary of a run of `scenario`.
+double measure(const Measurement& m, const Scenario& scenario);
+// The scenario with the hop model and the fitted parameters set on it, as their rows set them.
+Scenario with_parameters(Scenario scenario, HopModel model, const std::vector<CalibrationParameter>& parameters);
+// What one measurement's scenario predicts under a profile's parameters (tests; the fit's own).
 double predict(const Measurement& m, HopModel model, const std::vector<CalibrationParameter>& parameters);
 
-// `podsim validate --measured`: each measurement predicted by the ideal machine and, given a
-// profile, by it (its file's parameters applied through hardware.profile).
-struct MeasuredComparison {
-  std::string name, field, source;
-  double measured = 0;
-  double default_predicted = 0;
-  std::optional<double> profile_predicted;
-};
-std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const std::string& profile_path);
-std::string measured_table(const MeasurementFile& file, const std::string& profile_path,
-                           const std::vector<MeasuredComparison>& rows);
-std::string measured_csv(const std::vector<MeasuredComparison>& rows);
-
-std::string calibration_table(const MeasurementFile& file, const CalibrationResult& result);
-std::string calibration_profile_yaml(const MeasurementFile& file, const CalibrationResult& result,
-                                     const std::string& profile_name);
+// Refuses (InputError at the later row, naming the earlier) a profile whose rows run on
+// different chip presets: a profile is per chip. `scenarios` are the rows', in order.
+void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<Scenario>& scenarios);
 
 }  // namespace podsim

@@ -20,6 +20,8 @@
 #include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
 #include "sim/commands/calibrate.hpp"
+#include "sim/commands/calibration_report.hpp"
+#include "sim/commands/validate_measured.hpp"
 #include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/run_command.hpp"
@@ -274,13 +276,13 @@ std::string write_file_at(const std::string& path, const std::string& content, c
   return files.path(file.filename().string());
 }
 
-// validate --measured: each measurement against the ideal machine and a profile.
-int validate_measured_command(const std::string& measured, const std::string& profile, const std::string& csv_path) {
+// validate --measured: each measurement against the ideal machine and its profile.
+int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path) {
   const MeasurementFile file = load_measurements(measured);
-  if (!profile.empty()) load_profile(profile);   // a bad profile is reported as itself, first
+  check_profile_choice(file, profiles);
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
-  const auto rows = compare_measurements(file, profile);
-  std::cout << shown(measured_table(file, profile, rows));
+  const auto rows = compare_measurements(file, profiles);
+  std::cout << shown(measured_table(file, profiles, rows));
   if (!csv_path.empty()) {
     // Written first: `cout << "wrote " << write_file_at(...)` printed "wrote " before a failed write.
     const std::string written = write_file_at(csv_path, measured_csv(rows), "--csv");
@@ -383,25 +385,57 @@ int perf_command(const std::string& scenario_path, const std::vector<std::string
   return 0;
 }
 
-int calibrate_command(const std::string& measurements_path, const std::string& out_path, const std::string& fit,
-                      const std::string& hop_model, std::string name, bool leave_one_out) {
-  CalibrationOptions options;
-  options.fit.clear();
-  for (size_t begin = 0; begin <= fit.size();) {
-    const size_t comma = fit.find(',', begin);
-    const std::string item = fit.substr(begin, comma - begin);
-    if (!item.empty()) options.fit.push_back(item);
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t begin = 0; begin <= text.size();) {
+    const size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma - begin);
+    if (!item.empty()) items.push_back(item);
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
-  if (options.fit.empty()) {
+  return items;
+}
+
+// One profile: OUT is its file. Several: OUT is a directory of PROFILE.yaml, one per profile,
+// written together or not at all.
+std::string write_profiles(const MeasurementFile& file, const CalibrationResult& result, const std::string& out_path,
+                           const std::string& name) {
+  if (result.profiles.size() == 1)
+    return write_file_at(out_path, calibration_profile_yaml(file, result, result.profiles.front(), name), "-o");
+  ensure_directory(out_path, "-o");
+  OutputFiles files(out_path, "-o");
+  for (const auto& profile : result.profiles)
+    files.add(profile.name + ".yaml", calibration_profile_yaml(file, result, profile, profile.name));
+  files.commit();
+  return out_path + "/{" + [&] {
+    std::string names;
+    for (const auto& profile : result.profiles) names += (names.empty() ? "" : ",") + profile.name;
+    return names;
+  }() + "}.yaml";
+}
+
+int calibrate_command(const std::string& measurements_path, std::string out_path, const std::string& fit,
+                      const std::string& shared, const std::string& hop_model, std::string name, bool leave_one_out) {
+  CalibrationOptions options;
+  options.fit = comma_list(fit);
+  options.shared = comma_list(shared);
+  if (options.fit.empty() && options.shared.empty()) {
     std::string known;
     for (const auto& p : calibration_parameters()) known += (known.empty() ? "" : ", ") + p.name;
     throw InputError({"command line", 0, 0}, "--fit", fit.empty() ? "\"\"" : fit,
-                     "no parameter to fit; expected one or more of " + known + ", comma-separated");
+                     "no parameter to fit; expected one or more of " + known + ", comma-separated (or --shared ones)");
   }
   const MeasurementFile file = load_measurements(measurements_path);
-  require_file_destination(out_path, "-o");   // before the fit, not after it
+  const bool several = file.profile_names().size() > 1;
+  if (several && !name.empty())
+    throw InputError({"command line", 0, 0}, "--name", name,
+                     "one name for a file of " + std::to_string(file.profile_names().size()) +
+                         " profiles; expected none (each profile is named by its rows' profile:)");
+  if (out_path.empty()) out_path = several ? "profiles" : "profile.yaml";
+  // Before the fit, not after it.
+  if (several) require_output_directory(out_path, "-o");
+  else require_file_destination(out_path, "-o");
   if (hop_model == "floor") options.hop_model = HopModel::Floor;
   if (hop_model == "additive") options.hop_model = HopModel::Additive;
   options.leave_one_out = leave_one_out;
@@ -412,8 +446,7 @@ int calibrate_command(const std::string& measurements_path, const std::string& o
   const CalibrationResult result = calibrate(file, options);
   if (terminal) std::fputs("\33[2K\r", stderr);
   std::cout << shown(calibration_table(file, result));
-  if (name.empty()) name = file.name;
-  const std::string written = write_file_at(out_path, calibration_profile_yaml(file, result, name), "-o");
+  const std::string written = write_profiles(file, result, out_path, name.empty() ? file.profile_names().front() : name);
   std::cout << "wrote " << shown(written) << "\n";
   return 0;
 }
@@ -547,10 +580,15 @@ int main(int argc, char** argv) {
   bool quick = false;
   validate->add_option("--csv", csv_path, "also write the rows as CSV");
   validate->add_flag("--quick", quick, "a smaller grid");
-  std::string measured_path, measured_profile;
+  std::string measured_path;
+  ProfileChoice measured_profiles;
   validate->add_option("--measured", measured_path,
                        "instead of the grid: a measurement file's measurements against the simulation (docs/calibration.md)");
-  validate->add_option("--profile", measured_profile, "with --measured: also predict with this calibration profile");
+  auto* one_profile = validate->add_option("--profile", measured_profiles.file,
+                                           "with --measured: also predict every row with this calibration profile");
+  validate->add_option("--profiles", measured_profiles.directory,
+                       "with --measured: also predict each row with DIR/PROFILE.yaml of its profile name")
+      ->excludes(one_profile);
   double prediction_skew = 0;
   validate->add_option("--skew-predictions", prediction_skew,
                        "self-test: scale every prediction by (1 + this) before the check; beyond 0.01 rows must "
@@ -598,12 +636,15 @@ int main(int argc, char** argv) {
   perf->add_option("--set", perf_sets, "override a scenario value: key=value (dotted key, YAML value)");
 
   auto* calibrate_cmd = app.add_subcommand("calibrate", "fit a calibration profile to measurements; print residuals");
-  std::string measurements_path, profile_out = "profile.yaml", fit_list = "hop_latency,link_efficiency,collective_overhead",
-                                 fit_hop_model = "both", profile_name;
+  std::string measurements_path, profile_out, fit_list = "hop_latency,link_efficiency,collective_overhead",
+                                 shared_list, fit_hop_model = "both", profile_name;
   bool no_leave_one_out = false;
   calibrate_cmd->add_option("measurements", measurements_path, "measurement file (YAML; docs/calibration.md)")->required();
-  calibrate_cmd->add_option("-o,--output", profile_out, "the profile to write (YAML)")->capture_default_str();
-  calibrate_cmd->add_option("--fit", fit_list, "parameters to fit, comma-separated")->capture_default_str();
+  calibrate_cmd->add_option("-o,--output", profile_out,
+                            "the profile to write (YAML; default profile.yaml); for a file of several profiles, a "
+                            "directory of PROFILE.yaml (default profiles)");
+  calibrate_cmd->add_option("--fit", fit_list, "parameters to fit for each profile, comma-separated")->capture_default_str();
+  calibrate_cmd->add_option("--shared", shared_list, "parameters to fit as one value shared by every profile, comma-separated");
   calibrate_cmd->add_option("--hop-model", fit_hop_model, "floor, additive, or both (keep the better fit)")
       ->check(CLI::IsMember({"floor", "additive", "both"}))
       ->capture_default_str();
@@ -640,7 +681,7 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,
                                               point_option->count() > 0 ? std::optional<int>(point) : std::nullopt);
-    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profile, csv_path);
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {
@@ -651,7 +692,8 @@ int main(int argc, char** argv) {
                                             plan_jobs);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
-      return calibrate_command(measurements_path, profile_out, fit_list, fit_hop_model, profile_name, !no_leave_one_out);
+      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fit_hop_model, profile_name,
+                               !no_leave_one_out);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
     std::fprintf(stderr, "podsim: error: %s\n", terminal_safe(e.what()).c_str());

@@ -1,5 +1,7 @@
 #include "sim/scenario/calibration_files.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -9,6 +11,7 @@
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/units.hpp"
 #include "sim/scenario/yaml_fields.hpp"
+#include "workloads/flop_conventions.hpp"
 
 namespace podsim {
 namespace {
@@ -67,6 +70,152 @@ void check_version(const std::string& path, const YAML::Node& root) {
 
 }  // namespace
 
+namespace {
+
+// The scenario a row runs, resolved against the measurement file's folder; refused unless a file.
+std::string read_scenario_path(const std::string& path, const YAML::Node& entry, const std::string& where) {
+  const std::string scenario = required_string(path, entry, "scenario", where);
+  const std::string resolved = resolve_input_path(scenario, path);
+  if (std::filesystem::is_regular_file(resolved)) return resolved;
+  std::error_code error;
+  const bool directory = std::filesystem::is_directory(resolved, error);
+  const bool exists = std::filesystem::exists(resolved, error);
+  throw InputError(at(path, entry["scenario"]), where + "scenario", scenario,
+                   std::string(directory ? "a directory, not a scenario file"
+                               : exists  ? "not a regular file (a device, FIFO or socket)"
+                                         : "no such scenario file") +
+                       " (resolved to " + resolved + "); expected a scenario YAML file");
+}
+
+std::vector<ScenarioOverride> read_set(const std::string& path, const YAML::Node& entry, const std::string& where) {
+  std::vector<ScenarioOverride> overrides;
+  const YAML::Node set = entry["set"];
+  if (!set) return overrides;
+  if (!set.IsMap()) throw InputError(at(path, set), where + "set", text_of(set), "expected a mapping of dotted keys to values");
+  for (const auto& kv : set) {
+    YAML::Emitter out;
+    out << YAML::Flow << kv.second;
+    overrides.push_back({kv.first.Scalar(), out.c_str()});
+  }
+  return overrides;
+}
+
+// `measured`: a time with its unit for a *_s field, else a number; positive and within bounds.
+double read_measured(const std::string& path, const YAML::Node& entry, const std::string& where, const std::string& field) {
+  const std::string measured = required_string(path, entry, "measured", where);
+  const bool time = field.size() > 2 && field.compare(field.size() - 2, 2, "_s") == 0;
+  double value = 0;
+  try {
+    value = time ? parse_time_s(measured) : std::stod(measured);
+  } catch (const std::exception&) {
+    const bool negative = measured.find_first_not_of(" \t") != std::string::npos &&
+                          measured[measured.find_first_not_of(" \t")] == '-';
+    throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                     negative ? "expected a positive measurement (errors are relative to it)"
+                     : time   ? "expected a time with its unit, e.g. \"680 us\""
+                              : "expected a number");
+  }
+  if (!(value > 0) || !std::isfinite(value))
+    throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                     "expected a positive measurement (errors are relative to it)");
+  // A measured time outside what a collective or a step can take would drive the fit to a bound
+  // (1e300 s fits every parameter to 0 error of a prediction of 0): refused at the key.
+  if (time && (value < kMinMeasuredTime_s || value > kMaxMeasuredTime_s))
+    throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                     "expected a measured time between 1 ns and 1e6 s (11.6 days)");
+  if (!time && (value < 1e-12 || value > 1e15))
+    throw InputError(at(path, entry["measured"]), where + "measured", measured,
+                     "expected a measurement between 1e-12 and 1e15");
+  return value;
+}
+
+// A published rate: a plain positive number. 1e7 TFLOP/s or tokens/s per chip is beyond any chip.
+double read_rate(const std::string& path, const YAML::Node& entry, const std::string& where, const std::string& key) {
+  const std::string text = required_string(path, entry, key, where);
+  double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stod(text, &used);
+    if (text.find_first_not_of(" \t", used) != std::string::npos) value = -1;
+  } catch (const std::exception&) {
+    value = -1;
+  }
+  if (!(value > 0) || !std::isfinite(value) || value > 1e7)
+    throw InputError(at(path, entry[key]), where + key, text, "expected a positive number up to 1e7 (per chip, as published)");
+  return value;
+}
+
+// tokens_per_s_per_chip, or tflops_per_chip with its flop_convention, instead of field + measured.
+std::optional<PublishedFigure> read_published(const std::string& path, const YAML::Node& entry, const std::string& where) {
+  const bool tokens = static_cast<bool>(entry["tokens_per_s_per_chip"]);
+  const bool tflops = static_cast<bool>(entry["tflops_per_chip"]);
+  if (entry["flop_convention"] && !tflops)
+    throw InputError(at(path, entry["flop_convention"]), where + "flop_convention", text_of(entry["flop_convention"]),
+                     "a FLOP convention without tflops_per_chip; expected it beside tflops_per_chip only");
+  if (!tokens && !tflops) return std::nullopt;
+  const std::string key = tokens ? "tokens_per_s_per_chip" : "tflops_per_chip";
+  const char* clash = tokens && tflops ? "tflops_per_chip" : entry["field"] ? "field" : entry["measured"] ? "measured" : nullptr;
+  if (clash)
+    throw InputError(at(path, entry[clash]), where + clash, text_of(entry[clash]),
+                     "a second measured quantity beside " + key +
+                         "; expected one of: field with measured, tokens_per_s_per_chip, or tflops_per_chip with flop_convention");
+  PublishedFigure figure;
+  figure.where = at(path, entry[key]);
+  figure.value = read_rate(path, entry, where, key);
+  if (tokens) return figure;
+  figure.kind = PublishedFigure::Kind::TflopsPerChip;
+  if (!entry["flop_convention"])
+    throw InputError(at(path, entry), where + "flop_convention", "",
+                     "missing beside tflops_per_chip; expected the FLOP count it divides: one of " + flop_convention_names());
+  figure.convention = required_string(path, entry, "flop_convention", where);
+  if (!find_flop_convention(figure.convention))
+    throw InputError(at(path, entry["flop_convention"]), where + "flop_convention", figure.convention,
+                     "unknown FLOP convention; expected one of " + flop_convention_names());
+  return figure;
+}
+
+// `profile`: letters, digits, '_' and '-' (it becomes a file name); default the file's name.
+std::string read_profile_name(const std::string& path, const YAML::Node& entry, const std::string& where,
+                              const std::string& file_name) {
+  if (!entry["profile"]) return file_name;
+  const std::string name = required_string(path, entry, "profile", where);
+  if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+    throw InputError(at(path, entry["profile"]), where + "profile", name,
+                     "expected a profile name of letters, digits, '_' and '-' (it names the profile's file)");
+  return name;
+}
+
+Measurement read_measurement(const std::string& path, const YAML::Node& entry, size_t i, const std::string& file_name) {
+  const std::string where = "measurements[" + std::to_string(i) + "].";
+  check_keys(path, entry, "measurements[" + std::to_string(i) + "]",
+             {"name", "scenario", "set", "field", "measured", "source", "profile", "tokens_per_s_per_chip",
+              "tflops_per_chip", "flop_convention"});
+  Measurement m;
+  m.where = at(path, entry);
+  m.name = required_string(path, entry, "name", where);
+  m.profile = read_profile_name(path, entry, where, file_name);
+  m.scenario_path = read_scenario_path(path, entry, where);
+  m.overrides = read_set(path, entry, where);
+  m.published = read_published(path, entry, where);
+  if (m.published) {
+    m.field = "step_time_s";
+  } else {
+    m.field = required_string(path, entry, "field", where);
+    m.measured = read_measured(path, entry, where, m.field);
+  }
+  if (entry["source"]) m.source = required_string(path, entry, "source", where);
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> MeasurementFile::profile_names() const {
+  std::vector<std::string> names;
+  for (const auto& m : measurements)
+    if (std::find(names.begin(), names.end(), m.profile) == names.end()) names.push_back(m.profile);
+  return names;
+}
+
 MeasurementFile load_measurements(const std::string& path) {
   const YAML::Node root = parse(path, "measurement file");
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name and measurements");
@@ -81,60 +230,10 @@ MeasurementFile load_measurements(const std::string& path) {
     throw InputError(at(path, list), "measurements", text_of(list), "expected a non-empty list of measurements");
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
-    const YAML::Node entry = list[i];
-    const std::string where = "measurements[" + std::to_string(i) + "].";
-    check_keys(path, entry, "measurements[" + std::to_string(i) + "]",
-               {"name", "scenario", "set", "field", "measured", "source"});
-    Measurement m;
-    m.where = at(path, entry);
-    m.name = required_string(path, entry, "name", where);
+    Measurement m = read_measurement(path, list[i], i, file.name);
     if (!names.insert(m.name).second)
-      throw InputError(at(path, entry["name"]), where + "name", m.name, "a second measurement of this name; expected unique names");
-    const std::string scenario = required_string(path, entry, "scenario", where);
-    m.scenario_path = resolve_input_path(scenario, path);
-    if (!std::filesystem::is_regular_file(m.scenario_path)) {
-      std::error_code error;
-      const bool directory = std::filesystem::is_directory(m.scenario_path, error);
-      const bool exists = std::filesystem::exists(m.scenario_path, error);
-      throw InputError(at(path, entry["scenario"]), where + "scenario", scenario,
-                       std::string(directory ? "a directory, not a scenario file"
-                                   : exists  ? "not a regular file (a device, FIFO or socket)"
-                                             : "no such scenario file") +
-                           " (resolved to " + m.scenario_path + "); expected a scenario YAML file");
-    }
-    if (const YAML::Node set = entry["set"]) {
-      if (!set.IsMap()) throw InputError(at(path, set), where + "set", text_of(set), "expected a mapping of dotted keys to values");
-      for (const auto& kv : set) {
-        YAML::Emitter out;
-        out << YAML::Flow << kv.second;
-        m.overrides.push_back({kv.first.Scalar(), out.c_str()});
-      }
-    }
-    m.field = required_string(path, entry, "field", where);
-    const std::string measured = required_string(path, entry, "measured", where);
-    const bool time = m.field.size() > 2 && m.field.compare(m.field.size() - 2, 2, "_s") == 0;
-    try {
-      m.measured = time ? parse_time_s(measured) : std::stod(measured);
-    } catch (const std::exception&) {
-      const bool negative = measured.find_first_not_of(" \t") != std::string::npos &&
-                            measured[measured.find_first_not_of(" \t")] == '-';
-      throw InputError(at(path, entry["measured"]), where + "measured", measured,
-                       negative ? "expected a positive measurement (errors are relative to it)"
-                       : time   ? "expected a time with its unit, e.g. \"680 us\""
-                                : "expected a number");
-    }
-    if (!(m.measured > 0) || !std::isfinite(m.measured))
-      throw InputError(at(path, entry["measured"]), where + "measured", measured,
-                       "expected a positive measurement (errors are relative to it)");
-    // A measured time outside what a collective or a step can take would drive the fit to a bound
-    // (1e300 s fits every parameter to 0 error of a prediction of 0): refused at the key.
-    if (time && (m.measured < kMinMeasuredTime_s || m.measured > kMaxMeasuredTime_s))
-      throw InputError(at(path, entry["measured"]), where + "measured", measured,
-                       "expected a measured time between 1 ns and 1e6 s (11.6 days)");
-    if (!time && (m.measured < 1e-12 || m.measured > 1e15))
-      throw InputError(at(path, entry["measured"]), where + "measured", measured,
-                       "expected a measurement between 1e-12 and 1e15");
-    if (entry["source"]) m.source = required_string(path, entry, "source", where);
+      throw InputError(at(path, list[i]["name"]), "measurements[" + std::to_string(i) + "].name", m.name,
+                       "a second measurement of this name; expected unique names");
     file.measurements.push_back(std::move(m));
   }
   return file;

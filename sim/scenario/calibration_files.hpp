@@ -16,12 +16,27 @@
 
 namespace podsim {
 
+// A figure as a publication gives it instead of a summary field (issue 26): converted to the
+// step time it implies once the row's scenario is loaded (published_figures.hpp).
+struct PublishedFigure {
+  enum class Kind { TokensPerSecondPerChip, TflopsPerChip };
+  Kind kind = Kind::TokensPerSecondPerChip;
+  double value = 0;          // tokens/s per chip, or TFLOP/s per chip
+  std::string convention;    // TflopsPerChip: the FLOP count it divides (workloads/flop_conventions.hpp)
+  SourceLocation where;      // its key, for errors found when the scenario loads
+};
+
 struct Measurement {
   std::string name;
+  // The profile whose parameters predict it (`profile:`; default the file's name). Letters,
+  // digits, '_' and '-': it names the profile's file when calibrate writes one per profile.
+  std::string profile;
   std::string scenario_path;                 // resolved against the measurement file's folder
   std::vector<ScenarioOverride> overrides;   // `set`: dotted keys, YAML values
   std::string field;                         // a summary.json field (summary_fields.hpp)
   double measured = 0;                       // seconds for a *_s field, else the number
+  // Set: field is step_time_s and measured is 0 until resolve_published_figure fills it in.
+  std::optional<PublishedFigure> published;
   std::string source;
   SourceLocation where;                      // the entry, for errors found when it runs
 };
@@ -30,11 +45,15 @@ struct MeasurementFile {
   std::string path;
   std::string name;
   std::vector<Measurement> measurements;
+  // The profiles its rows name, in the order they first appear.
+  std::vector<std::string> profile_names() const;
 };
 
 // Throws InputError: not a mapping, version other than 1, missing or unknown keys, a scenario
 // file that is not there, a measured value that is not a positive time (or number), duplicate
-// names, fewer than one measurement.
+// names, fewer than one measurement, a profile name with other characters than letters,
+// digits, '_' and '-', both or neither of field + measured and a published figure, a
+// tflops_per_chip without a known flop_convention.
 MeasurementFile load_measurements(const std::string& path);
 
 // A calibration's result: a hop model, the MXU padding choice and fitted parameters (keys, units
