@@ -191,6 +191,10 @@ TEST_CASE("one profile's rows on two chips are refused, naming both rows", "[cal
     CHECK(what.find("'on-e' (line 4)") != std::string::npos);
     CHECK(what.find("one chip preset per profile") != std::string::npos);
   }
+  // validate --measured refuses it too, before any run.
+  const auto validate = podsim_test::run_podsim("validate --measured " + (dir / "m.yaml").string());
+  CHECK(validate.exit_code == 2);
+  CHECK(validate.err.find("one chip preset per profile") != std::string::npos);
   // The same rows under a profile each are two generations: accepted.
   write(dir / "m.yaml",
         "version: 1\nname: mixed\nmeasurements:\n"

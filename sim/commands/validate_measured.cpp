@@ -42,9 +42,15 @@ void check_profile_choice(const MeasurementFile& file, const ProfileChoice& prof
 }
 
 std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const ProfileChoice& profiles) {
+  // Every row's scenario first: a profile's rows on two chips are refused before any run.
+  std::vector<Measurement> resolved = file.measurements;
+  std::vector<Scenario> scenarios;
+  for (auto& m : resolved) scenarios.push_back(load_measurement_scenario(m));
+  check_one_chip_per_profile(file, scenarios);
   std::vector<MeasuredComparison> rows;
-  for (Measurement m : file.measurements) {
-    const Scenario ideal = load_measurement_scenario(m);
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    Measurement& m = resolved[i];
+    const Scenario& ideal = scenarios[i];
     MeasuredComparison row{m.name, m.profile, m.field, m.source, m.published ? published_text(*m.published) : "",
                            m.measured, measure(m, ideal), std::nullopt};
     const std::string path = profiles.path_for(m.profile);
