@@ -291,7 +291,8 @@ TEST_CASE("calibrate writes a profile per generation and validate --measured pre
   CHECK(podsim_test::run_podsim("calibrate " + (dir / "m.yaml").string() + " --name x -o " + (dir / "out").string())
             .exit_code == 2);
   const auto fit = podsim_test::run_podsim("calibrate " + (dir / "m.yaml").string() +
-                                           " --fit matmul_efficiency --hop-model floor --no-leave-one-out -o " +
+                                           " --fit matmul_efficiency --shared compute_overhead --hop-model floor "
+                                           "--no-leave-one-out -o " +
                                            (dir / "out").string());
   REQUIRE(fit.exit_code == 0);
   CHECK(fit.out.find("profile gen-e (v5e): 4 measurements") != std::string::npos);
@@ -299,7 +300,13 @@ TEST_CASE("calibrate writes a profile per generation and validate --measured pre
   CHECK(fit.out.find("overall: rms default") != std::string::npos);
   REQUIRE(fs::is_regular_file(dir / "out" / "gen-e.yaml"));
   REQUIRE(fs::is_regular_file(dir / "out" / "gen-p.yaml"));
-  CHECK(load_profile((dir / "out" / "gen-p.yaml").string()).chip == "v5p");
+  CHECK(fit.out.find("compute_overhead     (shared)") != std::string::npos);
+  // Each profile carries the shared value, saying so.
+  const CalibrationProfile e = load_profile((dir / "out" / "gen-e.yaml").string());
+  const CalibrationProfile p = load_profile((dir / "out" / "gen-p.yaml").string());
+  CHECK(p.chip == "v5p");
+  CHECK(e.parameters.at("compute_overhead") == p.parameters.at("compute_overhead"));
+  CHECK(podsim_test::read_file(dir / "out" / "gen-e.yaml").find("shared by every profile") != std::string::npos);
   const auto validate = podsim_test::run_podsim("validate --measured " + (dir / "m.yaml").string() + " --profiles " +
                                                 (dir / "out").string() + " --csv " + (dir / "m.csv").string());
   REQUIRE(validate.exit_code == 0);
