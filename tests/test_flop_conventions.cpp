@@ -62,3 +62,23 @@ TEST_CASE("FLOP conventions are found by name and cite a source", "[flop_convent
     CHECK_FALSE(row.formula.empty());
   }
 }
+
+TEST_CASE("MaxText's 76bd53b count turns T1's 328 TFLOP/s/chip into its step time", "[flop_conventions]") {
+  // MX23-32B (MaxText base config x 32 at 76bd53b): 32 layers, D 10240, 32 heads of 256, ReLU FFN
+  // 32768, vocab 32768 tied; seq 2048, 8 sequences a chip (v5p/32b.sh). podsim's N counts two
+  // RMSNorms a layer where MaxText's pytree has one plus q/k/v norm scales: 32,548,464,640
+  // against MaxText's 32,548,161,536 (1e-5).
+  TransformerSpec m = small_model();
+  m.layers = 32;
+  m.d_model = 10240;
+  m.d_ff = 32768;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.head_dim = 256;
+  m.vocab = 32768;
+  CHECK(param_count(m) == 32548464640.0);
+  const double flops = count("maxtext-76bd53b", FlopCountInputs{m, 2048, 2048.0 * 8, true});
+  // 6 N S B = 3199.6 TFLOP, + 6 x 32 x 32 x 256 x 2048^2 x 8 = 52.8 TFLOP of causal attention.
+  CHECK(flops == Approx(6 * 32548464640.0 * 16384 + 6.0 * 32 * 32 * 256 * 2048.0 * 2048 * 8).epsilon(1e-15));
+  CHECK(flops / 328e12 == Approx(9.916).epsilon(1e-4));
+}
