@@ -116,9 +116,6 @@ ErrorSummary summarise_errors(const std::vector<const CalibratedMeasurement*>& r
   return s;
 }
 
-}  // namespace podsim
-
-namespace podsim {
 namespace {
 
 // "a, b or c": the parameters --fit and --shared take.

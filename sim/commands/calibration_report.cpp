@@ -33,7 +33,7 @@ std::string errors_line(const ErrorSummary& e) {
                     "; mean |error| " + magnitude(e.mean_abs_fitted) + ", max " + magnitude(e.max_abs_fitted);
   if (e.max_abs_leave_one_out)
     return out + "; leave-one-out mean " + magnitude(*e.mean_abs_leave_one_out) + ", max " + magnitude(*e.max_abs_leave_one_out);
-  return out + "; no leave-one-out (it needs more measurements than fitted parameters + 1)";
+  return out + "; no leave-one-out (--no-leave-one-out, or no row whose absence leaves more rows than fitted values)";
 }
 
 void parameter_line(std::string& out, const CalibrationParameter& p, const std::string& owner) {
