@@ -13,6 +13,13 @@ enum class WrapRule {
   Size16,     // v5e/v6e: an axis wraps only if its size is 16
 };
 
+// How a compute op's time is worked out. Book: one roofline over a block's matmul FLOPs and its
+// weight and activation bytes (the scaling book's, exact on the ideal machine). Kernels: the
+// block as the kernels a TPU runs (workloads/layer_kernels.hpp), each its own roofline with the
+// MXU's shape padding, causal flash attention and the memory-bound vector work, each paying
+// compute_overhead_s (what a calibration for real hardware uses).
+enum class ComputeModel { Book, Kernels };
+
 struct ChipSpec {
   std::string name;                 // preset name, e.g. "v5e"
   double bf16_flops_per_s = 0;      // peak dense bf16 matmul throughput
@@ -55,6 +62,7 @@ struct ChipSpec {
   // K and N were padded up to mxu_size and M to 8 rows (workloads/matmul_shapes.hpp).
   int mxu_size = 128;
   bool mxu_padding = false;         // the ideal machine: every FLOP of every shape counts
+  ComputeModel compute_model = ComputeModel::Book;
 
   // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
   double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }

@@ -1,5 +1,7 @@
 #include "workloads/memory.hpp"
 
+#include "workloads/layer_kernels.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -55,10 +57,40 @@ double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpo
   return spec.activation_bytes * elements;
 }
 
+SavedBytes remat_saved_bytes_per_token(const TransformerSpec& spec, const RematPolicy& remat, int tensor) {
+  // Output sizes do not depend on the chip or the batch; a sequence of one token gives the
+  // attention kernel (its output is what `context` keeps).
+  const auto kernels = layer_kernels(spec, tensor, 1, 1, ChipSpec{});
+  return saved_bytes_per_token(kernels, remat, spec.activation_bytes * spec.d_model / tensor);
+}
+
+namespace {
+
+// Kept activations a token and layer, in HBM and on the host. An MoE layer's MLP activations:
+// each token's k routed experts and the shared ones, each an MLP of expert_d_ff (the layer's
+// per-token tensors as a dense MLP (k + shared) x expert_d_ff wide).
+SavedBytes saved_per_token_per_layer(const TransformerSpec& spec, Checkpointing policy, const RematPolicy* remat,
+                                     int tensor) {
+  auto per_layer = [&](const TransformerSpec& layer) {
+    return remat ? remat_saved_bytes_per_token(layer, *remat, tensor)
+                 : SavedBytes{activation_bytes_per_token_per_layer(layer, policy, tensor), 0};
+  };
+  SavedBytes bytes = per_layer(spec);
+  if (!spec.moe) return bytes;
+  TransformerSpec moe_layer = spec;
+  moe_layer.d_ff = (spec.moe->experts_per_token + spec.moe->shared_experts) * spec.moe->expert_d_ff;
+  const double moe_share = static_cast<double>(moe_layer_count(spec)) / spec.layers;
+  const SavedBytes moe = per_layer(moe_layer);
+  return {(1 - moe_share) * bytes.device + moe_share * moe.device, (1 - moe_share) * bytes.host + moe_share * moe.host};
+}
+
+}  // namespace
+
 MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
                                          const ShardingDegrees& degrees,
                                          double tokens_per_chip_per_microbatch,
-                                         Checkpointing policy, double microbatches_in_flight) {
+                                         Checkpointing policy, double microbatches_in_flight,
+                                         const RematPolicy* remat) {
   validate_transformer_spec(spec);
   require_degree("data", degrees.data);
   require_degree("fsdp", degrees.fsdp);
@@ -119,17 +151,10 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
   // per-layer checkpoints ("all other activations more or less negligible"), so embeddings and
   // logits are not counted.
   const double layers_on_chip = std::ceil(static_cast<double>(spec.layers) / degrees.pipeline);
-  // An MoE layer's MLP activations: each token's k routed experts and the shared ones, each an
-  // MLP of expert_d_ff (the layer's per-token tensors as a dense MLP (k + shared) x expert_d_ff wide).
-  double per_token_per_layer = activation_bytes_per_token_per_layer(spec, policy, degrees.tensor);
-  if (spec.moe) {
-    TransformerSpec moe_layer = spec;
-    moe_layer.d_ff = (spec.moe->experts_per_token + spec.moe->shared_experts) * spec.moe->expert_d_ff;
-    const double moe_share = static_cast<double>(moe_layer_count(spec)) / spec.layers;
-    per_token_per_layer = (1 - moe_share) * per_token_per_layer +
-                          moe_share * activation_bytes_per_token_per_layer(moe_layer, policy, degrees.tensor);
-  }
-  m.activations_bytes = per_token_per_layer * layers_on_chip * tokens_per_chip_per_microbatch * microbatches_in_flight;
+  const SavedBytes per_token_per_layer = saved_per_token_per_layer(spec, policy, remat, degrees.tensor);
+  const double held = layers_on_chip * tokens_per_chip_per_microbatch * microbatches_in_flight;
+  m.activations_bytes = per_token_per_layer.device * held;
+  m.offloaded_activations_bytes = per_token_per_layer.host * held;
 
   m.total_bytes = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes;
   return m;

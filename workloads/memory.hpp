@@ -3,6 +3,7 @@
 // optimizer state and saved activations (scaling book, training.md:L198-L200, L678-L702;
 // transformers.md "Gradient checkpointing").
 #include "workloads/model_spec.hpp"
+#include "workloads/layer_kernels.hpp"
 
 namespace podsim {
 
@@ -48,6 +49,8 @@ struct MemoryBreakdown {
   // K and V with their gradients). The local block is among the activations.
   double ring_blocks_bytes = 0;
   double total_bytes = 0;
+  // Activations a remat policy offloads to host memory (not in total_bytes: they leave HBM).
+  double offloaded_activations_bytes = 0;
 
   // True when total_bytes <= hbm_bytes.
   bool fits(double hbm_bytes) const { return total_bytes <= hbm_bytes; }
@@ -58,6 +61,9 @@ struct MemoryBreakdown {
 double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpointing policy,
                                             int tensor = 1);
 
+// The same for a remat policy: kept tensors in HBM, offloaded ones on the host (layer_kernels.hpp).
+SavedBytes remat_saved_bytes_per_token(const TransformerSpec& spec, const RematPolicy& remat, int tensor);
+
 // Training memory on one chip.
 //   tokens_per_chip_per_microbatch: tokens one chip processes in one microbatch (the global
 //     batch / (data * fsdp), divided by the microbatch count when pipelining); TP chips of one
@@ -67,10 +73,13 @@ double activation_bytes_per_token_per_layer(const TransformerSpec& spec, Checkpo
 //     fraction when interleaved chunks each hold 1/v of the stage).
 // Throws std::invalid_argument on an invalid spec (validate_transformer_spec), a degree < 1,
 // negative tokens or microbatches_in_flight < 1.
+// `remat`: a remat policy by name (remat_policy.hpp) in place of `policy`: the layer's kept
+// tensors (layer_kernels.hpp) in HBM, the offloaded ones in host memory.
 MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
                                          const ShardingDegrees& degrees,
                                          double tokens_per_chip_per_microbatch,
-                                         Checkpointing policy, double microbatches_in_flight = 1);
+                                         Checkpointing policy, double microbatches_in_flight = 1,
+                                         const RematPolicy* remat = nullptr);
 
 // Largest parameter count whose weights and optimizer state fit in one chip's HBM with pure
 // data parallelism: hbm_bytes / bytes_per_param (training.md:L198-L200: bf16 params + fp32 Adam

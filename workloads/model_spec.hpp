@@ -49,6 +49,10 @@ struct TransformerSpec {
   int head_dim = 0;    // H
   int vocab = 0;       // V
   bool gated_mlp = true;          // two up-projections (SwiGLU) + one down: 3DF; else 2DF
+  // Attention and MLP read the same normed input and add to the residual together (GPT-J,
+  // PaLM; MaxText's synthetic decoder at its 2023-24 commits): one block a layer, one
+  // tensor-parallel gather before it and one scatter after.
+  bool parallel_block = false;
   bool tied_embeddings = false;   // input embedding and output projection share one [V, D]
   double param_bytes = 2;                    // bf16 weights (and bf16 gradients)
   double activation_bytes = 2;               // bf16 activations

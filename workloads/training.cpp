@@ -1,5 +1,7 @@
 #include "workloads/training.hpp"
 
+#include "workloads/block_kernels.hpp"
+
 #include "workloads/block_ops.hpp"
 #include "workloads/moe_training.hpp"
 #include "workloads/pipeline.hpp"
@@ -27,7 +29,8 @@ MemoryBreakdown fullest_stage_memory(const TransformerSpec& model, const Trainin
   for (const auto& stage : pipeline_stage_weights(model, degrees.pipeline, plan.virtual_stages)) {
     degrees.stage_dense_params = stage.dense_params;
     degrees.stage_routed_params = stage.routed_params;
-    const auto m = training_memory_per_chip(model, degrees, tokens_per_microbatch, plan.checkpointing, in_flight);
+    const auto m = training_memory_per_chip(model, degrees, tokens_per_microbatch, plan.checkpointing, in_flight,
+                                             plan.remat ? &*plan.remat : nullptr);
     if (m.params_bytes + m.grads_bytes + m.optimizer_bytes > most) {
       most = m.params_bytes + m.grads_bytes + m.optimizer_bytes;
       fullest = m;
@@ -153,6 +156,27 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
 }
 
 
+// Rematerialisation (transformers.md "Gradient checkpointing"): what the policy did not keep
+// is recomputed, by rerunning the block's forward before its backward. Block keeps each
+// layer's input only, so every layer block reruns; the book's policy keeps the MLP's big
+// matmul outputs (BF, BF, BD: training.md:L678-L682) but nothing of attention, so attention
+// reruns (projections and scores; the MLP's elementwise ops it also reruns are left out).
+// A remat policy by name rewrites this per kernel (block_kernels.hpp).
+void rerun_by_checkpointing(TrainingBlock& blk, Checkpointing checkpointing, bool attention) {
+  const bool rerun = checkpointing == Checkpointing::Block || (checkpointing == Checkpointing::Book && attention);
+  if (!rerun) return;
+  blk.recompute_s = blk.forward_s;
+  blk.recompute_flops_per_chip = blk.forward_flops_per_chip;
+}
+
+// A parallel block's weights: attention's and the MLP's.
+std::vector<WeightShape> layer_weight_shapes(const TransformerSpec& model, int y) {
+  auto shapes = attention_weight_shapes(model, y);
+  const auto mlp = mlp_weight_shapes(model, model.d_ff, y);
+  shapes.insert(shapes.end(), mlp.begin(), mlp.end());
+  return shapes;
+}
+
 std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const TrainingPlan& plan,
                                         const TrainingLayout& layout, const ChipSpec& chip) {
   const double tokens = layout.tokens_per_microbatch;   // per chip group of one data shard
@@ -182,18 +206,7 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     b.activation_bytes_per_group = tokens * model.d_model * act;
     return b;
   };
-  // Rematerialisation (transformers.md "Gradient checkpointing"): what the policy did not keep
-  // is recomputed, by rerunning the block's forward before its backward. Block keeps each
-  // layer's input only, so every layer block reruns; the book's policy keeps the MLP's big
-  // matmul outputs (BF, BF, BD: training.md:L678-L682) but nothing of attention, so attention
-  // reruns (projections and scores; the MLP's elementwise ops it also reruns are left out).
-  auto recompute = [&](TrainingBlock& blk, bool attention) {
-    const bool rerun = plan.checkpointing == Checkpointing::Block ||
-                       (plan.checkpointing == Checkpointing::Book && attention);
-    if (!rerun) return;
-    blk.recompute_s = blk.forward_s;
-    blk.recompute_flops_per_chip = blk.forward_flops_per_chip;
-  };
+  auto recompute = [&](TrainingBlock& blk, bool attention) { rerun_by_checkpointing(blk, plan.checkpointing, attention); };
   // QK^T and AV: 4 T N H FLOPs per token forward (transformers.md), no weights.
   // (MLA: QK^T over d_h + d_h^R and AV over v_head_dim: attention_flops_per_token_forward.)
   const double score_flops =
@@ -205,6 +218,13 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
                                   : 0.0;
   std::vector<TrainingBlock> blocks;
   for (int l = 0; l < model.layers; ++l) {
+    if (model.parallel_block) {   // one block a layer: attention and MLP beside each other
+      blocks.push_back(make("L" + std::to_string(l) + ".layer", l,
+                            attention_params_per_layer(model) + mlp_params_per_layer(model), score_flops,
+                            layer_weight_shapes(model, static_cast<int>(y))));
+      recompute(blocks.back(), true);
+      continue;
+    }
     if (model.attention != AttentionKind::None) {
       blocks.push_back(make("L" + std::to_string(l) + ".attn", l, attention_params_per_layer(model), score_flops,
                             attention_weight_shapes(model, static_cast<int>(y)), unpack_flops));
@@ -225,6 +245,9 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   }
   blocks.push_back(make("unembed", model.layers, static_cast<double>(model.vocab) * model.d_model, 0.0,
                         unembed_weight_shapes(model, static_cast<int>(y))));
+  if (chip.compute_model == ComputeModel::Kernels || plan.remat) {
+    time_blocks_from_kernels(blocks, model, plan, tokens, static_cast<int>(y), chip);
+  }
   return blocks;
 }
 
@@ -258,12 +281,14 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
     // Activations a stage holds at once: the schedule's peak of passes begun and not yet freed.
     const double in_flight =
         peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches, plan.virtual_stages);
-    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight);
+    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, in_flight,
+                                             plan.remat ? &*plan.remat : nullptr);
     if (!pipeline_stages_alike(model, degrees.pipeline * plan.virtual_stages)) {
       layout.memory = fullest_stage_memory(model, plan, degrees, layout.tokens_per_microbatch, in_flight);
     }
   } else {
-    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1);
+    layout.memory = training_memory_per_chip(model, degrees, layout.tokens_per_microbatch, plan.checkpointing, 1,
+                                             plan.remat ? &*plan.remat : nullptr);
   }
   // What the per-layer checkpoints leave out: the loss's fp32 logits of one microbatch, split
   // over the tensor axes (vocabulary-parallel; a pipeline spreads the output projection, and

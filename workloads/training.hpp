@@ -18,6 +18,7 @@
 //    partial sums ReduceScattered after the second, forward and backward; blocking.
 // Overlap is not assumed anywhere: the program only states dependencies, and what overlaps
 // comes out of the simulated timeline.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "workloads/moe_routing.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
+#include "workloads/remat_policy.hpp"
 
 namespace podsim {
 
@@ -63,8 +65,12 @@ struct TrainingPlan {
   int sequence_length = 2048;
   int microbatches = 1;             // gradient accumulation steps
   Checkpointing checkpointing = Checkpointing::Book;
+  // A remat policy by MaxText's name (remat_policy.hpp) in place of `checkpointing`: what each
+  // layer keeps, offloads or recomputes, kernel by kernel (layer_kernels.hpp).
+  std::optional<RematPolicy> remat;
   double matmul_efficiency = 1.0;   // fraction of the roofline a matmul achieves
   bool attention_flops = true;      // count the QK^T and AV matmuls
+  AttentionRun attention_run;        // how the kernels model runs attention (layer_kernels.hpp)
 };
 
 // One weight block of the model: a layer's attention or MLP, or the output projection.
@@ -81,6 +87,10 @@ struct TrainingBlock {
   // checkpointing policy did not keep its intermediates (model_blocks says which; 0: none).
   double recompute_s = 0;
   double recompute_flops_per_chip = 0;
+  // Whether the recompute reruns a weight matmul (and so the block's tensor-parallel gather and
+  // scatter); a policy that keeps every matmul's output reruns vector work and attention only.
+  bool recompute_collectives = true;
+  bool recompute_attention = true;     // it reruns the scores (under context parallelism, the ring)
   int moe_layer = -1;                  // an MoE layer's MLP block: its index among the MoE layers
                                        // (params, FLOPs and V are then the router and shared experts;
                                        // the routed experts are workloads/moe_training.hpp's)

@@ -62,9 +62,11 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     } else {
       const bool tp = tensor && i != request.untensored_block;
       if (!forward && blk.recompute_s > 0) {
-        // The forward rerun first, with its tensor-parallel gather and scatter again.
-        const auto redo = emit_block(b, plan, tp, request.prefix + blk.name + ".recompute", blk, blk.recompute_s,
-                                     blk.recompute_flops_per_chip, inputs, OpRole::Recompute, 1);
+        // The forward rerun first, with its tensor-parallel gather and scatter again where it
+        // reruns a weight matmul, and its ring where it reruns the attention.
+        const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
+                                     blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
+                                     blk.recompute_attention ? 1 : 0);
         if (k == 0) out.entry = redo.entry;
         inputs = redo.end;
       }

@@ -242,7 +242,7 @@ MeasurementFile load_measurements(const std::string& path) {
 CalibrationProfile load_profile(const std::string& path) {
   const YAML::Node root = parse(path, "calibration profile");
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
-  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "parameters", "fit"});
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "compute_model", "parameters", "fit"});
   check_version(path, root);
   CalibrationProfile p;
   p.path = path;
@@ -258,6 +258,11 @@ CalibrationProfile load_profile(const std::string& path) {
     const std::string v = text_of(padding);
     if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
     p.mxu_padding = v == "true";
+  }
+  if (const YAML::Node model = root["compute_model"]) {
+    const std::string v = text_of(model);
+    if (v != "book" && v != "kernels") throw InputError(at(path, model), "compute_model", v, "expected book or kernels");
+    p.compute_model = v == "book" ? ComputeModel::Book : ComputeModel::Kernels;
   }
   if (const YAML::Node params = root["parameters"]) {
     // The keys, units and ranges of hardware_parameters.cpp: one range for a profile and an override.

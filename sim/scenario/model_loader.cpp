@@ -142,6 +142,8 @@ TransformerSpec parse_model(const Field& field, int sequence_length) {
   set("vocab", model.vocab, 0);
   set("max_sequence_length", model.max_sequence_length, 1);
   if (auto gated = reader.optional("gated_mlp")) model.gated_mlp = read_bool(*gated);
+  const auto parallel = reader.optional("parallel_block");
+  if (parallel) model.parallel_block = read_bool(*parallel);
   if (auto tied = reader.optional("tied_embeddings")) model.tied_embeddings = read_bool(*tied);
   std::optional<MapReader> moe, attention;
   if (auto field = reader.optional("moe")) {
@@ -154,6 +156,8 @@ TransformerSpec parse_model(const Field& field, int sequence_length) {
   }
   if (auto name = reader.optional("name")) model.name = read_string(*name);
   else if (preset && reader.entries().size() > 1) model.name += "-modified";
+  if (model.parallel_block && (model.moe || model.attention != AttentionKind::Gqa))
+    fail(*parallel, "a parallel block is modelled for dense GQA layers; expected false for " + model.name);
   try {
     validate_transformer_spec(model);
   } catch (const std::invalid_argument& error) {

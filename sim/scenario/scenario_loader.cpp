@@ -114,6 +114,8 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
     if (auto value = overrides.optional(row->scenario_leaf())) row->set(chip, row->read(*value));
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
+  if (auto model = overrides.optional("compute_model"))
+    chip.compute_model = read_choice<ComputeModel>(*model, {{"book", ComputeModel::Book}, {"kernels", ComputeModel::Kernels}});
   if (auto price = overrides.optional("chip_hour_price_usd")) {
     chip.chip_hour_price_source = "hardware.overrides.chip_hour_price_usd";
     chip.chip_hour_price_usd = read_real(*price);
@@ -153,6 +155,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
     else row.set(scenario, value);
   }
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
+  if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
   chip.source += " (calibration profile " + profile.name + ")";

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sim/scenario/hardware_parameters.hpp"
+#include "workloads/remat_policy.hpp"
 
 namespace podsim {
 
@@ -16,7 +17,7 @@ std::vector<std::string> hardware_override_keys() {
                                    "dcn_bandwidth_per_host", "pcie_bandwidth"};
   for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
     keys.emplace_back(row->scenario_leaf());
-  keys.insert(keys.end(), {"mxu_padding", "chip_hour_price_usd"});
+  keys.insert(keys.end(), {"mxu_padding", "compute_model", "chip_hour_price_usd"});
   return keys;
 }
 
@@ -43,8 +44,8 @@ std::vector<KeyTable> make_tables() {
       {M::WorkloadCollectives, "workload_collectives", "workload (kind: collectives)", {"kind", "operations"}},
       {M::WorkloadTraining, "workload_training", "workload (kind: training)",
        {"kind", "model", "batch_tokens", "sequence_length", "microbatches", "parallelism", "checkpointing",
-        "matmul_efficiency", "attention_flops", "strict_memory", "routing", "token_budget", "master_weights",
-        "gradients"}},
+        "remat_policy", "remat", "attention_kernel", "causal_attention", "flash_block", "matmul_efficiency", "attention_flops", "strict_memory", "routing", "token_budget",
+        "master_weights", "gradients"}},
       {M::WorkloadInference, "workload_inference", "workload (kind: inference)",
        {"kind", "model", "phase", "batch", "context_length", "prompt_length", "weights", "kv_cache", "compute",
         "efficiency", "attention_flops", "parallelism", "collective_matmul", "routing"}},
@@ -57,7 +58,7 @@ std::vector<KeyTable> make_tables() {
         "after"}},
       {M::Model, "model", "workload.model (a mapping)",
        {"preset", "name", "layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab", "gated_mlp",
-        "tied_embeddings", "max_sequence_length", "moe", "attention"}},
+        "parallel_block", "tied_embeddings", "max_sequence_length", "moe", "attention"}},
       {M::ModelMoe, "model_moe", "workload.model.moe",
        {"experts", "experts_per_token", "shared_experts", "expert_d_ff", "dense_layers"}},
       {M::ModelAttention, "model_attention", "workload.model.attention",
@@ -82,6 +83,7 @@ std::vector<KeyTable> make_tables() {
       {M::Expectation, "expectation", "expect[i]",
        {"field", "value", "rel_tolerance", "rel_tolerance_above", "tolerance_reason", "source"}},
       {M::Compare, "compare", "compare", {"topologies", "chips"}},
+      {M::Remat, "remat", "workload.remat (remat_policy: custom)", remat_tensor_names()},
   };
   // key_table indexes by the enum: a table out of order or missing would hand a reader the
   // wrong keys, so refuse to start rather than load anything with them.

@@ -41,6 +41,7 @@ enum class SchemaMap {
   NicSelection,
   Expectation,
   Compare,
+  Remat,
   Count
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -208,6 +209,40 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
   fail(microbatch_field && sequences % degree == 0 ? *microbatch_field : batch_field, message);
 }
 
+// remat_policy (MaxText's names, remat_policy.hpp) in place of checkpointing, and with `custom`
+// the `remat` mapping of tensor names to device, offload or remat.
+void read_remat(const MapReader& reader, const std::optional<Field>& checkpointing, const TransformerSpec& model,
+                TrainingPlan& plan) {
+  const auto policy = reader.optional("remat_policy");
+  const auto custom = reader.optional("remat");
+  if (!policy) {
+    if (custom) fail(*custom, "a per-tensor policy needs remat_policy: custom");
+    return;
+  }
+  if (checkpointing) fail(*policy, "says what is kept, as checkpointing does; expected one of the two");
+  if (model.attention == AttentionKind::Mla)
+    fail(*policy, "names the tensors of a GQA layer; " + model.name + " has MLA attention: use checkpointing");
+  const std::string name = read_string(*policy);
+  if (name != "custom") {
+    if (custom) fail(*custom, "only with remat_policy: custom (" + name + " says what each tensor does)");
+    try {
+      plan.remat = remat_policy(name);
+    } catch (const std::invalid_argument&) {
+      fail(*policy, "expected one of: " + join(remat_policy_names()));
+    }
+    return;
+  }
+  if (!custom) fail(*policy, "custom needs a remat mapping: each tensor device, offload or remat");
+  std::map<std::string, std::string> fates;
+  const MapReader tensors(*custom, SchemaMap::Remat);
+  tensors.reject_unknown();
+  for (const auto& entry : tensors.entries()) {
+    fates[entry.name] = read_choice<std::string>(entry.value, {{"device", "device"}, {"offload", "offload"},
+                                                              {"remat", "remat"}});
+  }
+  plan.remat = custom_remat_policy(fates);
+}
+
 }  // namespace
 
 namespace detail {
@@ -238,9 +273,18 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   const Field batch = reader.required("batch_tokens");
   plan.global_batch_tokens = read_batch_tokens(batch);
   check_batch(batch, microbatches, plan, topology.axes, topology.slices);
-  if (auto checkpointing = reader.optional("checkpointing"))
+  const auto checkpointing = reader.optional("checkpointing");
+  if (checkpointing)
     plan.checkpointing = read_choice<Checkpointing>(
         *checkpointing, {{"none", Checkpointing::None}, {"block", Checkpointing::Block}, {"book", Checkpointing::Book}});
+  read_remat(reader, checkpointing, workload.model, plan);
+  if (auto kernel = reader.optional("attention_kernel"))
+    plan.attention_run.flash = read_choice<bool>(*kernel, {{"flash", true}, {"dot_product", false}});
+  if (auto causal = reader.optional("causal_attention")) plan.attention_run.causal = read_bool(*causal);
+  if (auto block = reader.optional("flash_block")) {
+    if (!plan.attention_run.flash) fail(*block, "a flash attention block size; expected attention_kernel: flash");
+    plan.attention_run.block = read_int(*block, 1, 1 << 20);
+  }
   if (auto efficiency = reader.optional("matmul_efficiency")) {
     plan.matmul_efficiency = read_real(*efficiency);
     if (plan.matmul_efficiency <= 0.0 || plan.matmul_efficiency > 1.0)

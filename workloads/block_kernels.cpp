@@ -1,0 +1,108 @@
+#include "workloads/block_kernels.hpp"
+
+#include "workloads/layer_kernels.hpp"
+
+namespace podsim {
+
+RematPolicy checkpointing_policy(Checkpointing checkpointing) {
+  switch (checkpointing) {
+    case Checkpointing::None: return remat_policy("none");
+    case Checkpointing::Block: return remat_policy("block");
+    case Checkpointing::Book: break;
+  }
+  return remat_policy("book");
+}
+
+namespace {
+
+struct BlockSums {
+  double forward_s = 0, backward_s = 0, flops = 0;
+};
+
+// One layer's two blocks (attention 0, MLP 1): their kernels' sums, and each block's recompute.
+void time_layer(TrainingBlock* attn, TrainingBlock* mlp, const std::vector<Kernel>& kernels,
+                const std::vector<int>& plan, const std::vector<KernelTimes>& times, bool per_kernel,
+                bool recompute) {
+  BlockSums sums[2];
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    BlockSums& s = sums[kernels[i].mlp ? 1 : 0];
+    s.forward_s += times[i].forward_s;
+    s.backward_s += times[i].backward_s;
+    s.flops += times[i].flops;
+  }
+  TrainingBlock* block[2] = {attn, mlp};
+  if (per_kernel) {
+    for (int b = 0; b < 2; ++b) {
+      if (!block[b]) continue;
+      block[b]->forward_s = sums[b].forward_s;
+      block[b]->backward_s = sums[b].backward_s;
+    }
+  }
+  for (int b = 0; b < 2 && recompute; ++b) {
+    if (!block[b]) continue;
+    TrainingBlock& blk = *block[b];
+    blk.recompute_s = blk.recompute_flops_per_chip = 0;
+    blk.recompute_collectives = blk.recompute_attention = false;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const int owner = kernels[i].mlp ? 1 : 0;
+      if (!block[owner]) continue;   // an MoE layer's MLP: its experts are not rerun (moe_training.hpp)
+      // Without an MLP block of its own (MoE), what the MLP's backward would recompute first
+      // is the attention block's to recompute.
+      const int when = plan[i] == 2 && !mlp ? 1 : plan[i];
+      if (when != b + 1) continue;
+      // The book's model: a kernel's share of its block's one roofline, by FLOPs.
+      const double owner_s = block[owner]->forward_s;
+      blk.recompute_s += per_kernel ? times[i].forward_s
+                                    : (sums[owner].flops > 0 ? owner_s * times[i].flops / sums[owner].flops : 0.0);
+      blk.recompute_flops_per_chip += times[i].flops;
+      blk.recompute_collectives = blk.recompute_collectives || kernels[i].kind == KernelKind::Matmul;
+      blk.recompute_attention = blk.recompute_attention || kernels[i].kind == KernelKind::Attention;
+    }
+  }
+}
+
+}  // namespace
+
+void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const TransformerSpec& model,
+                              const TrainingPlan& plan, double tokens, int y, const ChipSpec& chip) {
+  const bool per_kernel = chip.compute_model == ComputeModel::Kernels;
+  const RematPolicy policy = plan.remat ? *plan.remat : checkpointing_policy(plan.checkpointing);
+  const double sequence = plan.attention_flops ? plan.sequence_length : 0.0;
+  const auto kernels = layer_kernels(model, y, tokens, sequence, chip, plan.attention_run);
+  const auto plan_of = recompute_plan(kernels, policy);
+  std::vector<KernelTimes> times;
+  for (const auto& k : kernels) times.push_back(kernel_times(k, tokens, chip, plan.matmul_efficiency));
+  for (int l = 0; l < model.layers; ++l) {
+    TrainingBlock* attn = nullptr;
+    TrainingBlock* mlp = nullptr;
+    for (auto& blk : blocks) {
+      if (blk.layer != l) continue;
+      const auto ends = [&](const char* s) {
+        const std::string tail(s);
+        return blk.name.size() > tail.size() && blk.name.compare(blk.name.size() - tail.size(), tail.size(), tail) == 0;
+      };
+      if (ends(".attn") || ends(".layer")) attn = &blk;   // a parallel block: the layer's one block
+      else if (blk.moe_layer < 0) mlp = &blk;
+    }
+    // MLA attention keeps the book's block and its recompute (checkpointing's, rewritten only for
+    // GQA layers and layers without attention).
+    if (model.attention == AttentionKind::Mla) {
+      if (per_kernel && mlp) {
+        time_layer(nullptr, mlp, kernels, plan_of, times, true, false);
+        if (mlp->recompute_s > 0) mlp->recompute_s = mlp->forward_s;
+      }
+      continue;
+    }
+    time_layer(attn, mlp, kernels, plan_of, times, per_kernel, true);
+  }
+  if (!per_kernel || blocks.empty() || blocks.back().layer != model.layers) return;
+  TrainingBlock& unembed = blocks.back();
+  unembed.forward_s = unembed.backward_s = 0;
+  for (const auto& k : unembed_kernels(model, y, tokens, chip)) {
+    const KernelTimes t = kernel_times(k, tokens, chip, plan.matmul_efficiency);
+    unembed.forward_s += t.forward_s;
+    unembed.backward_s += t.backward_s;
+  }
+}
+
+}  // namespace podsim

@@ -1,0 +1,244 @@
+#include "workloads/layer_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "workloads/roofline.hpp"
+
+namespace podsim {
+
+namespace {
+
+double up(double x, double to) { return std::ceil(x / to) * to; }
+
+// A weight matmul [T, K] @ [K, N]: 2 T K N FLOPs, or what the MXU does with the shape padded
+// (matmul_shapes.hpp: K and N to the array, M to 8 rows); reads the weights and its input,
+// writes its output. Backward: dX = dY W^T and dW = X^T dY, reading X, dY and W, writing dX
+// and dW (the gradient in the weights' dtype).
+Kernel matmul(std::string name, bool mlp, std::vector<std::string> inputs, double k, double n, double tokens,
+              const TransformerSpec& model, const ChipSpec& chip, double output_bytes_per_element = 0) {
+  const double a = model.activation_bytes;
+  const double out = output_bytes_per_element > 0 ? output_bytes_per_element : a;
+  Kernel m;
+  m.name = std::move(name);
+  m.kind = KernelKind::Matmul;
+  m.mlp = mlp;
+  m.backward_needs = inputs;
+  m.inputs = std::move(inputs);
+  const double rows = tokens > 0 ? tokens : 1;
+  m.flops_per_token = chip.mxu_padding ? 2 * up(rows, 8) * up(k, chip.mxu_size) * up(n, chip.mxu_size) / rows
+                                       : 2 * k * n;
+  m.bytes_per_token = k * a + n * out;
+  m.backward_bytes_per_token = 2 * k * a + n * out;
+  m.weight_bytes = k * n * model.param_bytes;
+  m.output_bytes_per_token = n * out;
+  return m;
+}
+
+Kernel vector(std::string name, bool mlp, std::vector<std::string> inputs, std::vector<std::string> needs,
+              double forward_bytes, double backward_bytes, double output_bytes) {
+  Kernel v;
+  v.name = std::move(name);
+  v.mlp = mlp;
+  v.inputs = std::move(inputs);
+  v.backward_needs = std::move(needs);
+  v.bytes_per_token = forward_bytes;
+  v.backward_bytes_per_token = backward_bytes;
+  v.output_bytes_per_token = output_bytes;
+  return v;
+}
+
+// Causal flash attention over sequences of `sequence` tokens in blocks of kFlashBlockTokens:
+// query block i computes key blocks 1..i, so a query attends to (n + 1) / 2 blocks on average
+// (n blocks a sequence) and reads K and V that often. QK^T and AV are 4 H FLOPs per query head
+// and key; the backward recomputes the scores and runs dV, dP, dQ and dK: 5 matmuls to the
+// forward's 2 (FlashAttention-2, Dao 2023, section 3.1.2).
+Kernel flash_attention(const TransformerSpec& model, int y, double sequence, const AttentionRun& run) {
+  const double a = model.activation_bytes;
+  const double heads = std::ceil(static_cast<double>(model.heads) / y);
+  const double kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
+  const double h = model.head_dim;
+  const double block = std::min(sequence, run.block);
+  const double blocks = std::ceil(sequence / block);
+  const double keys = run.causal ? block * (blocks + 1) / 2 : block * blocks;
+  const double passes = run.causal ? (blocks + 1) / 2 : blocks;   // K/V reads per query block
+  Kernel f;
+  f.name = "context";
+  f.kind = KernelKind::Attention;
+  f.inputs = {"rotary", "value_proj"};
+  f.backward_needs = {"rotary", "value_proj", "context"};
+  f.flops_per_token = 4 * heads * h * keys;
+  f.backward_flops_factor = 2.5;
+  const double kv_reads = 2 * kv_heads * h * a * passes;
+  // Q read, O written, K and V read per block, the softmax statistics (fp32) written.
+  f.bytes_per_token = 2 * heads * h * a + kv_reads + heads * 4;
+  // Q, O, dO read, dQ written, K and V read per block, dK and dV written once.
+  f.backward_bytes_per_token = 4 * heads * h * a + kv_reads + 2 * kv_heads * h * a + heads * 4;
+  f.output_bytes_per_token = heads * h * a;
+  return f;
+}
+
+// The MLP block after the residual stream `stream`: norm, up-projection(s), activation, down,
+// residual sum; without `norm` (a parallel block) the up-projections read `stream` and the layer
+// adds the sums itself.
+void append_mlp(std::vector<Kernel>& k, const TransformerSpec& m, int y, double tokens, const ChipSpec& chip,
+                const std::string& stream, bool norm = true) {
+  const double a = m.activation_bytes;
+  const double d = m.d_model, dy = d / y;
+  const double f = std::ceil(static_cast<double>(m.d_ff) / y);
+  std::string in = stream;
+  if (norm) {
+    k.push_back(vector("mlp_norm", true, {stream}, {stream}, 2 * dy * a, 3 * dy * a, dy * a));
+    in = "mlp_norm";
+  }
+  std::vector<std::string> up_outputs;
+  if (m.gated_mlp) {
+    k.push_back(matmul("mlpwi_0", true, {in}, d, f, tokens, m, chip));
+    k.push_back(matmul("mlpwi_1", true, {in}, d, f, tokens, m, chip));
+    up_outputs = {"mlpwi_0", "mlpwi_1"};
+  } else {
+    k.push_back(matmul("mlpwi", true, {in}, d, f, tokens, m, chip));
+    up_outputs = {"mlpwi"};
+  }
+  // The activation function (and the gate's product): reads the up-projections, writes one F;
+  // backward reads them and dY, writes their gradients.
+  const double ups = static_cast<double>(up_outputs.size());
+  k.push_back(vector("mlp_activation", true, up_outputs, up_outputs, (ups + 1) * f * a, (2 * ups + 1) * f * a, f * a));
+  k.push_back(matmul("mlpwo", true, {"mlp_activation"}, f, d, tokens, m, chip));
+  k.back().output_bytes_per_token = dy * a;   // kept after its reduce-scatter: the stream's share
+  if (norm) k.push_back(vector("mlp_residual", true, {stream, "mlpwo"}, {}, 3 * dy * a, 0, dy * a));
+}
+
+
+// XLA's attention as MaxText's `dot_product` writes it: QK^T over the whole sequence (the mask
+// applied after, so causal saves nothing), the fp32 scores written, the softmax reading them and
+// writing bf16 probabilities, AV reading those. The backward recomputes nothing: it reads the
+// probabilities (which the policy keeps or recomputes as `context`'s input) and writes the
+// scores' gradient.
+Kernel dot_product_attention(const TransformerSpec& model, int y, double sequence) {
+  const double a = model.activation_bytes;
+  const double heads = std::ceil(static_cast<double>(model.heads) / y);
+  const double kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
+  const double h = model.head_dim;
+  Kernel k;
+  k.name = "context";
+  k.kind = KernelKind::Attention;
+  k.inputs = {"rotary", "value_proj"};
+  k.backward_needs = {"rotary", "value_proj", "context"};
+  k.flops_per_token = 4 * heads * h * sequence;
+  const double scores = heads * sequence;
+  // Q and K/V read, scores written (fp32) and read by the softmax, probabilities written and read.
+  k.bytes_per_token = heads * h * a + 2 * kv_heads * h * a + scores * (4 + 4 + a + a) + heads * h * a;
+  k.backward_bytes_per_token = 2 * k.bytes_per_token + scores * 4;
+  k.output_bytes_per_token = heads * h * a;
+  return k;
+}
+
+}  // namespace
+
+std::vector<Kernel> layer_kernels(const TransformerSpec& m, int y, double tokens, double sequence,
+                                  const ChipSpec& chip, const AttentionRun& run) {
+  const double a = m.activation_bytes;
+  const double d = m.d_model, dy = d / y;
+  const double q = std::ceil(static_cast<double>(m.heads) / y) * m.head_dim;
+  const double kv = std::ceil(static_cast<double>(m.kv_heads) / y) * m.head_dim;
+  std::vector<Kernel> k;
+  if (m.attention == AttentionKind::None) {   // MLP blocks only (the book's measured layer, F6)
+    append_mlp(k, m, y, tokens, chip, "layer_input");
+    return k;
+  }
+  // RMSNorm: reads x, writes its output; backward reads x and dY, writes dX.
+  k.push_back(vector("attn_norm", false, {"layer_input"}, {"layer_input"}, 2 * dy * a, 3 * dy * a, dy * a));
+  k.push_back(matmul("query_proj", false, {"attn_norm"}, d, q, tokens, m, chip));
+  k.push_back(matmul("key_proj", false, {"attn_norm"}, d, kv, tokens, m, chip));
+  k.push_back(matmul("value_proj", false, {"attn_norm"}, d, kv, tokens, m, chip));
+  // Rotary embedding: reads and writes Q and K; its backward is the inverse rotation.
+  k.push_back(vector("rotary", false, {"query_proj", "key_proj"}, {}, 2 * (q + kv) * a, 2 * (q + kv) * a,
+                     (q + kv) * a));
+  if (sequence > 0) k.push_back(run.flash ? flash_attention(m, y, sequence, run) : dot_product_attention(m, y, sequence));
+  k.push_back(matmul("out_proj", false, {"context"}, q, d, tokens, m, chip));
+  k.back().output_bytes_per_token = dy * a;
+  if (m.parallel_block) {
+    // Both branches read the one norm; x + attention + MLP is one sum of three.
+    append_mlp(k, m, y, tokens, chip, "attn_norm", false);
+    for (auto& kernel : k) kernel.mlp = false;
+    k.push_back(vector("layer_residual", false, {"layer_input", "out_proj", "mlpwo"}, {}, 4 * dy * a, 0, dy * a));
+    return k;
+  }
+  // The residual sum x + attention: reads two, writes one (the backward passes dY on).
+  k.push_back(vector("attn_residual", false, {"layer_input", "out_proj"}, {}, 3 * dy * a, 0, dy * a));
+  append_mlp(k, m, y, tokens, chip, "attn_residual");
+  return k;
+}
+
+std::vector<Kernel> unembed_kernels(const TransformerSpec& m, int y, double tokens, const ChipSpec& chip) {
+  const double a = m.activation_bytes;
+  const double d = m.d_model, v = std::ceil(static_cast<double>(m.vocab) / y);
+  std::vector<Kernel> k;
+  k.push_back(vector("final_norm", false, {"layer_input"}, {"layer_input"}, 2 * d / y * a, 3 * d / y * a, d / y * a));
+  // fp32 logits (MaxText casts them before the softmax): the loss reads them, its backward reads
+  // them again and writes the logits' gradient.
+  k.push_back(matmul("logits", false, {"final_norm"}, d, v, tokens, m, chip, 4));
+  k.push_back(vector("loss", false, {"logits"}, {"logits"}, v * 4, v * (4 + a), 0));
+  return k;
+}
+
+std::vector<int> recompute_plan(const std::vector<Kernel>& kernels, const RematPolicy& policy) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < kernels.size(); ++i) producer[kernels[i].name] = i;
+  std::vector<int> plan(kernels.size(), 0);
+  auto available = [&](const std::string& t) {
+    const auto it = producer.find(t);
+    return it == producer.end() || plan[it->second] != 0 || policy.of(t) != TensorFate::Recompute;
+  };
+  // The MLP block's backward first (2), then the attention block's (1).
+  for (int block : {2, 1}) {
+    std::vector<std::string> needed;
+    for (const auto& k : kernels)
+      if (k.mlp == (block == 2)) needed.insert(needed.end(), k.backward_needs.begin(), k.backward_needs.end());
+    while (!needed.empty()) {
+      const std::string t = needed.back();
+      needed.pop_back();
+      if (available(t)) continue;
+      const size_t p = producer.at(t);
+      plan[p] = block;
+      needed.insert(needed.end(), kernels[p].inputs.begin(), kernels[p].inputs.end());
+    }
+  }
+  return plan;
+}
+
+KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency) {
+  KernelTimes t;
+  t.flops = k.flops_per_token * tokens;
+  t.forward_s = roofline_s(t.flops, k.weight_bytes + k.bytes_per_token * tokens, chip, efficiency);
+  t.backward_s = roofline_s(k.backward_flops_factor * t.flops,
+                            2 * k.weight_bytes + k.backward_bytes_per_token * tokens, chip, efficiency);
+  return t;
+}
+
+SavedBytes saved_bytes_per_token(const std::vector<Kernel>& kernels, const RematPolicy& policy, double layer_input) {
+  // jax.checkpoint keeps what the policy allows among the residuals the backward reads: the
+  // tensors a backward needs, and the inputs of what it recomputes. A tensor nothing reads
+  // afterwards (the output projections' sums, consumed by the residual add) is not kept.
+  const auto plan = recompute_plan(kernels, policy);
+  std::set<std::string> read;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    read.insert(kernels[i].backward_needs.begin(), kernels[i].backward_needs.end());
+    if (plan[i] != 0) read.insert(kernels[i].inputs.begin(), kernels[i].inputs.end());
+  }
+  SavedBytes s;
+  s.device = layer_input;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    if (plan[i] != 0 || (!policy.keep_everything && !read.count(k.name))) continue;
+    const TensorFate f = policy.of(k.name);
+    if (f == TensorFate::Device) s.device += k.output_bytes_per_token;
+    else if (f == TensorFate::Offload) s.host += k.output_bytes_per_token;
+  }
+  return s;
+}
+
+}  // namespace podsim
