@@ -44,6 +44,8 @@ TEST_CASE("each FLOP convention counts a small model as its source's formula doe
   CHECK(count("maxtext-2023", in) == 20164608);
   // MaxText 76bd53b: that + 12 heads L head_dim S^2 B / 2 = 6 x 4 x 2 x 16 x 8 x 32 = 196,608.
   CHECK(count("maxtext-76bd53b", in) == 20164608 + 196608);
+  // MaxText of October 2023 (the v5e table): the same attention term not halved.
+  CHECK(count("maxtext-2023-10", in) == 20164608 + 2 * 196608);
   // MaxText per device: weights in matmuls 2 x (16,384 + 32,768) + 64 x 100 = 104,704, 2 FLOPs each,
   // + attention 4 S N H L = 4 x 8 x 4 x 16 x 2 = 4,096; x 3 (forward, backward) x 32 tokens.
   CHECK(count("maxtext-per-device", in) == 3 * (2 * 104704 + 4096) * 32);
@@ -55,7 +57,7 @@ TEST_CASE("each FLOP convention counts a small model as its source's formula doe
 
 TEST_CASE("FLOP conventions are found by name and cite a source", "[flop_conventions]") {
   CHECK(find_flop_convention("maxtext") == nullptr);
-  CHECK(flop_convention_names() == "podsim, maxtext-2023, maxtext-76bd53b, maxtext-per-device");
+  CHECK(flop_convention_names() == "podsim, maxtext-2023, maxtext-76bd53b, maxtext-2023-10, maxtext-per-device");
   for (const auto& row : flop_conventions()) {
     INFO(row.name);
     CHECK_FALSE(row.source.empty());

@@ -22,6 +22,16 @@ double maxtext_76bd53b_flops(const FlopCountInputs& in) {
   return six_n_flops(in) + attention * in.tokens_per_chip;
 }
 
+// The same before the causal halving (MaxText at e47fa1b5d, October 2023, where the v5e table
+// was first published and the flash kernel ran with causal=False): 12 heads L head_dim S^2 B.
+double maxtext_2023_10_flops(const FlopCountInputs& in) {
+  const TransformerSpec& m = in.model;
+  const double attention = m.attention == AttentionKind::None
+                               ? 0.0
+                               : 12.0 * m.heads * m.layers * static_cast<double>(m.head_dim) * in.sequence_length;
+  return six_n_flops(in) + attention * in.tokens_per_chip;
+}
+
 // Per token: 3 x [L (qkv + projection) + ffn + 2 D V] x 2 per weight, the FFN only the activated
 // experts and the gate, the embedding once as the output projection's matmul (tied or not); plus
 // 3 x 4 S heads head_dim L of attention, not halved ("megatron tflops calculation does not
@@ -48,6 +58,9 @@ const std::vector<FlopConvention>& flop_conventions() {
       {"maxtext-76bd53b", maxtext_76bd53b_flops,
        "6 N S B per device, N = all parameters (a tied embedding once), + causal attention 6 heads L head_dim S^2 B",
        "MaxText MaxText/train.py:77-88 at 76bd53b0 (calculate_training_tflops)"},
+      {"maxtext-2023-10", maxtext_2023_10_flops,
+       "6 N S B per device + non-causal attention 12 heads L head_dim S^2 B",
+       "MaxText MaxText/train.py:75-84 at e47fa1b5d (2023-10-31, the v5e table's first commit)"},
       {"maxtext-per-device", maxtext_per_device_flops,
        "3 x 2 x (L (QKV + output projection) + activated FFN and gate + D V) per token + 3 x 4 S N H L of "
        "attention, not halved for causality",
