@@ -47,6 +47,9 @@ struct ChipSpec {
   double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
   double dcn_latency_s = 0;         // fixed cost of every DCN transfer (NICs, switch, host software)
+  // The share of its NIC's bandwidth a host's DCN transfers achieve (protocol, the fabric beyond
+  // the switch, other tenants): the NIC links carry dcn_bandwidth_per_host_Bps x this.
+  double dcn_efficiency = 1.0;
   // Weight-only quantisation (int8 or int4 weights, bf16 matmuls): the vector units convert
   // each weight before the MXU takes it, at this many weights per second (0: free, the ideal
   // machine; the VPU's ~7e12 ops/s per v5p core, hardware.md, bounds it from above).

@@ -223,7 +223,7 @@ void Topology::add_host_links() {
   G.first_nic_link = static_cast<int>(links_.size());
   for (int h = 0; h < n_hosts; ++h)
     add_link({.a = vertex_of_host(h), .b = G.switch_vertex, .kind = LinkKind::Nic,
-              .bandwidth_Bps = chip.dcn_bandwidth_per_host_Bps});
+              .bandwidth_Bps = chip.dcn_bandwidth_per_host_Bps * chip.dcn_efficiency});
   // A DCN transfer's fixed cost (a calibration's dcn_latency), half on each of its two NICs, as
   // the latency a degraded NIC adds (the floor or SimGrid latency, per hop model).
   if (chip.dcn_latency_s > 0) {

@@ -114,20 +114,25 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
 }
 
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
-                                         const std::string& name, const TrainingBlock& blk, int after) {
+                                         const std::string& name, const TrainingBlock& blk, int after, bool dcn) {
   if (layout.data_degree <= 1) return {};
   const bool sharded = (plan.fsdp || plan.zero_stage > 0) && layout.ici_data_degree > 1;
   if (!sharded) {
     return {b.collective(name + ".allreduce_grads", CollectiveKind::AllReduce, plan.data_axes, plan.data_slices,
-                         blk.weight_bytes_per_group, {after}, blk.layer, OpRole::DataAllReduce, plan.dcn_data_parallel)};
+                         blk.gradient_bytes_per_group, {after}, blk.layer, OpRole::DataAllReduce, plan.dcn_data_parallel)};
   }
   OpRole role = plan.fsdp ? OpRole::FsdpReduceScatter : OpRole::ZeroReduceScatter;
   const int scatter = b.collective(name + ".reducescatter_grads", CollectiveKind::ReduceScatter, plan.data_axes,
-                                   plan.data_slices, blk.weight_bytes_per_group, {after}, blk.layer, role);
-  if (!plan.dcn_data_parallel) return {scatter};
-  return {scatter, b.collective(name + ".dcn_allreduce_grads", CollectiveKind::AllReduce, {}, {},
-                                blk.weight_bytes_per_group / layout.ici_data_degree, {scatter}, blk.layer,
-                                OpRole::DcnAllReduce, true)};
+                                   plan.data_slices, blk.gradient_bytes_per_group, {after}, blk.layer, role);
+  if (!plan.dcn_data_parallel || !dcn) return {scatter};
+  return {scatter, emit_dcn_gradient_allreduce(b, layout, name, blk, {scatter})};
+}
+
+int emit_dcn_gradient_allreduce(ProgramBuilder& b, const TrainingLayout& layout, const std::string& name,
+                                const TrainingBlock& blk, std::vector<int> after) {
+  return b.collective(name + ".dcn_allreduce_grads", CollectiveKind::AllReduce, {}, {},
+                      blk.gradient_bytes_per_group / layout.ici_data_degree, std::move(after), blk.layer,
+                      OpRole::DcnAllReduce, true);
 }
 
 int emit_zero_allgather(ProgramBuilder& b, const TrainingPlan& plan, const std::string& name, const TrainingBlock& blk,

@@ -88,8 +88,14 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
 // (training.md, "scaling beyond a pod"); plain data parallelism all-reduces it, across slices
 // hierarchically (ICI ReduceScatter, DCN AllReduce, ICI AllGather). Returns the ops; none
 // without data parallelism.
+// `dcn` false: the sharded gradients' DCN all-reduce is left to the caller
+// (TrainingPlan::dcn_after_backward), which emits it with emit_dcn_gradient_allreduce.
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
-                                         const std::string& name, const TrainingBlock& blk, int after);
+                                         const std::string& name, const TrainingBlock& blk, int after,
+                                         bool dcn = true);
+// The all-reduce over DCN of a block's reduce-scattered gradient shard (each chip's 1/ici share).
+int emit_dcn_gradient_allreduce(ProgramBuilder& b, const TrainingLayout& layout, const std::string& name,
+                                const TrainingBlock& blk, std::vector<int> after);
 
 // ZeRO-1/2: a block's updated shards gathered back into every replica's weights after `after`
 // (the optimizer, or the block gathered before it), before the next step can use them.

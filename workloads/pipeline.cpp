@@ -23,6 +23,7 @@ TrainingBlock share_of(TrainingBlock blk, double fraction) {
   blk.recompute_s *= fraction;
   blk.recompute_flops_per_chip *= fraction;
   blk.weight_bytes_per_group *= fraction;
+  blk.gradient_bytes_per_group *= fraction;
   return blk;
 }
 

@@ -203,6 +203,8 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     b.backward_s = roofline_s(2 * mxu_flops, b.forward_bytes_per_chip + 2 * tokens * model.d_model * act,
                               chip, plan.matmul_efficiency);
     b.weight_bytes_per_group = params * model.param_bytes / y;
+    b.gradient_bytes_per_group =
+        params * (model.gradient_bytes_per_param > 0 ? model.gradient_bytes_per_param : model.param_bytes) / y;
     b.activation_bytes_per_group = tokens * model.d_model * act;
     return b;
   };
@@ -434,6 +436,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
   std::vector<int> grad_ops;
+  std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under dcn_after_backward
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
 
@@ -455,11 +458,17 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
           if (!last_microbatch) return;
           if (experts >= 0) moe.gradients(blocks[i], experts, grad_ops);
           if (data) {
-            for (int op : emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute))
-              grad_ops.push_back(op);
+            const auto reduced = emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute,
+                                                         !plan.dcn_after_backward);
+            grad_ops.insert(grad_ops.end(), reduced.begin(), reduced.end());
+            if (plan.dcn_after_backward) hoisted.push_back({i, reduced.back()});
           }
         });
     previous_end = bwd.end;
+    // Hoisted out of the backward loop: every shard's DCN all-reduce once the backward is done.
+    for (const auto& [i, scatter] : hoisted) {
+      grad_ops.push_back(emit_dcn_gradient_allreduce(b, layout, blocks[i].name, blocks[i], {scatter, last_compute_all}));
+    }
     hold_checkpoints(b, model, layout, fwd, bwd);
   }
   const bool zero = data && plan.zero_stage > 0;

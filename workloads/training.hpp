@@ -57,6 +57,10 @@ struct TrainingPlan {
   bool tensor_overlap = false;      // collective matmuls: TP gathers/scatters overlap the matmuls
   bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
                                     // gradients reduced across them over DCN (hierarchically)
+  // Sharded gradients' all-reduce over DCN after the whole backward rather than behind each
+  // block's: XLA's while-loop all-reduce code motion hoists it out of a scanned layer stack's
+  // backward loop (MaxText's `scan_layers`), so it no longer hides under the backward.
+  bool dcn_after_backward = false;
   int pipeline_axis = -1;           // stages along this axis (its size), Topology::kSliceAxis
                                     // for one stage per slice, -1 for none
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
@@ -94,7 +98,10 @@ struct TrainingBlock {
   int moe_layer = -1;                  // an MoE layer's MLP block: its index among the MoE layers
                                        // (params, FLOPs and V are then the router and shared experts;
                                        // the routed experts are workloads/moe_training.hpp's)
-  double weight_bytes_per_group = 0;   // V of the FSDP AllGather / gradient reduction
+  double weight_bytes_per_group = 0;   // V of the FSDP AllGather
+  // V of the gradient reduction: the gradients' dtype (fp32 when accumulated so: Megatron's
+  // main grads, MaxText's float32 weights), else the weights'.
+  double gradient_bytes_per_group = 0;
   // Ring attention (context parallelism): the scores run in `context_steps` steps, one per
   // K/V block of the ring, each chip sending its neighbour `context_kv_bytes` between steps
   // (forward; the backward sends K/V and their gradients, twice as much). 1: no ring. MLA's

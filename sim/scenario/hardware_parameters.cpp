@@ -66,6 +66,12 @@ std::vector<HardwareParameter> built_in_rows() {
        fixed_cost_range(),
        ParameterRange{0, 1e-3, false, "a transfer's NICs, switch and host software, not its bytes"}, 0.0,
        "fixed cost of every DCN transfer (NICs, switch, host software)"},
+      {"dcn_efficiency", "hardware.overrides.dcn_efficiency", &ChipSpec::dcn_efficiency, nullptr, U::Fraction,
+       achieved_fraction(),
+       ParameterRange{0.05, 1, false,
+                      "a NIC cannot beat its nominal bandwidth; the floor leaves room for a fabric shared with "
+                      "other jobs and for protocol overheads across many slices"},
+       1.0, "fraction of a host's NIC bandwidth its DCN transfers achieve"},
       {"dequant_rate", "hardware.overrides.dequant_rate", &ChipSpec::dequant_weights_per_s, nullptr, U::Number,
        ParameterRange{1e9, 1e16, false,
                       "weights per second; the VPU's ~7e12 ops/s per v5p core (hardware.md) sits inside, with "

@@ -64,7 +64,7 @@ std::vector<KeyTable> make_tables() {
       {M::ModelAttention, "model_attention", "workload.model.attention",
        {"kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}},
       {M::TrainingParallelism, "training_parallelism", "workload.parallelism (kind: training)",
-       {"data", "fsdp", "zero", "tensor", "tensor_overlap", "context", "pipeline", "schedule", "virtual_stages", "dcn_data", "expert"}},
+       {"data", "fsdp", "zero", "tensor", "tensor_overlap", "context", "pipeline", "schedule", "virtual_stages", "dcn_data", "dcn_sync", "expert"}},
       {M::ModelParallelism, "model_parallelism", "workload.parallelism (inference, serving), workload.prefill.parallelism",
        {"model", "model_d", "replica", "expert", "context"}},
       {M::Routing, "routing", "workload.routing",
