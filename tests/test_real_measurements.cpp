@@ -1,0 +1,42 @@
+// The development set of real TPU measurements (scenarios/real/real_tpu.measurements.yaml; issue
+// 26): every row loads, names a profile per chip generation, runs its scenario on that chip,
+// and converts its published figure to the step time its source implies. The simulations
+// themselves run in calibrate's and validate's tests; here only what the file states.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "cli_helpers.hpp"
+#include "sim/scenario/calibration_files.hpp"
+#include "sim/scenario/published_figures.hpp"
+#include "sim/scenario/scenario.hpp"
+
+using namespace podsim;
+
+TEST_CASE("real measurements: every row loads on its generation's chip, with its step time", "[real]") {
+  const MeasurementFile file = load_measurements(podsim_test::source_path("scenarios/real/real_tpu.measurements.yaml"));
+  const std::map<std::string, std::string> chip_of = {{"v4", "v4p"}, {"v5e", "v5e"}, {"v5p", "v5p"}, {"v6e", "v6e"}};
+  std::set<std::string> profiles;
+  std::map<std::string, double> step_s;
+  for (Measurement m : file.measurements) {
+    INFO(m.name);
+    const Scenario s = load_scenario(m.scenario_path, m.overrides);
+    REQUIRE(chip_of.count(m.profile));
+    CHECK(s.topology.chip.name == chip_of.at(m.profile));
+    CHECK(s.topology.chip.compute_model == ComputeModel::Kernels);
+    resolve_published_figure(m, s);
+    CHECK(m.measured > 0);
+    step_s[m.name] = m.measured;
+    profiles.insert(m.profile);
+  }
+  CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
+  CHECK(file.measurements.size() == 24);
+  // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
+  // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
+  // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
+  CHECK(step_s.at("T1") == Approx(9.916).epsilon(1e-3));
+  CHECK(step_s.at("M3-1x") == Approx(10.66).epsilon(1e-3));
+  CHECK(step_s.at("M1-1x") == Approx(13.83).epsilon(1e-3));
+  CHECK(step_s.at("T14d") == 42.656);
+}
