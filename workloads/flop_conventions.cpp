@@ -12,25 +12,22 @@ double podsim_flops(const FlopCountInputs& in) {
 // 6 N per token, N = every parameter of the pytree (embeddings and norm scales included).
 double six_n_flops(const FlopCountInputs& in) { return 6 * param_count(in.model) * in.tokens_per_chip; }
 
-// 6 N S B plus 12 heads L head_dim S^2 B halved "due to causality in attention"; per token of a
-// sequence of S that is 6 heads L head_dim S.
-double maxtext_76bd53b_flops(const FlopCountInputs& in) {
+// 6 N S B plus `factor` heads L head_dim S^2 B of attention; per token of a sequence of S that is
+// factor heads L head_dim S.
+double six_n_plus_attention(const FlopCountInputs& in, double factor) {
   const TransformerSpec& m = in.model;
   const double attention = m.attention == AttentionKind::None
                                ? 0.0
-                               : 6.0 * m.heads * m.layers * static_cast<double>(m.head_dim) * in.sequence_length;
+                               : factor * m.heads * m.layers * static_cast<double>(m.head_dim) * in.sequence_length;
   return six_n_flops(in) + attention * in.tokens_per_chip;
 }
 
+// 12 heads L head_dim S^2 B halved "due to causality in attention".
+double maxtext_76bd53b_flops(const FlopCountInputs& in) { return six_n_plus_attention(in, 6.0); }
+
 // The same before the causal halving (MaxText at e47fa1b5d, October 2023, where the v5e table
 // was first published and the flash kernel ran with causal=False): 12 heads L head_dim S^2 B.
-double maxtext_2023_10_flops(const FlopCountInputs& in) {
-  const TransformerSpec& m = in.model;
-  const double attention = m.attention == AttentionKind::None
-                               ? 0.0
-                               : 12.0 * m.heads * m.layers * static_cast<double>(m.head_dim) * in.sequence_length;
-  return six_n_flops(in) + attention * in.tokens_per_chip;
-}
+double maxtext_2023_10_flops(const FlopCountInputs& in) { return six_n_plus_attention(in, 12.0); }
 
 // Per token: 3 x [L (qkv + projection) + ffn + 2 D V] x 2 per weight, the FFN only the activated
 // experts and the gate, the embedding once as the output projection's matmul (tied or not); plus

@@ -55,20 +55,34 @@ Kernel vector(std::string name, bool mlp, std::vector<std::string> inputs, std::
 // (n blocks a sequence) and reads K and V that often. QK^T and AV are 4 H FLOPs per query head
 // and key; the backward recomputes the scores and runs dV, dP, dQ and dK: 5 matmuls to the
 // forward's 2 (FlashAttention-2, Dao 2023, section 3.1.2).
+// What every attention kernel is: `context` from the rotated Q, K and V, its backward reading them
+// and its output; the chip's query and KV heads (KV heads fewer than the chips copied, one each).
+struct AttentionShape {
+  Kernel kernel;
+  double heads = 0, kv_heads = 0, head_dim = 0, bytes = 0;
+};
+AttentionShape attention_shape(const TransformerSpec& model, int y) {
+  AttentionShape s;
+  s.heads = std::ceil(static_cast<double>(model.heads) / y);
+  s.kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
+  s.head_dim = model.head_dim;
+  s.bytes = model.activation_bytes;
+  s.kernel.name = "context";
+  s.kernel.kind = KernelKind::Attention;
+  s.kernel.inputs = {"rotary", "value_proj"};
+  s.kernel.backward_needs = {"rotary", "value_proj", "context"};
+  s.kernel.output_bytes_per_token = s.heads * s.head_dim * s.bytes;
+  return s;
+}
+
 Kernel flash_attention(const TransformerSpec& model, int y, double sequence, const AttentionRun& run) {
-  const double a = model.activation_bytes;
-  const double heads = std::ceil(static_cast<double>(model.heads) / y);
-  const double kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
-  const double h = model.head_dim;
+  const AttentionShape shape = attention_shape(model, y);
+  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
   const double block = std::min(sequence, run.block);
   const double blocks = std::ceil(sequence / block);
   const double keys = run.causal ? block * (blocks + 1) / 2 : block * blocks;
   const double passes = run.causal ? (blocks + 1) / 2 : blocks;   // K/V reads per query block
-  Kernel f;
-  f.name = "context";
-  f.kind = KernelKind::Attention;
-  f.inputs = {"rotary", "value_proj"};
-  f.backward_needs = {"rotary", "value_proj", "context"};
+  Kernel f = shape.kernel;
   f.flops_per_token = 4 * heads * h * keys;
   f.backward_flops_factor = 2.5;
   const double kv_reads = 2 * kv_heads * h * a * passes;
@@ -76,7 +90,6 @@ Kernel flash_attention(const TransformerSpec& model, int y, double sequence, con
   f.bytes_per_token = 2 * heads * h * a + kv_reads + heads * 4;
   // Q, O, dO read, dQ written, K and V read per block, dK and dV written once.
   f.backward_bytes_per_token = 4 * heads * h * a + kv_reads + 2 * kv_heads * h * a + heads * 4;
-  f.output_bytes_per_token = heads * h * a;
   return f;
 }
 
@@ -118,21 +131,14 @@ void append_mlp(std::vector<Kernel>& k, const TransformerSpec& m, int y, double 
 // probabilities (which the policy keeps or recomputes as `context`'s input) and writes the
 // scores' gradient.
 Kernel dot_product_attention(const TransformerSpec& model, int y, double sequence) {
-  const double a = model.activation_bytes;
-  const double heads = std::ceil(static_cast<double>(model.heads) / y);
-  const double kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
-  const double h = model.head_dim;
-  Kernel k;
-  k.name = "context";
-  k.kind = KernelKind::Attention;
-  k.inputs = {"rotary", "value_proj"};
-  k.backward_needs = {"rotary", "value_proj", "context"};
+  const AttentionShape shape = attention_shape(model, y);
+  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
+  Kernel k = shape.kernel;
   k.flops_per_token = 4 * heads * h * sequence;
   const double scores = heads * sequence;
   // Q and K/V read, scores written (fp32) and read by the softmax, probabilities written and read.
   k.bytes_per_token = heads * h * a + 2 * kv_heads * h * a + scores * (4 + 4 + a + a) + heads * h * a;
   k.backward_bytes_per_token = 2 * k.bytes_per_token + scores * 4;
-  k.output_bytes_per_token = heads * h * a;
   return k;
 }
 
