@@ -70,6 +70,23 @@ TEST_CASE("layer kernels: causal flash attention computes the blocks on and belo
   CHECK(flops_of(layer_kernels(m, 1, 4096, 2048, chip, {false, true, 512}), KernelKind::Attention) == Approx(full));
 }
 
+TEST_CASE("layer kernels: with MXU padding the score matmuls run the head dimension padded to the array", "[kernels]") {
+  const TransformerSpec m = small_model();   // head_dim 128
+  ChipSpec v6e = *find_chip_preset("v6e");   // a 256-wide MXU
+  const double unpadded = 4.0 * 2048 * m.heads * m.head_dim;
+  for (bool flash : {true, false}) {
+    v6e.mxu_padding = false;
+    CHECK(flops_of(layer_kernels(m, 1, 4096, 2048, v6e, {flash, false, 512}), KernelKind::Attention) ==
+          Approx(unpadded));
+    v6e.mxu_padding = true;   // QK^T contracts over 128 of 256 rows, AV fills 128 of 256 columns
+    CHECK(flops_of(layer_kernels(m, 1, 4096, 2048, v6e, {flash, false, 512}), KernelKind::Attention) ==
+          Approx(2 * unpadded));
+  }
+  ChipSpec v5p = *find_chip_preset("v5p");   // 128 wide: nothing wasted
+  v5p.mxu_padding = true;
+  CHECK(flops_of(layer_kernels(m, 1, 4096, 2048, v5p, {true, false, 512}), KernelKind::Attention) == Approx(unpadded));
+}
+
 TEST_CASE("remat policies: what the backward recomputes under MaxText's policies", "[kernels]") {
   const TransformerSpec m = small_model();
   const auto kernels = layer_kernels(m, 1, 4096, 2048, *find_chip_preset("v5p"));

@@ -60,12 +60,16 @@ Kernel vector(std::string name, bool mlp, std::vector<std::string> inputs, std::
 struct AttentionShape {
   Kernel kernel;
   double heads = 0, kv_heads = 0, head_dim = 0, bytes = 0;
+  double mxu_head_dim = 0;   // the head dimension as the score matmuls run it
 };
-AttentionShape attention_shape(const TransformerSpec& model, int y) {
+// With mxu_padding, both score matmuls use the head dimension padded to the array: QK^T contracts
+// over it, AV outputs it (a head_dim of 128 on v6e's 256-wide MXU does half the work per pass).
+AttentionShape attention_shape(const TransformerSpec& model, int y, const ChipSpec& chip) {
   AttentionShape s;
   s.heads = std::ceil(static_cast<double>(model.heads) / y);
   s.kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
   s.head_dim = model.head_dim;
+  s.mxu_head_dim = chip.mxu_padding ? up(model.head_dim, chip.mxu_size) : model.head_dim;
   s.bytes = model.activation_bytes;
   s.kernel.name = "context";
   s.kernel.kind = KernelKind::Attention;
@@ -75,15 +79,16 @@ AttentionShape attention_shape(const TransformerSpec& model, int y) {
   return s;
 }
 
-Kernel flash_attention(const TransformerSpec& model, int y, double sequence, const AttentionRun& run) {
-  const AttentionShape shape = attention_shape(model, y);
+Kernel flash_attention(const TransformerSpec& model, int y, double sequence, const AttentionRun& run,
+                       const ChipSpec& chip) {
+  const AttentionShape shape = attention_shape(model, y, chip);
   const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
   const double block = std::min(sequence, run.block);
   const double blocks = std::ceil(sequence / block);
   const double keys = run.causal ? block * (blocks + 1) / 2 : block * blocks;
   const double passes = run.causal ? (blocks + 1) / 2 : blocks;   // K/V reads per query block
   Kernel f = shape.kernel;
-  f.flops_per_token = 4 * heads * h * keys;
+  f.flops_per_token = 4 * heads * shape.mxu_head_dim * keys;
   f.backward_flops_factor = 2.5;
   const double kv_reads = 2 * kv_heads * h * a * passes;
   // Q read, O written, K and V read per block, the softmax statistics (fp32) written.
@@ -130,11 +135,11 @@ void append_mlp(std::vector<Kernel>& k, const TransformerSpec& m, int y, double 
 // writing bf16 probabilities, AV reading those. The backward recomputes nothing: it reads the
 // probabilities (which the policy keeps or recomputes as `context`'s input) and writes the
 // scores' gradient.
-Kernel dot_product_attention(const TransformerSpec& model, int y, double sequence) {
-  const AttentionShape shape = attention_shape(model, y);
+Kernel dot_product_attention(const TransformerSpec& model, int y, double sequence, const ChipSpec& chip) {
+  const AttentionShape shape = attention_shape(model, y, chip);
   const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
   Kernel k = shape.kernel;
-  k.flops_per_token = 4 * heads * h * sequence;
+  k.flops_per_token = 4 * heads * shape.mxu_head_dim * sequence;
   const double scores = heads * sequence;
   // Q and K/V read, scores written (fp32) and read by the softmax, probabilities written and read.
   k.bytes_per_token = heads * h * a + 2 * kv_heads * h * a + scores * (4 + 4 + a + a) + heads * h * a;
@@ -163,7 +168,8 @@ std::vector<Kernel> layer_kernels(const TransformerSpec& m, int y, double tokens
   // Rotary embedding: reads and writes Q and K; its backward is the inverse rotation.
   k.push_back(vector("rotary", false, {"query_proj", "key_proj"}, {}, 2 * (q + kv) * a, 2 * (q + kv) * a,
                      (q + kv) * a));
-  if (sequence > 0) k.push_back(run.flash ? flash_attention(m, y, sequence, run) : dot_product_attention(m, y, sequence));
+  if (sequence > 0) k.push_back(run.flash ? flash_attention(m, y, sequence, run, chip)
+                                                        : dot_product_attention(m, y, sequence, chip));
   k.push_back(matmul("out_proj", false, {"context"}, q, d, tokens, m, chip));
   k.back().output_bytes_per_token = dy * a;
   if (m.parallel_block) {
