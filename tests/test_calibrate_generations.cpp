@@ -12,6 +12,7 @@
 
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
+#include "sim/commands/calibration_report.hpp"
 #include "sim/commands/run_command.hpp"
 #include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/published_figures.hpp"
@@ -326,4 +327,67 @@ TEST_CASE("calibrate writes a profile per generation and validate --measured pre
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("gen-p.yaml") != std::string::npos);
   CHECK(missing.err.find("m.yaml:8") != std::string::npos);
+}
+
+TEST_CASE("calibrate --fix applies values measured elsewhere and writes them, with the machine the rows ran",
+          "[calibrate][generations]") {
+  const fs::path dir = scratch("fix");
+  // Rows on the kernels model with MXU padding: the profiles must say so, or they would predict
+  // with the book's model the fit never saw.
+  auto kernels = [](std::string text) {
+    const std::string preset = text.substr(text.find("preset: ") + 8, 3);
+    return text.replace(text.find("{preset: " + preset + "}"), 13,
+                        "{preset: " + preset + ", overrides: {compute_model: kernels, mxu_padding: true}}");
+  };
+  write(dir / "v5e.yaml", kernels(training_scenario("v5e")));
+  write(dir / "v5p.yaml", kernels(training_scenario("v5p")));
+  write(dir / "m.yaml", generations_file([](size_t) { return std::string("field: step_time_s, measured: \"1 s\""); }));
+  const std::map<std::string, Truth> truth = {{"gen-e", {0.7, 0.55}}, {"gen-p", {0.8, 0.65}}};
+  std::vector<std::string> measured;
+  for (const auto& m : load_measurements((dir / "m.yaml").string()).measurements)
+    measured.push_back(exact(predict(m, HopModel::Floor, truth_parameters(truth.at(m.profile), 0))));
+  write(dir / "m.yaml", generations_file([&](size_t i) { return "field: step_time_s, measured: \"" + measured[i] + " s\""; }));
+  // Each generation's HBM efficiency given (as a copy benchmark would): the matmul efficiencies
+  // are recovered from the steps alone.
+  CalibrationOptions options;
+  options.fit = {"matmul_efficiency"};
+  options.hop_model = HopModel::Floor;
+  options.leave_one_out = false;
+  parse_fixed_parameters("gen-e:hbm_efficiency=0.7,gen-p:hbm_efficiency=0.8", options);
+  REQUIRE(options.fixed.size() == 2);
+  const CalibrationResult result = calibrate(load_measurements((dir / "m.yaml").string()), options);
+  for (const auto& profile : result.profiles)
+    for (const auto& p : profile.parameters) {
+      if (p.name == "matmul_efficiency") CHECK(p.value == Approx(truth.at(profile.name).matmul).epsilon(0.01));
+      if (p.name == "hbm_efficiency") {
+        CHECK(p.fixed);
+        CHECK_FALSE(p.fitted);
+        CHECK(p.value == truth.at(profile.name).hbm);
+      }
+    }
+  CHECK(result.errors.max_abs_fitted < 1e-3);
+  const CalibrationProfile written =
+      load_profile_text(calibration_profile_yaml(load_measurements((dir / "m.yaml").string()), result,
+                                                 result.profile("gen-p"), "gen-p"),
+                        "gen-p.yaml");
+  CHECK(written.parameters.at("hbm_efficiency") == 0.8);
+  CHECK(written.compute_model == ComputeModel::Kernels);
+  CHECK(written.mxu_padding == true);
+
+  // Malformed entries, unknown names and profiles, out-of-range values, and a parameter both
+  // fixed and fitted are located errors (exit 2).
+  for (const char* bad : {"hbm_efficiency", "bogus=1", "hbm_efficiency=2", "hbm_efficiency=fast"}) {
+    CalibrationOptions o;
+    INFO(bad);
+    CHECK_THROWS_AS(parse_fixed_parameters(bad, o), InputError);
+  }
+  const std::string file = (dir / "m.yaml").string();
+  const auto both = podsim_test::run_podsim("calibrate " + file + " --fit hbm_efficiency --fix hbm_efficiency=0.7 -o " +
+                                            (dir / "out").string());
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("both fixed and fitted") != std::string::npos);
+  const auto unknown = podsim_test::run_podsim("calibrate " + file + " --fit matmul_efficiency --fix v9:hbm_efficiency=0.7 -o " +
+                                               (dir / "out").string());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no profile 'v9'") != std::string::npos);
 }

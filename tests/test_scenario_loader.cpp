@@ -16,6 +16,8 @@
 #include <string>
 #include <variant>
 
+#include "sim/scenario/builtin_profiles.hpp"
+#include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/file_references.hpp"
 #include "sim/scenario/model_loader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -1581,4 +1583,29 @@ TEST_CASE("every key of file_references() is a file the loader reads, taken from
       CHECK(std::string(e.what()).find("/nowhere/podsim/absent/file.txt") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("hardware.profile: ideal and the built-in profiles are names, not files", "[scenario][files][profiles]") {
+  const std::string base = "version: 1\nhardware: {preset: v5e, profile: ideal}\ntopology: {mesh: {X: 4}}\n"
+                           "workload:\n  kind: collectives\n  operations:\n    - {kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
+  // ideal: the preset as the book gives it, said so in the summary.
+  const Scenario ideal = load_scenario_text(base, kFile);
+  CHECK(ideal.profile == "ideal");
+  CHECK(ideal.topology.chip.matmul_efficiency == 1.0);
+  CHECK(ideal.topology.chip.hbm_efficiency == 1.0);
+  // A name is not a file: a sweep neither hashes nor moves it.
+  CHECK(named_files(YAML::Load("hardware: {preset: v5e, profile: ideal}"), "dir/s.yaml").empty());
+  YAML::Node copy = YAML::Load("hardware: {preset: v5e, profile: v5e}");
+  CHECK_FALSE(make_file_references_absolute(copy, "", "/base"));
+  CHECK(copy["hardware"]["profile"].Scalar() == "v5e");
+  // Every shipped profile loads by name, on its own chip.
+  for (const auto& name : builtin_profile_names()) {
+    const CalibrationProfile p = load_profile_text(*builtin_profile_text(name), "built-in profile " + name);
+    CHECK(p.name == name);
+    const Scenario s = load_scenario_text(with("v5e, profile: ideal", p.chip + ", profile: " + name, base), kFile);
+    CHECK(s.profile == name);
+  }
+  // An unknown name lists the ones there are.
+  require_error(with("profile: ideal", "profile: v5f", base), "hardware.profile", "v5f", "hardware:");
+  CHECK(contains(error_from(with("profile: ideal", "profile: v5f", base)).what(), "expected one of ideal"));
 }

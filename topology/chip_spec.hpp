@@ -19,6 +19,7 @@ enum class WrapRule {
 // MXU's shape padding, causal flash attention and the memory-bound vector work, each paying
 // compute_overhead_s (what a calibration for real hardware uses).
 enum class ComputeModel { Book, Kernels };
+inline const char* to_string(ComputeModel m) { return m == ComputeModel::Book ? "book" : "kernels"; }
 
 struct ChipSpec {
   std::string name;                 // preset name, e.g. "v5e"

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "sim/commands/joint_fit.hpp"
 #include "sim/commands/run_command.hpp"
 #include "sim/report/summary_fields.hpp"
 #include "sim/scenario/published_figures.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/yaml_fields.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -18,8 +20,42 @@ std::vector<CalibrationParameter> calibration_parameters() {
   // than what a scenario accepts), starting from the ideal machine's value.
   std::vector<CalibrationParameter> out;
   for (const HardwareParameter& row : hardware_parameters())
-    if (row.fit) out.push_back({row.key, row.default_value.value_or(0), row.fit->low, row.fit->high, 0, false, false, row});
+    if (row.fit) out.push_back({row.key, row.default_value.value_or(0), row.fit->low, row.fit->high, 0, false, false, false, row});
   return out;
+}
+
+void parse_fixed_parameters(const std::string& text, CalibrationOptions& options) {
+  const SourceLocation where{"command line", 0, 0};
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = text.find(',', start);
+    const std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos)
+      throw InputError(where, "--fix", entry, "expected NAME=VALUE or PROFILE:NAME=VALUE, e.g. hbm_efficiency=0.83");
+    CalibrationOptions::Fixed f;
+    f.name = entry.substr(0, eq);
+    if (const size_t colon = f.name.find(':'); colon != std::string::npos) {
+      f.profile = f.name.substr(0, colon);
+      f.name = f.name.substr(colon + 1);
+    }
+    const auto known = calibration_parameters();
+    const auto row = std::find_if(known.begin(), known.end(), [&](const auto& p) { return p.name == f.name; });
+    if (row == known.end()) {
+      std::string names;
+      for (const auto& p : known) names += (names.empty() ? "" : ", ") + p.name;
+      throw InputError(where, "--fix", entry, "unknown parameter '" + f.name + "'; expected one of " + names);
+    }
+    YAML::Node value;
+    try {
+      value = YAML::Load(entry.substr(eq + 1));
+    } catch (const YAML::Exception&) {
+      value = YAML::Node(entry.substr(eq + 1));
+    }
+    f.value = row->row.read(yaml_fields::Field{value, "--fix " + f.name, where});
+    options.fixed.push_back(f);
+  }
 }
 
 bool CalibrationParameter::at_bound() const {
@@ -36,7 +72,7 @@ const CalibratedProfile& CalibrationResult::profile(const std::string& name) con
 Scenario with_parameters(Scenario scenario, HopModel model, const std::vector<CalibrationParameter>& parameters) {
   scenario.hop_model = model;
   for (const auto& p : parameters) {
-    if (!p.fitted) continue;
+    if (!p.fitted && !p.fixed) continue;
     // The fit's own values: were one not finite, the run would fail on a value the user never gave.
     if (!std::isfinite(p.value))
       throw std::runtime_error("calibrate: the fit diverged (" + p.name + " = " + number_text(p.value) +
@@ -83,6 +119,16 @@ void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<S
                          "row '" + m.name + "' of profile " + m.profile + " runs on " + chip + ", but row '" + first.name +
                              "' (line " + std::to_string(first.where.line) + ") of the same profile runs on " + earlier +
                              "; expected one chip preset per profile (give the rows of each chip their own profile:)");
+      // The profile records the machine its rows ran (calibration_report.cpp): one for all of them.
+      const ChipSpec& a = scenarios[i].topology.chip;
+      const ChipSpec& b = scenarios[j].topology.chip;
+      if (a.compute_model != b.compute_model || a.mxu_padding != b.mxu_padding)
+        throw InputError(m.where, "scenario", m.scenario_path,
+                         "row '" + m.name + "' of profile " + m.profile + " runs compute_model " +
+                             std::string(to_string(a.compute_model)) + (a.mxu_padding ? " with" : " without") +
+                             " mxu_padding, but row '" + first.name + "' (line " + std::to_string(first.where.line) +
+                             ") runs " + std::string(to_string(b.compute_model)) + (b.mxu_padding ? " with" : " without") +
+                             "; expected one compute model and padding per profile");
       break;
     }
   }
@@ -140,6 +186,10 @@ void check_parameter_names(const CalibrationOptions& options) {
   };
   check(options.fit, "--fit");
   check(options.shared, "--shared");
+  for (const auto& f : options.fixed)
+    if (named(options.fit, f.name) || named(options.shared, f.name))
+      throw InputError({"command line", 0, 0}, "--fix", f.name,
+                       "both fixed and fitted (--fit or --shared); expected it in one of them");
   for (const auto& name : options.shared)
     if (named(options.fit, name))
       throw InputError({"command line", 0, 0}, "--shared", name,
@@ -152,6 +202,10 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
                              std::vector<std::string>& profile_names) {
   JointFitProblem problem;
   profile_names = file.profile_names();
+  for (const auto& f : options.fixed)
+    if (!f.profile.empty() && std::find(profile_names.begin(), profile_names.end(), f.profile) == profile_names.end())
+      throw InputError({"command line", 0, 0}, "--fix", f.profile + ":" + f.name,
+                       "no profile '" + f.profile + "' in " + file.path + "; expected one its rows name");
   for (const auto& m : file.measurements) {
     problem.rows.push_back(m);
     problem.scenarios.push_back(load_measurement_scenario(problem.rows.back()));
@@ -168,6 +222,11 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
       // A parameter without an ideal value (hop_latency) starts from the profile's chip; a shared
       // one from the first profile's.
       if (!q.row.default_value) q.value = q.row.get(problem.scenarios[q.shared ? 0 : first]);
+      for (const auto& f : options.fixed)
+        if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p])) {
+          q.value = f.value;
+          q.fixed = true;
+        }
     }
     problem.profiles.push_back(parameters);
   }
@@ -247,7 +306,11 @@ void assemble(CalibrationResult& result, const JointFitProblem& problem, const s
     std::vector<const CalibratedMeasurement*> rows;
     for (size_t i = 0; i < result.rows.size(); ++i) {
       if (problem.profile_of_row[i] != static_cast<int>(p)) continue;
-      if (profile.chip.empty()) profile.chip = problem.scenarios[i].topology.chip.name;
+      if (profile.chip.empty()) {
+        profile.chip = problem.scenarios[i].topology.chip.name;
+        profile.compute_model = problem.scenarios[i].topology.chip.compute_model;
+        profile.mxu_padding = problem.scenarios[i].topology.chip.mxu_padding;
+      }
       profile.rows.push_back(i);
       rows.push_back(&result.rows[i]);
     }

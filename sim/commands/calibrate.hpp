@@ -24,6 +24,7 @@ struct CalibrationParameter {
   double sd = 0;           // one standard deviation (0 when not fitted or not estimable)
   bool fitted = false;
   bool shared = false;     // fitted as one value for every profile (--shared)
+  bool fixed = false;      // not fitted: a value measured elsewhere (--fix), applied and written out
   HardwareParameter row;   // its unit, and the member a candidate value sets
   // Fitted within 1% of its range's width of a bound: the data pushed it to the edge of what is
   // physical, so the value is a limit, not a measurement.
@@ -33,9 +34,22 @@ struct CalibrationParameter {
 // The parameters podsim calibrate knows: the rows of hardware_parameters() with a fit range.
 std::vector<CalibrationParameter> calibration_parameters();
 
+struct CalibrationOptions;
+// `--fix` entries, comma-separated: NAME=VALUE for every profile, PROFILE:NAME=VALUE for one;
+// each value in its parameter's unit and scenario range ("0.83", "5 us"). InputError naming
+// the entry otherwise.
+void parse_fixed_parameters(const std::string& text, CalibrationOptions& options);
+
 struct CalibrationOptions {
   std::vector<std::string> fit{"hop_latency", "link_efficiency", "collective_overhead"};
   std::vector<std::string> shared;     // fitted as one value shared by every profile
+  // Values measured elsewhere (a microbenchmark): applied to the predictions and written into the
+  // profiles, not fitted. An empty profile: every profile.
+  struct Fixed {
+    std::string profile, name;
+    double value = 0;
+  };
+  std::vector<Fixed> fixed;
   std::optional<HopModel> hop_model;   // none: fit under both and keep the better (one model for all profiles)
   bool leave_one_out = true;
   std::function<void(const std::string&)> progress;   // a line per stage
@@ -62,6 +76,8 @@ ErrorSummary summarise_errors(const std::vector<const CalibratedMeasurement*>& r
 struct CalibratedProfile {
   std::string name;
   std::string chip;                               // the preset its rows run on
+  ComputeModel compute_model = ComputeModel::Book;   // and the machine they ran: recorded in the profile
+  bool mxu_padding = false;
   std::vector<CalibrationParameter> parameters;   // shared ones carry the joint value
   std::vector<size_t> rows;                       // indices into CalibrationResult::rows
   ErrorSummary errors;

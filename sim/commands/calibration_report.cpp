@@ -93,6 +93,7 @@ namespace {
 std::string parameters_yaml(const CalibratedProfile& profile) {
   std::string out = "parameters:\n";
   for (const auto& p : profile.parameters) {
+    if (p.fixed) out += "  " + p.name + ": " + p.row.yaml_text(p.value) + "   # fixed (calibrate --fix): measured elsewhere, not fitted\n";
     if (!p.fitted) continue;
     out += "  " + p.name + ": " + p.row.yaml_text(p.value) +
            (std::isfinite(p.sd) ? "   # sd " + p.row.human_text(p.sd)
@@ -135,6 +136,10 @@ std::string calibration_profile_yaml(const MeasurementFile& file, const Calibrat
                     " measurements). Apply it with\n#   hardware: {preset: " + profile.chip + ", profile: THIS_FILE}\n";
   out += "version: 1\nname: " + profile_name + "\nchip: " + profile.chip + "\nhop_model: " +
          std::string(to_string(r.hop_model)) + "\n";
+  // The machine the rows ran, so the profile predicts with the model it was fit under.
+  if (profile.mxu_padding) out += "mxu_padding: true\n";
+  if (profile.compute_model != ComputeModel::Book)
+    out += "compute_model: " + std::string(to_string(profile.compute_model)) + "\n";
   return out + parameters_yaml(profile) + fit_yaml(file, r, profile);
 }
 

@@ -416,10 +416,12 @@ std::string write_profiles(const MeasurementFile& file, const CalibrationResult&
 }
 
 int calibrate_command(const std::string& measurements_path, std::string out_path, const std::string& fit,
-                      const std::string& shared, const std::string& hop_model, std::string name, bool leave_one_out) {
+                      const std::string& shared, const std::string& fixed, const std::string& hop_model, std::string name,
+                      bool leave_one_out) {
   CalibrationOptions options;
   options.fit = comma_list(fit);
   options.shared = comma_list(shared);
+  parse_fixed_parameters(fixed, options);
   if (options.fit.empty() && options.shared.empty()) {
     std::string known;
     for (const auto& p : calibration_parameters()) known += (known.empty() ? "" : ", ") + p.name;
@@ -520,6 +522,7 @@ const CLI::Validator finite_positive(
     "POSITIVE");
 
 int main(int argc, char** argv) {
+  forward_termination_to_simulations();
   CLI::App app{"podsim: a discrete-event simulator of TPU-style accelerator pods"};
   app.set_version_flag("--version", std::string("podsim ") + PODSIM_VERSION);
   app.require_subcommand(1);
@@ -637,7 +640,7 @@ int main(int argc, char** argv) {
 
   auto* calibrate_cmd = app.add_subcommand("calibrate", "fit a calibration profile to measurements; print residuals");
   std::string measurements_path, profile_out, fit_list = "hop_latency,link_efficiency,collective_overhead",
-                                 shared_list, fit_hop_model = "both", profile_name;
+                                 shared_list, fixed_list, fit_hop_model = "both", profile_name;
   bool no_leave_one_out = false;
   calibrate_cmd->add_option("measurements", measurements_path, "measurement file (YAML; docs/calibration.md)")->required();
   calibrate_cmd->add_option("-o,--output", profile_out,
@@ -645,6 +648,9 @@ int main(int argc, char** argv) {
                             "directory of PROFILE.yaml (default profiles)");
   calibrate_cmd->add_option("--fit", fit_list, "parameters to fit for each profile, comma-separated")->capture_default_str();
   calibrate_cmd->add_option("--shared", shared_list, "parameters to fit as one value shared by every profile, comma-separated");
+  calibrate_cmd->add_option("--fix", fixed_list,
+                            "parameters measured elsewhere, not fitted: NAME=VALUE (every profile) or "
+                            "PROFILE:NAME=VALUE, comma-separated");
   calibrate_cmd->add_option("--hop-model", fit_hop_model, "floor, additive, or both (keep the better fit)")
       ->check(CLI::IsMember({"floor", "additive", "both"}))
       ->capture_default_str();
@@ -692,7 +698,7 @@ int main(int argc, char** argv) {
                                             plan_jobs);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
-      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fit_hop_model, profile_name,
+      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, fit_hop_model, profile_name,
                                !no_leave_one_out);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line

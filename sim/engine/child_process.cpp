@@ -22,6 +22,11 @@ namespace podsim {
 
 namespace fs = std::filesystem;
 
+namespace {
+// The simulation child running now (0: none), for forward_termination_to_simulations.
+volatile sig_atomic_t g_simulation_child = 0;
+}  // namespace
+
 bool exited_cleanly(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
 int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
@@ -39,6 +44,7 @@ int wait_for_child(int pid, rusage* usage) {
   int status = 0;
   while (::wait4(pid, &status, 0, usage) < 0 && errno == EINTR) {
   }
+  if (g_simulation_child == pid) g_simulation_child = 0;
   return status;
 }
 
@@ -64,6 +70,16 @@ void close_all(std::initializer_list<int> fds) {
   for (int fd : fds) {
     if (fd >= 0) ::close(fd);
   }
+}
+
+void kill_simulation_then_die(int signal) {
+  const pid_t child = g_simulation_child;
+  if (child > 0) {   // kill, waitpid, signal and raise are async-signal-safe
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  std::signal(signal, SIG_DFL);
+  ::raise(signal);
 }
 
 // The forked side of fork_function, up to the body: it never returns.
@@ -106,8 +122,11 @@ ForkedChild fork_function(const std::function<int(int result_fd, int progress_fd
     run_forked(body, parent, fds[1], progress_fds[1]);
   }
   close_all({fds[1], progress_fds[1]});
+  g_simulation_child = pid;
   return {pid, fds[0], progress_fds[0]};
 }
+
+void forward_termination_to_simulations() { std::signal(SIGTERM, kill_simulation_then_die); }
 
 void write_or_exit(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);

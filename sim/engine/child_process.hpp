@@ -38,6 +38,14 @@ void signal_child(int pid, int signal);
 // signal interrupted the wait. Throws std::runtime_error if poll() itself fails.
 std::vector<bool> wait_readable(const std::vector<int>& fds, int timeout_ms = -1);
 
+// --- A command killed while its simulation runs ---
+
+// For a command line program (not a library host such as Python): a SIGTERM (a sweep stopping
+// its points, a job scheduler) kills the simulation child fork_function made and reaps it before
+// this process dies of the signal, so nothing of a stopped `podsim run` is still running once
+// its parent has reaped it (the child's own parent-death signal arrives a moment later).
+void forward_termination_to_simulations();
+
 // --- A function in a forked child, its result over a pipe ---
 
 struct ForkedChild {

@@ -28,13 +28,16 @@ SourceLocation at(const std::string& path, const YAML::Node& node) {
 
 std::string text_of(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : std::string("(not a scalar)"); }
 
-YAML::Node parse(const std::string& path, const std::string& what) {
-  const std::string text = read_input_file(path, what, kMaxCalibrationFileBytes);
+YAML::Node parse_text(const std::string& text, const std::string& path) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "", "", "malformed YAML: " + e.msg);
   }
+}
+
+YAML::Node parse(const std::string& path, const std::string& what) {
+  return parse_text(read_input_file(path, what, kMaxCalibrationFileBytes), path);
 }
 
 // Keys of a mapping against the allowed ones; returns the node.
@@ -240,7 +243,11 @@ MeasurementFile load_measurements(const std::string& path) {
 }
 
 CalibrationProfile load_profile(const std::string& path) {
-  const YAML::Node root = parse(path, "calibration profile");
+  return load_profile_text(read_input_file(path, "calibration profile", kMaxCalibrationFileBytes), path);
+}
+
+CalibrationProfile load_profile_text(const std::string& text, const std::string& path) {
+  const YAML::Node root = parse_text(text, path);
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
   check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "compute_model", "parameters", "fit"});
   check_version(path, root);

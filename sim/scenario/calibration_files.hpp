@@ -69,5 +69,7 @@ struct CalibrationProfile {
 };
 
 CalibrationProfile load_profile(const std::string& path);
+// The same from text already read; `path` names it in errors (a built-in profile's label).
+CalibrationProfile load_profile_text(const std::string& text, const std::string& path);
 
 }  // namespace podsim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "sim/scenario/builtin_profiles.hpp"
 #include "sim/scenario/input_file.hpp"
 
 namespace fs = std::filesystem;
@@ -11,7 +12,8 @@ namespace podsim {
 
 const std::vector<FileReference>& file_references() {
   static const std::vector<FileReference> references = {
-      {"hardware.profile", "calibration profile"},        // scenario_loader.cpp apply_profile
+      {"hardware.profile", "calibration profile",         // scenario_loader.cpp apply_profile
+       [](const std::string& value) { return !names_builtin_profile(value); }},
       {"workload.requests.trace", "request trace"},       // serving_loader.cpp
       {"workload.routing.loads", "expert-load file"},     // routing_loader.cpp
   };
@@ -50,7 +52,7 @@ std::vector<NamedFile> named_files(const YAML::Node& document, const std::string
   std::vector<NamedFile> out;
   for (const auto& reference : file_references()) {
     const YAML::Node file = find_scalar(document, split_key(reference.key), 0);
-    if (file.IsDefined()) out.push_back({reference.key, resolve_input_path(file.Scalar(), scenario_path)});
+    if (file.IsDefined() && reference.is_file(file.Scalar())) out.push_back({reference.key, resolve_input_path(file.Scalar(), scenario_path)});
   }
   return out;
 }
@@ -62,7 +64,9 @@ bool make_file_references_absolute(YAML::Node& node, const std::string& node_key
     const std::vector<std::string> parts = split_key(reference.key);
     if (parts.size() < below.size() || !std::equal(below.begin(), below.end(), parts.begin())) continue;
     YAML::Node file = find_scalar(node, parts, below.size());
-    if (!file.IsDefined() || file.Scalar().empty() || fs::path(file.Scalar()).is_absolute()) continue;
+    if (!file.IsDefined() || file.Scalar().empty() || fs::path(file.Scalar()).is_absolute() ||
+        !reference.is_file(file.Scalar()))
+      continue;
     // The node shares its data with `node`'s tree: setting it rewrites the value in place.
     file = fs::absolute(fs::path(base_dir) / file.Scalar()).lexically_normal().string();
     changed = true;

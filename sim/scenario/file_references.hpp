@@ -14,6 +14,9 @@ namespace podsim {
 struct FileReference {
   const char* key;    // dotted, from the document's root: "hardware.profile"
   const char* what;   // "calibration profile"
+  // Whether a value names a file; null: every value does (a built-in profile's name does not).
+  bool (*names_file)(const std::string& value) = nullptr;
+  bool is_file(const std::string& value) const { return !names_file || names_file(value); }
 };
 
 // Every key whose value is a path, resolved as resolve_input_path does: relative to the

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/scenario/builtin_profiles.hpp"
 #include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/file_references.hpp"
 #include "sim/scenario/hardware_parameters.hpp"
@@ -133,10 +134,21 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
 void apply_profile(const Field& field, const std::string& scenario_path, const Field& hardware, ChipSpec& chip,
                    Scenario& scenario) {
   const std::string named = read_string(field);
-  const std::string path = resolve_input_path(named, scenario_path);
+  if (named == kIdealProfile) {   // the preset as the book gives it
+    scenario.profile = kIdealProfile;
+    return;
+  }
+  const bool builtin = names_builtin_profile(named);
+  const auto text = builtin ? builtin_profile_text(named) : std::nullopt;
+  if (builtin && !text) {
+    std::string known = kIdealProfile;
+    for (const auto& name : builtin_profile_names()) known += ", " + name;
+    fail(field, "no built-in profile of that name; expected one of " + known + ", or a profile file (a path ending in .yaml)");
+  }
+  const std::string path = builtin ? "built-in profile " + named : resolve_input_path(named, scenario_path);
   CalibrationProfile profile;
   try {
-    profile = load_profile(path);
+    profile = text ? load_profile_text(*text, path) : load_profile(path);
   } catch (const InputError& e) {
     fail(field, std::string("the profile does not load: ") + e.what());
   }
