@@ -4,6 +4,7 @@
 // gradient reductions move the gradients' dtype.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "scenario_errors.hpp"
@@ -44,6 +45,31 @@ TEST_CASE("dcn_sync: hoisted after the backward, the DCN all-reduce is exposed b
   CHECK(hoisted["exposed_comm_s"].get<double>() > per_block["exposed_comm_s"].get<double>());
   // The compute is the same: only where the all-reduces sit moved.
   CHECK(hoisted["compute_time_s"].get<double>() == Approx(per_block["compute_time_s"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("dcn_sync: the hoisted all-reduces run one after another, each paying the DCN's cost per transfer",
+          "[dcn_sync]") {
+  const std::string hoisted = replaced_in(kScenario, "dcn_data: true}", "dcn_data: true, dcn_sync: after_backward}");
+  auto dcn_ops = [](const nlohmann::json& summary) {
+    std::vector<std::pair<double, double>> spans;
+    for (const auto& op : summary["operations"])
+      if (op["name"].get<std::string>().find("dcn_allreduce_grads") != std::string::npos)
+        spans.push_back({op["start_s"].get<double>(), op["end_s"].get<double>()});
+    std::sort(spans.begin(), spans.end());
+    return spans;
+  };
+  const auto spans = dcn_ops(run(hoisted));
+  REQUIRE(spans.size() >= 4);
+  for (size_t k = 1; k < spans.size(); ++k) CHECK(spans[k].first >= spans[k - 1].second - 1e-12);
+  // A fixed cost per DCN transfer: a 2-slice ring all-reduce is 2 transfers, so each of the
+  // step's serial all-reduces is later by 2 of them, and the step by 2 per all-reduce.
+  // (Additive hops: under the floor model a latency only bounds a transfer from below.)
+  const double latency_s = 1e-3;
+  const std::string additive = hoisted + "simulation: {hop_model: additive}\n";
+  const auto base = run(additive);
+  const auto slow = run(replaced_in(additive, "{preset: v5e}", "{preset: v5e, overrides: {dcn_latency: \"1 ms\"}}"));
+  CHECK(slow["step_time_s"].get<double>() - base["step_time_s"].get<double>() ==
+        Approx(2 * latency_s * static_cast<double>(spans.size())).epsilon(0.02));
 }
 
 TEST_CASE("gradients: fp32 gradients are reduced in fp32, twice the bytes of bf16", "[dcn_sync]") {
