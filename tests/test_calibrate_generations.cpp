@@ -390,4 +390,16 @@ TEST_CASE("calibrate --fix applies values measured elsewhere and writes them, wi
                                                (dir / "out").string());
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("no profile 'v9'") != std::string::npos);
+  // --rows fits the rows it names (globs): here gen-e's alone, so one profile to one file.
+  const auto some = podsim_test::run_podsim("calibrate " + file + " --rows 'r[0-3]' --fit matmul_efficiency "
+                                            "--fix hbm_efficiency=0.7 --hop-model floor --no-leave-one-out -o " +
+                                            (dir / "e.yaml").string());
+  REQUIRE(some.exit_code == 0);
+  CHECK(some.out.find("4 measurements") != std::string::npos);
+  CHECK(some.out.find("gen-p") == std::string::npos);
+  CHECK(load_profile((dir / "e.yaml").string()).parameters.at("matmul_efficiency") == Approx(0.55).epsilon(0.01));
+  const auto none = podsim_test::run_podsim("calibrate " + file + " --rows 'x*' --fit matmul_efficiency -o " +
+                                            (dir / "x.yaml").string());
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("'--rows': value 'x*'") != std::string::npos);
 }

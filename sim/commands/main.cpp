@@ -416,8 +416,8 @@ std::string write_profiles(const MeasurementFile& file, const CalibrationResult&
 }
 
 int calibrate_command(const std::string& measurements_path, std::string out_path, const std::string& fit,
-                      const std::string& shared, const std::string& fixed, const std::string& hop_model, std::string name,
-                      bool leave_one_out) {
+                      const std::string& shared, const std::string& fixed, const std::string& rows,
+                      const std::string& hop_model, std::string name, bool leave_one_out) {
   CalibrationOptions options;
   options.fit = comma_list(fit);
   options.shared = comma_list(shared);
@@ -428,7 +428,8 @@ int calibrate_command(const std::string& measurements_path, std::string out_path
     throw InputError({"command line", 0, 0}, "--fit", fit.empty() ? "\"\"" : fit,
                      "no parameter to fit; expected one or more of " + known + ", comma-separated (or --shared ones)");
   }
-  const MeasurementFile file = load_measurements(measurements_path);
+  MeasurementFile file = load_measurements(measurements_path);
+  if (!rows.empty()) select_measurements(file, comma_list(rows), "--rows");
   const bool several = file.profile_names().size() > 1;
   if (several && !name.empty())
     throw InputError({"command line", 0, 0}, "--name", name,
@@ -640,7 +641,7 @@ int main(int argc, char** argv) {
 
   auto* calibrate_cmd = app.add_subcommand("calibrate", "fit a calibration profile to measurements; print residuals");
   std::string measurements_path, profile_out, fit_list = "hop_latency,link_efficiency,collective_overhead",
-                                 shared_list, fixed_list, fit_hop_model = "both", profile_name;
+                                 shared_list, fixed_list, rows_list, fit_hop_model = "both", profile_name;
   bool no_leave_one_out = false;
   calibrate_cmd->add_option("measurements", measurements_path, "measurement file (YAML; docs/calibration.md)")->required();
   calibrate_cmd->add_option("-o,--output", profile_out,
@@ -651,6 +652,8 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("--fix", fixed_list,
                             "parameters measured elsewhere, not fitted: NAME=VALUE (every profile) or "
                             "PROFILE:NAME=VALUE, comma-separated");
+  calibrate_cmd->add_option("--rows", rows_list,
+                            "fit these rows only: names or globs (M5-*), comma-separated (default: every row)");
   calibrate_cmd->add_option("--hop-model", fit_hop_model, "floor, additive, or both (keep the better fit)")
       ->check(CLI::IsMember({"floor", "additive", "both"}))
       ->capture_default_str();
@@ -698,7 +701,8 @@ int main(int argc, char** argv) {
                                             plan_jobs);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
-      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, fit_hop_model, profile_name,
+      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, rows_list, fit_hop_model,
+                               profile_name,
                                !no_leave_one_out);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line

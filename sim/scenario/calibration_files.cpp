@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fnmatch.h>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -283,6 +284,20 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
     }
   }
   return p;
+}
+
+void select_measurements(MeasurementFile& file, const std::vector<std::string>& patterns, const std::string& option) {
+  auto matches = [](const std::string& pattern, const Measurement& m) {
+    return ::fnmatch(pattern.c_str(), m.name.c_str(), 0) == 0;
+  };
+  for (const auto& pattern : patterns)
+    if (std::none_of(file.measurements.begin(), file.measurements.end(), [&](const auto& m) { return matches(pattern, m); }))
+      throw InputError({"command line", 0, 0}, option, pattern,
+                       "no row of " + file.path + " has a matching name; expected a row's name or a glob (M5-*)");
+  std::vector<Measurement> kept;
+  for (const auto& m : file.measurements)
+    if (std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return matches(p, m); })) kept.push_back(m);
+  file.measurements = std::move(kept);
 }
 
 }  // namespace podsim

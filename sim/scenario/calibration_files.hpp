@@ -56,6 +56,10 @@ struct MeasurementFile {
 // tflops_per_chip without a known flop_convention.
 MeasurementFile load_measurements(const std::string& path);
 
+// Keeps the rows whose name matches one of `patterns` (shell globs: "M5-*", "T1"), in the
+// file's order. InputError (at `option` on the command line) for a pattern no row matches.
+void select_measurements(MeasurementFile& file, const std::vector<std::string>& patterns, const std::string& option);
+
 // A calibration's result: a hop model, the MXU padding choice and fitted parameters (keys, units
 // and ranges: hardware_parameters.hpp).
 struct CalibrationProfile {
