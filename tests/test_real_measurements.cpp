@@ -25,13 +25,14 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
     REQUIRE(chip_of.count(m.profile));
     CHECK(s.topology.chip.name == chip_of.at(m.profile));
     CHECK(s.topology.chip.compute_model == ComputeModel::Kernels);
+    CHECK(s.topology.chip.mxu_padding);   // the MXU pads, on every real chip
     resolve_published_figure(m, s);
     CHECK(m.measured > 0);
     step_s[m.name] = m.measured;
     profiles.insert(m.profile);
   }
   CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
-  CHECK(file.measurements.size() == 24);
+  CHECK(file.measurements.size() == 26);   // 24 training steps, C1's psum, P1's decode step
   // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
   // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
   // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
@@ -39,4 +40,6 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
   CHECK(step_s.at("M3-1x") == Approx(10.66).epsilon(1e-3));
   CHECK(step_s.at("M1-1x") == Approx(13.83).epsilon(1e-3));
   CHECK(step_s.at("T14d") == 42.656);
+  CHECK(step_s.at("C1") == Approx(5.121e-3));
+  CHECK(step_s.at("P1") == Approx(4.7e-3));
 }

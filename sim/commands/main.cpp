@@ -277,12 +277,18 @@ std::string write_file_at(const std::string& path, const std::string& content, c
 }
 
 // validate --measured: each measurement against the ideal machine and its profile.
-int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path) {
+int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path,
+                              const std::string& markdown_path) {
   const MeasurementFile file = load_measurements(measured);
   check_profile_choice(file, profiles);
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
+  if (!markdown_path.empty()) require_file_destination(markdown_path, "--markdown");
   const auto rows = compare_measurements(file, profiles);
   std::cout << shown(measured_table(file, profiles, rows));
+  if (!markdown_path.empty()) {
+    const std::string written = write_file_at(markdown_path, measured_markdown(file, rows), "--markdown");
+    std::cout << "wrote " << shown(written) << "\n";
+  }
   if (!csv_path.empty()) {
     // Written first: `cout << "wrote " << write_file_at(...)` printed "wrote " before a failed write.
     const std::string written = write_file_at(csv_path, measured_csv(rows), "--csv");
@@ -593,6 +599,9 @@ int main(int argc, char** argv) {
   validate->add_option("--profiles", measured_profiles.directory,
                        "with --measured: also predict each row with DIR/PROFILE.yaml of its profile name")
       ->excludes(one_profile);
+  std::string markdown_path;
+  validate->add_option("--markdown", markdown_path,
+                       "with --measured: also write the rows as a Markdown table (docs/validation.md's real-hardware table)");
   double prediction_skew = 0;
   validate->add_option("--skew-predictions", prediction_skew,
                        "self-test: scale every prediction by (1 + this) before the check; beyond 0.01 rows must "
@@ -690,7 +699,10 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,
                                               point_option->count() > 0 ? std::optional<int>(point) : std::nullopt);
-    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path);
+    if (validate->parsed() && measured_path.empty() && !markdown_path.empty())
+      throw InputError({"command line", 0, 0}, "--markdown", markdown_path,
+                       "a table of measurements; expected it with --measured FILE");
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {

@@ -57,6 +57,8 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
     if (!path.empty()) {
       const std::string absolute = std::filesystem::absolute(path).string();
       row.profile_predicted = measure(m, load_measurement_scenario(m, {{"hardware.profile", "\"" + absolute + "\""}}));
+      const auto& loo = load_profile(path).leave_one_out;
+      if (const auto it = loo.find(m.name); it != loo.end()) row.leave_one_out_predicted = it->second;
     }
     rows.push_back(row);
   }
@@ -137,6 +139,67 @@ std::string measured_csv(const std::vector<MeasuredComparison>& rows) {
            ",\"" + r.published + "\"\n";
   }
   return out;
+}
+
+namespace {
+
+struct ErrorStats {
+  double sum = 0, worst = 0;
+  size_t rows = 0;
+  void add(double e) {
+    sum += std::abs(e);
+    worst = std::max(worst, std::abs(e));
+    ++rows;
+  }
+  std::string text() const {
+    if (rows == 0) return "-";
+    char out[64];
+    std::snprintf(out, sizeof out, "%.1f%% / %.1f%%", 100 * sum / rows, 100 * worst);
+    return out;
+  }
+};
+
+struct GroupStats {
+  ErrorStats ideal, profile, loo;
+  void add(const MeasuredComparison& r) {
+    ideal.add(CalibratedMeasurement::error(r.default_predicted, r.measured));
+    if (r.profile_predicted) profile.add(CalibratedMeasurement::error(*r.profile_predicted, r.measured));
+    if (r.leave_one_out_predicted) loo.add(CalibratedMeasurement::error(*r.leave_one_out_predicted, r.measured));
+  }
+  std::string row(const std::string& label) const {
+    return "| " + label + " | | | " + ideal.text() + " | | " + profile.text() + " | | " + loo.text() + " | |\n";
+  }
+};
+
+std::string cell(const std::string& field, const std::optional<double>& predicted, double measured, bool error) {
+  if (!predicted) return "-";
+  return error ? percent_text(CalibratedMeasurement::error(*predicted, measured)) : measured_text(field, *predicted);
+}
+
+}  // namespace
+
+std::string measured_markdown(const MeasurementFile& file, const std::vector<MeasuredComparison>& rows) {
+  std::string out =
+      "| row | profile | measured | ideal machine | error | profile | error | left out of the fit | error | as published |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  GroupStats all;
+  std::string summary;
+  for (const auto& name : file.profile_names()) {
+    GroupStats group;
+    for (const auto& r : rows) {
+      if (r.profile != name) continue;
+      group.add(r);
+      all.add(r);
+      out += "| " + r.name + " | " + r.profile + " | " + measured_text(r.field, r.measured) + " | " +
+             measured_text(r.field, r.default_predicted) + " | " +
+             percent_text(CalibratedMeasurement::error(r.default_predicted, r.measured)) + " | " +
+             cell(r.field, r.profile_predicted, r.measured, false) + " | " + cell(r.field, r.profile_predicted, r.measured, true) +
+             " | " + cell(r.field, r.leave_one_out_predicted, r.measured, false) + " | " +
+             cell(r.field, r.leave_one_out_predicted, r.measured, true) + " | " + r.published + " |\n";
+    }
+    summary += group.row("**" + name + "**: mean / worst \\|error\\|");
+  }
+  return out + summary + all.row("**all rows**: mean / worst \\|error\\|");
 }
 
 }  // namespace podsim

@@ -283,6 +283,20 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
       p.parameters[key] = find_hardware_parameter(key)->read(field);
     }
   }
+  // What calibrate wrote about its fit; only the leave-one-out predictions are read back.
+  const YAML::Node fit = root["fit"];
+  if (const YAML::Node residuals = fit && fit.IsMap() ? fit["residuals"] : YAML::Node(YAML::NodeType::Undefined)) {
+    if (!residuals.IsMap()) throw InputError(at(path, residuals), "fit.residuals", text_of(residuals), "expected a mapping of rows");
+    for (const auto& kv : residuals) {
+      const YAML::Node loo = kv.second.IsMap() ? kv.second["leave_one_out"] : YAML::Node();
+      if (!loo) continue;
+      double value = 0;
+      if (!loo.IsScalar() || !YAML::convert<double>::decode(loo, value) || !std::isfinite(value))
+        throw InputError(at(path, loo), "fit.residuals." + kv.first.Scalar() + ".leave_one_out", text_of(loo),
+                         "expected a number (the row's leave-one-out prediction)");
+      p.leave_one_out[kv.first.Scalar()] = value;
+    }
+  }
   return p;
 }
 

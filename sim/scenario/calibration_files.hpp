@@ -70,6 +70,8 @@ struct CalibrationProfile {
   std::optional<bool> mxu_padding;           // matmuls pay for their shapes padded to the MXU
   std::optional<ComputeModel> compute_model; // a block as one roofline (book) or as its kernels
   std::map<std::string, double> parameters;  // by HardwareParameter::key, SI units
+  // The fit's leave-one-out prediction of each row it recorded one for (fit.residuals), by name.
+  std::map<std::string, double> leave_one_out;
 };
 
 CalibrationProfile load_profile(const std::string& path);

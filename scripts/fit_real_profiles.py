@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Refit the shipped real-hardware profiles (scenarios/profiles/real/) from issue 26's
+development set (scenarios/real/real_tpu.measurements.yaml; docs/calibration.md, "Real hardware").
+
+Two calibrations, each with its leave-one-out:
+  1. compute and ICI, on the single-slice rows and C1: one matmul efficiency per generation, one
+     ICI link efficiency shared by all (C1 measures it on v6e, the v5p rows' exposed tensor-parallel
+     collectives on v5p), the HBM efficiency fixed at C6's copy (1359.6 of 1640 GB/s);
+  2. DCN, on the multi-slice rows up to 8 slices with stage 1's values fixed: the share of its NIC a
+     host's DCN transfers achieve and their cost per transfer, shared by every generation (one
+     multi-slice runtime). The 16- and 32-slice rows are left out of both: they test the DCN model.
+The profiles written merge the two: stage 1's values, stage 2's DCN values, and each row's
+residual and leave-one-out prediction from the stage that fitted it.
+
+Usage (from the repository root, after building):  python3 scripts/fit_real_profiles.py [--podsim build/podsim]
+Takes about an hour on two cores.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+MEASUREMENTS = "scenarios/real/real_tpu.measurements.yaml"
+OUT_DIR = "scenarios/profiles/real"
+HOP_MODEL = "additive"       # a DCN transfer's fixed cost adds to its time (the M3/M5 slopes show it)
+HBM_EFFICIENCY = "0.83"      # C6: an HBM copy at 1359.6 GB/s of v6e's 1640 (tpu-recipes microbenchmarks)
+STAGE1_ROWS = "T*,M?-1x,C1,P1"
+STAGE2_ROWS = "M?-2x,M?-4x,M?-8x"
+STAGE1_FIT = ["--fit", "matmul_efficiency", "--shared", "link_efficiency,collective_overhead", "--fix", "hbm_efficiency=" + HBM_EFFICIENCY]
+STAGE2_SHARED = "dcn_efficiency,dcn_latency"
+
+
+def calibrate(podsim, rows, args, out):
+    command = [podsim, "calibrate", MEASUREMENTS, "--rows", rows, "--hop-model", HOP_MODEL, "-o", out] + args
+    print("$ " + " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+    return command
+
+
+def profiles(directory):
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".yaml"):
+            with open(os.path.join(directory, name)) as f:
+                out[name[:-5]] = (yaml.safe_load(f), open(os.path.join(directory, name)).read())
+    return out
+
+
+def parameter_lines(text):
+    """The profile's `parameters:` lines as calibrate wrote them (values with units and comments)."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("parameters:"):
+            inside = True
+            continue
+        if inside and line.startswith("  "):
+            lines.append(line)
+        elif inside:
+            break
+    return lines
+
+
+def residual_lines(text):
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("  residuals:"):
+            inside = True
+            continue
+        if inside and line.startswith("    "):
+            lines.append(line)
+        elif inside:
+            break
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--podsim", default="build/podsim")
+    parser.add_argument("--out", default=OUT_DIR)
+    parser.add_argument("--stage1", help="a directory stage 1 already wrote (its -o): skip running it again")
+    parser.add_argument("--stage2", help="a directory stage 2 already wrote (its -o): skip running it again")
+    a = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        stage1_dir, stage2_dir = os.path.join(tmp, "compute"), os.path.join(tmp, "dcn")
+        if a.stage1:
+            stage1_dir = a.stage1
+            stage1 = [a.podsim, "calibrate", MEASUREMENTS, "--rows", STAGE1_ROWS, "--hop-model", HOP_MODEL, "-o", "DIR"] + STAGE1_FIT
+        else:
+            stage1 = calibrate(a.podsim, STAGE1_ROWS, STAGE1_FIT, stage1_dir)
+        first = profiles(stage1_dir)
+        fixed = ["hbm_efficiency=" + HBM_EFFICIENCY]
+        for name, (doc, _) in first.items():
+            if any(r.startswith("M") for r in doc["fit"]["residuals"]):   # a generation with multi-slice rows
+                fixed.append(f"{name}:matmul_efficiency={doc['parameters']['matmul_efficiency']}")
+        shared = next(iter(first.values()))[0]["parameters"]
+        for name in STAGE1_FIT[3].split(","):   # the --shared ones, one value for every profile
+            fixed.append(f"{name}={shared[name]}")
+        stage2_args = ["--fit", "", "--shared", STAGE2_SHARED, "--fix", ",".join(fixed)]
+        if a.stage2:
+            stage2_dir = a.stage2
+            stage2 = [a.podsim, "calibrate", MEASUREMENTS, "--rows", STAGE2_ROWS, "--hop-model", HOP_MODEL, "-o", "DIR"] + stage2_args
+        else:
+            stage2 = calibrate(a.podsim, STAGE2_ROWS, stage2_args, stage2_dir)
+        second = profiles(stage2_dir)
+        dcn = [l for l in parameter_lines(next(iter(second.values()))[1]) if l.split(":")[0].strip() in STAGE2_SHARED.split(",")]
+        os.makedirs(a.out, exist_ok=True)
+        for name, (doc, text) in first.items():
+            merged = ["# A podsim calibration profile for real " + doc["chip"] + " hardware (issue 26; docs/calibration.md,",
+                      "# \"Real hardware\"), written by scripts/fit_real_profiles.py from two calibrations:",
+                      "#   " + " ".join(stage1[1:]),
+                      "#   " + " ".join(stage2[1:]),
+                      "# the second with the first's values fixed. Used by name: hardware: {preset: " + doc["chip"] +
+                      ", profile: " + name + "}",
+                      "version: 1", "name: " + name, "chip: " + doc["chip"], "hop_model: " + doc["hop_model"]]
+            if doc.get("mxu_padding"):
+                merged.append("mxu_padding: true")
+            if doc.get("compute_model"):
+                merged.append("compute_model: " + doc["compute_model"])
+            merged.append("parameters:")
+            merged += [l.replace("; shared by every profile of the fit", "; shared by every generation")
+                       for l in parameter_lines(text)]
+            merged += [l.split("   #")[0] + "   # stage 2 (DCN), shared by every generation" for l in dcn]
+            merged += ["fit:", "  measurements: " + MEASUREMENTS, "  residuals:"]
+            merged += residual_lines(text)
+            if name in second:
+                merged += residual_lines(second[name][1])
+            with open(os.path.join(a.out, name + ".yaml"), "w") as f:
+                f.write("\n".join(merged) + "\n")
+            print("wrote " + os.path.join(a.out, name + ".yaml"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
