@@ -17,6 +17,7 @@ Takes about an hour on two cores.
 """
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ STAGE2_SHARED = "dcn_efficiency,dcn_latency"
 
 def calibrate(podsim, rows, args, out):
     command = [podsim, "calibrate", MEASUREMENTS, "--rows", rows, "--hop-model", HOP_MODEL, "-o", out] + args
-    print("$ " + " ".join(command), flush=True)
+    print("$ " + shlex.join(command), flush=True)
     subprocess.run(command, check=True)
     return command
 
@@ -81,7 +82,8 @@ def main():
     parser.add_argument("--podsim", default="build/podsim")
     parser.add_argument("--out", default=OUT_DIR)
     parser.add_argument("--stage1", help="a directory stage 1 already wrote (its -o): skip running it again")
-    parser.add_argument("--stage2", help="a directory stage 2 already wrote (its -o): skip running it again")
+    parser.add_argument("--stage2", help="a directory stage 2 already wrote (its -o): skip running it again; "
+                        "none: write stage 1's profiles alone (no DCN fit)")
     a = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         stage1_dir, stage2_dir = os.path.join(tmp, "compute"), os.path.join(tmp, "dcn")
@@ -104,16 +106,16 @@ def main():
             stage2 = [a.podsim, "calibrate", MEASUREMENTS, "--rows", STAGE2_ROWS, "--hop-model", HOP_MODEL, "-o", "DIR"] + stage2_args
         else:
             stage2 = calibrate(a.podsim, STAGE2_ROWS, stage2_args, stage2_dir)
-        second = profiles(stage2_dir)
-        dcn = [l for l in parameter_lines(next(iter(second.values()))[1]) if l.split(":")[0].strip() in STAGE2_SHARED.split(",")]
+        second = profiles(stage2_dir) if a.stage2 != "none" else {}
+        dcn = [l for l in parameter_lines(next(iter(second.values()))[1]) if l.split(":")[0].strip() in STAGE2_SHARED.split(",")] if second else []
         os.makedirs(a.out, exist_ok=True)
         for name, (doc, text) in first.items():
             merged = ["# A podsim calibration profile for real " + doc["chip"] + " hardware (issue 26; docs/calibration.md,",
-                      "# \"Real hardware\"), written by scripts/fit_real_profiles.py from two calibrations:",
-                      "#   " + " ".join(stage1[1:]),
-                      "#   " + " ".join(stage2[1:]),
-                      "# the second with the first's values fixed. Used by name: hardware: {preset: " + doc["chip"] +
-                      ", profile: " + name + "}",
+                      "# \"Real hardware\"), written by scripts/fit_real_profiles.py from its calibrations:",
+                      "#   podsim " + shlex.join(stage1[1:])]
+            merged += (["#   podsim " + shlex.join(stage2[1:]), "# the second with the first's values fixed."] if second else
+                       ["# (the DCN stage not yet: the DCN is the ideal machine's)"])
+            merged += ["# Used by name: hardware: {preset: " + doc["chip"] + ", profile: " + name + "}",
                       "version: 1", "name: " + name, "chip: " + doc["chip"], "hop_model: " + doc["hop_model"]]
             if doc.get("mxu_padding"):
                 merged.append("mxu_padding: true")
