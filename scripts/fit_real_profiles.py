@@ -42,39 +42,37 @@ def calibrate(podsim, rows, args, out):
 
 
 def profiles(directory):
+    """Each PROFILE.yaml of `directory`: its parsed document and its text."""
     out = {}
     for name in sorted(os.listdir(directory)):
         if name.endswith(".yaml"):
             with open(os.path.join(directory, name)) as f:
-                out[name[:-5]] = (yaml.safe_load(f), open(os.path.join(directory, name)).read())
+                text = f.read()
+            out[name[:-5]] = (yaml.safe_load(text), text)
     return out
 
 
-def parameter_lines(text):
-    """The profile's `parameters:` lines as calibrate wrote them (values with units and comments)."""
+def section_lines(text, header, indent):
+    """The lines under `header` (a line of its own) as calibrate wrote them, each starting with
+    `indent`: the values keep their units and comments."""
     lines, inside = [], False
     for line in text.splitlines():
-        if line.startswith("parameters:"):
+        if line.startswith(header):
             inside = True
             continue
-        if inside and line.startswith("  "):
+        if inside and line.startswith(indent):
             lines.append(line)
         elif inside:
             break
     return lines
+
+
+def parameter_lines(text):
+    return section_lines(text, "parameters:", "  ")
 
 
 def residual_lines(text):
-    lines, inside = [], False
-    for line in text.splitlines():
-        if line.startswith("  residuals:"):
-            inside = True
-            continue
-        if inside and line.startswith("    "):
-            lines.append(line)
-        elif inside:
-            break
-    return lines
+    return section_lines(text, "  residuals:", "    ")
 
 
 def main():
