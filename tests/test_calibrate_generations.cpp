@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
@@ -106,6 +107,7 @@ TEST_CASE("calibrate recovers two generations' profiles and a shared cost per op
   options.fit = {"hbm_efficiency", "matmul_efficiency"};
   options.shared = {"compute_overhead"};
   options.hop_model = HopModel::Floor;
+  options.jobs = 2;   // simulations side by side: the fit is the same for any jobs
   const CalibrationResult result = calibrate(file, options);
   REQUIRE(result.profiles.size() == 2);
   for (const auto& profile : result.profiles) {
@@ -130,6 +132,35 @@ TEST_CASE("calibrate recovers two generations' profiles and a shared cost per op
   CHECK(*result.errors.max_abs_leave_one_out < 0.01);
   CHECK(result.rows[1].published.find("tokens/s/chip") != std::string::npos);
   CHECK(result.rows[6].published.find("(podsim)") != std::string::npos);
+}
+
+TEST_CASE("simulations side by side give each scenario's summary to the byte, in order, for any jobs",
+          "[calibrate][generations]") {
+  const fs::path dir = scratch("side-by-side");
+  write(dir / "v5e.yaml", training_scenario("v5e"));
+  write(dir / "v5p.yaml", training_scenario("v5p"));
+  std::vector<Scenario> scenarios;
+  for (const char* chip : {"v5e.yaml", "v5p.yaml"})
+    for (const auto& set : kSets) {
+      const YAML::Node sets = YAML::Load(set);
+      std::vector<ScenarioOverride> overrides;
+      for (const auto& kv : sets) overrides.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      scenarios.push_back(load_scenario((dir / chip).string(), overrides));
+    }
+  RunCommandOptions run;
+  run.reproducible = true;
+  std::vector<std::string> one_by_one;
+  for (const auto& s : scenarios) one_by_one.push_back(simulate_summary_json(s, run));
+  for (int jobs : {1, 2, 3, 16}) {
+    INFO("jobs " << jobs);
+    CHECK(simulate_summaries_json(scenarios, run, jobs) == one_by_one);
+  }
+  // A plan refused before its run throws as it does alone, whatever runs beside it.
+  std::vector<Scenario> bad = scenarios;
+  bad[3].topology.chip.hbm_bytes = 1e6;
+  bad[3].training().strict_memory = true;
+  CHECK_THROWS_AS(simulate_summary_json(bad[3], run), InputError);
+  CHECK_THROWS_AS(simulate_summaries_json(bad, run, 2), InputError);
 }
 
 TEST_CASE("published figures convert to the step time their scenario implies", "[calibrate][generations]") {

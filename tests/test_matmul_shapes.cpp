@@ -105,12 +105,18 @@ TEST_CASE("MXU padding leaves a memory-bound decode step alone and slows a prefi
 }
 
 TEST_CASE("mxu_padding: an override, a profile's key, and located errors", "[mxu][scenario]") {
-  const std::string base = "version: 1\nhardware:\n  preset: v5e\n  overrides: {mxu_padding: true}\ntopology: {mesh: {X: 4}}\n"
+  const std::string base = "version: 1\nhardware:\n  preset: v5e\n  profile: ideal\n  overrides: {mxu_padding: true}\ntopology: {mesh: {X: 4}}\n"
                            "workload:\n  kind: collectives\n  operations:\n    - {name: ag, kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
   CHECK(load_scenario_text(base, podsim_test::kScenarioFile).topology.chip.mxu_padding);
   CHECK_FALSE(load_scenario_text(podsim_test::replaced_in(base, "  overrides: {mxu_padding: true}\n", ""),
                                  podsim_test::kScenarioFile)
                   .topology.chip.mxu_padding);
+  // Without a profile, v5e's built-in one pads (the real chip does); an override still wins.
+  const std::string real = podsim_test::replaced_in(base, "  profile: ideal\n", "");
+  CHECK(load_scenario_text(podsim_test::replaced_in(real, "  overrides: {mxu_padding: true}\n", ""),
+                           podsim_test::kScenarioFile).topology.chip.mxu_padding);
+  CHECK_FALSE(load_scenario_text(podsim_test::replaced_in(real, "{mxu_padding: true}", "{mxu_padding: false}"),
+                                 podsim_test::kScenarioFile).topology.chip.mxu_padding);
   const std::string bad = podsim_test::replaced_in(base, "{mxu_padding: true}", "{mxu_padding: sometimes}");
   podsim_test::require_error(bad, "hardware.overrides.mxu_padding", "sometimes", "overrides:");
 }

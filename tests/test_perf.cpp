@@ -21,7 +21,7 @@ namespace {
 // the file are replaced by the sweep's.
 const char* kRing = R"(version: 1
 name: v5e-16-ring
-hardware: {preset: v5e}
+hardware: {preset: v5e, profile: ideal}
 topology: {mesh: {X: 16}}
 workload:
   kind: collectives

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -226,7 +227,14 @@ expect:
 }
 
 TEST_CASE("defaults: simulation block, wraparound rule, bidirectional", "[scenario]") {
-  const Scenario s = load_scenario_text(with("{X: 8, Y: 4}", "{X: 8, Y: 16}"), "x.yaml");
+  // The ideal machine's simulation defaults; without a profile, v5e's built-in profile sets them.
+  const std::string base = with("{X: 8, Y: 4}", "{X: 8, Y: 16}");
+  const Scenario real = load_scenario_text(base, "x.yaml");
+  CHECK(real.profile == "v5e");
+  CHECK(real.hop_model == HopModel::Additive);
+  CHECK(real.link_efficiency < 1.0);
+  CHECK(real.launch_overhead_s > 0.0);
+  const Scenario s = load_scenario_text(with("  preset: v5e\n", "  preset: v5e\n  profile: ideal\n", base), "x.yaml");
   CHECK(s.name == "v5e-8x4-allgather-y");
   CHECK(s.hop_model == HopModel::Floor);
   CHECK(s.link_efficiency == 1.0);
@@ -1608,4 +1616,38 @@ TEST_CASE("hardware.profile: ideal and the built-in profiles are names, not file
   // An unknown name lists the ones there are.
   require_error(with("profile: ideal", "profile: v5f", base), "hardware.profile", "v5f", "hardware:");
   CHECK(contains(error_from(with("profile: ideal", "profile: v5f", base)).what(), "expected one of ideal"));
+}
+
+TEST_CASE("a preset without hardware.profile runs its built-in profile; ideal where none ships", "[scenario][profiles]") {
+  const std::string base = "version: 1\nhardware: {preset: v5e, profile: ideal}\ntopology: {mesh: {X: 4}}\n"
+                           "workload:\n  kind: collectives\n  operations:\n    - {kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
+  // One built-in profile per chip, and each is its chip's default: the same machine as naming it.
+  std::set<std::string> chips;
+  for (const auto& name : builtin_profile_names()) {
+    const CalibrationProfile p = load_profile_text(*builtin_profile_text(name), "built-in profile " + name);
+    CHECK(chips.insert(p.chip).second);
+    REQUIRE(builtin_profile_for_chip(p.chip) == name);
+    const Scenario by_default = load_scenario_text(with("v5e, profile: ideal", p.chip, base), kFile);
+    const Scenario named = load_scenario_text(with("v5e, profile: ideal", p.chip + ", profile: " + name, base), kFile);
+    CHECK(by_default.profile == name);
+    CHECK(by_default.profile_source == ProfileSource::Default);
+    CHECK(named.profile_source == ProfileSource::Named);
+    CHECK(by_default.topology.chip.matmul_efficiency == named.topology.chip.matmul_efficiency);
+    CHECK(by_default.topology.chip.hbm_efficiency == named.topology.chip.hbm_efficiency);
+    CHECK(by_default.topology.chip.compute_model == named.topology.chip.compute_model);
+    CHECK(by_default.link_efficiency == named.link_efficiency);
+    CHECK(by_default.launch_overhead_s == named.launch_overhead_s);
+    CHECK(by_default.hop_model == named.hop_model);
+    CHECK(by_default.topology.chip.matmul_efficiency < 1.0);
+  }
+  // The scenario's own overrides still win over the default profile.
+  const Scenario overridden = load_scenario_text(
+      with("v5e, profile: ideal", "v5e, overrides: {matmul_efficiency: 0.5}", base), kFile);
+  CHECK(overridden.topology.chip.matmul_efficiency == 0.5);
+  CHECK(overridden.profile == "v5e");
+  // v3 ships no profile: the book's machine, and the summary says ideal.
+  CHECK_FALSE(builtin_profile_for_chip("v3"));
+  const Scenario v3 = load_scenario_text(with("v5e, profile: ideal", "v3", base), kFile);
+  CHECK(v3.profile == "ideal");
+  CHECK(v3.topology.chip.matmul_efficiency == 1.0);
 }

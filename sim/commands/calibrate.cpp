@@ -8,6 +8,7 @@
 #include "sim/commands/joint_fit.hpp"
 #include "sim/commands/run_command.hpp"
 #include "sim/report/summary_fields.hpp"
+#include "sim/scenario/builtin_profiles.hpp"
 #include "sim/scenario/published_figures.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/yaml_fields.hpp"
@@ -82,10 +83,10 @@ Scenario with_parameters(Scenario scenario, HopModel model, const std::vector<Ca
   return scenario;
 }
 
-double measure(const Measurement& m, const Scenario& scenario) {
-  RunCommandOptions options;
-  options.reproducible = true;
-  const auto summary = nlohmann::json::parse(simulate_summary_json(scenario, options));
+namespace {
+
+double field_of(const Measurement& m, const std::string& summary_text) {
+  const auto summary = nlohmann::json::parse(summary_text);
   try {
     return summary_field_value(summary, m.field);
   } catch (const std::out_of_range& e) {
@@ -93,10 +94,33 @@ double measure(const Measurement& m, const Scenario& scenario) {
   }
 }
 
+}  // namespace
+
+double measure(const Measurement& m, const Scenario& scenario) {
+  RunCommandOptions options;
+  options.reproducible = true;
+  return field_of(m, simulate_summary_json(scenario, options));
+}
+
+std::vector<double> measure_all(const std::vector<const Measurement*>& rows, std::vector<Scenario> scenarios, int jobs) {
+  RunCommandOptions options;
+  options.reproducible = true;
+  const auto summaries = simulate_summaries_json(std::move(scenarios), options, jobs);
+  std::vector<double> values;
+  for (size_t i = 0; i < rows.size(); ++i) values.push_back(field_of(*rows[i], summaries[i]));
+  return values;
+}
+
 Scenario load_measurement_scenario(Measurement& m, const std::vector<ScenarioOverride>& extra) {
   std::vector<ScenarioOverride> overrides = m.overrides;
   overrides.insert(overrides.end(), extra.begin(), extra.end());
   Scenario scenario = load_scenario(m.scenario_path, overrides);
+  // A row runs on the book's machine unless its scenario names a profile: calibrate fits from it
+  // (every parameter it does not fit keeps the ideal value) and validate compares against it.
+  if (scenario.profile_source == ProfileSource::Default && scenario.profile != kIdealProfile) {
+    overrides.insert(overrides.begin(), ScenarioOverride{"hardware.profile", kIdealProfile});
+    scenario = load_scenario(m.scenario_path, overrides);
+  }
   resolve_published_figure(m, scenario);
   return scenario;
 }
@@ -256,6 +280,9 @@ void check_identifiable(const JointFitProblem& problem, const std::vector<std::s
 // The rows as published and as the ideal machine predicts them.
 std::vector<CalibratedMeasurement> default_rows(const JointFitProblem& problem, const std::vector<std::string>& names,
                                                 int& simulations) {
+  std::vector<const Measurement*> measured;
+  for (const Measurement& m : problem.rows) measured.push_back(&m);
+  const std::vector<double> ideal = measure_all(measured, problem.scenarios, problem.jobs);
   std::vector<CalibratedMeasurement> rows;
   for (size_t i = 0; i < problem.rows.size(); ++i) {
     const Measurement& m = problem.rows[i];
@@ -266,7 +293,7 @@ std::vector<CalibratedMeasurement> default_rows(const JointFitProblem& problem, 
     row.source = m.source;
     row.published = m.published ? published_text(*m.published) : "";
     row.measured = m.measured;
-    row.default_predicted = measure(m, problem.scenarios[i]);
+    row.default_predicted = ideal[i];
     ++simulations;
     rows.push_back(row);
   }
@@ -326,6 +353,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   CalibrationResult result;
   std::vector<std::string> names;
   JointFitProblem problem = load_problem(file, options, names);
+  problem.jobs = options.jobs;
   check_identifiable(problem, names, options);
   result.rows = default_rows(problem, names, result.simulations);
   std::vector<int> all(problem.rows.size());

@@ -52,6 +52,7 @@ struct CalibrationOptions {
   std::vector<Fixed> fixed;
   std::optional<HopModel> hop_model;   // none: fit under both and keep the better (one model for all profiles)
   bool leave_one_out = true;
+  int jobs = 1;                        // simulations at once (each its own process); the fit is the same for any
   std::function<void(const std::string&)> progress;   // a line per stage
 };
 
@@ -102,6 +103,9 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
 Scenario load_measurement_scenario(Measurement& m, const std::vector<ScenarioOverride>& extra = {});
 // The row's field in the summary of a run of `scenario`.
 double measure(const Measurement& m, const Scenario& scenario);
+// Each row's field in the summary of its scenario's run (rows[i] with scenarios[i]), up to `jobs`
+// simulations at once; the same values as measure on each.
+std::vector<double> measure_all(const std::vector<const Measurement*>& rows, std::vector<Scenario> scenarios, int jobs);
 // The scenario with the hop model and the fitted parameters set on it, as their rows set them.
 Scenario with_parameters(Scenario scenario, HopModel model, const std::vector<CalibrationParameter>& parameters);
 // What one measurement's scenario predicts under a profile's parameters (tests; the fit's own).

@@ -95,14 +95,20 @@ std::vector<double> JointFitter::residuals(const std::vector<double>& u, const s
   const auto parameters = at(u);
   std::vector<double> r = base;
   r.resize(use.size());
+  std::vector<size_t> run;
+  std::vector<const Measurement*> rows;
+  std::vector<Scenario> scenarios;
   for (size_t k = 0; k < use.size(); ++k) {
     const int i = use[k];
     const int p = problem_.profile_of_row[i];
     if (profile >= 0 && p != profile) continue;
-    const Measurement& m = problem_.rows[i];
-    ++simulations_;
-    r[k] = (measure(m, with_parameters(problem_.scenarios[i], problem_.hop_model, parameters[p])) - m.measured) / m.measured;
+    run.push_back(k);
+    rows.push_back(&problem_.rows[i]);
+    scenarios.push_back(with_parameters(problem_.scenarios[i], problem_.hop_model, parameters[p]));
   }
+  const std::vector<double> predicted = measure_all(rows, std::move(scenarios), problem_.jobs);
+  simulations_ += static_cast<int>(run.size());
+  for (size_t j = 0; j < run.size(); ++j) r[run[j]] = (predicted[j] - rows[j]->measured) / rows[j]->measured;
   return r;
 }
 

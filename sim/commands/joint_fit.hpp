@@ -18,6 +18,7 @@ struct JointFitProblem {
   std::vector<Scenario> scenarios;      // each row's, loaded once; a candidate sets its parameters on a copy
   std::vector<int> profile_of_row;      // index into profiles
   HopModel hop_model = HopModel::Floor;
+  int jobs = 1;                         // simulations at once
   // Per profile: where the fit starts, and which parameters are fitted and shared.
   std::vector<std::vector<CalibrationParameter>> profiles;
 };

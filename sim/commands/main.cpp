@@ -99,6 +99,11 @@ int interrupted_exit(const std::string& csv) {
   return 128 + static_cast<int>(stop_signal);
 }
 
+// A -j value: 0 (the default) for every core.
+int all_cores_unless(int jobs) {
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<ScenarioOverride> overrides;
   for (const auto& s : sets) {
@@ -117,7 +122,7 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   options.scenario_path = scenario_path;
   options.out_dir = out_dir;
   for (const auto& s : sets) options.axes.push_back(parse_set_option(s));
-  options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  options.jobs = all_cores_unless(jobs);
   options.podsim_binary = self_binary();
   options.on_progress = points_progress("sweep");
   load_scenario(scenario_path);   // the base scenario must load; points may still fail
@@ -173,7 +178,7 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   };
   options.topologies = split(topologies);
   options.chips = split(chips);
-  options.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  options.jobs = all_cores_unless(jobs);
   options.podsim_binary = self_binary();
   options.on_progress = points_progress("compare");
   handle_stop_signals();
@@ -278,12 +283,12 @@ std::string write_file_at(const std::string& path, const std::string& content, c
 
 // validate --measured: each measurement against the ideal machine and its profile.
 int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path,
-                              const std::string& markdown_path) {
+                              const std::string& markdown_path, int jobs) {
   const MeasurementFile file = load_measurements(measured);
   check_profile_choice(file, profiles);
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   if (!markdown_path.empty()) require_file_destination(markdown_path, "--markdown");
-  const auto rows = compare_measurements(file, profiles);
+  const auto rows = compare_measurements(file, profiles, all_cores_unless(jobs));
   std::cout << shown(measured_table(file, profiles, rows));
   if (!markdown_path.empty()) {
     const std::string written = write_file_at(markdown_path, measured_markdown(file, rows), "--markdown");
@@ -364,7 +369,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   const int keep = exhaustive ? 0 : (top > 0 ? top : 10);
   const PlannerResult result =
       plan_training(scenario, points_progress("plan", "plans"), partial, keep, exhaustive ? 0.0 : budget_s,
-                    jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+                    all_cores_unless(jobs));
   std::cout << shown(planner_table(scenario, result, top));
   require_some_plan_fits(scenario, result);
   if (!out_dir.empty()) {
@@ -423,7 +428,7 @@ std::string write_profiles(const MeasurementFile& file, const CalibrationResult&
 
 int calibrate_command(const std::string& measurements_path, std::string out_path, const std::string& fit,
                       const std::string& shared, const std::string& fixed, const std::string& rows,
-                      const std::string& hop_model, std::string name, bool leave_one_out) {
+                      const std::string& hop_model, std::string name, bool leave_one_out, int jobs) {
   CalibrationOptions options;
   options.fit = comma_list(fit);
   options.shared = comma_list(shared);
@@ -448,6 +453,7 @@ int calibrate_command(const std::string& measurements_path, std::string out_path
   if (hop_model == "floor") options.hop_model = HopModel::Floor;
   if (hop_model == "additive") options.hop_model = HopModel::Additive;
   options.leave_one_out = leave_one_out;
+  options.jobs = all_cores_unless(jobs);
   const bool terminal = stderr_is_terminal();
   options.progress = [&](const std::string& line) {
     if (terminal) std::fprintf(stderr, "\33[2K\rcalibrate: %s", terminal_safe(line).c_str());
@@ -603,6 +609,9 @@ int main(int argc, char** argv) {
   validate->add_option("--markdown", markdown_path,
                        "with --measured: also write the rows as a Markdown table (docs/validation.md's real-hardware table)");
   double prediction_skew = 0;
+  int validate_jobs = 0;
+  validate->add_option("-j,--jobs", validate_jobs, "with --measured: simulations at once (default: all cores)")
+      ->check(non_negative_whole);
   validate->add_option("--skew-predictions", prediction_skew,
                        "self-test: scale every prediction by (1 + this) before the check; beyond 0.01 rows must "
                        "come out unexplained and the command fail");
@@ -668,6 +677,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   calibrate_cmd->add_option("--name", profile_name, "the profile's name (default: the measurement file's)");
   calibrate_cmd->add_flag("--no-leave-one-out", no_leave_one_out, "skip the leave-one-out refits");
+  int calibrate_jobs = 0;
+  calibrate_cmd->add_option("-j,--jobs", calibrate_jobs, "simulations at once (default: all cores); the fit is the same for any")
+      ->check(non_negative_whole);
 
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
@@ -702,7 +714,7 @@ int main(int argc, char** argv) {
     if (validate->parsed() && measured_path.empty() && !markdown_path.empty())
       throw InputError({"command line", 0, 0}, "--markdown", markdown_path,
                        "a table of measurements; expected it with --measured FILE");
-    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path);
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path, validate_jobs);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {
@@ -714,8 +726,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
     if (calibrate_cmd->parsed())
       return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, rows_list, fit_hop_model,
-                               profile_name,
-                               !no_leave_one_out);
+                               profile_name, !no_leave_one_out, calibrate_jobs);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
     std::fprintf(stderr, "podsim: error: %s\n", terminal_safe(e.what()).c_str());

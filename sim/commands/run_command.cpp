@@ -1,11 +1,15 @@
 #include "sim/commands/run_command.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 
 #include "sim/commands/preflight_check.hpp"
 #include "sim/commands/scenario_run.hpp"
+#include "sim/engine/child_process.hpp"
+#include "sim/engine/replay.hpp"
 #include "sim/report/gzip.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/report.hpp"
@@ -101,43 +105,109 @@ Program training_run_program(Scenario& scenario, const RunCommandOptions& comman
   return program;
 }
 
-Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
+// A run's program, built and checked before it is simulated.
+struct Prepared {
+  Program program;
+  TrainingLayout layout;
+  InferenceLayout inference_layout;
+};
+
+void prepare(Scenario& scenario, const RunCommandOptions& command, Prepared& out) {
+  check_program_size(scenario, command.limits);
+  switch (scenario.kind()) {
+    case WorkloadKind::Collectives: out.program = collectives_program(scenario); break;
+    case WorkloadKind::Training: out.program = training_run_program(scenario, command, out.layout); break;
+    case WorkloadKind::Inference: out.program = inference_run_program(scenario, command, out.inference_layout); break;
+    case WorkloadKind::Serving: throw std::logic_error("a serving run has no one program: serve_to_directory runs it");
+  }
+  preflight_check(scenario, out.program, command.fidelity, command.limits);
+}
+
+RunOptions run_options(const RunCommandOptions& command) {
   RunOptions options;
   options.fidelity = command.fidelity;
   options.record_hops = command.record_hops;
   options.progress = command.progress;
-  check_program_size(scenario, command.limits);
-  Program program;
-  TrainingLayout layout;
-  InferenceLayout inference_layout;
-  switch (scenario.kind()) {
-    case WorkloadKind::Collectives: program = collectives_program(scenario); break;
-    case WorkloadKind::Training: program = training_run_program(scenario, command, layout); break;
-    case WorkloadKind::Inference: program = inference_run_program(scenario, command, inference_layout); break;
-    case WorkloadKind::Serving: throw std::logic_error("a serving run has no one program: serve_to_directory runs it");
-  }
-  preflight_check(scenario, program, options.fidelity, command.limits);
-  RunResult run = run_program(scenario.topology, simulation_settings(scenario), program, options);
+  return options;
+}
+
+Simulated reported(const Scenario& scenario, Prepared& prepared, RunResult run) {
   std::optional<TrainingReport> training;
   std::optional<InferenceReport> inference;
   if (scenario.kind() == WorkloadKind::Training) {
-    training = training_report(scenario.training(), layout, program, run);
+    training = training_report(scenario.training(), prepared.layout, prepared.program, run);
   } else if (scenario.kind() == WorkloadKind::Inference) {
-    inference = inference_report(scenario.inference().plan, inference_layout, program, run);
+    inference = inference_report(scenario.inference().plan, prepared.inference_layout, prepared.program, run);
   }
-  return {std::move(program), std::move(run), std::move(training), std::move(inference)};
+  return {std::move(prepared.program), std::move(run), std::move(training), std::move(inference)};
+}
+
+Simulated simulate(Scenario& scenario, const RunCommandOptions& command) {
+  Prepared prepared;
+  prepare(scenario, command, prepared);
+  RunResult run = run_program(scenario.topology, simulation_settings(scenario), prepared.program, run_options(command));
+  return reported(scenario, prepared, std::move(run));
+}
+
+void refuse_serving(const Scenario& scenario) {
+  if (scenario.kind() == WorkloadKind::Serving)
+    throw InputError({scenario.path, 0, 0}, "workload.kind", "serving",
+                     "a serving run's summary comes from its whole request stream; expected a collectives, "
+                     "training or inference scenario");
+}
+
+std::string summary_of(const Scenario& scenario, const Simulated& s, const RunCommandOptions& command) {
+  return summary_json(scenario, s.run, {command.reproducible}, s.training ? &*s.training : nullptr,
+                      s.inference ? &*s.inference : nullptr);
 }
 
 }  // namespace
 
 std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& command) {
-  if (scenario.kind() == WorkloadKind::Serving)
-    throw InputError({scenario.path, 0, 0}, "workload.kind", "serving",
-                     "a serving run's summary comes from its whole request stream; expected a collectives, "
-                     "training or inference scenario");
-  const Simulated s = simulate(scenario, command);
-  return summary_json(scenario, s.run, {command.reproducible}, s.training ? &*s.training : nullptr,
-                      s.inference ? &*s.inference : nullptr);
+  refuse_serving(scenario);
+  return summary_of(scenario, simulate(scenario, command), command);
+}
+
+std::vector<std::string> simulate_summaries_json(std::vector<Scenario> scenarios, const RunCommandOptions& command,
+                                                 int jobs) {
+  struct Running {
+    size_t index = 0;
+    Prepared prepared;
+    PendingRun pending;
+    ~Running() { cancel_replay(pending.child); }   // only if never finished (an exception)
+  };
+  for (const Scenario& scenario : scenarios) refuse_serving(scenario);
+  std::vector<std::string> summaries(scenarios.size());
+  std::vector<std::unique_ptr<Running>> running;
+  size_t next = 0;
+  while (next < scenarios.size() || !running.empty()) {
+    // Start simulations in order until `jobs` run: each builds its program first, so a plan
+    // that cannot be built throws here as simulate_summary_json would.
+    while (static_cast<int>(running.size()) < std::max(jobs, 1) && next < scenarios.size()) {
+      auto r = std::make_unique<Running>();
+      r->index = next++;
+      Scenario& scenario = scenarios[r->index];
+      prepare(scenario, command, r->prepared);
+      r->pending = start_program(scenario.topology, simulation_settings(scenario), r->prepared.program,
+                                 run_options(command));
+      running.push_back(std::move(r));
+    }
+    std::vector<int> results;
+    for (const auto& r : running) results.push_back(r->pending.child.result_fd);
+    const std::vector<bool> ready = wait_readable(results);   // none ready: a signal interrupted it
+    std::vector<std::unique_ptr<Running>> still;
+    for (size_t k = 0; k < running.size(); ++k) {
+      if (k >= ready.size() || !ready[k]) {
+        still.push_back(std::move(running[k]));
+        continue;
+      }
+      Running& r = *running[k];
+      const Scenario& scenario = scenarios[r.index];
+      summaries[r.index] = summary_of(scenario, reported(scenario, r.prepared, finish_program(r.pending)), command);
+    }
+    running = std::move(still);
+  }
+  return summaries;
 }
 
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& command) {

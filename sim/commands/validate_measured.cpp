@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "sim/commands/calibrate.hpp"
 #include "sim/commands/calibration_report.hpp"
@@ -41,23 +42,42 @@ void check_profile_choice(const MeasurementFile& file, const ProfileChoice& prof
   }
 }
 
-std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const ProfileChoice& profiles) {
+std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const ProfileChoice& profiles,
+                                                     int jobs) {
   // Every row's scenario first: a profile's rows on two chips are refused before any run.
   std::vector<Measurement> resolved = file.measurements;
   std::vector<Scenario> scenarios;
   for (auto& m : resolved) scenarios.push_back(load_measurement_scenario(m));
   check_one_chip_per_profile(file, scenarios);
-  std::vector<MeasuredComparison> rows;
+  // Then every run at once, `jobs` side by side: each row on the ideal machine, and under its
+  // profile where one is given (each profile file loaded once).
+  std::vector<const Measurement*> runs;
+  std::vector<Scenario> runs_scenarios;
+  std::map<std::string, CalibrationProfile> loaded;
+  std::vector<int> with_profile(resolved.size(), -1);
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    runs.push_back(&resolved[i]);
+    runs_scenarios.push_back(scenarios[i]);
+  }
   for (size_t i = 0; i < resolved.size(); ++i) {
     Measurement& m = resolved[i];
-    const Scenario& ideal = scenarios[i];
-    MeasuredComparison row{m.name, m.profile, m.field, m.source, m.published ? published_text(*m.published) : "",
-                           m.measured, measure(m, ideal), std::nullopt};
     const std::string path = profiles.path_for(m.profile);
-    if (!path.empty()) {
-      const std::string absolute = std::filesystem::absolute(path).string();
-      row.profile_predicted = measure(m, load_measurement_scenario(m, {{"hardware.profile", "\"" + absolute + "\""}}));
-      const auto& loo = load_profile(path).leave_one_out;
+    if (path.empty()) continue;
+    if (!loaded.count(path)) loaded.emplace(path, load_profile(path));
+    const std::string absolute = std::filesystem::absolute(path).string();
+    with_profile[i] = static_cast<int>(runs.size());
+    runs.push_back(&m);
+    runs_scenarios.push_back(load_measurement_scenario(m, {{"hardware.profile", "\"" + absolute + "\""}}));
+  }
+  const std::vector<double> predicted = measure_all(runs, std::move(runs_scenarios), jobs);
+  std::vector<MeasuredComparison> rows;
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    const Measurement& m = resolved[i];
+    MeasuredComparison row{m.name, m.profile, m.field, m.source, m.published ? published_text(*m.published) : "",
+                           m.measured, predicted[i], std::nullopt};
+    if (with_profile[i] >= 0) {
+      row.profile_predicted = predicted[with_profile[i]];
+      const auto& loo = loaded.at(profiles.path_for(m.profile)).leave_one_out;
       if (const auto it = loo.find(m.name); it != loo.end()) row.leave_one_out_predicted = it->second;
     }
     rows.push_back(row);

@@ -30,7 +30,9 @@ struct MeasuredComparison {
   std::optional<double> profile_predicted;
   std::optional<double> leave_one_out_predicted;   // as the profile's fit recorded it (calibrate)
 };
-std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const ProfileChoice& profiles);
+// Up to `jobs` simulations at once; the same rows for any.
+std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file, const ProfileChoice& profiles,
+                                                     int jobs = 1);
 // Rows grouped by profile, each group with its RMS, then the overall RMS.
 std::string measured_table(const MeasurementFile& file, const ProfileChoice& profiles,
                            const std::vector<MeasuredComparison>& rows);

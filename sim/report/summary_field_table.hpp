@@ -111,7 +111,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"link_efficiency", "fraction", All, None, "fraction of peak ICI/DCN bandwidth a transfer achieves (simulation.link_efficiency)", [](const auto& in) -> Json { return in.scenario.link_efficiency; }},
     {"launch_overhead_s", "s", All, None, "fixed cost per collective per chip before its first hop (simulation.launch_overhead)", [](const auto& in) -> Json { return in.scenario.launch_overhead_s; }},
     {"hop_latency_s", "s", All, None, "the chip's per-hop latency (its preset, overrides or profile)", [](const auto& in) -> Json { return in.scenario.topology.chip.hop_latency_s; }},
-    {"calibration_profile", "text", All, None, "the calibration profile applied (hardware.profile; when one is)", [](const auto& in) -> Json { return present_if(!in.scenario.profile.empty(), in.scenario.profile); }},
+    {"calibration_profile", "text", All, None, "the calibration profile the run used: hardware.profile's, else the preset's built-in one (ideal: the book's machine)", [](const auto& in) -> Json { return in.scenario.profile; }},
     // A simulated step or set of collectives.
     {"fidelity", "text", Run, None, "what was simulated: the full pod or a symmetry-reduced one", [](const auto& in) -> Json { return in.run->fidelity; }},
     {"simulated_chips", "count", Run, None, "chips the replay simulated", [](const auto& in) -> Json { return in.run->simulated.chip_count(); }},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/scenario/calibration_files.hpp"
+
 namespace podsim {
 
 // CMake writes this from scenarios/profiles/real/*.yaml (sim/scenario/builtin_profiles_data.cpp.in).
@@ -19,6 +21,19 @@ std::optional<std::string> builtin_profile_text(const std::string& name) {
   const auto& table = builtin_profile_table();
   const auto it = table.find(name);
   if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> builtin_profile_for_chip(const std::string& chip) {
+  // Each profile records its chip; read once (tests/test_scenario_loader.cpp checks one per chip).
+  static const std::map<std::string, std::string> by_chip = [] {
+    std::map<std::string, std::string> out;
+    for (const auto& [name, text] : builtin_profile_table())
+      out.emplace(load_profile_text(text, "built-in profile " + name).chip, name);
+    return out;
+  }();
+  const auto it = by_chip.find(chip);
+  if (it == by_chip.end()) return std::nullopt;
   return it->second;
 }
 

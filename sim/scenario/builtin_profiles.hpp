@@ -18,6 +18,10 @@ bool names_builtin_profile(const std::string& value);
 // A built-in profile's YAML text, by name; none for an unknown name.
 std::optional<std::string> builtin_profile_text(const std::string& name);
 
+// The built-in profile fit for `chip` (a preset's name), which a scenario of that preset uses
+// when it names no profile; none when podsim ships no profile for the chip.
+std::optional<std::string> builtin_profile_for_chip(const std::string& chip);
+
 // The built-in profiles' names, sorted (for messages and docs).
 std::vector<std::string> builtin_profile_names();
 

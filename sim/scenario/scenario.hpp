@@ -111,6 +111,9 @@ struct CompareSpec {
   std::vector<std::string> chips;        // presets; empty: the scenario's
 };
 
+// Where a scenario's calibration profile came from: its hardware.profile, or the preset's default.
+enum class ProfileSource { Named, Default };
+
 struct Scenario {
   std::string path;                 // file it came from
   int version = 1;
@@ -120,7 +123,10 @@ struct Scenario {
   HopModel hop_model = HopModel::Floor;
   double link_efficiency = 1.0;     // fraction of peak ICI/DCN bandwidth a transfer achieves
   double launch_overhead_s = 0.0;   // fixed cost per collective per chip before its first hop
-  std::string profile;              // the calibration profile applied (hardware.profile), or empty
+  // The calibration profile applied: hardware.profile's, or the preset's built-in one when the
+  // scenario names none (ideal where podsim ships none for the preset).
+  std::string profile = "ideal";
+  ProfileSource profile_source = ProfileSource::Default;
   Workload workload;                // exactly one kind; the loader builds the kind the file names
   std::vector<Expectation> expectations;
   CompareSpec compare;

@@ -129,10 +129,33 @@ void apply_overrides(const Field& field, ChipSpec& chip) {
   if (!overrides.entries().empty()) chip.source += " (with overrides from the scenario)";
 }
 
-// hardware.profile: a fitted profile for this chip; its parameters apply where the scenario's
-// hardware.overrides (already applied to `chip`) did not set them.
+// A profile's parameters, applied where the scenario's hardware.overrides (already applied to
+// `chip`) did not set them.
+void apply_profile_parameters(const CalibrationProfile& profile, const Field& hardware, ChipSpec& chip,
+                              Scenario& scenario) {
+  auto overridden = [&](std::string_view key) {
+    auto overrides = MapReader(hardware, SchemaMap::Hardware).optional("overrides");
+    return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional(key).has_value();
+  };
+  // A simulation key given in the scenario replaces the profile's value later (parse_simulation).
+  for (const auto& [key, value] : profile.parameters) {
+    const HardwareParameter& row = *find_hardware_parameter(key);
+    if (row.section() == "hardware.overrides" && overridden(row.scenario_leaf())) continue;
+    if (row.chip_member) row.set(chip, value);
+    else row.set(scenario, value);
+  }
+  if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
+  if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
+  if (profile.hop_model) scenario.hop_model = *profile.hop_model;
+  scenario.profile = profile.name;
+  chip.source += " (calibration profile " + profile.name + ")";
+}
+
+// hardware.profile: a fitted profile for this chip, by name (built in) or file; `ideal` for the
+// book's machine.
 void apply_profile(const Field& field, const std::string& scenario_path, const Field& hardware, ChipSpec& chip,
                    Scenario& scenario) {
+  scenario.profile_source = ProfileSource::Named;
   const std::string named = read_string(field);
   if (named == kIdealProfile) {   // the preset as the book gives it
     scenario.profile = kIdealProfile;
@@ -155,22 +178,18 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (profile.chip != preset)
     fail(field, "a profile for " + profile.chip + " (" + path + "); expected one fit for " + preset);
-  auto overridden = [&](std::string_view key) {
-    auto overrides = MapReader(hardware, SchemaMap::Hardware).optional("overrides");
-    return overrides && MapReader(*overrides, SchemaMap::HardwareOverrides).optional(key).has_value();
-  };
-  // A simulation key given in the scenario replaces the profile's value later (parse_simulation).
-  for (const auto& [key, value] : profile.parameters) {
-    const HardwareParameter& row = *find_hardware_parameter(key);
-    if (row.section() == "hardware.overrides" && overridden(row.scenario_leaf())) continue;
-    if (row.chip_member) row.set(chip, value);
-    else row.set(scenario, value);
-  }
-  if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
-  if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
-  if (profile.hop_model) scenario.hop_model = *profile.hop_model;
-  scenario.profile = profile.name;
-  chip.source += " (calibration profile " + profile.name + ")";
+  apply_profile_parameters(profile, hardware, chip, scenario);
+}
+
+// No hardware.profile: the preset's built-in profile where podsim ships one (issue 26: a new
+// user's first number is the real machine's), the ideal machine otherwise.
+void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scenario) {
+  scenario.profile_source = ProfileSource::Default;
+  scenario.profile = kIdealProfile;
+  const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
+  if (const auto name = builtin_profile_for_chip(preset))
+    apply_profile_parameters(load_profile_text(*builtin_profile_text(*name), "built-in profile " + *name), hardware,
+                             chip, scenario);
 }
 
 ChipSpec parse_hardware(const Field& field) {
@@ -783,6 +802,8 @@ Scenario parse_document(const Field& root) {
   // scenario's own hardware.overrides and simulation keys still win over it.
   if (auto profile = MapReader(top.required("hardware"), SchemaMap::Hardware).optional("profile"))
     apply_profile(*profile, root.where.file, top.required("hardware"), chip, scenario);
+  else
+    apply_default_profile(top.required("hardware"), chip, scenario);
   scenario.topology = parse_topology(top.required("topology"), chip);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
   check_derived_links(top, scenario);

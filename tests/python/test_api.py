@@ -111,7 +111,7 @@ class LoadTest(unittest.TestCase):
         document = {
             "version": 1,
             "name": "v5e-8x4-allgather-y",
-            "hardware": {"preset": "v5e"},
+            "hardware": {"preset": "v5e", "profile": "ideal"},
             "topology": {"mesh": {"X": 8, "Y": 4}},
             "workload": {
                 "kind": "collectives",
