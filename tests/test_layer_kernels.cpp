@@ -251,3 +251,92 @@ TEST_CASE("scenario: bad remat and attention keys are located errors", "[kernels
                             "model: {preset: mixtral-8x7b, layers: 2, parallel_block: true}"),
                 "workload.model.parallel_block", "true", "model:");
 }
+
+TEST_CASE("int8 training: the weight matmuls at the int8 rate, each operand quantized from bf16 per use",
+          "[kernels][int8]") {
+  const TransformerSpec m = small_model();
+  ChipSpec chip = *find_chip_preset("v5e");
+  chip.compute_model = ComputeModel::Kernels;
+  const double tokens = 8192;
+  const auto kernels = layer_kernels(m, 1, tokens, 2048, chip);
+  MatmulQuantization int8;
+  int8.int8 = true;
+  MatmulQuantization int8_bf16_dw = int8;
+  int8_bf16_dw.weight_gradients = false;
+  const double a = m.activation_bytes, hbm = chip.achieved_hbm_Bps(), int8_rate = chip.achieved_int8_ops_per_s();
+  // Quantizing E elements: an abs-max pass reading them, a pass reading them and writing int8.
+  auto quantize_s = [&](double elements) { return (elements * a + elements * (a + 1)) / hbm; };
+  bool saw_matmul = false;
+  for (const Kernel& k : kernels) {
+    INFO(k.name);
+    const KernelTimes bf16 = kernel_times(k, tokens, chip, 1.0);
+    const KernelTimes q = kernel_times(k, tokens, chip, 1.0, int8);
+    if (k.kind != KernelKind::Matmul) {   // attention and the vector work stay as they are
+      CHECK(q.forward_s == bf16.forward_s);
+      CHECK(q.backward_s == bf16.backward_s);
+      continue;
+    }
+    saw_matmul = true;
+    REQUIRE(k.quantizable);
+    // Compute-bound shapes (8192 tokens, K and N in the thousands): each product is its math.
+    const double x = k.k_dim * tokens, w = k.k_dim * k.n_dim, y = k.n_dim * tokens;
+    const double math_s = q.flops / int8_rate;
+    CHECK(q.forward_s == Approx(math_s + quantize_s(x) + quantize_s(w)).epsilon(1e-12));
+    CHECK(q.backward_s == Approx(2 * math_s + quantize_s(y) + quantize_s(w) + quantize_s(x) + quantize_s(y)).epsilon(1e-12));
+    // v5e's int8 rate is twice bf16's: the matmuls halve, the quantize passes eat part of it.
+    CHECK(q.forward_s < bf16.forward_s);
+    CHECK(q.forward_s > bf16.forward_s / 2);
+    // The weight gradient in bf16 (MaxText's int8_training of 2023) costs between the two.
+    const KernelTimes half = kernel_times(k, tokens, chip, 1.0, int8_bf16_dw);
+    CHECK(half.forward_s == q.forward_s);
+    CHECK(half.backward_s > q.backward_s);
+    CHECK(half.backward_s < bf16.backward_s);
+  }
+  CHECK(saw_matmul);
+  // The logits stay bf16.
+  for (const Kernel& k : unembed_kernels(m, 1, tokens, chip)) {
+    CHECK_FALSE(k.quantizable);
+    CHECK(kernel_times(k, tokens, chip, 1.0, int8).forward_s == kernel_times(k, tokens, chip, 1.0).forward_s);
+  }
+  // v4 multiplies int8 no faster than bf16: int8 training only adds the quantize passes.
+  ChipSpec v4 = *find_chip_preset("v4p");
+  v4.compute_model = ComputeModel::Kernels;
+  const Kernel& up = kernels[std::find_if(kernels.begin(), kernels.end(), [](const Kernel& k) { return k.name == "mlpwi_0"; }) -
+                             kernels.begin()];
+  CHECK(kernel_times(up, tokens, v4, 1.0, int8).forward_s > kernel_times(up, tokens, v4, 1.0).forward_s);
+  // Local AQT over 4 parts adds the fp32 sum of 4 partial weight gradients (5 passes of K N x 4 B).
+  MatmulQuantization local = int8;
+  local.local_shards = 4;
+  CHECK(kernel_times(up, tokens, chip, 1.0, local).backward_s - kernel_times(up, tokens, chip, 1.0, int8).backward_s ==
+        Approx(5 * up.k_dim * up.n_dim * 4 / hbm).epsilon(1e-9));
+}
+
+TEST_CASE("int8 training: a step's time falls on v5e, and the keys load with located errors", "[kernels][int8][errors]") {
+  const std::string real = replaced_in(kScenario, "remat_policy: minimal", "remat_policy: minimal\n  quantization: int8");
+  const Scenario s = load_scenario_text(real, kScenarioFile);   // v5p's real profile: the kernels model
+  const auto& plan = std::get<TrainingWorkload>(s.workload).plan;
+  CHECK(plan.quantization.int8);
+  CHECK(plan.quantization.weight_gradients);
+  CHECK(plan.quantization.local_shards == 1);   // one slice
+  const Scenario dw = load_scenario_text(replaced_in(real, "quantization: int8", "quantization: int8\n  quantization_local_shard_count: 0"),
+                                         kScenarioFile);
+  CHECK_FALSE(std::get<TrainingWorkload>(dw.workload).plan.quantization.weight_gradients);
+  const Scenario bf16 = load_scenario_text(kScenario, kScenarioFile);
+  auto step_s = [](const Scenario& sc) {
+    const auto& w = std::get<TrainingWorkload>(sc.workload);
+    double sum = 0;
+    for (const auto& b : training_layout(w.model, w.plan, sc.topology).blocks) sum += b.forward_s + b.backward_s;
+    return sum;
+  };
+  CHECK(step_s(s) < step_s(dw));
+  CHECK(step_s(dw) < step_s(bf16));
+  // Errors: an unknown kind, int8 under the book's roofline, a shard count without int8, below -1.
+  require_error(replaced_in(real, "quantization: int8", "quantization: int4"), "workload.quantization", "int4",
+                "quantization");
+  require_error(replaced_in(real, "hardware: {preset: v5p}", "hardware: {preset: v5p, profile: ideal}"),
+                "workload.quantization", "int8", "quantization");
+  require_error(replaced_in(kScenario, "remat_policy: minimal", "remat_policy: minimal\n  quantization_local_shard_count: 2"),
+                "workload.quantization_local_shard_count", "2", "quantization_local_shard_count");
+  require_error(replaced_in(real, "quantization: int8", "quantization: int8\n  quantization_local_shard_count: -2"),
+                "workload.quantization_local_shard_count", "-2", "quantization_local_shard_count");
+}

@@ -71,7 +71,7 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
   const auto kernels = layer_kernels(model, y, tokens, sequence, chip, plan.attention_run);
   const auto plan_of = recompute_plan(kernels, policy);
   std::vector<KernelTimes> times;
-  for (const auto& k : kernels) times.push_back(kernel_times(k, tokens, chip, plan.matmul_efficiency));
+  for (const auto& k : kernels) times.push_back(kernel_times(k, tokens, chip, plan.matmul_efficiency, plan.quantization));
   for (int l = 0; l < model.layers; ++l) {
     TrainingBlock* attn = nullptr;
     TrainingBlock* mlp = nullptr;
@@ -99,7 +99,7 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
   TrainingBlock& unembed = blocks.back();
   unembed.forward_s = unembed.backward_s = 0;
   for (const auto& k : unembed_kernels(model, y, tokens, chip)) {
-    const KernelTimes t = kernel_times(k, tokens, chip, plan.matmul_efficiency);
+    const KernelTimes t = kernel_times(k, tokens, chip, plan.matmul_efficiency, plan.quantization);
     unembed.forward_s += t.forward_s;
     unembed.backward_s += t.backward_s;
   }

@@ -34,6 +34,10 @@ Kernel matmul(std::string name, bool mlp, std::vector<std::string> inputs, doubl
   m.backward_bytes_per_token = 2 * k * a + n * out;
   m.weight_bytes = k * n * model.param_bytes;
   m.output_bytes_per_token = n * out;
+  m.quantizable = true;
+  m.k_dim = k;
+  m.n_dim = n;
+  m.element_bytes = a;
   return m;
 }
 
@@ -193,6 +197,7 @@ std::vector<Kernel> unembed_kernels(const TransformerSpec& m, int y, double toke
   // fp32 logits (MaxText casts them before the softmax): the loss reads them, its backward reads
   // them again and writes the logits' gradient.
   k.push_back(matmul("logits", false, {"final_norm"}, d, v, tokens, m, chip, 4));
+  k.back().quantizable = false;   // MaxText does not quantize the logits matmul
   k.push_back(vector("loss", false, {"logits"}, {"logits"}, v * 4, v * (4 + a), 0));
   return k;
 }
@@ -222,7 +227,46 @@ std::vector<int> recompute_plan(const std::vector<Kernel>& kernels, const RematP
   return plan;
 }
 
-KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency) {
+namespace {
+
+// Quantizing `elements` bf16 values to int8 (AQT, dynamic abs-max scales): one op reads them for
+// the scale, one reads them again and writes int8.
+double quantize_s(double elements, double element_bytes, const ChipSpec& chip, double efficiency) {
+  return roofline_s(0, elements * element_bytes, chip, efficiency) +
+         roofline_s(0, elements * (element_bytes + 1), chip, efficiency);
+}
+
+// An int8 weight matmul, forward and backward, each product its own op: X W and dY W^T in int8,
+// X^T dY in int8 or bf16 (MatmulQuantization). Operands read as int8, outputs written as before.
+KernelTimes int8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
+                              const MatmulQuantization& q) {
+  KernelTimes t;
+  t.flops = k.flops_per_token * tokens;
+  const double int8_ops_per_s = chip.achieved_int8_ops_per_s();
+  const double a = k.element_bytes;
+  const double x = k.k_dim * tokens, w = k.k_dim * k.n_dim, y = k.n_dim * tokens;   // elements
+  const double y_bytes = k.output_bytes_per_token * tokens;
+  auto quantize = [&](double elements) { return quantize_s(elements, a, chip, efficiency); };
+  t.forward_s = roofline_s(t.flops, x + w + y_bytes, int8_ops_per_s, chip, efficiency) + quantize(x) + quantize(w);
+  // dX = dY W^T: dY and W quantized again (their scales run along other axes), dX written in bf16.
+  const double dlhs_s = roofline_s(t.flops, y + w + x * a, int8_ops_per_s, chip, efficiency) + quantize(y) + quantize(w);
+  double drhs_s = 0;
+  if (q.weight_gradients) {
+    // dW = X^T dY over `local_shards` parts of the tokens, summed (fp32) when there are several.
+    drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, int8_ops_per_s, chip, efficiency) + quantize(x) + quantize(y);
+    if (q.local_shards > 1) drhs_s += roofline_s(0, (q.local_shards + 1) * w * 4, chip, efficiency);
+  } else {
+    drhs_s = roofline_s(t.flops, (x + y) * a + k.weight_bytes, chip, efficiency);
+  }
+  t.backward_s = dlhs_s + drhs_s;
+  return t;
+}
+
+}  // namespace
+
+KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
+                         const MatmulQuantization& quantization) {
+  if (quantization.int8 && k.quantizable) return int8_matmul_times(k, tokens, chip, efficiency, quantization);
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
   t.forward_s = roofline_s(t.flops, k.weight_bytes + k.bytes_per_token * tokens, chip, efficiency);

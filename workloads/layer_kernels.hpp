@@ -36,6 +36,24 @@ struct Kernel {
   double weight_bytes = 0;                   // the chip's weights it reads (forward); the backward
                                              // reads them and writes their gradient
   double output_bytes_per_token = 0;         // what keeping its output holds
+  // A weight matmul [T, K] @ [K, N] (per chip, unpadded) with `element_bytes` activations; only
+  // the projections and the MLP can run in int8 (MaxText quantizes neither attention nor logits).
+  bool quantizable = false;
+  double k_dim = 0, n_dim = 0, element_bytes = 0;
+};
+
+// MaxText's `quantization: int8` (AQT) for training: each weight matmul's forward (X W) and its
+// input gradient (dY W^T, "dlhs") multiply int8 operands on the MXU at the chip's int8 rate; the
+// weight gradient (X^T dY, "drhs") too unless `weight_gradients` is false (MaxText before
+// 2024-02's local AQT, or `quantization_local_shard_count: 0`), `local_shards` > 1 splitting its
+// contraction in that many parts summed after (local AQT over slices). Every int8 operand is
+// quantized from bf16 per call, weights included (AQT's training mode keeps no int8 copy): an
+// abs-max pass reading it, a pass reading it again and writing int8, each its own memory-bound
+// op (docs/modelling.md, "int8 training").
+struct MatmulQuantization {
+  bool int8 = false;
+  bool weight_gradients = true;
+  int local_shards = 1;
 };
 
 // Flash attention's block of queries and of keys (MaxText's splash attention default,
@@ -75,8 +93,10 @@ struct KernelTimes {
   double flops = 0;          // forward, MXU work
 };
 // One kernel's roofline on the chip for `tokens` tokens (roofline.hpp: achieved rates, overlap,
-// the fixed cost per op), scaled by the workload's efficiency.
-KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency);
+// the fixed cost per op), scaled by the workload's efficiency; an int8 matmul's quantize passes
+// are included.
+KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
+                         const MatmulQuantization& quantization = {});
 
 // Saved activation bytes per token per layer under the policy: in HBM and offloaded to the host.
 struct SavedBytes {

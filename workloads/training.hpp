@@ -75,6 +75,7 @@ struct TrainingPlan {
   double matmul_efficiency = 1.0;   // fraction of the roofline a matmul achieves
   bool attention_flops = true;      // count the QK^T and AV matmuls
   AttentionRun attention_run;        // how the kernels model runs attention (layer_kernels.hpp)
+  MatmulQuantization quantization;   // int8 weight matmuls (MaxText's quantization: int8; layer_kernels.hpp)
 };
 
 // One weight block of the model: a layer's attention or MLP, or the output projection.

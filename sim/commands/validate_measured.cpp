@@ -74,7 +74,7 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
   for (size_t i = 0; i < resolved.size(); ++i) {
     const Measurement& m = resolved[i];
     MeasuredComparison row{m.name, m.profile, m.field, m.source, m.published ? published_text(*m.published) : "",
-                           m.measured, predicted[i], std::nullopt};
+                           m.measured, predicted[i], std::nullopt, std::nullopt};
     if (with_profile[i] >= 0) {
       row.profile_predicted = predicted[with_profile[i]];
       const auto& loo = loaded.at(profiles.path_for(m.profile)).leave_one_out;

@@ -45,7 +45,7 @@ std::vector<KeyTable> make_tables() {
       {M::WorkloadTraining, "workload_training", "workload (kind: training)",
        {"kind", "model", "batch_tokens", "sequence_length", "microbatches", "parallelism", "checkpointing",
         "remat_policy", "remat", "attention_kernel", "causal_attention", "flash_block", "matmul_efficiency", "attention_flops", "strict_memory", "routing", "token_budget",
-        "master_weights", "gradients"}},
+        "master_weights", "gradients", "quantization", "quantization_local_shard_count"}},
       {M::WorkloadInference, "workload_inference", "workload (kind: inference)",
        {"kind", "model", "phase", "batch", "context_length", "prompt_length", "weights", "kv_cache", "compute",
         "efficiency", "attention_flops", "parallelism", "collective_matmul", "routing"}},

@@ -254,6 +254,27 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
 
 namespace detail {
 
+// quantization (MaxText's key: "" or none, int8) and quantization_local_shard_count (MaxText's:
+// -1 the slices, 0 the weight gradients in bf16, k > 0 local AQT over k parts).
+void read_quantization(const MapReader& reader, const TopologySpec& topology, TrainingPlan& plan) {
+  const auto quantization = reader.optional("quantization");
+  const auto shards = reader.optional("quantization_local_shard_count");
+  if (quantization) {
+    plan.quantization.int8 = read_choice<bool>(*quantization, {{"none", false}, {"int8", true}});
+    if (plan.quantization.int8 && topology.chip.compute_model != ComputeModel::Kernels)
+      fail(*quantization, "int8 training is priced kernel by kernel (its quantize passes are ops of their own); "
+                          "expected hardware.overrides.compute_model: kernels (a real profile's, the default)");
+  }
+  if (!shards) {
+    plan.quantization.local_shards = topology.slices;
+    return;
+  }
+  if (!plan.quantization.int8) fail(*shards, "how int8 weight gradients are split; expected it with quantization: int8");
+  const int k = read_int(*shards, -1, kMaxChips);
+  plan.quantization.weight_gradients = k != 0;
+  plan.quantization.local_shards = k < 0 ? topology.slices : std::max(k, 1);
+}
+
 TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
   TrainingWorkload workload;
   TrainingPlan& plan = workload.plan;
@@ -292,6 +313,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
     if (!plan.attention_run.flash) fail(*block, "a flash attention block size; expected attention_kernel: flash");
     plan.attention_run.block = read_int(*block, 1, 1 << 20);
   }
+  read_quantization(reader, topology, plan);
   if (auto efficiency = reader.optional("matmul_efficiency")) {
     plan.matmul_efficiency = read_real(*efficiency);
     if (plan.matmul_efficiency <= 0.0 || plan.matmul_efficiency > 1.0)
