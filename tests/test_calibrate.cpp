@@ -266,6 +266,22 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
     CHECK(std::system(plot.c_str()) == 0);
     CHECK(fs::file_size(dir / "m.png") > 1000);
   }
+  // podsim runs the python3 on its PATH; a test runner's may lack matplotlib where Debian's has it.
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) {
+    // --plot draws it in the same run, from a CSV it removes after (none given).
+    const auto drawn = podsim_test::run_podsim("validate --measured " +
+                                               source_path("scenarios/profiles/v5e_book.measurements.yaml") +
+                                               " --profile " + source_path("scenarios/profiles/v5e_book.yaml") +
+                                               " --plot " + (dir / "drawn.png").string());
+    REQUIRE(drawn.exit_code == 0);
+    CHECK(drawn.out.find("wrote " + (dir / "drawn.png").string()) != std::string::npos);
+    CHECK(fs::file_size(dir / "drawn.png") > 1000);
+    CHECK_FALSE(fs::exists(dir / "drawn.png.csv"));
+  }
+  // A plot of measurements needs the measurements.
+  const auto alone = podsim_test::run_podsim("validate --plot " + (dir / "x.png").string());
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.err.find("--plot") != std::string::npos);
 }
 
 TEST_CASE("a profile says what was not estimated instead of writing 0", "[calibrate][adversarial]") {

@@ -164,6 +164,27 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   return 0;
 }
 
+// Draws `png` with scripts/`script_name` beside this binary, run without a shell (a scenario's
+// name is one argument, whatever it holds), and says what it wrote, or why it could not.
+void draw_plot(const std::string& script_name, const std::vector<std::string>& arguments, const std::string& png) {
+  const std::string script = find_script(script_name);
+  if (script.empty()) {
+    std::cout << "no " << shown(png) << ": " << script_name << " is not beside " << shown(self_binary())
+              << " (nor in ../share/podsim/scripts)\n";
+    return;
+  }
+  std::vector<std::string> argv{"python3", script};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const ChildResult plot = run_child(argv);
+  if (plot.succeeded()) {
+    std::cout << "wrote " << shown(png) << "\n";
+  } else if (plot.error.find("No module named 'matplotlib'") != std::string::npos) {
+    std::cout << "no " << shown(png) << ": python3-matplotlib is not installed (scripts/install-deps.sh installs it)\n";
+  } else {
+    std::cout << "no " << shown(png) << ": python3 " << shown(script) << " failed: " << shown(plot.describe()) << "\n";
+  }
+}
+
 int compare_command(const std::string& scenario_path, const std::string& topologies, const std::string& chips,
                     const std::string& out_dir, int jobs) {
   CompareOptions options;
@@ -194,22 +215,7 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
     std::cerr << "podsim: error: no run of the comparison succeeded (each one's error is in the table and compare.csv)\n";
     return 1;
   }
-  // The bar chart comes from the plot script beside this binary, run without a shell: the
-  // scenario's name is one argument, whatever it holds.
-  const std::string script = find_script("plot_compare.py");
-  if (script.empty()) {
-    std::cout << "no " << shown(png) << ": plot_compare.py is not beside " << shown(self_binary())
-              << " (nor in ../share/podsim/scripts)\n";
-    return 0;
-  }
-  const ChildResult plot = run_child({"python3", script, csv, "-o", png, "--title", name});
-  if (plot.succeeded()) {
-    std::cout << "wrote " << shown(png) << "\n";
-  } else if (plot.error.find("No module named 'matplotlib'") != std::string::npos) {
-    std::cout << "no " << shown(png) << ": python3-matplotlib is not installed (scripts/install-deps.sh installs it)\n";
-  } else {
-    std::cout << "no " << shown(png) << ": python3 " << shown(script) << " failed: " << shown(plot.describe()) << "\n";
-  }
+  draw_plot("plot_compare.py", {csv, "-o", png, "--title", name}, png);
   return 0;
 }
 
@@ -283,11 +289,12 @@ std::string write_file_at(const std::string& path, const std::string& content, c
 
 // validate --measured: each measurement against the ideal machine and its profile.
 int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path,
-                              const std::string& markdown_path, int jobs) {
+                              const std::string& markdown_path, const std::string& plot_path, int jobs) {
   const MeasurementFile file = load_measurements(measured);
   check_profile_choice(file, profiles);
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   if (!markdown_path.empty()) require_file_destination(markdown_path, "--markdown");
+  if (!plot_path.empty()) require_file_destination(plot_path, "--plot");
   const auto rows = compare_measurements(file, profiles, all_cores_unless(jobs));
   std::cout << shown(measured_table(file, profiles, rows));
   if (!markdown_path.empty()) {
@@ -298,6 +305,13 @@ int validate_measured_command(const std::string& measured, const ProfileChoice& 
     // Written first: `cout << "wrote " << write_file_at(...)` printed "wrote " before a failed write.
     const std::string written = write_file_at(csv_path, measured_csv(rows), "--csv");
     std::cout << "wrote " << shown(written) << "\n";
+  }
+  if (!plot_path.empty()) {
+    // The plot script reads the CSV: --csv's, or one beside the plot, removed after.
+    const std::string csv = csv_path.empty() ? plot_path + ".csv" : csv_path;
+    if (csv_path.empty()) write_file_at(csv, measured_csv(rows), "--plot");
+    draw_plot("plot_measured.py", {csv, "-o", plot_path}, plot_path);
+    if (csv_path.empty()) std::filesystem::remove(csv);
   }
   return 0;
 }
@@ -609,6 +623,10 @@ int main(int argc, char** argv) {
   validate->add_option("--markdown", markdown_path,
                        "with --measured: also write the rows as a Markdown table (docs/validation.md's real-hardware table)");
   double prediction_skew = 0;
+  std::string plot_path;
+  validate->add_option("--plot", plot_path,
+                       "with --measured: also draw predicted against measured (PNG: one colour per profile, y = x, "
+                       "+-10% bands; scripts/plot_measured.py)");
   int validate_jobs = 0;
   validate->add_option("-j,--jobs", validate_jobs, "with --measured: simulations at once (default: all cores)")
       ->check(non_negative_whole);
@@ -714,7 +732,10 @@ int main(int argc, char** argv) {
     if (validate->parsed() && measured_path.empty() && !markdown_path.empty())
       throw InputError({"command line", 0, 0}, "--markdown", markdown_path,
                        "a table of measurements; expected it with --measured FILE");
-    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path, validate_jobs);
+    if (validate->parsed() && measured_path.empty() && !plot_path.empty())
+      throw InputError({"command line", 0, 0}, "--plot", plot_path,
+                       "a plot of measurements; expected it with --measured FILE");
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path, plot_path, validate_jobs);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {
