@@ -284,6 +284,25 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
   CHECK(alone.err.find("--plot") != std::string::npos);
 }
 
+TEST_CASE("calibrate --shared alone fits what it names: the default --fit is for a fit that names nothing",
+          "[calibrate]") {
+  // One row: the default --fit's three parameters and a shared one would be four for one row.
+  const fs::path dir = scratch("shared-alone");
+  const auto cli = podsim_test::run_podsim("calibrate " +
+                                           source_path("scenarios/profiles/v4_llama_decode.measurements.yaml") +
+                                           " --shared hbm_efficiency --no-leave-one-out -o " + (dir / "p.yaml").string());
+  INFO(cli.err);
+  REQUIRE(cli.exit_code == 0);
+  const auto profile = load_profile((dir / "p.yaml").string());
+  CHECK(profile.parameters.count("hbm_efficiency") == 1);
+  CHECK(profile.parameters.count("hop_latency") == 0);
+  // Named explicitly, the default's parameters are fitted as before (and here refused: too many).
+  const auto both = podsim_test::run_podsim("calibrate " +
+                                            source_path("scenarios/profiles/v4_llama_decode.measurements.yaml") +
+                                            " --fit hop_latency --shared hbm_efficiency -o " + (dir / "q.yaml").string());
+  CHECK(both.exit_code == 2);
+}
+
 TEST_CASE("a profile says what was not estimated instead of writing 0", "[calibrate][adversarial]") {
   // One measurement, one parameter: no residual degrees of freedom for an sd, no leave-one-out.
   const fs::path dir = scratch("not-estimated");

@@ -683,7 +683,9 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("-o,--output", profile_out,
                             "the profile to write (YAML; default profile.yaml); for a file of several profiles, a "
                             "directory of PROFILE.yaml (default profiles)");
-  calibrate_cmd->add_option("--fit", fit_list, "parameters to fit for each profile, comma-separated")->capture_default_str();
+  auto* fit_option = calibrate_cmd->add_option(
+      "--fit", fit_list, "parameters to fit for each profile, comma-separated (default only without --shared)")
+      ->capture_default_str();
   calibrate_cmd->add_option("--shared", shared_list, "parameters to fit as one value shared by every profile, comma-separated");
   calibrate_cmd->add_option("--fix", fixed_list,
                             "parameters measured elsewhere, not fitted: NAME=VALUE (every profile) or "
@@ -745,6 +747,9 @@ int main(int argc, char** argv) {
     if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s,
                                             plan_jobs);
     if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
+    // A fit that names its shared parameters says what it fits: the default --fit is for a
+    // fit that names nothing.
+    if (calibrate_cmd->parsed() && fit_option->count() == 0 && !shared_list.empty()) fit_list.clear();
     if (calibrate_cmd->parsed())
       return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, rows_list, fit_hop_model,
                                profile_name, !no_leave_one_out, calibrate_jobs);
