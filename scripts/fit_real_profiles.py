@@ -32,6 +32,10 @@ STAGE1_ROWS = "T*,M?-1x,C1,P1"
 STAGE2_ROWS = "M?-2x,M?-4x,M?-8x"
 STAGE1_FIT = ["--fit", "matmul_efficiency", "--shared", "link_efficiency,collective_overhead", "--fix", "hbm_efficiency=" + HBM_EFFICIENCY]
 STAGE2_SHARED = "dcn_efficiency,dcn_latency"
+# Where the DCN fit starts: M5's step from 1 to 8 slices and the M3/M5 slopes from 8 to 32 read by
+# hand (docs/calibration.md). From the ideal DCN (efficiency 1, no cost per transfer) the local fit
+# crawls along the logistic's flat end for hours.
+STAGE2_START = "dcn_efficiency=0.45,dcn_latency=0.34 ms"
 
 
 def calibrate(podsim, rows, args, out):
@@ -98,7 +102,7 @@ def main():
         shared = next(iter(first.values()))[0]["parameters"]
         for name in STAGE1_FIT[3].split(","):   # the --shared ones, one value for every profile
             fixed.append(f"{name}={shared[name]}")
-        stage2_args = ["--fit", "", "--shared", STAGE2_SHARED, "--fix", ",".join(fixed)]
+        stage2_args = ["--fit", "", "--shared", STAGE2_SHARED, "--start", STAGE2_START, "--fix", ",".join(fixed)]
         if a.stage2:
             stage2_dir = a.stage2
             stage2 = [a.podsim, "calibrate", MEASUREMENTS, "--rows", STAGE2_ROWS, "--hop-model", HOP_MODEL, "-o", "DIR"] + stage2_args

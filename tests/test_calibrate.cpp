@@ -303,6 +303,33 @@ TEST_CASE("calibrate --shared alone fits what it names: the default --fit is for
   CHECK(both.exit_code == 2);
 }
 
+TEST_CASE("calibrate --start moves where the fit starts, not where it ends; located errors", "[calibrate]") {
+  const fs::path dir = scratch("start");
+  const std::string file = source_path("scenarios/profiles/v4_llama_decode.measurements.yaml");
+  auto fitted = [&](const std::string& extra, const std::string& out) {
+    const auto cli = podsim_test::run_podsim("calibrate " + file + " --fit hbm_efficiency --no-leave-one-out " + extra +
+                                             " -o " + (dir / out).string());
+    INFO(cli.err);
+    REQUIRE(cli.exit_code == 0);
+    return load_profile((dir / out).string()).parameters.at("hbm_efficiency");
+  };
+  // The one decode row is matched exactly by HBM efficiencies 0.6258 to 0.6270 (the step is not
+  // memory time alone): from either side the fit ends inside that stretch.
+  const double from_ideal = fitted("", "a.yaml");
+  CHECK(fitted("--start hbm_efficiency=0.4", "b.yaml") == Approx(from_ideal).epsilon(0.005));
+  CHECK(fitted("--start v4-llama-decode:hbm_efficiency=0.9", "c.yaml") == Approx(from_ideal).epsilon(0.005));
+  auto error_of = [&](const std::string& extra) {
+    const auto cli = podsim_test::run_podsim("calibrate " + file + " --fit hbm_efficiency " + extra + " -o " +
+                                             (dir / "x.yaml").string());
+    CHECK(cli.exit_code == 2);
+    return cli.err;
+  };
+  CHECK(error_of("--start matmul_efficiency=0.5").find("--start") != std::string::npos);
+  CHECK(error_of("--start hbm_efficiency=2").find("--start hbm_efficiency") != std::string::npos);
+  CHECK(error_of("--start nowhere:hbm_efficiency=0.5").find("no profile 'nowhere'") != std::string::npos);
+  CHECK(error_of("--start hbm_efficiency").find("expected NAME=VALUE") != std::string::npos);
+}
+
 TEST_CASE("a profile says what was not estimated instead of writing 0", "[calibrate][adversarial]") {
   // One measurement, one parameter: no residual degrees of freedom for an sd, no leave-one-out.
   const fs::path dir = scratch("not-estimated");

@@ -25,8 +25,12 @@ std::vector<CalibrationParameter> calibration_parameters() {
   return out;
 }
 
-void parse_fixed_parameters(const std::string& text, CalibrationOptions& options) {
+namespace {
+
+// NAME=VALUE and PROFILE:NAME=VALUE entries, comma-separated, each value in its parameter's unit.
+std::vector<CalibrationOptions::Fixed> parse_parameter_values(const std::string& text, const std::string& option) {
   const SourceLocation where{"command line", 0, 0};
+  std::vector<CalibrationOptions::Fixed> out;
   size_t start = 0;
   while (start <= text.size() && !text.empty()) {
     const size_t comma = text.find(',', start);
@@ -34,7 +38,7 @@ void parse_fixed_parameters(const std::string& text, CalibrationOptions& options
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     const size_t eq = entry.find('=');
     if (eq == std::string::npos)
-      throw InputError(where, "--fix", entry, "expected NAME=VALUE or PROFILE:NAME=VALUE, e.g. hbm_efficiency=0.83");
+      throw InputError(where, option, entry, "expected NAME=VALUE or PROFILE:NAME=VALUE, e.g. hbm_efficiency=0.83");
     CalibrationOptions::Fixed f;
     f.name = entry.substr(0, eq);
     if (const size_t colon = f.name.find(':'); colon != std::string::npos) {
@@ -46,7 +50,7 @@ void parse_fixed_parameters(const std::string& text, CalibrationOptions& options
     if (row == known.end()) {
       std::string names;
       for (const auto& p : known) names += (names.empty() ? "" : ", ") + p.name;
-      throw InputError(where, "--fix", entry, "unknown parameter '" + f.name + "'; expected one of " + names);
+      throw InputError(where, option, entry, "unknown parameter '" + f.name + "'; expected one of " + names);
     }
     YAML::Node value;
     try {
@@ -54,9 +58,22 @@ void parse_fixed_parameters(const std::string& text, CalibrationOptions& options
     } catch (const YAML::Exception&) {
       value = YAML::Node(entry.substr(eq + 1));
     }
-    f.value = row->row.read(yaml_fields::Field{value, "--fix " + f.name, where});
-    options.fixed.push_back(f);
+    f.value = row->row.read(yaml_fields::Field{value, option + " " + f.name, where});
+    out.push_back(f);
   }
+  return out;
+}
+
+}  // namespace
+
+void parse_fixed_parameters(const std::string& text, CalibrationOptions& options) {
+  const auto fixed = parse_parameter_values(text, "--fix");
+  options.fixed.insert(options.fixed.end(), fixed.begin(), fixed.end());
+}
+
+void parse_start_values(const std::string& text, CalibrationOptions& options) {
+  const auto start = parse_parameter_values(text, "--start");
+  options.start.insert(options.start.end(), start.begin(), start.end());
 }
 
 bool CalibrationParameter::at_bound() const {
@@ -214,6 +231,10 @@ void check_parameter_names(const CalibrationOptions& options) {
     if (named(options.fit, f.name) || named(options.shared, f.name))
       throw InputError({"command line", 0, 0}, "--fix", f.name,
                        "both fixed and fitted (--fit or --shared); expected it in one of them");
+  for (const auto& f : options.start)
+    if (!named(options.fit, f.name) && !named(options.shared, f.name))
+      throw InputError({"command line", 0, 0}, "--start", f.name,
+                       "a starting value for a parameter not fitted; expected one of --fit or --shared");
   for (const auto& name : options.shared)
     if (named(options.fit, name))
       throw InputError({"command line", 0, 0}, "--shared", name,
@@ -226,10 +247,11 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
                              std::vector<std::string>& profile_names) {
   JointFitProblem problem;
   profile_names = file.profile_names();
-  for (const auto& f : options.fixed)
-    if (!f.profile.empty() && std::find(profile_names.begin(), profile_names.end(), f.profile) == profile_names.end())
-      throw InputError({"command line", 0, 0}, "--fix", f.profile + ":" + f.name,
-                       "no profile '" + f.profile + "' in " + file.path + "; expected one its rows name");
+  for (const auto* list : {&options.fixed, &options.start})
+    for (const auto& f : *list)
+      if (!f.profile.empty() && std::find(profile_names.begin(), profile_names.end(), f.profile) == profile_names.end())
+        throw InputError({"command line", 0, 0}, list == &options.fixed ? "--fix" : "--start", f.profile + ":" + f.name,
+                         "no profile '" + f.profile + "' in " + file.path + "; expected one its rows name");
   for (const auto& m : file.measurements) {
     problem.rows.push_back(m);
     problem.scenarios.push_back(load_measurement_scenario(problem.rows.back()));
@@ -251,6 +273,9 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
           q.value = f.value;
           q.fixed = true;
         }
+      // --start: where the fit starts instead (a shared parameter's from any profile's entry).
+      for (const auto& f : options.start)
+        if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p] || q.shared)) q.value = f.value;
     }
     problem.profiles.push_back(parameters);
   }

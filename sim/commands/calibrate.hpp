@@ -39,6 +39,10 @@ struct CalibrationOptions;
 // each value in its parameter's unit and scenario range ("0.83", "5 us"). InputError naming
 // the entry otherwise.
 void parse_fixed_parameters(const std::string& text, CalibrationOptions& options);
+// `--start` entries, as --fix's: where the fit starts a fitted parameter (default: the ideal
+// machine's value, or the chip's). A local fit started far from its optimum, on a flat stretch of
+// a bounded parameter, takes many more simulations to get there.
+void parse_start_values(const std::string& text, CalibrationOptions& options);
 
 struct CalibrationOptions {
   std::vector<std::string> fit{"hop_latency", "link_efficiency", "collective_overhead"};
@@ -50,6 +54,7 @@ struct CalibrationOptions {
     double value = 0;
   };
   std::vector<Fixed> fixed;
+  std::vector<Fixed> start;            // --start: starting values of fitted parameters
   std::optional<HopModel> hop_model;   // none: fit under both and keep the better (one model for all profiles)
   bool leave_one_out = true;
   int jobs = 1;                        // simulations at once (each its own process); the fit is the same for any

@@ -441,12 +441,14 @@ std::string write_profiles(const MeasurementFile& file, const CalibrationResult&
 }
 
 int calibrate_command(const std::string& measurements_path, std::string out_path, const std::string& fit,
-                      const std::string& shared, const std::string& fixed, const std::string& rows,
+                      const std::string& shared, const std::string& fixed, const std::string& start,
+                      const std::string& rows,
                       const std::string& hop_model, std::string name, bool leave_one_out, int jobs) {
   CalibrationOptions options;
   options.fit = comma_list(fit);
   options.shared = comma_list(shared);
   parse_fixed_parameters(fixed, options);
+  parse_start_values(start, options);
   if (options.fit.empty() && options.shared.empty()) {
     std::string known;
     for (const auto& p : calibration_parameters()) known += (known.empty() ? "" : ", ") + p.name;
@@ -677,7 +679,7 @@ int main(int argc, char** argv) {
 
   auto* calibrate_cmd = app.add_subcommand("calibrate", "fit a calibration profile to measurements; print residuals");
   std::string measurements_path, profile_out, fit_list = "hop_latency,link_efficiency,collective_overhead",
-                                 shared_list, fixed_list, rows_list, fit_hop_model = "both", profile_name;
+                                 shared_list, fixed_list, start_list, rows_list, fit_hop_model = "both", profile_name;
   bool no_leave_one_out = false;
   calibrate_cmd->add_option("measurements", measurements_path, "measurement file (YAML; docs/calibration.md)")->required();
   calibrate_cmd->add_option("-o,--output", profile_out,
@@ -690,6 +692,9 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("--fix", fixed_list,
                             "parameters measured elsewhere, not fitted: NAME=VALUE (every profile) or "
                             "PROFILE:NAME=VALUE, comma-separated");
+  calibrate_cmd->add_option("--start", start_list,
+                            "where the fit starts fitted parameters: NAME=VALUE or PROFILE:NAME=VALUE, comma-separated "
+                            "(default: the ideal machine's values)");
   calibrate_cmd->add_option("--rows", rows_list,
                             "fit these rows only: names or globs (M5-*), comma-separated (default: every row)");
   calibrate_cmd->add_option("--hop-model", fit_hop_model, "floor, additive, or both (keep the better fit)")
@@ -751,7 +756,8 @@ int main(int argc, char** argv) {
     // fit that names nothing.
     if (calibrate_cmd->parsed() && fit_option->count() == 0 && !shared_list.empty()) fit_list.clear();
     if (calibrate_cmd->parsed())
-      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, rows_list, fit_hop_model,
+      return calibrate_command(measurements_path, profile_out, fit_list, shared_list, fixed_list, start_list, rows_list,
+                               fit_hop_model,
                                profile_name, !no_leave_one_out, calibrate_jobs);
   } catch (const InputError& e) {
     if (stderr_is_terminal()) std::fputs("\33[2K\r", stderr);   // over a progress line
