@@ -303,7 +303,7 @@ TEST_CASE("calibrate --shared alone fits what it names: the default --fit is for
   CHECK(both.exit_code == 2);
 }
 
-TEST_CASE("calibrate --start moves where the fit starts, not where it ends; located errors", "[calibrate]") {
+TEST_CASE("calibrate --start moves where the fit starts, not where it ends, with located errors", "[calibrate]") {
   const fs::path dir = scratch("start");
   const std::string file = source_path("scenarios/profiles/v4_llama_decode.measurements.yaml");
   auto fitted = [&](const std::string& extra, const std::string& out) {

@@ -14,7 +14,7 @@ namespace {
 // Two v5p 2x2 slices (one host each), an AllReduce of `bytes` over the slice axis only: a
 // ring of 2, one DCN message in its ReduceScatter step and one in its AllGather step.
 std::string scenario(const std::string& bytes, const std::string& extra_hardware) {
-  return "version: 1\nhardware:\n  preset: v5p\n" + extra_hardware +
+  return "version: 1\nhardware:\n  preset: v5p\n  profile: ideal\n" + extra_hardware +
          "topology: {mesh: {X: 2, Y: 2}, slices: 2}\nsimulation: {hop_model: additive}\n"
          "workload:\n  kind: collectives\n  operations:\n"
          "    - {name: ar, kind: all_reduce, axes: [], dcn: true, bytes: \"" + bytes + "\"}\n";

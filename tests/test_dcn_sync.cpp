@@ -18,7 +18,7 @@ namespace {
 
 // A 4-layer LLaMA-shaped model with FSDP over a 2x2 in each of 2 slices, data parallel over DCN.
 const std::string kScenario = R"(version: 1
-hardware: {preset: v5e}
+hardware: {preset: v5e, profile: ideal}
 topology: {mesh: {X: 2, Y: 2}, slices: 2}
 workload:
   kind: training
@@ -67,7 +67,7 @@ TEST_CASE("dcn_sync: the hoisted all-reduces run one after another, each paying 
   const double latency_s = 1e-3;
   const std::string additive = hoisted + "simulation: {hop_model: additive}\n";
   const auto base = run(additive);
-  const auto slow = run(replaced_in(additive, "{preset: v5e}", "{preset: v5e, overrides: {dcn_latency: \"1 ms\"}}"));
+  const auto slow = run(replaced_in(additive, "{preset: v5e, profile: ideal}", "{preset: v5e, profile: ideal, overrides: {dcn_latency: \"1 ms\"}}"));
   CHECK(slow["step_time_s"].get<double>() - base["step_time_s"].get<double>() ==
         Approx(2 * latency_s * static_cast<double>(spans.size())).epsilon(0.02));
 }

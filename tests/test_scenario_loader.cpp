@@ -1618,7 +1618,7 @@ TEST_CASE("hardware.profile: ideal and the built-in profiles are names, not file
   CHECK(contains(error_from(with("profile: ideal", "profile: v5f", base)).what(), "expected one of ideal"));
 }
 
-TEST_CASE("a preset without hardware.profile runs its built-in profile; ideal where none ships", "[scenario][profiles]") {
+TEST_CASE("a preset without hardware.profile runs its built-in profile, ideal where none ships", "[scenario][profiles]") {
   const std::string base = "version: 1\nhardware: {preset: v5e, profile: ideal}\ntopology: {mesh: {X: 4}}\n"
                            "workload:\n  kind: collectives\n  operations:\n    - {kind: all_gather, axes: [X], bytes: \"1 MB\"}\n";
   // One built-in profile per chip, and each is its chip's default: the same machine as naming it.
