@@ -52,13 +52,10 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
   // Then every run at once, `jobs` side by side: each row on the ideal machine, and under its
   // profile where one is given (each profile file loaded once).
   std::vector<const Measurement*> runs;
-  std::vector<Scenario> runs_scenarios;
+  for (const Measurement& m : resolved) runs.push_back(&m);
+  std::vector<Scenario> runs_scenarios = std::move(scenarios);
   std::map<std::string, CalibrationProfile> loaded;
   std::vector<int> with_profile(resolved.size(), -1);
-  for (size_t i = 0; i < resolved.size(); ++i) {
-    runs.push_back(&resolved[i]);
-    runs_scenarios.push_back(scenarios[i]);
-  }
   for (size_t i = 0; i < resolved.size(); ++i) {
     Measurement& m = resolved[i];
     const std::string path = profiles.path_for(m.profile);

@@ -24,17 +24,22 @@ std::optional<std::string> builtin_profile_text(const std::string& name) {
   return it->second;
 }
 
-std::optional<std::string> builtin_profile_for_chip(const std::string& chip) {
-  // Each profile records its chip; read once (tests/test_scenario_loader.cpp checks one per chip).
-  static const std::map<std::string, std::string> by_chip = [] {
-    std::map<std::string, std::string> out;
-    for (const auto& [name, text] : builtin_profile_table())
-      out.emplace(load_profile_text(text, "built-in profile " + name).chip, name);
+const CalibrationProfile* builtin_profile(const std::string& name) {
+  static const std::map<std::string, CalibrationProfile> parsed = [] {
+    std::map<std::string, CalibrationProfile> out;
+    for (const auto& [profile, text] : builtin_profile_table())
+      out.emplace(profile, load_profile_text(text, "built-in profile " + profile));
     return out;
   }();
-  const auto it = by_chip.find(chip);
-  if (it == by_chip.end()) return std::nullopt;
-  return it->second;
+  const auto it = parsed.find(name);
+  return it == parsed.end() ? nullptr : &it->second;
+}
+
+std::optional<std::string> builtin_profile_for_chip(const std::string& chip) {
+  // Each profile records its chip (tests/test_scenario_loader.cpp checks one per chip).
+  for (const auto& [name, text] : builtin_profile_table())
+    if (builtin_profile(name)->chip == chip) return name;
+  return std::nullopt;
 }
 
 std::vector<std::string> builtin_profile_names() {

@@ -9,6 +9,8 @@
 
 namespace podsim {
 
+struct CalibrationProfile;
+
 // The name that selects the preset's ideal machine: every efficiency 1, nothing fixed per op.
 inline constexpr const char* kIdealProfile = "ideal";
 
@@ -17,6 +19,10 @@ bool names_builtin_profile(const std::string& value);
 
 // A built-in profile's YAML text, by name; none for an unknown name.
 std::optional<std::string> builtin_profile_text(const std::string& name);
+
+// A built-in profile, parsed once for the process (tests/test_scenario_loader.cpp loads every
+// one); null for an unknown name.
+const CalibrationProfile* builtin_profile(const std::string& name);
 
 // The built-in profile fit for `chip` (a preset's name), which a scenario of that preset uses
 // when it names no profile; none when podsim ships no profile for the chip.

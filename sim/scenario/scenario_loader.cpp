@@ -162,8 +162,8 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
     return;
   }
   const bool builtin = names_builtin_profile(named);
-  const auto text = builtin ? builtin_profile_text(named) : std::nullopt;
-  if (builtin && !text) {
+  const CalibrationProfile* shipped = builtin ? builtin_profile(named) : nullptr;
+  if (builtin && !shipped) {
     std::string known = kIdealProfile;
     for (const auto& name : builtin_profile_names()) known += ", " + name;
     fail(field, "no built-in profile of that name; expected one of " + known + ", or a profile file (a path ending in .yaml)");
@@ -171,7 +171,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   const std::string path = builtin ? "built-in profile " + named : resolve_input_path(named, scenario_path);
   CalibrationProfile profile;
   try {
-    profile = text ? load_profile_text(*text, path) : load_profile(path);
+    profile = shipped ? *shipped : load_profile(path);
   } catch (const InputError& e) {
     fail(field, std::string("the profile does not load: ") + e.what());
   }
@@ -188,8 +188,7 @@ void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scen
   scenario.profile = kIdealProfile;
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (const auto name = builtin_profile_for_chip(preset))
-    apply_profile_parameters(load_profile_text(*builtin_profile_text(*name), "built-in profile " + *name), hardware,
-                             chip, scenario);
+    apply_profile_parameters(*builtin_profile(*name), hardware, chip, scenario);
 }
 
 ChipSpec parse_hardware(const Field& field) {
