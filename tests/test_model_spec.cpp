@@ -178,6 +178,12 @@ TEST_CASE("MoE presets: total and activated parameters match the published figur
   CHECK(param_count(mixtral) == Approx(46.7e9).epsilon(0.01));
   CHECK(activated_param_count(mixtral) == Approx(12.9e9).epsilon(0.01));
 
+  // Mixtral 8x22B: "141B parameters, of which 39B are active" (Mistral AI's "Cheaper, Better,
+  // Faster, Stronger" announcement, April 2024; the model card says the same).
+  const auto& mixtral_22b = preset("mixtral-8x22b");
+  CHECK(param_count(mixtral_22b) == Approx(141e9).epsilon(0.01));
+  CHECK(activated_param_count(mixtral_22b) == Approx(39e9).epsilon(0.01));
+
   // Qwen3-235B-A22B model card: 235B total, 22B activated, 234B non-embedding.
   const auto& qwen = preset("qwen3-235b-a22b");
   CHECK(param_count(qwen) == Approx(235e9).epsilon(0.01));

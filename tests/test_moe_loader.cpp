@@ -296,6 +296,23 @@ TEST_CASE("MoE routing: bad keys name file, line, key and value", "[scenario][mo
     require_error(training_routing("{capacity_factor: 1, pad_to_capacity: no}"), "workload.routing.pad_to_capacity", "no",
                   "routing:");
   }
+  SECTION("einsum dispatch: needs a capacity and padded buffers, and only in training") {
+    const auto plan = load_scenario_text(training_routing("{capacity_factor: 1.25, dispatch: einsum}"), kScenarioFile)
+                          .training().plan;
+    CHECK(plan.routing.dispatch == MoeDispatch::Einsum);
+    const std::string bare = training_routing("{dispatch: einsum}");
+    require_error(bare, "workload.routing.dispatch", "einsum", "routing:");
+    CHECK(contains(expected_of(bare), "expected capacity_factor beside it"));
+    const std::string uneven = training_routing("{capacity_factor: 1.25, pad_to_capacity: false, dispatch: einsum}");
+    require_error(uneven, "workload.routing.dispatch", "einsum", "routing:");
+    CHECK(contains(expected_of(uneven), "computes every capacity slot"));
+    const std::string unknown = training_routing("{capacity_factor: 1.25, dispatch: dense}");
+    require_error(unknown, "workload.routing.dispatch", "dense", "routing:");
+    CHECK(contains(expected_of(unknown), "expected one of: grouped, einsum"));
+    const std::string decode = kInference + "  routing: {capacity_factor: 1.25, dispatch: einsum}\n";
+    require_error(decode, "workload.routing.dispatch", "einsum", "routing:");
+    CHECK(contains(expected_of(decode), "applies to a training step"));
+  }
   SECTION("a negative or fractional seed") {
     require_error(training_routing("{seed: -1}"), "workload.routing.seed", "-1", "routing:");
     require_error(training_routing("{seed: 1.5}"), "workload.routing.seed", "1.5", "routing:");

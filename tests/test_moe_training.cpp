@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 
 #include "meshes.hpp"
 #include "replay_equality.hpp"
@@ -11,6 +12,8 @@
 #include "sim/report/training_report.hpp"
 #include "workloads/moe_ops.hpp"
 #include "workloads/moe_training.hpp"
+#include "workloads/remat_policy.hpp"
+#include "workloads/roofline.hpp"
 #include "workloads/training.hpp"
 
 using namespace podsim;
@@ -345,4 +348,82 @@ TEST_CASE("moe training with collective matmuls: the router and shared experts s
   model.moe->shared_experts = 2;
   model.gated_mlp = false;
   CHECK(router_shared_input_share(model) == Approx((d * e + 2 * d * f) / (d * e + 2 * 2 * d * f)).epsilon(1e-15));
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("moe training: einsum dispatch adds a dispatch and a combine einsum, 2 S E C D FLOPs a sequence each",
+          "[moe][training]") {
+  const TopologySpec topo = podsim_test::v5p_mesh({2, 2, 4});
+  const auto model = small_moe();
+  auto plan = ep_plan();
+  plan.routing.spec.capacity_factor = 1.25;
+  const auto grouped = build(model, plan, topo);
+  plan.routing.dispatch = MoeDispatch::Einsum;
+  const auto einsum = build(model, plan, topo);
+  // MaxText's slots per expert and sequence: int(max(ceil(S k / E) cf, cf)) = ceil(2048 x 2 / 8) x 1.25.
+  const double slots = 640;
+  const double tokens = einsum.layout.tokens_per_microbatch;
+  const double flops = 2 * tokens * 8 * slots * 1024;   // [B,S,D] x [B,S,E,C] -> [E,B,C,D]
+  const double bytes = (tokens * 1024 + tokens * 8 * slots + tokens / 2048 * 8 * slots * 1024) * 2;
+  const double one_pass = roofline_s(flops, bytes, topo.chip, plan.matmul_efficiency);
+  std::map<std::string, int> count;
+  for (const auto& op : einsum.program) {
+    for (const char* kind : {".fwd.dispatch_einsum", ".fwd.combine_einsum", ".bwd.dispatch_einsum", ".bwd.combine_einsum"}) {
+      if (!ends_with(op.name, kind)) continue;
+      ++count[kind];
+      INFO(op.name);
+      // The combine's backward gives the slots' and the combine weights' gradients: two passes.
+      CHECK(op.compute().compute_s == Approx(std::string(kind) == ".bwd.combine_einsum" ? 2 * one_pass : one_pass).epsilon(1e-12));
+      CHECK(op.flops() == 0);   // not useful FLOPs (MaxText's count leaves them out too)
+    }
+  }
+  for (const char* kind : {".fwd.dispatch_einsum", ".fwd.combine_einsum", ".bwd.dispatch_einsum", ".bwd.combine_einsum"})
+    CHECK(count[kind] == 3);   // one per MoE layer
+  CHECK(einsum.layout.total_flops == Approx(grouped.layout.total_flops).epsilon(1e-15));
+  const auto slow = run_program(topo, {}, einsum.program, {Fidelity::Auto, false, {}});
+  const auto fast = run_program(topo, {}, grouped.program, {Fidelity::Auto, false, {}});
+  // Five passes a layer on the layer's chain: they lengthen the step by at most their time (less
+  // where the grouped step waited on its FSDP gathers, which the einsums now fill).
+  CHECK(slow.total_time_s > fast.total_time_s);
+  CHECK(slow.total_time_s <= fast.total_time_s + 3 * 5 * one_pass + 1e-12);
+  const auto full = run_program(topo, {}, einsum.program, {Fidelity::Full, false, {}});
+  CHECK(podsim_test::spans_differing(einsum.program, slow, full) == 0);
+}
+
+TEST_CASE("moe training: a policy that recomputes the experts' up-projections reruns the MoE block first",
+          "[moe][training]") {
+  const TopologySpec topo = podsim_test::v5p_mesh({2, 2, 4});
+  const auto model = small_moe();
+  auto plan = ep_plan();
+  for (const char* policy : {"full", "minimal", "save_dot_except_mlpwi"}) {
+    INFO(policy);
+    plan.remat = remat_policy(policy);
+    const auto step = build(model, plan, topo);
+    const bool reruns = std::string(policy) != "minimal";   // minimal keeps mlpwi_0 and mlpwi_1
+    int rerun_experts = 0, gathers = 0;
+    double recomputed = 0;
+    for (size_t i = 0; i < step.program.size(); ++i) {
+      const auto& op = step.program[i];
+      if (op.is(ProgramOpKind::Compute) && op.role == OpRole::Recompute) recomputed += op.flops();
+      if (ends_with(op.name, ".recompute.experts")) ++rerun_experts;
+      if (ends_with(op.name, ".allgather_expert_weights")) ++gathers;
+      if (!ends_with(op.name, ".bwd.experts") || !reruns) continue;
+      // The backward's experts use the weights the rerun gathered: no third gather.
+      const std::string rerun_gather = op.name.substr(0, op.name.size() - 11) + "recompute.allgather_expert_weights";
+      bool uses = false;
+      for (int d : op.after) uses = uses || step.program[d].name == rerun_gather;
+      CHECK(uses);
+    }
+    CHECK(rerun_experts == (reruns ? 3 : 0));
+    CHECK(gathers == 2 * 3);   // per MoE layer: forward and rerun, or forward and backward
+    // The summary's recompute FLOPs are what the rerun ops compute, over the pod.
+    CHECK(step.layout.recompute_flops == Approx(recomputed * step.layout.chips).epsilon(1e-12));
+  }
 }

@@ -302,6 +302,14 @@ const std::vector<TransformerSpec>& moe_model_presets() {
     out.push_back(moe_model("mixtral-8x7b", 32, 4096, 14336, 32, 8, 128, 32000, false, 32768,
                             MoeSpec{8, 2, 0, 14336, 0}));
 
+    // MaxText's MaxText/configs/models/mixtral-8x22b.yml at 261a8be0 (docs/reference/
+    // tpu-recipes-runs.md 2.5; the same as mistralai/Mixtral-8x22B-v0.1's config.json):
+    // base_emb_dim 6144, base_num_query_heads 48, base_num_kv_heads 8, head_dim 128,
+    // base_mlp_dim 16384 (each expert), base_num_decoder_layers 56, num_experts 8,
+    // num_experts_per_tok 2, vocab_size 32768, logits_via_embedding false; 65,536 positions.
+    out.push_back(moe_model("mixtral-8x22b", 56, 6144, 16384, 48, 8, 128, 32768, false, 65536,
+                            MoeSpec{8, 2, 0, 16384, 0}));
+
     // deepseek-ai/DeepSeek-V3: github.com/deepseek-ai/DeepSeek-V3 inference/configs/
     // config_671B.json at 9b4e978 (vocab_size 129280, dim 7168, inter_dim 18432, moe_inter_dim
     // 2048, n_layers 61, n_dense_layers 3, n_heads 128, n_routed_experts 256, n_shared_experts 1,

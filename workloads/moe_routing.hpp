@@ -34,6 +34,15 @@ struct ExpertLoads {
   double mean() const;              // kept load per expert
 };
 
+// How a layer computes its routed experts, by MaxText's `sparse_matmul` (layers/moe.py; at
+// 449b4fe5 layers/linears.py:621-735, docs/reference/tpu-recipes-runs.md 2.4):
+//   Grouped: tokens sorted by expert into grouped matmuls (megablox's gmm, ragged_dot);
+//   Einsum:  MaxText's dense_matmul with a capacity: a one-hot mask places each sequence's
+//            tokens in every expert's C = ceil(S k / E) x capacity_factor slots, and two
+//            einsums over it move them, dispatch [B,S,M] x [B,S,E,C] -> [E,B,C,M] and combine
+//            back, each 2 S E C M FLOPs a sequence, real matmuls beside the experts' own.
+enum class MoeDispatch { Grouped, Einsum };
+
 // How a run routes its MoE layers: the distribution, per-layer loads read from a CSV, and
 // what a capacity does (the YAML's workload.routing; docs/scenario-schema.md).
 struct MoeRouting {
@@ -48,6 +57,7 @@ struct MoeRouting {
   // fixed shapes of GShard and Switch on TPU: dispatch and expert compute are even, tokens past
   // the capacity dropped); false: buffers hold what is kept (dropless, uneven).
   bool pad_to_capacity = true;
+  MoeDispatch dispatch = MoeDispatch::Grouped;
 };
 
 // The loads of MoE layer `moe_layer` (0 = the first MoE layer) in sample `sample` (a step or a

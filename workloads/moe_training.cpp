@@ -1,9 +1,11 @@
 #include "workloads/moe_training.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
+#include "workloads/block_kernels.hpp"
 #include "workloads/block_ops.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_ops.hpp"
@@ -16,6 +18,11 @@ MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const Trainin
                                      bool fsdp)
     : model_(model), plan_(plan), topology_(topology), layout_(layout), b_(builder), fsdp_(fsdp),
       zero_(plan.zero_stage > 0 && layout.data_degree > 1) {
+  // The experts' backward needs their up-projections' outputs; a policy that keeps neither
+  // (MaxText's mlpwi_0 and mlpwi_1, or the fused mlpwi) makes the backward rerun the block.
+  const RematPolicy policy = plan.remat ? *plan.remat : checkpointing_policy(plan.checkpointing);
+  const auto kept = [&](const char* tensor) { return policy.of(tensor) != TensorFate::Recompute; };
+  reruns_ = !policy.keep_everything && !(kept("mlpwi_0") && kept("mlpwi_1")) && !kept("mlpwi");
   if (!model.moe) {
     if (!plan.expert_axes.empty()) throw std::invalid_argument("expert parallelism needs a model with experts");
     return;
@@ -116,21 +123,28 @@ int MoeTrainingBlocks::expert_weight_gather(ProgramBuilder& b, const std::string
 }
 
 MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const TrainingBlock& block, int microbatch,
-                                                  std::vector<int> inputs, const std::vector<int>& gather_after) {
+                                                  std::vector<int> inputs, const std::vector<int>& gather_after,
+                                                  OpRole role, int gathered) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
-  if (tensor && plan_.tensor_overlap) return forward_collective_matmul(name, block, w, std::move(inputs), gather_after);
+  if (tensor && plan_.tensor_overlap)
+    return forward_collective_matmul(name, block, w, std::move(inputs), gather_after, role, gathered);
   Ops ops;
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
   // The router (and shared experts) decide where each token goes before it can be sent.
   const int shared = b_.compute(name + ".router_shared", block.forward_s, block.forward_flops_per_chip, inputs,
-                                block.layer, OpRole::Forward);
-  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {shared}, OpRole::MoeDispatch);
-  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward,
-                                 expert_inputs(name, block, {dispatch >= 0 ? dispatch : shared}, gather_after));
+                                block.layer, role);
+  const int mask = einsum_op(name + ".dispatch_einsum", block, 1.0, role, {shared});
+  const int placed = mask >= 0 ? mask : shared;
+  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {placed}, OpRole::MoeDispatch);
+  ops.expert_compute =
+      expert_op(name + ".experts", block, w, 1.0, role,
+                expert_inputs(name, block, {dispatch >= 0 ? dispatch : placed}, gather_after, gathered, &ops.expert_gather));
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
-  ops.last_compute = ops.expert_compute;
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
+  const int summed = einsum_op(name + ".combine_einsum", block, 1.0, role, done);
+  ops.last_compute = summed >= 0 ? summed : ops.expert_compute;
+  if (summed >= 0) done = {summed};
   if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
   return ops;
@@ -138,20 +152,24 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
 
 MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, const TrainingBlock& block, int microbatch,
                                                    std::vector<int> inputs, const std::vector<int>& gather_after,
-                                                   double weight_fraction) {
+                                                   double weight_fraction, int gathered) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   const bool tensor = layout_.tensor_degree > 1;
   if (tensor && plan_.tensor_overlap)
-    return backward_collective_matmul(name, block, w, std::move(inputs), gather_after, weight_fraction);
+    return backward_collective_matmul(name, block, w, std::move(inputs), gather_after, weight_fraction, gathered);
   Ops ops;
   if (tensor) inputs.push_back(tensor_collective(name, block, CollectiveKind::AllGather, inputs));
+  // Einsum dispatch: the combine's backward gives the slots' output gradients and the router's
+  // combine weights theirs (two passes) before they travel.
+  if (const int slots = einsum_op(name + ".combine_einsum", block, 2.0, OpRole::Backward, inputs); slots >= 0)
+    inputs = {slots};
   // The combine's mirror takes each output gradient to the experts its token went to.
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
   // Split (ZB-H1): one pass of the two, dY W^T; the weight gradients wait for the W pass.
   const bool split = weight_fraction > 0;
-  ops.expert_compute =
-      expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward,
-                expert_inputs(name, block, to_experts >= 0 ? std::vector<int>{to_experts} : inputs, gather_after));
+  ops.expert_compute = expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward,
+                                 expert_inputs(name, block, to_experts >= 0 ? std::vector<int>{to_experts} : inputs,
+                                               gather_after, gathered, &ops.expert_gather));
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
   // backward runs (their output gradients are local).
   const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
@@ -161,6 +179,11 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   ops.last_compute = shared;
   std::vector<int> done{shared};
   if (home >= 0) done.push_back(home);
+  // Einsum dispatch: the slots' input gradients back to the tokens (the one-hot mask has none).
+  if (const int tokens = einsum_op(name + ".dispatch_einsum", block, 1.0, OpRole::Backward, done); tokens >= 0) {
+    ops.last_compute = tokens;
+    done = {tokens};
+  }
   if (tensor) done = {tensor_collective(name, block, CollectiveKind::ReduceScatter, done)};
   ops.end = done;
   return ops;
@@ -177,21 +200,28 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
 MoeTrainingBlocks::Ops MoeTrainingBlocks::forward_collective_matmul(const std::string& name,
                                                                    const TrainingBlock& block, const MoeLayerWork& w,
                                                                    std::vector<int> inputs,
-                                                                   const std::vector<int>& gather_after) {
+                                                                   const std::vector<int>& gather_after,
+                                                                   OpRole role, int gathered) {
   const double share = router_shared_input_share(model_);
   const auto head = emit_gather_beside(
-      b_, {name, block.layer, OpRole::Forward, block.forward_s * share, block.forward_flops_per_chip * share},
+      b_, {name, block.layer, role, block.forward_s * share, block.forward_flops_per_chip * share},
       tensor_split(block), ".router_shared.matmul1", std::move(inputs));
-  const int dispatch = all_to_all(name + ".dispatch", block, w, false, {head.compute, head.gather}, OpRole::MoeDispatch);
+  std::vector<int> placed{head.compute, head.gather};
+  if (const int mask = einsum_op(name + ".dispatch_einsum", block, 1.0, role, placed); mask >= 0) placed = {mask};
+  const int dispatch = all_to_all(name + ".dispatch", block, w, false, placed, OpRole::MoeDispatch);
   Ops ops;
-  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, OpRole::Forward,
-                                 expert_inputs(name, block, {head.compute, head.gather, dispatch}, gather_after));
+  placed.push_back(dispatch);
+  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, role,
+                                 expert_inputs(name, block, placed, gather_after, gathered, &ops.expert_gather));
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
+  // Einsum dispatch: the combine's einsum runs before the shared experts' out-projection.
+  std::vector<int> tail{ops.expert_compute};
+  std::vector<int> summed{ops.expert_compute, combine};
+  if (const int sum = einsum_op(name + ".combine_einsum", block, 1.0, role, summed); sum >= 0) tail = summed = {sum};
   ops.end = emit_scatter_beside(b_,
-                                {name, block.layer, OpRole::Forward, block.forward_s * (1 - share),
+                                {name, block.layer, role, block.forward_s * (1 - share),
                                  block.forward_flops_per_chip * (1 - share)},
-                                tensor_split(block), ".router_shared.matmul2", {ops.expert_compute},
-                                {ops.expert_compute, combine});
+                                tensor_split(block), ".router_shared.matmul2", tail, summed);
   ops.last_compute = ops.end[0];
   return ops;
 }
@@ -205,20 +235,29 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward_collective_matmul(const std::
                                                                     const TrainingBlock& block,
                                                                     const MoeLayerWork& w, std::vector<int> inputs,
                                                                     const std::vector<int>& gather_after,
-                                                                    double weight_fraction) {
+                                                                    double weight_fraction, int gathered) {
   const double first = 1 - router_shared_input_share(model_);
   const double seconds = block.backward_s * (1 - weight_fraction);
   const double flops = 2 * block.forward_flops_per_chip * (1 - weight_fraction);
   const auto head = emit_gather_beside(b_, {name, block.layer, OpRole::Backward, seconds * first, flops * first},
                                        tensor_split(block), ".router_shared.matmul1", std::move(inputs));
-  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, {head.gather}, OpRole::MoeCombine);
+  std::vector<int> grads{head.gather};
+  std::vector<int> ready{head.gather, head.compute};
+  if (const int slots = einsum_op(name + ".combine_einsum", block, 2.0, OpRole::Backward, ready); slots >= 0)
+    grads = ready = {slots};
+  const int to_experts = all_to_all(name + ".combine_grads", block, w, false, grads, OpRole::MoeCombine);
   Ops ops;
+  ready.push_back(to_experts);
   ops.expert_compute = expert_op(name + ".experts", block, w, weight_fraction > 0 ? 1.0 : 2.0, OpRole::Backward,
-                                 expert_inputs(name, block, {head.gather, head.compute, to_experts}, gather_after));
+                                 expert_inputs(name, block, ready, gather_after, gathered, &ops.expert_gather));
   const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
+  std::vector<int> tail{ops.expert_compute};
+  std::vector<int> back{ops.expert_compute, home};
+  if (const int tokens = einsum_op(name + ".dispatch_einsum", block, 1.0, OpRole::Backward, back); tokens >= 0)
+    tail = back = {tokens};
   ops.end = emit_scatter_beside(
       b_, {name, block.layer, OpRole::Backward, seconds * (1 - first), flops * (1 - first)}, tensor_split(block),
-      ".router_shared.matmul2", {ops.expert_compute}, {ops.expert_compute, home});
+      ".router_shared.matmul2", tail, back);
   ops.last_compute = ops.end[0];
   return ops;
 }
@@ -230,10 +269,35 @@ TensorSplit MoeTrainingBlocks::tensor_split(const TrainingBlock& block) const {
 // What the routed experts wait for: `ready` and, under FSDP, their weights gathered over the
 // data axes that are not expert axes.
 std::vector<int> MoeTrainingBlocks::expert_inputs(const std::string& name, const TrainingBlock& block,
-                                                  std::vector<int> ready, const std::vector<int>& gather_after) {
-  if (fsdp_ && expert_fsdp_degree_ > 1)
-    ready.push_back(expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather));
+                                                  std::vector<int> ready, const std::vector<int>& gather_after,
+                                                  int gathered, int* gather) {
+  if (gathered >= 0) {
+    ready.push_back(gathered);
+  } else if (fsdp_ && expert_fsdp_degree_ > 1) {
+    *gather = expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather);
+    ready.push_back(*gather);
+  }
   return ready;
+}
+
+int MoeTrainingBlocks::einsum_op(const std::string& name, const TrainingBlock& block, double passes, OpRole role,
+                                 std::vector<int> after) {
+  if (plan_.routing.dispatch != MoeDispatch::Einsum) return -1;
+  const MoeSpec& moe = *model_.moe;
+  const double cf = plan_.routing.spec.capacity_factor;
+  const double s = plan_.sequence_length;
+  // MaxText's slots per expert and sequence: int(max(ceil(S k / E) cf, cf)) (layers/linears.py:520-531
+  // at 449b4fe5).
+  const double slots = std::floor(std::max(std::ceil(s * moe.experts_per_token / moe.experts) * cf, cf));
+  const double tokens = layout_.tokens_per_microbatch;
+  const double d = model_.d_model / static_cast<double>(layout_.tensor_degree);
+  const double a = model_.activation_bytes;
+  // [B,S,D] x [B,S,E,C] -> [E,B,C,D] (and back): contracts each sequence's S tokens.
+  const double flops = passes * 2.0 * tokens * moe.experts * slots * d;
+  const double bytes = passes * (tokens * d + tokens * moe.experts * slots + tokens / s * moe.experts * slots * d) * a;
+  // Not useful FLOPs: MaxText's count (and podsim's) leaves the einsums out.
+  return b_.compute(name, roofline_s(flops, bytes, topology_.chip, plan_.matmul_efficiency), 0.0, std::move(after),
+                    block.layer, role);
 }
 
 MoeTrainingBlocks::WeightOps MoeTrainingBlocks::weight_gradients(const std::string& name, const TrainingBlock& block,

@@ -35,15 +35,22 @@ class MoeTrainingBlocks {
     int last_compute = -1;      // the block's last compute (what later prefetches wait for)
     int expert_compute = -1;    // the routed experts' compute (what their gradients wait for)
     std::vector<int> end;       // what the next block waits for
+    int expert_gather = -1;     // the experts' FSDP weight gather, where one ran
   };
   // `gather_after`: when the experts' FSDP weight gather may start (the block's own prefetch).
+  // `role`: Forward, or Recompute for the rerun before the backward (reruns()). `gathered`: an
+  // experts' weight gather already emitted for this block (the rerun's, reused by the backward).
   Ops forward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
-              const std::vector<int>& gather_after);
+              const std::vector<int>& gather_after, OpRole role = OpRole::Forward, int gathered = -1);
+  // Whether the backward reruns the MoE block's forward first: the remat policy (or the
+  // checkpointing) does not keep the experts' up-projection outputs, which their backward needs;
+  // the router's combine weights and the experts' outputs are then recomputed with them.
+  bool reruns() const { return reruns_; }
   // `weight_fraction` > 0 (ZB-H1): the pass computes input gradients only, the router and
   // shared experts' backward less that fraction, the experts' one matmul pass of two;
   // weight_gradients runs the rest later.
   Ops backward(const std::string& name, const TrainingBlock& block, int microbatch, std::vector<int> inputs,
-               const std::vector<int>& gather_after, double weight_fraction = 0);
+               const std::vector<int>& gather_after, double weight_fraction = 0, int gathered = -1);
   // ZB-H1's W for an MoE layer: the experts' weight gradients (X^T dY over the rows each chip
   // received, differing by position as the forward does) and the router and shared experts'
   // `weight_fraction` of their backward; compute only, after `after`.
@@ -77,12 +84,20 @@ class MoeTrainingBlocks {
   int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);
   // The passes under collective matmuls (tensor_overlap; moe_training.cpp says what overlaps what).
   Ops forward_collective_matmul(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
-                                std::vector<int> inputs, const std::vector<int>& gather_after);
+                                std::vector<int> inputs, const std::vector<int>& gather_after, OpRole role,
+                                int gathered);
   Ops backward_collective_matmul(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
-                                 std::vector<int> inputs, const std::vector<int>& gather_after, double weight_fraction);
+                                 std::vector<int> inputs, const std::vector<int>& gather_after, double weight_fraction,
+                                 int gathered);
   TensorSplit tensor_split(const TrainingBlock& block) const;
+  // Appends the experts' FSDP weight gather to `ready` (`gathered` where given, else a new one,
+  // recorded in *gather).
   std::vector<int> expert_inputs(const std::string& name, const TrainingBlock& block, std::vector<int> ready,
-                                 const std::vector<int>& gather_after);
+                                 const std::vector<int>& gather_after, int gathered, int* gather);
+  // MoeDispatch::Einsum's dispatch or combine einsum over the chip's tokens (`passes` matmul
+  // passes), after `after`; -1 under grouped dispatch.
+  int einsum_op(const std::string& name, const TrainingBlock& block, double passes, OpRole role,
+                std::vector<int> after);
   int expert_weight_gather(ProgramBuilder& b, const std::string& name, const TrainingBlock& block,
                            const std::vector<int>& after, OpRole role) const;
 
@@ -92,6 +107,7 @@ class MoeTrainingBlocks {
   TrainingLayout& layout_;
   ProgramBuilder& b_;
   bool fsdp_ = false;
+  bool reruns_ = false;
   bool zero_ = false;                        // ZeRO-1/2: expert gradients scattered, weights gathered back
   std::vector<int> expert_axes_;             // ascending: the pair and position order
   std::vector<int> expert_fsdp_axes_;        // data axes that are not expert axes

@@ -339,7 +339,12 @@ class PipelineEmitter {
       const TrainingBlock& blk = chain_[i];
       const double share = chunk_share(static_cast<int>(i));
       chunk_flops += blk.forward_flops_per_chip * share;
-      if (blk.moe_layer >= 0) chunk_flops += moe_.expert_forward_flops_per_chip() * share;
+      if (blk.moe_layer >= 0) {
+        chunk_flops += moe_.expert_forward_flops_per_chip() * share;
+        // An MoE block reruns whole or not at all (training_pass.cpp).
+        if (moe_.reruns()) chunk_recompute += (blk.forward_flops_per_chip + moe_.expert_forward_flops_per_chip()) * share;
+        continue;
+      }
       chunk_recompute += blk.recompute_flops_per_chip * share;
     }
     moe_.finish();

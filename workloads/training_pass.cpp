@@ -52,10 +52,18 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     BlockOps ops;
     int expert_compute = -1;
     if (blk.moe_layer >= 0) {
-      // Not rerun under checkpointing (the router and experts are not part of the remat policy).
       const std::vector<int> gather_after = fsdp ? std::vector<int>{out.gather[i]} : std::vector<int>{};
+      int gathered = -1;
+      if (!forward && moe.reruns()) {
+        // The block's forward rerun first (router, dispatch, experts, combine), its experts'
+        // gathered weights kept for the backward.
+        const auto redo = moe.forward(request.prefix + blk.name + ".recompute", blk, request.microbatch, inputs,
+                                      gather_after, OpRole::Recompute);
+        inputs = redo.end;
+        gathered = redo.expert_gather;
+      }
       const auto mo = forward ? moe.forward(name, blk, request.microbatch, inputs, gather_after)
-                              : moe.backward(name, blk, request.microbatch, inputs, gather_after, w);
+                              : moe.backward(name, blk, request.microbatch, inputs, gather_after, w, gathered);
       ops.last_compute = mo.last_compute;
       ops.end = mo.end;
       expert_compute = mo.expert_compute;

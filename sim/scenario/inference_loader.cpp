@@ -151,7 +151,7 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
       }
     }
   }
-  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
+  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model, false);
   return workload;
 }
 

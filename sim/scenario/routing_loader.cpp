@@ -14,7 +14,43 @@ using namespace yaml_fields;
 
 enum class Distribution { Uniform, Zipf, Loads };
 
-MoeRouting parse_routing(const Field& field, const TransformerSpec& model) {
+// The experts' buffers: capacity_factor, pad_to_capacity and how the experts are computed
+// (dispatch), each checked against the others.
+void read_expert_buffers(const MapReader& reader, const MoeSpec& moe, bool training, MoeRouting& routing) {
+  const auto capacity = reader.optional("capacity_factor");
+  if (capacity) {
+    routing.spec.capacity_factor = read_real(*capacity);
+    if (!(routing.spec.capacity_factor > 0)) fail(*capacity, "expected a capacity factor > 0, e.g. 1.25");
+    // capacity = ceil(cf T k / E): beyond cf = E every expert holds more than all T k
+    // assignments, which routing could not fill and a whole-token count may not hold.
+    if (routing.spec.capacity_factor > moe.experts)
+      fail(*capacity, "above the model's " + std::to_string(moe.experts) +
+                          " experts: an expert's capacity would exceed every token's " +
+                          std::to_string(moe.experts_per_token) + " choices together; expected at most " +
+                          std::to_string(moe.experts) + " (leave capacity_factor out for no capacity)");
+  }
+  if (auto value = reader.optional("pad_to_capacity")) {
+    if (!capacity)
+      fail(*value, "applies with capacity_factor (buffers padded to the expert capacity); expected "
+                   "capacity_factor beside it, or no pad_to_capacity (without a capacity nothing is padded)");
+    routing.pad_to_capacity = read_bool(*value);
+  }
+  if (auto value = reader.optional("dispatch")) {
+    if (!training)
+      fail(*value, "applies to a training step (MaxText's dense_matmul); inference and serving compute their experts "
+                   "as grouped matmuls: expected no dispatch");
+    routing.dispatch = read_choice<MoeDispatch>(*value, {{"grouped", MoeDispatch::Grouped}, {"einsum", MoeDispatch::Einsum}});
+    // MaxText's dense_matmul without a capacity runs every token through every expert: not modelled.
+    if (routing.dispatch == MoeDispatch::Einsum && !capacity)
+      fail(*value, "einsum dispatch places tokens in capacity slots; expected capacity_factor beside it (MaxText's "
+                   "dense_matmul with capacity_factor > 0), or dispatch: grouped");
+    if (routing.dispatch == MoeDispatch::Einsum && !routing.pad_to_capacity)
+      fail(*value, "einsum dispatch computes every capacity slot (its buffers are padded); expected no "
+                   "pad_to_capacity: false beside it, or dispatch: grouped");
+  }
+}
+
+MoeRouting parse_routing(const Field& field, const TransformerSpec& model, bool training) {
   const MapReader reader(field, SchemaMap::Routing);
   reader.reject_unknown();
   if (!model.moe)
@@ -64,24 +100,7 @@ MoeRouting parse_routing(const Field& field, const TransformerSpec& model) {
     fail(*loads, "applies to distribution: loads; expected distribution: loads beside it, or no loads");
   }
 
-  const auto capacity = reader.optional("capacity_factor");
-  if (capacity) {
-    spec.capacity_factor = read_real(*capacity);
-    if (!(spec.capacity_factor > 0)) fail(*capacity, "expected a capacity factor > 0, e.g. 1.25");
-    // capacity = ceil(cf T k / E): beyond cf = E every expert holds more than all T k
-    // assignments, which routing could not fill and a whole-token count may not hold.
-    if (spec.capacity_factor > moe.experts)
-      fail(*capacity, "above the model's " + std::to_string(moe.experts) +
-                          " experts: an expert's capacity would exceed every token's " +
-                          std::to_string(moe.experts_per_token) + " choices together; expected at most " +
-                          std::to_string(moe.experts) + " (leave capacity_factor out for no capacity)");
-  }
-  if (auto value = reader.optional("pad_to_capacity")) {
-    if (!capacity)
-      fail(*value, "applies with capacity_factor (buffers padded to the expert capacity); expected "
-                   "capacity_factor beside it, or no pad_to_capacity (without a capacity nothing is padded)");
-    routing.pad_to_capacity = read_bool(*value);
-  }
+  read_expert_buffers(reader, moe, training, routing);
   if (auto seed = reader.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
   return routing;
 }

@@ -11,8 +11,9 @@
 namespace podsim::detail {
 
 // The routing mapping: distribution (uniform, zipf or loads from a CSV file relative to the
-// scenario's directory), zipf_s, capacity_factor, pad_to_capacity, shuffle and seed, each checked
-// against the others and the model's experts. Routing on a dense model is an error at `field`.
-MoeRouting parse_routing(const yaml_fields::Field& field, const TransformerSpec& model);
+// scenario's directory), zipf_s, capacity_factor, pad_to_capacity, dispatch (a training step's
+// only: `training`), shuffle and seed, each checked against the others and the model's experts.
+// Routing on a dense model is an error at `field`.
+MoeRouting parse_routing(const yaml_fields::Field& field, const TransformerSpec& model, bool training);
 
 }  // namespace podsim::detail

@@ -68,7 +68,7 @@ std::vector<KeyTable> make_tables() {
       {M::ModelParallelism, "model_parallelism", "workload.parallelism (inference, serving), workload.prefill.parallelism",
        {"model", "model_d", "replica", "expert", "context"}},
       {M::Routing, "routing", "workload.routing",
-       {"distribution", "zipf_s", "loads", "capacity_factor", "pad_to_capacity", "shuffle", "seed"}},
+       {"distribution", "zipf_s", "loads", "capacity_factor", "pad_to_capacity", "dispatch", "shuffle", "seed"}},
       {M::Requests, "requests", "workload.requests", {"poisson", "trace"}},
       {M::Poisson, "poisson", "workload.requests.poisson", {"rate", "count", "prompt_tokens", "output_tokens", "seed"}},
       {M::Slo, "slo", "workload.slo", {"ttft", "tpot", "latency"}},

@@ -333,7 +333,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   parse_inference_numerics(reader, topology.chip, w.generate);
   w.generate_topology =
       server_axes(reader.optional("parallelism"), topology, w.model, w.generate, w.replicas_per_slice, false);
-  if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model);
+  if (auto routing = reader.optional("routing")) w.generate.routing = parse_routing(*routing, w.model, false);
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
   ServingConfig& c = w.config;

@@ -334,7 +334,7 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
       fail(*budget, "expected the tokens a run trains on, from one batch (" + std::to_string(plan.global_batch_tokens) +
                         ") to 1e18, e.g. 15e12");
   }
-  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model);
+  if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model, true);
   return workload;
 }
 
