@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "workloads/splitmix.hpp"
+#include "topology/splitmix.hpp"
 
 namespace podsim_test {
 
-// splitmix64 (workloads/splitmix.hpp), with the draws the tests use.
+// splitmix64 (topology/splitmix.hpp), with the draws the tests use.
 struct Rng : podsim::SplitMix64 {
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
   bool chance(double p) { return unit() < p; }

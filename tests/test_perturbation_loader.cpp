@@ -272,9 +272,46 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
   }
   SECTION("nothing to apply to, or two things") {
     require_error(perturbed("  - compute_slowdown: 2\n"), "perturbations[0]", "{compute_slowdown: 2}", "compute_slowdown",
-                  "expected one of chips, links or nics");
+                  "expected one of chips, links, nics or stragglers");
     require_error(perturbed("  - chips: [0, 0, 0]\n    links: {axis: X}\n    compute_slowdown: 2\n"),
                   "perturbations[0].links", "{axis: X}", "links:", "chips is given already");
+  }
+  SECTION("stragglers: a probability and a factor or range, or a histogram") {
+    const std::string entry = "  - name: s\n    stragglers: ";
+    require_error(perturbed(entry + "{probability: 1.5, compute_slowdown: 1.2}\n"), "perturbations[0].stragglers.probability",
+                  "1.5", "stragglers:", "expected a probability from 0 to 1");
+    require_error(perturbed(entry + "{probability: 0.1}\n"), "perturbations[0].stragglers", "{probability: 0.1}",
+                  "stragglers:", "expected probability (each chip's chance of being slow");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: [1.5, 1.1]}\n"),
+                  "perturbations[0].stragglers.compute_slowdown", "[1.5, 1.1]", "stragglers:", "high end is below its low end");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: [1.1, 1.2, 1.3]}\n"),
+                  "perturbations[0].stragglers.compute_slowdown", "[1.1, 1.2, 1.3]", "stragglers:", "a range [low, high]");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: 0}\n"),
+                  "perturbations[0].stragglers.compute_slowdown", "0", "stragglers:", "expected a factor > 0");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: 1.2, histogram: [[1.2, 1]]}\n"),
+                  "perturbations[0].stragglers.histogram", "[[1.2, 1]]", "stragglers:", "not both");
+    require_error(perturbed(entry + "{histogram: [[1.2, 0], [1.0, 0]]}\n"), "perturbations[0].stragglers.histogram",
+                  "[[1.2, 0], [1.0, 0]]", "stragglers:", "every weight is 0");
+    require_error(perturbed(entry + "{histogram: [1.2, 3]}\n"), "perturbations[0].stragglers.histogram[0]", "1.2",
+                  "stragglers:", "expected a [factor, weight] pair");
+    require_error(perturbed(entry + "{histogram: [[1.2, -3]]}\n"), "perturbations[0].stragglers.histogram[0][1]", "-3",
+                  "stragglers:", "expected a weight from 0");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: 1.2, seed: -1}\n"),
+                  "perturbations[0].stragglers.seed", "-1", "stragglers:", "");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: 1.2, chips: [0, 0, 0]}\n"),
+                  "perturbations[0].stragglers.chips", "[0, 0, 0]", "stragglers:", "");
+    require_error(perturbed(entry + "{probability: 0.1, compute_slowdown: 1.2}\n    compute_slowdown: 2\n"),
+                  "perturbations[0].compute_slowdown", "2", "    compute_slowdown: 2", "inside the stragglers mapping");
+    // What loads: draw 0 of the spec, after the hand-written entries.
+    const Scenario s = load_scenario_text(
+        perturbed("  - chips: [0, 0, 0]\n    compute_slowdown: 2\n" + entry + "{probability: 1, compute_slowdown: 1.25}\n"),
+        kFile);
+    REQUIRE(s.stragglers.size() == 1);
+    CHECK(s.fixed_perturbations == 1);
+    REQUIRE(s.topology.perturbations.size() == 2);
+    CHECK(s.topology.perturbations[1].name == "s.0");
+    CHECK(s.topology.perturbations[1].compute_slowdown == 1.25);
+    CHECK(s.topology.perturbations[1].chips.size() == static_cast<size_t>(2 * s.topology.chips_per_slice()));   // both slices
   }
   SECTION("a name used twice") {
     const auto text = perturbed("  - name: a\n    chips: [0, 0, 0]\n    compute_slowdown: 2\n"

@@ -336,6 +336,12 @@ TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
               .exit_code == 0);
   CHECK(run_script("plot_moe_skew.py " + (out / "skew" / "sweep.csv").string() + " -o " + (out / "s.png").string()) == 0);
   require_png(out / "s.png");
+  // Random stragglers: the step-time distribution of `run --draws`.
+  REQUIRE(run_podsim("run " + source_path("scenarios/perturbation_stragglers_fsdp_v5p_4x4x4.yaml") + " --draws 8 -o " +
+                     (out / "draws").string())
+              .exit_code == 0);
+  CHECK(run_script("plot_draws.py " + (out / "draws" / "draws.csv").string() + " -o " + (out / "d.png").string()) == 0);
+  require_png(out / "d.png");
   // Topology comparison (compare draws it itself; the script also runs alone).
   REQUIRE(run_podsim("compare " + source_path("scenarios/compare_alltoall_64_chips.yaml") + " --topologies 4x4x4,8x8 -o " +
                      (out / "cmp").string())

@@ -24,12 +24,14 @@ struct PositionRange {
   int first = 0;
   int last = 0;
   bool contains(int p) const { return p >= first && p <= last; }
+  bool operator==(const PositionRange&) const = default;
 };
 
 // A box of chips: a range of positions on every mesh axis and a range of slices.
 struct ChipBox {
   std::vector<PositionRange> axes;   // one per mesh axis
   PositionRange slices;
+  bool operator==(const ChipBox&) const = default;
 };
 
 enum class PerturbationKind {
@@ -53,6 +55,7 @@ struct Perturbation {
   // the hop model).
   double bandwidth_scale = 1.0;
   double extra_latency_s = 0.0;
+  bool operator==(const Perturbation&) const = default;
 };
 
 const char* to_string(PerturbationKind kind);

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "workloads/splitmix.hpp"
+#include "topology/splitmix.hpp"
 
 namespace podsim {
 

@@ -25,6 +25,7 @@
 #include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/run_command.hpp"
+#include "sim/commands/straggler_draws.hpp"
 #include "sim/commands/sweep.hpp"
 #include "sim/commands/validate.hpp"
 #include "sim/commands/preflight_check.hpp"
@@ -237,12 +238,26 @@ PreflightLimits preflight_limits(const std::string& max_memory, const std::strin
   return limits;
 }
 
+// `run --draws N`: the step-time distribution over draws of the scenario's stragglers.
+int draws_command(const Scenario& scenario, int draws, int jobs, const std::string& out_dir,
+                  const RunCommandOptions& options) {
+  const DrawsOutputs outputs = run_straggler_draws(scenario, draws, out_dir, options, all_cores_unless(jobs));
+  std::cout << shown(outputs.table) << "wrote " << shown(outputs.files[0]) << ", " << shown(outputs.files[1]) << "\n";
+  return 0;
+}
+
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
-                bool trace_gzip, const PreflightLimits& limits) {
+                bool trace_gzip, const PreflightLimits& limits, int draws, int jobs) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
+  if (draws > 0) {
+    options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
+    options.strict = strict;
+    options.limits = limits;
+    return draws_command(scenario, draws, jobs, out_dir, options);
+  }
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   options.reproducible = reproducible;
@@ -583,6 +598,12 @@ int main(int argc, char** argv) {
   run->add_option("--max-memory", max_memory,
                   "refuse a run estimated to need more memory than this (default: the machine's), e.g. \"64 GiB\"");
   run->add_option("--max-time", max_time, "refuse a run estimated to take longer than this (default: 24 h), e.g. \"48 h\"");
+  int run_draws = 0, run_jobs = 0;
+  run->add_option("--draws", run_draws,
+                  "run N draws of the scenario's random stragglers; write draws.csv and draws.json (the step-time "
+                  "distribution) instead of one run's files")
+      ->check(non_negative_whole);
+  run->add_option("-j,--jobs", run_jobs, "with --draws: simulations at once (default: all cores)")->check(non_negative_whole);
 
   auto* compare = app.add_subcommand("compare", "run a scenario's workload on several meshes; table, CSV, PNG");
   std::string compare_scenario, topologies, compare_chips, compare_out = "out/compare";
@@ -732,7 +753,7 @@ int main(int argc, char** argv) {
   set_verbosity(verbose, quiet);
   try {
     if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
-                                          preflight_limits(max_memory, max_time));
+                                          preflight_limits(max_memory, max_time), run_draws, run_jobs);
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,
                                               point_option->count() > 0 ? std::optional<int>(point) : std::nullopt);

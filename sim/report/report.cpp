@@ -27,6 +27,9 @@ double relative_error(double simulated, double analytic) {
   return (simulated - analytic) / analytic;
 }
 
+// A slow-chip perturbation's entry names its chips when it selects at most this many.
+constexpr int kNamedChips = 16;
+
 Json topology_json(const Scenario& scenario, const RunResult& run) {
   const Topology& topo = run.topology;
   Json t;
@@ -57,6 +60,14 @@ Json topology_json(const Scenario& scenario, const RunResult& run) {
       e["targets"] = perturbation_target_count(topo, i);
       if (p.kind == PerturbationKind::SlowChips) {
         e["compute_slowdown"] = p.compute_slowdown;
+        // Which chips, where they are few (a straggler draw's: one a perturbation).
+        if (e["targets"].get<int>() <= kNamedChips) {
+          Json names = Json::array();
+          const std::vector<char> selected = selected_chips(topo, p);
+          for (ChipId c = 0; c < topo.chip_count(); ++c)
+            if (selected[c]) names.push_back(topo.chip_name(c));
+          e["chips"] = names;
+        }
       } else {
         if (p.kind == PerturbationKind::Links) {
           e["axis"] = topo.spec().axes[p.axis].name;

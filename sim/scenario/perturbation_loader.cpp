@@ -251,7 +251,64 @@ double read_factor(const Field& field, const std::string& what) {
   return value;
 }
 
-Perturbation read_perturbation(const Field& entry, int index, const TopologySpec& topology, double link_efficiency) {
+// A slowdown factor of a straggler draw: > 0 and at most 1e6, as compute_slowdown.
+double read_slowdown(const Field& field) {
+  const double value = read_factor(field, "compute time is multiplied by it, e.g. 1.5");
+  if (value < 1e-3 || value > 1e6) fail(field, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
+  return value;
+}
+
+// `stragglers:` chips drawn at random: each slow with `probability` by a `compute_slowdown`
+// (one factor, or a range [low, high] drawn uniformly), or every chip drawing its factor from
+// a `histogram` of [factor, weight] pairs; `seed` picks the draw.
+StragglerSpec read_stragglers(const Field& field, const std::string& name) {
+  const MapReader reader(field, SchemaMap::Stragglers);
+  reader.reject_unknown();
+  StragglerSpec spec;
+  spec.name = name;
+  const auto probability = reader.optional("probability");
+  const auto slowdown = reader.optional("compute_slowdown");
+  const auto histogram = reader.optional("histogram");
+  if (histogram && (probability || slowdown))
+    fail(*histogram, "a histogram gives every chip its factor; expected either histogram or probability and "
+                     "compute_slowdown, not both");
+  if (histogram) {
+    const auto bins = read_list(*histogram);
+    if (bins.empty()) fail(*histogram, "expected [factor, weight] pairs, e.g. [[1.0, 990], [1.3, 10]]");
+    double total = 0;
+    for (const Field& bin : bins) {
+      const auto pair = bin.node.IsSequence() ? read_list(bin) : std::vector<Field>{};
+      if (pair.size() != 2) fail(bin, "expected a [factor, weight] pair, e.g. [1.3, 10]");
+      const double factor = read_slowdown(pair[0]);
+      const double weight = read_real(pair[1]);
+      if (!(weight >= 0 && weight <= 1e15)) fail(pair[1], "expected a weight from 0 to 1e15 (a count of chips, or a share)");
+      spec.histogram.push_back({factor, weight});
+      total += weight;
+    }
+    if (!(total > 0)) fail(*histogram, "every weight is 0; expected at least one positive weight");
+  } else {
+    if (!probability || !slowdown)
+      fail(field, "expected probability (each chip's chance of being slow, e.g. 0.001) and compute_slowdown (a "
+                  "factor, or a range such as [1.1, 1.5]), or a histogram of [factor, weight] pairs");
+    spec.probability = read_real(*probability);
+    if (!(spec.probability >= 0 && spec.probability <= 1)) fail(*probability, "expected a probability from 0 to 1");
+    if (slowdown->node.IsSequence()) {
+      const auto ends = read_list(*slowdown);
+      if (ends.size() != 2) fail(*slowdown, "expected one factor or a range [low, high], e.g. [1.1, 1.5]");
+      spec.factor_low = read_slowdown(ends[0]);
+      spec.factor_high = read_slowdown(ends[1]);
+      if (spec.factor_high < spec.factor_low) fail(*slowdown, "the range's high end is below its low end; expected [low, high]");
+    } else {
+      spec.factor_low = spec.factor_high = read_slowdown(*slowdown);
+    }
+  }
+  if (auto seed = reader.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  return spec;
+}
+
+// One entry: a perturbation, or (returned in *stragglers) a straggler draw's spec.
+Perturbation read_perturbation(const Field& entry, int index, const TopologySpec& topology, double link_efficiency,
+                               std::optional<StragglerSpec>* stragglers) {
   const MapReader reader(entry, SchemaMap::Perturbation);
   reader.reject_unknown();
   Perturbation p;
@@ -259,11 +316,20 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
   p.name = name ? read_name(*name, "a perturbation name") : "perturbation" + std::to_string(index);
   std::optional<MapReader::Entry> target;
   for (const auto& e : reader.entries()) {
-    if (e.name != "chips" && e.name != "links" && e.name != "nics") continue;
-    if (target) MapReader::fail_key(e, "a perturbation applies to one of chips, links or nics; " + target->name + " is given already");
+    if (e.name != "chips" && e.name != "links" && e.name != "nics" && e.name != "stragglers") continue;
+    if (target)
+      MapReader::fail_key(e, "a perturbation applies to one of chips, links, nics or stragglers; " + target->name +
+                                 " is given already");
     target = e;
   }
-  if (!target) fail(entry, "expected one of chips, links or nics: what the perturbation applies to");
+  if (!target) fail(entry, "expected one of chips, links, nics or stragglers: what the perturbation applies to");
+  if (target->name == "stragglers") {
+    for (const auto& e : reader.entries())
+      if (e.name == "compute_slowdown" || e.name == "bandwidth_scale" || e.name == "extra_latency")
+        MapReader::fail_key(e, "stragglers draw their own compute_slowdown; expected it inside the stragglers mapping");
+    *stragglers = read_stragglers(target->value, p.name);
+    return p;
+  }
   if (target->name == "chips") {
     p.kind = PerturbationKind::SlowChips;
     p.chips = read_chips(target->value, topology);
@@ -315,15 +381,17 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
 
 }  // namespace
 
-std::vector<Perturbation> parse_perturbations(const Field& field, const TopologySpec& topology, double link_efficiency) {
-  std::vector<Perturbation> out;
+ParsedPerturbations parse_perturbations(const Field& field, const TopologySpec& topology, double link_efficiency) {
+  ParsedPerturbations out;
   std::unordered_set<std::string> names;   // a set: 30,000 entries took 6 s to compare pairwise
   int index = 0;
   for (const Field& entry : read_list(field)) {
-    Perturbation p = read_perturbation(entry, index++, topology, link_efficiency);
+    std::optional<StragglerSpec> stragglers;
+    Perturbation p = read_perturbation(entry, index++, topology, link_efficiency, &stragglers);
     if (!names.insert(p.name).second)
       fail(MapReader::open(entry).optional("name").value_or(entry), "perturbation name used twice");
-    out.push_back(std::move(p));
+    if (stragglers) out.stragglers.push_back(std::move(*stragglers));
+    else out.fixed.push_back(std::move(p));
   }
   return out;
 }

@@ -56,3 +56,15 @@ SourceLocation Scenario::location_of(const std::string& key) const {
 }
 
 }  // namespace podsim
+
+namespace podsim {
+
+Scenario with_straggler_draw(Scenario scenario, uint64_t draw) {
+  auto& perturbations = scenario.topology.perturbations;
+  perturbations.resize(scenario.fixed_perturbations);
+  for (const auto& spec : scenario.stragglers)
+    for (auto& p : draw_stragglers(scenario.topology, spec, draw)) perturbations.push_back(std::move(p));
+  return scenario;
+}
+
+}  // namespace podsim

@@ -11,6 +11,7 @@
 
 #include "collectives/collective.hpp"
 #include "sim/scenario/input_error.hpp"
+#include "topology/stragglers.hpp"
 #include "topology/topology.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/serving.hpp"
@@ -128,6 +129,11 @@ struct Scenario {
   std::string profile = "ideal";
   ProfileSource profile_source = ProfileSource::Default;
   Workload workload;                // exactly one kind; the loader builds the kind the file names
+  // The `perturbations` entries drawn at random (topology/stragglers.hpp), drawn into
+  // topology.perturbations after its `fixed_perturbations` entries written by hand (draw 0 at
+  // load; with_straggler_draw draws another).
+  std::vector<StragglerSpec> stragglers;
+  size_t fixed_perturbations = 0;
   std::vector<Expectation> expectations;
   CompareSpec compare;
   // Where some keys were written ("topology.slices", "workload.microbatches", "topology",
@@ -160,6 +166,10 @@ static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Work
                                  ServingWorkload> &&
                   std::variant_size_v<Workload> == 4,
               "WorkloadKind is the index of Workload's alternative");
+
+// The scenario with draw `draw` of its random stragglers (each entry's seed + draw) in place of
+// the one it holds; the hand-written perturbations stay.
+Scenario with_straggler_draw(Scenario scenario, uint64_t draw);
 
 // A value set from the command line (`--set workload.batch=16`): a dotted key through the
 // scenario's mappings and a YAML value.

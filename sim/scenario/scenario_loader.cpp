@@ -813,8 +813,11 @@ Scenario parse_document(const Field& root) {
     if (scenario.kind() == WorkloadKind::Serving)
       fail(*perturbations, "perturbations apply to collectives, training and inference workloads, not serving "
                            "(its step costs are shared by every server); expected no perturbations block");
-    scenario.topology.perturbations =
-        detail::parse_perturbations(*perturbations, scenario.topology, scenario.link_efficiency);
+    auto parsed = detail::parse_perturbations(*perturbations, scenario.topology, scenario.link_efficiency);
+    scenario.topology.perturbations = std::move(parsed.fixed);
+    scenario.fixed_perturbations = scenario.topology.perturbations.size();
+    scenario.stragglers = std::move(parsed.stragglers);
+    scenario = with_straggler_draw(std::move(scenario), 0);
   }
   if (auto expect = top.optional("expect")) scenario.expectations = parse_expectations(*expect, scenario);
   if (auto compare = top.optional("compare")) scenario.compare = parse_compare(*compare);

@@ -39,6 +39,7 @@ enum class SchemaMap {
   ChipSelection,
   LinkSelection,
   NicSelection,
+  Stragglers,
   Expectation,
   Compare,
   Remat,

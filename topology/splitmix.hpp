@@ -1,7 +1,7 @@
 #pragma once
 // splitmix64 (Steele, Lea and Flood, 2014): a seeded stream that is the same on every platform,
-// for sampling in the workloads (MoE routing) and the tests' generated cases; <random>'s
-// distributions leave their algorithms to the library.
+// for sampling in the topology (straggler draws), the workloads (MoE routing) and the tests'
+// generated cases; <random>'s distributions leave their algorithms to the library.
 #include <cstdint>
 
 namespace podsim {
