@@ -151,6 +151,28 @@ TEST_CASE("perturbations: every selector form loads", "[scenario][perturbation]"
     CHECK(p[1].chips.at(0).axes[0].first == 3);
     CHECK(p[1].chips.at(0).slices.last == 0);
   }
+  SECTION("a whole host's chips slow, or its links") {
+    const auto p = load(perturbed("  - chips: {host: 5, slice: 1}\n    compute_slowdown: 1.2\n"
+                                  "  - chips: {host: \"0-1\"}\n    compute_slowdown: 1.1\n"
+                                  "  - links: {host: 5, axis: Z}\n    bandwidth_scale: 0.5\n"));
+    REQUIRE(p.size() == 3);
+    // Host 5 of 2x2x1 hosts on the 4x4x4: block (1, 0, 1), as for its NIC above.
+    REQUIRE(p[0].chips.size() == 1);
+    const ChipBox& box = p[0].chips[0];
+    CHECK(box.axes[0].first == 2);
+    CHECK(box.axes[0].last == 3);
+    CHECK(box.axes[1].first == 0);
+    CHECK(box.axes[1].last == 1);
+    CHECK(box.axes[2].first == 1);
+    CHECK(box.axes[2].last == 1);
+    CHECK(box.slices.first == 1);
+    CHECK(box.slices.last == 1);
+    CHECK(p[1].chips.size() == 2);   // hosts 0 and 1, every slice
+    CHECK(p[1].chips[1].axes[0].first == 2);
+    CHECK(p[1].chips[1].slices.last == 1);
+    CHECK(p[2].chips[0].axes == box.axes);
+    CHECK(p[2].chips[0].slices.last == 1);
+  }
   SECTION("an empty block perturbs nothing") {
     CHECK(load(with(kEntry, "", with("perturbations:\n", "perturbations: []\n"))).empty());
   }
@@ -163,7 +185,7 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
   }
   SECTION("an axis name in the wrong case") {
     const auto text = perturbed("  - chips: {x: \"0-3\"}\n    compute_slowdown: 1.5\n");
-    require_error(text, "perturbations[0].chips.x", "0-3", "{x:", "unknown key; expected one of: chip, chips, slice, X, Y, Z");
+    require_error(text, "perturbations[0].chips.x", "0-3", "{x:", "unknown key; expected one of: chip, chips, host, slice, X, Y, Z");
   }
   SECTION("a chip out of range") {
     const auto text = perturbed("  - chips: [1, 2, 4]\n    compute_slowdown: 1.5\n");
@@ -312,6 +334,12 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
     CHECK(s.topology.perturbations[1].name == "s.0");
     CHECK(s.topology.perturbations[1].compute_slowdown == 1.25);
     CHECK(s.topology.perturbations[1].chips.size() == static_cast<size_t>(2 * s.topology.chips_per_slice()));   // both slices
+  }
+  SECTION("a host beside coordinates, or out of range") {
+    require_error(perturbed("  - chips: {host: 1, chip: [0, 0, 0]}\n    compute_slowdown: 2\n"),
+                  "perturbations[0].chips.host", "1", "chips:", "give either host");
+    require_error(perturbed("  - chips: {host: 16}\n    compute_slowdown: 2\n"), "perturbations[0].chips.host", "16",
+                  "chips:", "from 0 to 15 on the 16 hosts of a slice");
   }
   SECTION("a name used twice") {
     const auto text = perturbed("  - name: a\n    chips: [0, 0, 0]\n    compute_slowdown: 2\n"

@@ -83,6 +83,48 @@ std::vector<ChipBox> read_chip_list(const Field& field, const TopologySpec& topo
   return boxes;
 }
 
+// Hosts per axis of the mesh: blocks of host_shape chips, clamped to the axis (as Topology does).
+struct HostGrid {
+  std::vector<int> extent, blocks;
+  int per_slice = 1;
+};
+
+HostGrid host_grid(const TopologySpec& topology) {
+  HostGrid grid;
+  for (size_t a = 0; a < topology.axes.size(); ++a) {
+    const int size = topology.axes[a].size;
+    const int want = a < topology.chip.host_shape.size() ? topology.chip.host_shape[a] : 1;
+    grid.extent.push_back(std::max(1, std::min(want, size)));
+    grid.blocks.push_back((size + grid.extent.back() - 1) / grid.extent.back());
+    grid.per_slice *= grid.blocks.back();
+  }
+  return grid;
+}
+
+// The chips of hosts `hosts` (indices within a slice, first axis fastest) in `slices`: a box each.
+std::vector<ChipBox> host_boxes(const TopologySpec& topology, PositionRange hosts, PositionRange slices) {
+  const HostGrid grid = host_grid(topology);
+  std::vector<ChipBox> boxes;
+  for (int h = hosts.first; h <= hosts.last; ++h) {
+    ChipBox box;
+    box.slices = slices;
+    int rest = h;
+    for (size_t a = 0; a < topology.axes.size(); ++a) {
+      const int block = rest % grid.blocks[a];
+      rest /= grid.blocks[a];
+      box.axes.push_back({block * grid.extent[a], std::min(topology.axes[a].size, (block + 1) * grid.extent[a]) - 1});
+    }
+    boxes.push_back(box);
+  }
+  return boxes;
+}
+
+// `host:` an index or range among a slice's hosts.
+PositionRange read_hosts(const Field& field, const TopologySpec& topology) {
+  const int per_slice = host_grid(topology).per_slice;
+  return read_range(field, per_slice, "the " + std::to_string(per_slice) + " hosts of a slice (first axis fastest)");
+}
+
 // A chip selection given as a mapping: `chip` or `chips` (coordinates), or a range per mesh
 // axis (a missing axis: all of it); `slice` narrows either to some slices (default: all).
 std::vector<ChipBox> read_selection(const MapReader& reader, const TopologySpec& topology) {
@@ -90,6 +132,7 @@ std::vector<ChipBox> read_selection(const MapReader& reader, const TopologySpec&
   if (auto slice = reader.optional("slice")) slices = read_range(*slice, topology.slices, "the slices");
   const auto chip = reader.optional("chip");
   const auto chips = reader.optional("chips");
+  const auto host = reader.optional("host");
   if (chip && chips) fail(*chips, "give either chip (one chip) or chips (a list), not both");
   std::optional<Field> ranges;
   for (const auto& entry : reader.entries()) {
@@ -98,6 +141,9 @@ std::vector<ChipBox> read_selection(const MapReader& reader, const TopologySpec&
   if ((chip || chips) && ranges) {
     fail(*ranges, "give either coordinates (chip or chips) or ranges per axis, not both");
   }
+  if (host && (chip || chips || ranges))
+    fail(*host, "give either host (every chip of some hosts) or coordinates or ranges, not both");
+  if (host) return host_boxes(topology, read_hosts(*host, topology), slices);
   if (chip) return {read_chip(*chip, topology, slices)};
   if (chips) return read_chip_list(*chips, topology, slices);
   ChipBox box = whole_mesh(topology, slices);
@@ -193,24 +239,6 @@ void read_links(const Field& field, const TopologySpec& topology, Perturbation& 
   }
 }
 
-// Hosts per axis of the mesh: blocks of host_shape chips, clamped to the axis (as Topology does).
-struct HostGrid {
-  std::vector<int> extent, blocks;
-  int per_slice = 1;
-};
-
-HostGrid host_grid(const TopologySpec& topology) {
-  HostGrid grid;
-  for (size_t a = 0; a < topology.axes.size(); ++a) {
-    const int size = topology.axes[a].size;
-    const int want = a < topology.chip.host_shape.size() ? topology.chip.host_shape[a] : 1;
-    grid.extent.push_back(std::max(1, std::min(want, size)));
-    grid.blocks.push_back((size + grid.extent.back() - 1) / grid.extent.back());
-    grid.per_slice *= grid.blocks.back();
-  }
-  return grid;
-}
-
 // `nics:` the NICs of some hosts: by index within a slice (`host`), or the host holding a chip
 // (`chip`); `slice` narrows them to some slices. Default: every host.
 void read_nics(const Field& field, const TopologySpec& topology, Perturbation& p) {
@@ -228,21 +256,7 @@ void read_nics(const Field& field, const TopologySpec& topology, Perturbation& p
     p.chips = {read_chip(*chip, topology, slices)};
     return;
   }
-  const HostGrid grid = host_grid(topology);
-  const PositionRange hosts =
-      host ? read_range(*host, grid.per_slice, "the " + std::to_string(grid.per_slice) + " hosts of a slice (first axis fastest)")
-           : everything(grid.per_slice);
-  for (int h = hosts.first; h <= hosts.last; ++h) {
-    ChipBox box;
-    box.slices = slices;
-    int rest = h;
-    for (size_t a = 0; a < topology.axes.size(); ++a) {
-      const int block = rest % grid.blocks[a];
-      rest /= grid.blocks[a];
-      box.axes.push_back({block * grid.extent[a], std::min(topology.axes[a].size, (block + 1) * grid.extent[a]) - 1});
-    }
-    p.chips.push_back(box);
-  }
+  p.chips = host_boxes(topology, host ? read_hosts(*host, topology) : everything(host_grid(topology).per_slice), slices);
 }
 
 double read_factor(const Field& field, const std::string& what) {
