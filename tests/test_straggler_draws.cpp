@@ -206,3 +206,36 @@ TEST_CASE("podsim run --draws: a scenario without stragglers, too many draws", "
   CHECK(many.err.find("expected 1 to 100000 draws") != std::string::npos);
   CHECK(!std::filesystem::exists(dir / "draws.csv"));
 }
+
+TEST_CASE("podsim run --draws as a Slurm job array: the tasks and --collect give the local run's files",
+          "[stragglers][cli][slurm]") {
+  const std::string scenario = podsim_test::source_path("scenarios/perturbation_stragglers_fsdp_v5p_4x4x4.yaml");
+  const auto dir = podsim_test::made_dir("draws-slurm");
+  const std::string array = (dir / "array").string();
+  const auto emit = podsim_test::run_podsim("run " + scenario + " --draws 4 --emit slurm -o " + array);
+  REQUIRE(emit.exit_code == 0);
+  const std::string script = podsim_test::read_file(dir / "array" / "draws.sbatch");
+  CHECK(script.find("#SBATCH --array=0-4\n") != std::string::npos);   // 4 draws and the pod without them
+  CHECK(script.find("--draws 4 -o '" + std::filesystem::absolute(array).string() + "' --task \"$SLURM_ARRAY_TASK_ID\"") !=
+        std::string::npos);
+  CHECK(script.find("--collect") != std::string::npos);
+  // The array's tasks, as Slurm would run them, then the merge.
+  for (int task = 0; task <= 4; ++task)
+    REQUIRE(podsim_test::run_podsim("run " + scenario + " --draws 4 --task " + std::to_string(task) + " -o " + array)
+                .exit_code == 0);
+  REQUIRE(podsim_test::run_podsim("run " + scenario + " --draws 4 --collect -o " + array).exit_code == 0);
+  REQUIRE(podsim_test::run_podsim("run " + scenario + " --draws 4 -o " + (dir / "local").string()).exit_code == 0);
+  CHECK(podsim_test::read_file(dir / "array" / "draws.csv") == podsim_test::read_file(dir / "local" / "draws.csv"));
+  CHECK(podsim_test::read_file(dir / "array" / "draws.json") == podsim_test::read_file(dir / "local" / "draws.json"));
+  // Another seed: the draws' tasks are stale (the pod without stragglers is not), and say so.
+  const auto stale = podsim_test::run_podsim("run " + scenario + " --set perturbations.0.stragglers.seed=8 --draws 4 --collect -o " + array);
+  CHECK(stale.exit_code == 2);
+  CHECK(stale.err.find("4 of 5 tasks have no summary (0, 1, 2, 3)") != std::string::npos);
+  // A task beyond the array, and the array's options without --draws.
+  const auto beyond = podsim_test::run_podsim("run " + scenario + " --draws 4 --task 5 -o " + array);
+  CHECK(beyond.exit_code == 2);
+  CHECK(beyond.err.find("expected a task from 0 to 4") != std::string::npos);
+  const auto alone = podsim_test::run_podsim("run " + scenario + " --collect -o " + array);
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.err.find("applies to --draws N") != std::string::npos);
+}

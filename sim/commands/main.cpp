@@ -238,26 +238,50 @@ PreflightLimits preflight_limits(const std::string& max_memory, const std::strin
   return limits;
 }
 
-// `run --draws N`: the step-time distribution over draws of the scenario's stragglers.
-int draws_command(const Scenario& scenario, int draws, int jobs, const std::string& out_dir,
-                  const RunCommandOptions& options) {
-  const DrawsOutputs outputs = run_straggler_draws(scenario, draws, out_dir, options, all_cores_unless(jobs));
-  std::cout << shown(outputs.table) << "wrote " << shown(outputs.files[0]) << ", " << shown(outputs.files[1]) << "\n";
+// `run --draws N`: the step-time distribution over draws of the scenario's stragglers, here or
+// as a Slurm job array (--emit slurm, then --task per array task, then --collect).
+struct DrawsRequest {
+  int draws = 0, jobs = 0;
+  std::string emit;
+  std::optional<int> task;
+  bool collect = false;
+};
+
+int draws_command(const Scenario& scenario, const DrawsRequest& request, const std::string& scenario_path,
+                  const std::vector<std::string>& sets, const std::string& out_dir, const RunCommandOptions& options) {
+  DrawsOutputs outputs;
+  if (!request.emit.empty()) {
+    std::string command = shell_quote(self_binary()) + " run " + shell_quote(std::filesystem::absolute(scenario_path).string());
+    for (const auto& set : sets) command += " --set " + shell_quote(set);
+    outputs = emit_draws_slurm(scenario, request.draws, out_dir, command);
+  } else if (request.task) {
+    outputs = run_draws_task(scenario, request.draws, *request.task, out_dir, options);
+  } else if (request.collect) {
+    outputs = collect_draws(scenario, request.draws, out_dir);
+  } else {
+    outputs = run_straggler_draws(scenario, request.draws, out_dir, options, all_cores_unless(request.jobs));
+  }
+  std::cout << shown(outputs.table) << "wrote ";
+  for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << shown(outputs.files[i]);
+  std::cout << "\n";
   return 0;
 }
 
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
-                bool trace_gzip, const PreflightLimits& limits, int draws, int jobs) {
+                bool trace_gzip, const PreflightLimits& limits, const DrawsRequest& draws) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
-  if (draws > 0) {
+  if (draws.draws > 0) {
     options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
     options.strict = strict;
     options.limits = limits;
-    return draws_command(scenario, draws, jobs, out_dir, options);
+    return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
   }
+  if (!draws.emit.empty() || draws.task || draws.collect)
+    throw InputError({"command line", 0, 0}, draws.collect ? "--collect" : draws.task ? "--task" : "--emit", "",
+                     "applies to --draws N; expected --draws beside it");
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   options.reproducible = reproducible;
@@ -598,12 +622,22 @@ int main(int argc, char** argv) {
   run->add_option("--max-memory", max_memory,
                   "refuse a run estimated to need more memory than this (default: the machine's), e.g. \"64 GiB\"");
   run->add_option("--max-time", max_time, "refuse a run estimated to take longer than this (default: 24 h), e.g. \"48 h\"");
-  int run_draws = 0, run_jobs = 0;
-  run->add_option("--draws", run_draws,
+  DrawsRequest run_draws;
+  run->add_option("--draws", run_draws.draws,
                   "run N draws of the scenario's random stragglers; write draws.csv and draws.json (the step-time "
                   "distribution) instead of one run's files")
       ->check(non_negative_whole);
-  run->add_option("-j,--jobs", run_jobs, "with --draws: simulations at once (default: all cores)")->check(non_negative_whole);
+  run->add_option("-j,--jobs", run_draws.jobs, "with --draws: simulations at once (default: all cores)")
+      ->check(non_negative_whole);
+  run->add_option("--emit", run_draws.emit, "with --draws: write a Slurm job array (draws.sbatch) instead of running")
+      ->check(CLI::IsMember({"slurm"}));
+  int run_task = 0;
+  auto* task_option = run->add_option("--task", run_task, "with --draws: run one task of the job array (a Slurm array task)")
+                          ->check(non_negative_whole);
+  auto* collect_flag =
+      run->add_flag("--collect", run_draws.collect, "with --draws: merge the job array's tasks into draws.csv and draws.json");
+  task_option->excludes(collect_flag);
+  run->get_option("--emit")->excludes(task_option)->excludes(collect_flag);
 
   auto* compare = app.add_subcommand("compare", "run a scenario's workload on several meshes; table, CSV, PNG");
   std::string compare_scenario, topologies, compare_chips, compare_out = "out/compare";
@@ -752,8 +786,11 @@ int main(int argc, char** argv) {
   }
   set_verbosity(verbose, quiet);
   try {
-    if (run->parsed()) return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
-                                          preflight_limits(max_memory, max_time), run_draws, run_jobs);
+    if (run->parsed()) {
+      if (task_option->count() > 0) run_draws.task = run_task;
+      return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
+                         preflight_limits(max_memory, max_time), run_draws);
+    }
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,
                                               point_option->count() > 0 ? std::optional<int>(point) : std::nullopt);

@@ -1,9 +1,10 @@
 #include "sim/commands/straggler_draws.hpp"
 
 #include <cstdio>
-
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "sim/engine/child_process.hpp"
 #include "sim/report/csv_text.hpp"
 #include "sim/report/output_files.hpp"
 #include "sim/report/quantiles.hpp"
@@ -56,8 +57,9 @@ double step_time_of(const std::string& summary) {
 
 }  // namespace
 
-DrawsOutputs run_straggler_draws(const Scenario& scenario, int draws, const std::string& out_dir,
-                                 const RunCommandOptions& options, int jobs) {
+namespace {
+
+void check_draws(const Scenario& scenario, int draws) {
   if (scenario.stragglers.empty())
     throw InputError(scenario.location_of("perturbations"), "perturbations", "",
                      "--draws draws the scenario's random stragglers, and it has none; expected a perturbation "
@@ -65,25 +67,56 @@ DrawsOutputs run_straggler_draws(const Scenario& scenario, int draws, const std:
   if (draws < 1 || draws > kMaxDraws)
     throw InputError({"--draws", 0, 0}, "--draws", std::to_string(draws),
                      "expected 1 to " + std::to_string(kMaxDraws) + " draws");
-  // The pod without the random stragglers first, then each draw.
+}
+
+// The runs of a draws set, in task order: draw 0 to draws-1, then the pod without stragglers.
+std::vector<Scenario> draw_runs(const Scenario& scenario, int draws) {
   std::vector<Scenario> runs;
+  for (int d = 0; d < draws; ++d) runs.push_back(with_straggler_draw(scenario, static_cast<uint64_t>(d)));
   Scenario uniform = scenario;
   uniform.topology.perturbations.resize(scenario.fixed_perturbations);
   uniform.stragglers.clear();
-  runs.push_back(uniform);
-  for (int d = 0; d < draws; ++d) runs.push_back(with_straggler_draw(scenario, static_cast<uint64_t>(d)));
-  std::vector<Slowest> slowest;
-  const Topology names(uniform.topology);
-  for (int d = 0; d < draws; ++d) slowest.push_back(slowest_chip(runs[static_cast<size_t>(d) + 1], names));
-  const std::vector<std::string> summaries = simulate_summaries_json(std::move(runs), options, jobs);
+  runs.push_back(std::move(uniform));
+  return runs;
+}
 
-  const double uniform_s = step_time_of(summaries[0]);
+// Whether a task's summary is the run's: the scenario's name and the run's drawn perturbations
+// (names and factors, as summary.json lists them).
+bool summary_of(const std::string& text, const Scenario& scenario, const Scenario& run) {
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || j.value("scenario", std::string()) != scenario.name) return false;
+  const Json none = Json::array();
+  const Json& listed = j.contains("topology") && j["topology"].contains("perturbations") ? j["topology"]["perturbations"] : none;
+  const auto& expected = run.topology.perturbations;
+  if (listed.size() != expected.size()) return false;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (listed[i].value("name", std::string()) != expected[i].name) return false;
+    if (expected[i].kind == PerturbationKind::SlowChips && listed[i].value("compute_slowdown", 0.0) != expected[i].compute_slowdown)
+      return false;
+  }
+  return true;
+}
+
+std::string task_dir(int task) {
+  char name[16];
+  std::snprintf(name, sizeof name, "%05d", task);
+  return std::string("tasks/") + name;
+}
+
+// draws.csv and draws.json from the runs' summaries (task order).
+DrawsOutputs write_draws(const Scenario& scenario, const std::vector<Scenario>& runs,
+                         const std::vector<std::string>& summaries, const std::string& out_dir) {
+  const int draws = static_cast<int>(runs.size()) - 1;
+  const double uniform_s = step_time_of(summaries.back());
+  const Topology names(runs.back().topology);
   Quantiles times;
+  int with_stragglers = 0;
   std::string csv = "draw,seed_offset,slow_chips,max_compute_slowdown,slowest_chip,step_time_s,over_uniform\n";
   for (int d = 0; d < draws; ++d) {
-    const double t = step_time_of(summaries[static_cast<size_t>(d) + 1]);
+    const double t = step_time_of(summaries[static_cast<size_t>(d)]);
     times.add(t);
-    const Slowest& s = slowest[static_cast<size_t>(d)];
+    const Slowest s = slowest_chip(runs[static_cast<size_t>(d)], names);
+    with_stragglers += s.slow_chips > 0 ? 1 : 0;
     csv += std::to_string(d) + "," + std::to_string(d) + "," + std::to_string(s.slow_chips) + "," +
            csv_number(s.factor) + "," + csv_field(s.chip) + "," + csv_number(t) + "," + csv_number(t / uniform_s) + "\n";
   }
@@ -100,8 +133,6 @@ DrawsOutputs run_straggler_draws(const Scenario& scenario, int draws, const std:
   j["p99_s"] = dist.at(99);
   j["max_s"] = dist.max;
   j["mean_over_uniform"] = dist.mean / uniform_s;
-  int with_stragglers = 0;
-  for (const Slowest& s : slowest) with_stragglers += s.slow_chips > 0 ? 1 : 0;
   j["draws_with_stragglers"] = with_stragglers;
 
   ensure_directory(out_dir, "-o");
@@ -118,6 +149,88 @@ DrawsOutputs run_straggler_draws(const Scenario& scenario, int draws, const std:
               "), p50 " + human_time(dist.at(50)) + ", p90 " + human_time(dist.at(90)) + ", p99 " +
               human_time(dist.at(99)) + ", max " + human_time(dist.max) + "\n";
   return out;
+}
+
+}  // namespace
+
+DrawsOutputs run_straggler_draws(const Scenario& scenario, int draws, const std::string& out_dir,
+                                 const RunCommandOptions& options, int jobs) {
+  check_draws(scenario, draws);
+  const std::vector<Scenario> runs = draw_runs(scenario, draws);
+  return write_draws(scenario, runs, simulate_summaries_json(runs, options, jobs), out_dir);
+}
+
+DrawsOutputs emit_draws_slurm(const Scenario& scenario, int draws, const std::string& out_dir,
+                              const std::string& command) {
+  check_draws(scenario, draws);
+  const std::string out = std::filesystem::absolute(out_dir).string();
+  const std::string base = command + " --draws " + std::to_string(draws) + " -o " + shell_quote(out);
+  std::string script = "#!/bin/bash\n";
+  script += "# podsim run --draws " + std::to_string(draws) + " as a Slurm job array: a task a draw, and task " +
+            std::to_string(draws) + " for the pod without stragglers.\n";
+  script += "# Submit:  sbatch " + shell_quote(out + "/draws.sbatch") + "\n";
+  script += "# Then, when the array is done, merge the tasks into draws.csv and draws.json:\n";
+  script += "#   " + base + " --collect\n";
+  script += "#SBATCH --job-name=podsim-draws\n";
+  script += "#SBATCH --array=0-" + std::to_string(draws) + "\n";
+  script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
+  script += "#SBATCH --output=" + out + "/slurm-%A_%a.out\n";
+  script += "set -eu\n";
+  script += "exec " + base + " --task \"$SLURM_ARRAY_TASK_ID\"\n";
+  ensure_directory(out_dir, "-o");
+  OutputFiles files(out_dir, "-o");
+  files.add("draws.sbatch", script);
+  files.commit();
+  const std::filesystem::path path = std::filesystem::path(out_dir) / "draws.sbatch";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+                               std::filesystem::perm_options::add);
+  DrawsOutputs result;
+  result.table = "wrote a job array of " + std::to_string(draws + 1) + " tasks; after it: " + base + " --collect\n";
+  result.files = {path.string()};
+  return result;
+}
+
+DrawsOutputs run_draws_task(const Scenario& scenario, int draws, int task, const std::string& out_dir,
+                            const RunCommandOptions& options) {
+  check_draws(scenario, draws);
+  if (task < 0 || task > draws)
+    throw InputError({"--task", 0, 0}, "--task", std::to_string(task),
+                     "expected a task from 0 to " + std::to_string(draws) + " (the draws, then the pod without stragglers)");
+  std::vector<Scenario> runs = draw_runs(scenario, draws);
+  const std::string summary = simulate_summary_json(std::move(runs[static_cast<size_t>(task)]), options);
+  const std::string dir = (std::filesystem::path(out_dir) / task_dir(task)).string();
+  ensure_directory(dir, "-o");
+  OutputFiles files(dir, "-o");
+  files.add("summary.json", summary);
+  files.commit();
+  DrawsOutputs out;
+  out.files = {files.path("summary.json")};
+  return out;
+}
+
+DrawsOutputs collect_draws(const Scenario& scenario, int draws, const std::string& out_dir) {
+  check_draws(scenario, draws);
+  const std::vector<Scenario> runs = draw_runs(scenario, draws);
+  std::vector<std::string> summaries;
+  std::string missing;
+  int missing_count = 0;
+  for (int task = 0; task <= draws; ++task) {
+    const std::string path = (std::filesystem::path(out_dir) / task_dir(task) / "summary.json").string();
+    std::string text = read_text_file(path);
+    // A task's summary is whole or absent (written by rename); one of another scenario, or of
+    // another draw (a seed or probability changed since), is not this set's.
+    if (text.empty() || !summary_of(text, scenario, runs[static_cast<size_t>(task)])) {
+      if (++missing_count <= 10) missing += (missing.empty() ? "" : ", ") + std::to_string(task);
+      text.clear();
+    }
+    summaries.push_back(std::move(text));
+  }
+  if (missing_count > 0)
+    throw InputError({out_dir, 0, 0}, "--collect", out_dir,
+                     std::to_string(missing_count) + " of " + std::to_string(draws + 1) + " tasks have no summary (" +
+                         missing + (missing_count > 10 ? ", ..." : "") +
+                         "); expected the job array's tasks done (run the missing ones with --task N)");
+  return write_draws(scenario, runs, summaries, out_dir);
 }
 
 }  // namespace podsim
