@@ -7,7 +7,9 @@
 // as they were) add perturbations (topology/perturbation.hpp): slow chips, links with less
 // bandwidth or more latency, degraded NICs, selected as one chip, a box or the whole mesh
 // (the last invariant, so the reduction keeps its part of them), with a compute op the slow
-// chips feel and a collective after it. The hop model stays `floor`: under `additive`, blocks
+// chips feel and a collective after it; 40% of those also draw random stragglers
+// (topology/stragglers.hpp: every chip slow with some probability, each by its own factor).
+// The hop model stays `floor`: under `additive`, blocks
 // shorter than SimGrid's 1 ns timing precision make reduced and full differ by about one
 // block's transfer time whatever the perturbations (docs/modelling.md, known limits);
 // tests/test_perturbation_replay.cpp checks the additive model's extra latency separately.
@@ -33,6 +35,7 @@
 
 #include "seeded_rng.hpp"
 #include "sim/engine/run.hpp"
+#include "topology/stragglers.hpp"
 
 using namespace podsim;
 using podsim_test::env_int;
@@ -129,6 +132,21 @@ void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
     }
     d << "}";
     t.perturbations.push_back(std::move(p));
+  }
+  // Random stragglers (topology/stragglers.hpp) in some of the perturbed cases, from a stream of
+  // their own so that the cases' other draws stay as they were: every chip slow by its own factor
+  // with some probability, as `stragglers:` draws them.
+  Rng side{Rng(rng).next() ^ 0xda942042e4dd58b5ULL};
+  if (side.chance(0.4)) {
+    StragglerSpec spec;
+    spec.name = "stragglers";
+    spec.probability = side.uniform(0.02, 0.3);
+    spec.factor_low = 1.05;
+    spec.factor_high = side.uniform(1.1, 2.0);
+    spec.seed = side.next();
+    const auto drawn = draw_stragglers(t, spec);
+    for (const auto& p : drawn) t.perturbations.push_back(p);
+    d << " {stragglers p=" << spec.probability << ": " << drawn.size() << " chips}";
   }
   // A compute op after some of the collectives, and a collective after it: slow chips start it late.
   ProgramOp compute;
