@@ -308,7 +308,7 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
   const uint64_t seed = static_cast<uint64_t>(env_int("PODSIM_PROPERTY_SEED", static_cast<int>(kDefaultSeed)));
   const int cases = env_int("PODSIM_PROPERTY_CASES", kDefaultCases);
   const int only = env_int("PODSIM_PROPERTY_CASE", -1);
-  int reduced_cases = 0;
+  int reduced_cases = 0, drawn_cases = 0;
   int perturbed_cases = 0, perturbed_reduced_cases = 0, perturbation_kept_axes = 0;
   int uneven_cases = 0, uneven_reduced_cases = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
@@ -329,7 +329,11 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
     }
     const RunResult& reduced = *reduced_run;
     const RunResult& full = *full_run;
-    if (reduced.simulated.chip_count() < full.simulated.chip_count()) ++reduced_cases;
+    // Drawn stragglers slow chips all over the mesh, so those cases rarely reduce: the share of
+    // reduced cases is counted without them.
+    const bool drawn = c.description.find("{stragglers") != std::string::npos;
+    drawn_cases += drawn ? 1 : 0;
+    if (!drawn && reduced.simulated.chip_count() < full.simulated.chip_count()) ++reduced_cases;
     if (uneven && reduced.simulated.chip_count() < full.simulated.chip_count()) ++uneven_reduced_cases;
     if (!c.topology.perturbations.empty()) {
       ++perturbed_cases;
@@ -360,7 +364,12 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
     CHECK(wrong == 0);
   }
   // The generator must exercise the reduction, not only meshes it leaves whole.
-  if (only < 0) CHECK(reduced_cases * 3 >= cases);
+  if (only < 0) {
+    INFO(reduced_cases << " of the " << cases - drawn_cases << " cases without drawn stragglers reduced; " << drawn_cases
+                       << " cases drew stragglers");
+    CHECK(reduced_cases * 3 >= cases - drawn_cases);
+    CHECK(drawn_cases * 20 >= cases);   // about 14%: 40% of the 35% perturbed
+  }
   // ... with uneven work, some of which still reduces along the axes it does not vary on.
   if (only < 0) {
     INFO(uneven_cases << " cases with uneven work, " << uneven_reduced_cases << " of them reduced");
