@@ -335,6 +335,10 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
     CHECK(s.topology.perturbations[1].compute_slowdown == 1.25);
     CHECK(s.topology.perturbations[1].chips.size() == static_cast<size_t>(2 * s.topology.chips_per_slice()));   // both slices
   }
+  SECTION("a failed link is refused, with the reason") {
+    require_error(perturbed("  - links: {axis: X}\n    bandwidth_scale: 0\n"), "perturbations[0].bandwidth_scale", "0",
+                  "bandwidth_scale: 0", "a failed link (bandwidth 0) is not simulated");
+  }
   SECTION("a host beside coordinates, or out of range") {
     require_error(perturbed("  - chips: {host: 1, chip: [0, 0, 0]}\n    compute_slowdown: 2\n"),
                   "perturbations[0].chips.host", "1", "chips:", "give either host");

@@ -369,6 +369,14 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
     if (e.name == "compute_slowdown" && (p.compute_slowdown < 1e-3 || p.compute_slowdown > 1e6))
       fail(e.value, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
     if (e.name == "bandwidth_scale") {
+      // A failed link (0) would stall every ring through it: podsim's collectives keep their rings
+      // and do not route round a dead link, so it is refused rather than simulated as a hang.
+      if (read_real(e.value) == 0)
+        fail(e.value, p.kind == PerturbationKind::Nics
+                          ? "a failed NIC (bandwidth 0) is not simulated: its host's DCN transfers have no other way "
+                            "out; expected a scale > 0, e.g. 0.01 for a NIC nearly gone"
+                          : "a failed link (bandwidth 0) is not simulated: the ring collectives over it do not route "
+                            "round it; expected a scale > 0, e.g. 0.01 for a link nearly gone");
       p.bandwidth_scale = read_factor(e.value, "bandwidth is multiplied by it, e.g. 0.5");
       // The link SimGrid gets: the chip's ICI link (or host NIC) at the simulation's efficiency, scaled.
       const double base = p.kind == PerturbationKind::Nics ? topology.chip.dcn_bandwidth_per_host_Bps
