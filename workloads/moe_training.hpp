@@ -46,6 +46,11 @@ class MoeTrainingBlocks {
   // checkpointing) does not keep the experts' up-projection outputs, which their backward needs;
   // the router's combine weights and the experts' outputs are then recomputed with them.
   bool reruns() const { return reruns_; }
+  // The FLOPs one microbatch reruns of MoE block `block` per chip: all of its forward (router,
+  // shared and routed experts) when reruns(), else none (an MoE block reruns whole or not at all).
+  double recompute_flops_per_chip(const TrainingBlock& block) const {
+    return reruns_ ? block.forward_flops_per_chip + expert_forward_flops_per_chip() : 0.0;
+  }
   // `weight_fraction` > 0 (ZB-H1): the pass computes input gradients only, the router and
   // shared experts' backward less that fraction, the experts' one matmul pass of two;
   // weight_gradients runs the rest later.

@@ -339,13 +339,8 @@ class PipelineEmitter {
       const TrainingBlock& blk = chain_[i];
       const double share = chunk_share(static_cast<int>(i));
       chunk_flops += blk.forward_flops_per_chip * share;
-      if (blk.moe_layer >= 0) {
-        chunk_flops += moe_.expert_forward_flops_per_chip() * share;
-        // An MoE block reruns whole or not at all (training_pass.cpp).
-        if (moe_.reruns()) chunk_recompute += (blk.forward_flops_per_chip + moe_.expert_forward_flops_per_chip()) * share;
-        continue;
-      }
-      chunk_recompute += blk.recompute_flops_per_chip * share;
+      if (blk.moe_layer >= 0) chunk_flops += moe_.expert_forward_flops_per_chip() * share;
+      chunk_recompute += (blk.moe_layer >= 0 ? moe_.recompute_flops_per_chip(blk) : blk.recompute_flops_per_chip) * share;
     }
     moe_.finish();
     ProgramBuilder& rest = b_;

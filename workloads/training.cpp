@@ -413,13 +413,8 @@ void count_step_flops(TrainingLayout& layout, const TrainingPlan& plan, const Mo
   layout.recompute_flops = 0;
   for (const auto& blk : layout.blocks) {
     layout.total_flops += 3 * blk.forward_flops_per_chip;
-    if (blk.moe_layer >= 0) {
-      layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
-      // An MoE block reruns whole or not at all (training_pass.cpp).
-      if (moe.reruns()) layout.recompute_flops += blk.forward_flops_per_chip + moe.expert_forward_flops_per_chip();
-      continue;
-    }
-    layout.recompute_flops += blk.recompute_flops_per_chip;
+    if (blk.moe_layer >= 0) layout.total_flops += 3 * moe.expert_forward_flops_per_chip();
+    layout.recompute_flops += blk.moe_layer >= 0 ? moe.recompute_flops_per_chip(blk) : blk.recompute_flops_per_chip;
   }
   layout.total_flops *= static_cast<double>(layout.chips) * plan.microbatches;
   layout.recompute_flops *= static_cast<double>(layout.chips) * plan.microbatches;

@@ -273,19 +273,15 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
-  if (draws.draws > 0) {
-    options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
-    options.strict = strict;
-    options.limits = limits;
-    return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
-  }
+  options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
+  options.strict = strict;
+  options.limits = limits;
+  if (draws.draws > 0) return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
   if (!draws.emit.empty() || draws.task || draws.collect)
     throw InputError({"command line", 0, 0}, draws.collect ? "--collect" : draws.task ? "--task" : "--emit", "",
                      "applies to --draws N; expected --draws beside it");
-  options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = detail == "hops";
   options.reproducible = reproducible;
-  options.strict = strict;
   options.trace_gzip = trace_gzip;
   if (stderr_is_terminal()) {
     const std::string name = terminal_safe(scenario.name);

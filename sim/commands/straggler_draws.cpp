@@ -31,19 +31,13 @@ Slowest slowest_chip(const Scenario& drawn, const Topology& names) {
   for (size_t i = drawn.fixed_perturbations; i < spec.perturbations.size(); ++i) {
     const Perturbation& p = spec.perturbations[i];
     out.slow_chips += static_cast<int>(p.chips.size());   // one box a chip (draw_stragglers)
-    for (const ChipBox& box : p.chips) {
-      ChipId id = box.slices.first * spec.chips_per_slice();
-      int stride = 1;
-      for (size_t a = 0; a < spec.axes.size(); ++a) {
-        id += box.axes[a].first * stride;
-        stride *= spec.axes[a].size;
-      }
-      const std::string name = names.chip_name(id);
-      // Boxes come in ChipId order within a factor, factors ascending: keep the first of the largest.
-      if (p.compute_slowdown > out.factor) {
-        out.factor = p.compute_slowdown;
-        out.chip = name;
-      }
+    // Factors ascend and boxes come in ChipId order within one: the first box of the largest.
+    if (p.compute_slowdown > out.factor && !p.chips.empty()) {
+      const ChipBox& box = p.chips.front();
+      std::vector<int> coords;
+      for (const PositionRange& r : box.axes) coords.push_back(r.first);
+      out.factor = p.compute_slowdown;
+      out.chip = names.chip_name(names.chip_at(box.slices.first, coords));
     }
   }
   return out;
@@ -54,10 +48,6 @@ double step_time_of(const std::string& summary) {
   const Json j = Json::parse(summary);
   return j.contains("step_time_s") ? j["step_time_s"].get<double>() : j["total_time_s"].get<double>();
 }
-
-}  // namespace
-
-namespace {
 
 void check_draws(const Scenario& scenario, int draws) {
   if (scenario.stragglers.empty())

@@ -265,7 +265,7 @@ double read_factor(const Field& field, const std::string& what) {
   return value;
 }
 
-// A slowdown factor of a straggler draw: > 0 and at most 1e6, as compute_slowdown.
+// A compute_slowdown factor, written or a straggler draw's: from 0.001 to 1e6.
 double read_slowdown(const Field& field) {
   const double value = read_factor(field, "compute time is multiplied by it, e.g. 1.5");
   if (value < 1e-3 || value > 1e6) fail(field, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
@@ -365,9 +365,7 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
                                  (p.kind == PerturbationKind::SlowChips ? "compute_slowdown" : "bandwidth_scale or extra_latency"));
     }
     effect = true;
-    if (e.name == "compute_slowdown") p.compute_slowdown = read_factor(e.value, "compute time is multiplied by it, e.g. 1.5");
-    if (e.name == "compute_slowdown" && (p.compute_slowdown < 1e-3 || p.compute_slowdown > 1e6))
-      fail(e.value, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
+    if (e.name == "compute_slowdown") p.compute_slowdown = read_slowdown(e.value);
     if (e.name == "bandwidth_scale") {
       // A failed link (0) would stall every ring through it: podsim's collectives keep their rings
       // and do not route round a dead link, so it is refused rather than simulated as a hang.
