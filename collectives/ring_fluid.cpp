@@ -24,19 +24,19 @@ struct Message {
   bool done = false;
 };
 
-// Where a chain's messages arrive (one per chip, part, phase and direction).
+// Where a chain's messages arrive (one per chip, part, phase and direction): they cross one at
+// a time, in send order, each from the later of its send and the landing of the one before
+// (or the chain's start).
 struct Mailbox {
-  bool started = false;          // its chain has begun: messages sent now move at once
-  bool receive_posted = false;   // its chain waits and nothing has been sent yet
-  std::deque<int> moving;        // sent after it started, in send order
-  std::deque<int> waiting;       // sent before it started: they move when asked for
+  bool started = false;   // its chain has begun
+  bool busy = false;      // one of its messages is moving
+  std::deque<int> queue;  // sent, not yet moving
 };
 
 struct Chain {
   int chip = 0, part = 0, phase = 0, direction = +1, axis = 0;
   int receives = 0, forwards = 0, received = 0;
   double message_bytes = 0;
-  int current = -1;   // the message it waits for
 };
 
 struct Timer {
@@ -108,9 +108,10 @@ class Model {
         Message& message = messages_[m];
         message.remaining = 0;
         message.done = true;
-        if (chains_[message.to_chain].current == m && mailboxes_[message.to_chain].started) {
-          usable(message.to_chain, message, &woken);
-        }
+        Mailbox& box = mailboxes_[message.to_chain];
+        box.busy = false;
+        move_next(box);
+        usable(message.to_chain, message, &woken);
       }
       for (int c : woken) ready_.push_back(c);
       settle();
@@ -197,46 +198,23 @@ class Model {
     const int m = static_cast<int>(messages_.size());
     messages_.push_back(message);
     Mailbox& box = mailboxes_[message.to_chain];
-    if (box.receive_posted) {
-      box.receive_posted = false;
-      chains_[message.to_chain].current = m;
-      start_moving(m);
-    } else if (box.started) {
-      box.moving.push_back(m);
-      start_moving(m);
-    } else {
-      box.waiting.push_back(m);
-    }
+    box.queue.push_back(m);
+    move_next(box);
   }
 
-  // The chain asks for its next message: one moving already, else the oldest waiting one
-  // (which starts moving now), else the next one sent.
-  void receive(int c) {
-    Mailbox& box = mailboxes_[c];
-    Chain& chain = chains_[c];
-    int m = -1;
-    if (!box.moving.empty()) {
-      m = box.moving.front();
-      box.moving.pop_front();
-    } else if (!box.waiting.empty()) {
-      m = box.waiting.front();
-      box.waiting.pop_front();
-      start_moving(m);
-    } else {
-      box.receive_posted = true;
-      chain.current = -1;
-      return;
-    }
-    chain.current = m;
-    if (messages_[m].done) usable(c, messages_[m], nullptr);
+  void move_next(Mailbox& box) {
+    if (!box.started || box.busy || box.queue.empty()) return;
+    box.busy = true;
+    start_moving(box.queue.front());
+    box.queue.pop_front();
   }
 
+  // One of the chain's messages is usable.
   void wake(int c) {
     Chain& chain = chains_[c];
     if (chain.received < chain.forwards) send(c);
     chain.received += 1;
     if (chain.received == chain.receives) chain_done(c);
-    else receive(c);
   }
 
   void start_phase(int chip, int part) {
@@ -248,11 +226,11 @@ class Model {
     for (const ChainShape& shape : shapes) {
       const int c = slot(chip, part, state.phase, shape.direction);
       chains_[c] = Chain{chip, part, state.phase, shape.direction, axis, shape.receives, shape.forwards, 0,
-                         phase.message_bytes, -1};
+                         phase.message_bytes};
       mailboxes_[c].started = true;
+      move_next(mailboxes_[c]);
       if (shape.sends_own) send(c);
       if (shape.receives == 0) chain_done(c);
-      else receive(c);
     }
     if (shapes.empty()) next_phase(chip, part);
   }

@@ -11,10 +11,8 @@
 //    `forwards` messages it receives, when it has received it;
 //  - a message occupies one directed link; the messages on a link share its bandwidth equally
 //    (max-min sharing of single-link flows);
-//  - a message sent to a chain that has not started its phase waits, and starts moving when
-//    that chain asks for it (a rendezvous); once started, a chain is a permanent receiver and
-//    messages sent to it move at once; it takes them in the order they were sent, except that
-//    one already moving goes before one still waiting;
+//  - a chain's messages cross one at a time, in the order sent: each moves from the later of
+//    its send and the landing of the one before it (or its chain's start);
 //  - floor hop model: a message is usable at max(its arrival, sent + T_min).
 // Wrapped axes are collapsed to one position (every chip of a ring does the same at the same
 // time); lines are kept whole. Things due within 1 ns happen together, floors before arrivals,

@@ -197,7 +197,8 @@ TEST_CASE("DCN: per-chip share of the NIC, oversubscribed core, flat ring", "[re
   const double n = 128;
   const double bound = 2 * V * (n - 1) / n / std::min(v5p.pcie_bandwidth_Bps, v5p.dcn_bandwidth_per_host_Bps);
   const double flat_s = run_scenario(flat, {}).operations[0].time_s;
-  CHECK(flat_s >= bound);
+  INFO("flat ring " << flat_s << " s, bound " << bound << " s");
+  CHECK(flat_s >= bound * (1 - 1e-9));
   CHECK(flat_s <= 1.25 * bound);   // plus the drain between its two halves
   CHECK(run_scenario(hier, {}).operations[0].time_s < flat_s / 10);
 }

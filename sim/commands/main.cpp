@@ -268,12 +268,13 @@ int draws_command(const Scenario& scenario, const DrawsRequest& request, const s
 }
 
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& fidelity, const std::string& detail, bool reproducible, bool strict,
-                bool trace_gzip, const PreflightLimits& limits, const DrawsRequest& draws) {
+                const std::string& fidelity, const std::string& engine, const std::string& detail, bool reproducible,
+                bool strict, bool trace_gzip, const PreflightLimits& limits, const DrawsRequest& draws) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
+  options.engine = engine == "native" ? ReplayEngine::Native : ReplayEngine::SimGrid;
   options.strict = strict;
   options.limits = limits;
   if (draws.draws > 0) return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
@@ -597,12 +598,17 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "errors only: no warnings, no progress")->excludes("--verbose");
 
   auto* run = app.add_subcommand("run", "simulate a scenario; write summary.json, trace.json, operations.csv");
-  std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives";
+  std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives", engine = "simgrid";
   bool reproducible = false;
   run->add_option("scenario", scenario_path, "scenario YAML file")->required();
   run->add_option("-o,--output", out_dir, "output directory")->capture_default_str();
   run->add_option("--fidelity", fidelity, "auto: symmetry-reduced where exact; full: every chip")
       ->check(CLI::IsMember({"auto", "full"}))
+      ->capture_default_str();
+  run->add_option("--engine", engine,
+                  "simgrid: SimGrid's actors replay the hops; native: podsim's own event loop over the same network "
+                  "model (ring collectives and compute only; equal to simgrid on generated programs)")
+      ->check(CLI::IsMember({"simgrid", "native"}))
       ->capture_default_str();
   run->add_option("--trace-detail", detail, "collectives: a span per collective per chip; hops: every hop too")
       ->check(CLI::IsMember({"collectives", "hops"}))
@@ -784,7 +790,7 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) {
       if (task_option->count() > 0) run_draws.task = run_task;
-      return run_command(scenario_path, run_sets, out_dir, fidelity, detail, reproducible, strict, trace_gzip,
+      return run_command(scenario_path, run_sets, out_dir, fidelity, engine, detail, reproducible, strict, trace_gzip,
                          preflight_limits(max_memory, max_time), run_draws);
     }
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);

@@ -126,6 +126,7 @@ void prepare(Scenario& scenario, const RunCommandOptions& command, Prepared& out
 RunOptions run_options(const RunCommandOptions& command) {
   RunOptions options;
   options.fidelity = command.fidelity;
+  options.engine = command.engine;
   options.record_hops = command.record_hops;
   options.progress = command.progress;
   return options;

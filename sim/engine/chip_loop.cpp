@@ -9,31 +9,20 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 #include <set>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <tuple>
 
 #include "sim/engine/chip_routes.hpp"
+#include "sim/engine/message_rules.hpp"
+#include "sim/engine/progress_writer.hpp"
+#include "sim/engine/slot_pool.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace podsim {
 namespace {
-
-// SimGrid never completes a host-to-host transfer of 0 bytes; a block smaller than a byte
-// (1 KiB spread over 4,096 chips) still costs a byte on the wire.
-uint64_t wire_bytes(double bytes) { return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(bytes))); }
-
-// Mailboxes are keyed by what flows through them, so that the messages of one mailbox arrive in
-// the order they were sent (one chain of a ring phase, or one point-to-point send).
-uint64_t chain_key(int op, int rep, int part, int phase, int direction) {
-  return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) |
-         (static_cast<uint64_t>(part) << 11) | (static_cast<uint64_t>(phase) << 2) |
-         (static_cast<uint64_t>(direction > 0 ? 1 : 0) << 1);
-}
-uint64_t send_key(int op, int rep) { return (static_cast<uint64_t>(op) << 36) | (static_cast<uint64_t>(rep) << 16) | 1; }
 
 struct Message {   // one ring hop or point-to-point send
   double sent_s;
@@ -42,6 +31,7 @@ struct Message {   // one ring hop or point-to-point send
   int put = -1;    // the sender's put slot (see ChipLoop::sent), -1 when the sender waits itself
   double extra_latency_s = 0;   // of perturbed links on its route (raises the floor)
   int alternate = -1;   // its data is still to cross a second route, when the receiver takes it
+  double latency_s = 0;   // its route's, under the additive hop model (message_rules.hpp)
 };
 
 struct Notice {    // an AllToAll's last block addressed to a chip has landed
@@ -86,7 +76,7 @@ struct ChainRun {          // a chain of a ring phase, active on this chip
   sg4::Mailbox* in = nullptr;
   sg4::Mailbox* out = nullptr;
   int alternate = -1;          // its hops take a second route between the two chips (see relay)
-  Message* buffer = nullptr;   // where the posted receive writes its payload
+  double latency_s = 0;        // of its messages' route, under the additive hop model
   int received = 0;            // messages taken from the mailbox
   int arrived = 0;             // of those, past their latency floor
 };
@@ -121,60 +111,6 @@ struct Relay {
 size_t flow_batch(size_t flows) {
   return std::max<size_t>(64, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(flows)))));
 }
-
-// What a chip has in flight, by the slot number a Pending or a Message carries; freed slots
-// are reused, so memory follows what is in flight, not what was ever sent.
-template <typename T, typename Container = std::vector<T>>
-class SlotPool {
- public:
-  int add(T value) {
-    if (free_.empty()) {
-      items_.push_back(std::move(value));
-      return static_cast<int>(items_.size() - 1);
-    }
-    const int slot = free_.back();
-    free_.pop_back();
-    items_[slot] = std::move(value);
-    return slot;
-  }
-  // Moves the value out and frees its slot.
-  T take(int slot) {
-    T value = std::move(items_[slot]);
-    free_.push_back(slot);
-    return value;
-  }
-  void release(int slot) { free_.push_back(slot); }
-  T& operator[](int slot) { return items_[slot]; }
-  Container& items() { return items_; }
-
- private:
-  Container items_;
-  std::vector<int> free_;
-};
-
-// The simulation process's side of ReplayOptions::progress: the work done so far, written to
-// a pipe the calling process reads, at most once per interval of wall time. The pipe does not
-// block: a report that does not fit is dropped, the next one carries the count.
-class ProgressWriter {
- public:
-  ProgressWriter(int fd, double interval_s) : fd_(fd), interval_(interval_s), last_(std::chrono::steady_clock::now()) {}
-
-  void add(uint64_t work) {
-    done_ += work;
-    if (fd_ < 0) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (std::chrono::duration<double>(now - last_).count() < interval_) return;
-    last_ = now;
-    // Eight bytes are written whole or not at all (a pipe's writes up to PIPE_BUF are atomic).
-    [[maybe_unused]] const ssize_t n = ::write(fd_, &done_, sizeof done_);
-  }
-
- private:
-  int fd_;
-  double interval_;
-  std::chrono::steady_clock::time_point last_;
-  uint64_t done_ = 0;
-};
 
 struct OpState {
   int deps_left = 0;             // local ops still to finish
@@ -280,17 +216,29 @@ class Simulation {
 
   // Under the floor model a message is usable at max(arrival, sent + hops * T_min + the extra
   // latency of perturbed links); under the additive model that latency is SimGrid's.
-  double usable_s(double now, double sent_s, int hops, double extra_latency_s) const {
-    return floor_model_ ? std::max(now, sent_s + hops * floor_ + extra_latency_s) : now;
+  double usable_s(double now, const Message& m) const {
+    return podsim::usable_s(floor_model_, floor_, now, m.sent_s, m.hops, m.extra_latency_s, m.latency_s);
   }
+  double usable_s(double now, double sent_s, const FlowPlan& flow) {
+    return podsim::usable_s(floor_model_, floor_, now, sent_s, flow.hops, flow.extra_latency_s,
+                            latency_s(flow.src_endpoint, flow.dst_endpoint));
+  }
+  // The latency of the route from one endpoint to another under the additive hop model.
+  double latency_s(int from_endpoint, int to_endpoint) {
+    if (floor_model_) return 0.0;
+    const uint64_t key = (static_cast<uint64_t>(from_endpoint) << 32) | static_cast<uint32_t>(to_endpoint);
+    auto it = latency_of_.find(key);
+    if (it != latency_of_.end()) return it->second;
+    auto route = endpoints_[from_endpoint].out_route;
+    route.insert(route.end(), endpoints_[to_endpoint].in_route.begin(), endpoints_[to_endpoint].in_route.end());
+    return latency_of_[key] = route_latency_s(topo_, route, options_.platform);
+  }
+  std::unordered_map<uint64_t, double> latency_of_;
   std::vector<sg4::Host*> chip_hosts_, flow_hosts_;
   // Second routes between two chips (a ring of 2 positions in a reduced mesh, whose +1 and -1
   // neighbour is one chip): their hosts, by the endpoint pair whose messages take them.
   std::vector<std::pair<sg4::Host*, sg4::Host*>> alternate_hosts_;
   std::map<std::pair<int, int>, int> alternate_of_;
-  // With second routes: per chip, the chains it has started and not released (whose mailbox
-  // has it as permanent receiver; SimGrid 3.32's Mailbox::get_receiver() tests the opposite).
-  std::vector<std::unordered_set<uint64_t>> receiving_;
 
   int alternate(int endpoint, int peer_endpoint) const {
     if (alternate_of_.empty()) return -1;
@@ -448,6 +396,7 @@ class ChipLoop {
         const ChipId to = e_.endpoints_[flow.dst_endpoint].chip;
         auto* box = e_.mailbox(to, send_key(in.op, in.rep));
         auto* message = new Message{sg4::Engine::get_clock(), flow.hops, chip_, -1, flow.extra_latency_s};
+        message->latency_s = e_.latency_s(flow.src_endpoint, flow.dst_endpoint);
         in.flows_left += 1;
         const Pending delivered{Wait::Put, id, static_cast<int>(&flow - plan.flows.data())};
         e_.count_messages(1);
@@ -529,32 +478,31 @@ class ChipLoop {
     if (chain.peer_endpoint >= 0) {
       run.out = e_.mailbox(e_.endpoints_[chain.peer_endpoint].chip, key);
       run.alternate = e_.alternate(chain.endpoint, chain.peer_endpoint);
+      run.latency_s = e_.latency_s(chain.endpoint, chain.peer_endpoint);
     }
-    if (chain.shape.receives > 0) {
-      // Messages flow into a chain once its chip has started it, as into a buffer posted for
-      // them (the chip is then the mailbox's permanent receiver: data flows before the get).
-      // A message sent earlier waits in the mailbox until the chain takes it.
-      run.in = e_.mailbox(chip_, key);
-      run.in->set_receiver(e_.actors_[chip_]);
-      if (!e_.alternate_of_.empty()) e_.receiving_[chip_].insert(key);
-    }
+    if (chain.shape.receives > 0) run.in = e_.mailbox(chip_, key);
     const int slot = chains_.add(run);
-    if (chain.shape.sends_own) send(slot);
+    // A chain's messages cross to it one at a time, in the order sent: the chain posts one
+    // receive when its chip starts it and the next when a message lands (before its floor),
+    // and a receive takes the oldest message sent. A message moves from the later of its send
+    // and the landing of the one before it (or the chain's start). Which of a send and a
+    // landing or start at one instant SimGrid runs first then changes nothing; with the chip
+    // as its mailboxes' permanent receiver, a message sent at the instant its chain started
+    // overtook one that had waited, or not, by which actor ran first (native_replay.hpp).
     if (chain.shape.receives > 0) post_receive(slot);
+    if (chain.shape.sends_own) send(slot);
   }
 
   void send(int slot) {
     ChainRun& run = chains_[slot];
     auto* message = new Message{sg4::Engine::get_clock(), run.plan->shape.hops, chip_, -1, run.plan->extra_latency_s};
+    message->latency_s = run.latency_s;
     e_.count_messages(1);
-    if (run.alternate >= 0 && e_.receiving_[e_.endpoints_[run.plan->peer_endpoint].chip].count(run.key)) {
-      relay(run.alternate, {run.out, message, wire_bytes(run.plan->message_bytes)});
-      return;
-    }
     uint64_t bytes = wire_bytes(run.plan->message_bytes);
     if (run.alternate >= 0) {
-      // The receiver has not started the chain: its data would wait in the mailbox until the
-      // receiver takes it, so the receiver sends it across the second route then.
+      // Its data takes a second route: a message of 0 bytes goes to the mailbox, and the
+      // receiver sends the data across the second route when it takes it, as the message
+      // itself would have moved then.
       message->alternate = run.alternate;
       bytes = 0;
     }
@@ -563,12 +511,11 @@ class ChipLoop {
     sent(put, run.out->put_async(message, bytes));
   }
 
-  // A message whose route is a second one between its two chips (a message between actors
-  // takes the first): the data crosses between the route's own hosts (a host-to-host transfer,
-  // which only the sender sees end), then the sender tells the receiver with 0 bytes, which
-  // take no time on links without latency (the floor model; under the additive model reduced
-  // meshes keep rings of 3, symmetry.hpp). Sent before the receiver started the chain, the
-  // data waits as a message between actors would: see send().
+  // A point-to-point send whose route is a second one between its two chips (a message
+  // between actors takes the first): the data crosses between the route's own hosts (a
+  // host-to-host transfer, which only the sender sees end), then the sender tells the receiver
+  // with 0 bytes, which take no time on links without latency. (A ring hop's data crosses from
+  // the receiver's side instead: send().)
   void relay(int alternate, Relay r) {
     const int index = relays_.add(r);
     const auto& [from, to] = e_.alternate_hosts_[alternate];
@@ -577,19 +524,13 @@ class ChipLoop {
 
   void relay_landed(int index, const sg4::ActivityPtr& comm) {
     const Relay r = relays_.take(index);
-    if (r.after.slot < 0) {   // a ring hop: the receiver takes it from here
-      const int put = puts_.add(nullptr);
-      r.message->put = put;
-      sent(put, r.box->put_async(r.message, 0));
-      return;
-    }
     post(r.box->put_async(r.message, 0), {Wait::Put, -1, 0});
     handle(r.after, comm);
   }
 
   void post_receive(int slot) {
-    ChainRun& run = chains_[slot];
-    post(run.in->get_async<Message>(&run.buffer), {Wait::Receive, slot, 0});
+    const int buffer = receive_buffers_.add(nullptr);
+    post(chains_[slot].in->get_async<Message>(&receive_buffers_[buffer]), {Wait::Receive, slot, buffer});
   }
 
   // A message of chain `slot` has arrived and passed its latency floor.
@@ -598,16 +539,9 @@ class ChipLoop {
     run.arrived += 1;
     record_hop(instances_[run.instance], message, run.plan->message_bytes);
     if (run.arrived <= run.plan->shape.forwards) send(slot);
-    // The next receive is posted once this message is handled: a message still waiting in
-    // the mailbox (sent before the chain started) moves only then.
-    if (run.arrived < run.plan->shape.receives) {
-      post_receive(slot);
-      return;
-    }
+    if (run.arrived < run.plan->shape.receives) return;
     // The chain has everything: free it, and end the phase when its other chain has too.
     const int id = run.instance, part = run.part;
-    run.in->set_receiver(nullptr);
-    if (!e_.alternate_of_.empty()) e_.receiving_[chip_].erase(run.key);
     e_.release_mailbox(chip_, run.key);
     chains_.release(slot);
     Instance& in = instances_[id];
@@ -717,7 +651,7 @@ class ChipLoop {
     const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[index];
     const double now = sg4::Engine::get_clock();
     double arrival = now;
-    arrival = e_.usable_s(arrival, in.work_s, flow.hops, flow.extra_latency_s);
+    arrival = e_.usable_s(arrival, in.work_s, flow);
     if (e_.options_.record_hops) {
       e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, arrival, flow.bytes});
     }
@@ -804,9 +738,10 @@ class ChipLoop {
     while (!timers_.empty() && timers_.top().at_s <= now) fire_next_timer();
     switch (what.what) {
       case Wait::Receive:
-        ring_message_received(what.slot, now);
+        ring_message_received(what.slot, what.index, now);
         break;
-      case Wait::RelayIn: {   // at most one per chain: the next receive is posted after it
+      case Wait::RelayIn: {   // a message's data has crossed the second route
+        if (chains_[what.slot].received < chains_[what.slot].plan->shape.receives) post_receive(what.slot);
         chain_received(what.slot, waiting_data_.take(what.index), now);
         break;
       }
@@ -837,7 +772,7 @@ class ChipLoop {
         delete buffer;
         buffer = nullptr;
         e_.forget_mailbox(chip_, neighbour_keys_[what.index]);   // still a permanent receiver's: not reused
-        const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
+        const double usable = e_.usable_s(now, message);
         if (usable > now) {
           set_timer(usable, TimerKind::NeighbourArrival, what.slot, 0);
         } else {
@@ -850,12 +785,12 @@ class ChipLoop {
   }
 
   // A ring hop's message taken from its chain's mailbox.
-  void ring_message_received(int slot, double now) {
+  void ring_message_received(int slot, int buffer, double now) {
     ChainRun& run = chains_[slot];
-    Message message = *run.buffer;
-    delete run.buffer;
+    Message* payload = receive_buffers_.take(buffer);
+    Message message = *payload;
+    delete payload;
     e_.landed_[message.src].push_back(message.put);
-    run.buffer = nullptr;
     run.received += 1;
     if (message.alternate >= 0) {   // taken now: its data crosses the second route
       const auto& [from, to] = e_.alternate_hosts_[message.alternate];
@@ -864,6 +799,7 @@ class ChipLoop {
       post(sg4::Comm::sendto_async(from, to, wire_bytes(run.plan->message_bytes)), {Wait::RelayIn, slot, index});
       return;
     }
+    if (run.received < run.plan->shape.receives) post_receive(slot);   // the next may move now
     chain_received(slot, message, now);
   }
 
@@ -871,7 +807,7 @@ class ChipLoop {
   void send_landed(int slot, int flow_index, double now) {
     Instance& in = instances_[slot];
     const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[flow_index];
-    const double usable = e_.usable_s(now, in.work_s, flow.hops, flow.extra_latency_s);
+    const double usable = e_.usable_s(now, in.work_s, flow);
     if (e_.options_.record_hops) {
       e_.result.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, usable, flow.bytes});
     }
@@ -886,7 +822,7 @@ class ChipLoop {
   }
 
   void chain_received(int slot, const Message& message, double now) {
-    const double usable = e_.usable_s(now, message.sent_s, message.hops, message.extra_latency_s);
+    const double usable = e_.usable_s(now, message);
     if (usable > now) {
       set_timer(usable, TimerKind::Arrival, slot, 0, message);
     } else {
@@ -914,7 +850,7 @@ class ChipLoop {
 
   void record_hop(const Instance& in, const Message& message, double bytes) {
     if (!e_.options_.record_hops) return;
-    const double usable = e_.usable_s(sg4::Engine::get_clock(), message.sent_s, message.hops, message.extra_latency_s);
+    const double usable = e_.usable_s(sg4::Engine::get_clock(), message);
     e_.result.hops.push_back({in.op, in.rep, message.src, chip_, message.sent_s, usable, bytes});
   }
 
@@ -969,6 +905,7 @@ class ChipLoop {
   int local_incoming_ = 0;   // AllToAll ops whose last incoming block was this chip's own
   std::vector<Notice> early_notices_;
   std::deque<Message*> buffers_;           // neighbours' sends being received (stable addresses)
+  SlotPool<Message*, std::deque<Message*>> receive_buffers_;   // ring hops' (stable addresses)
   std::vector<uint64_t> neighbour_keys_;
 };
 
@@ -976,7 +913,6 @@ void Simulation::start(const ChipPlatform& platform, const std::vector<ChipRoute
   chip_hosts_ = platform.chips;
   flow_hosts_ = platform.flows;
   alternate_hosts_ = platform.alternates;
-  receiving_.resize(chips_);
   for (size_t k = 0; k < alternates.size(); ++k) {
     alternate_of_[{alternates[k].src_endpoint, alternates[k].dst_endpoint}] = static_cast<int>(k);
   }

@@ -22,16 +22,22 @@ void configure_engine(sg4::Engine& engine, size_t max_actors) {
   if (max_actors > 20000) engine.set_config("contexts/guard-size:0");
 }
 
-namespace {
-
-double link_latency_s(const LinkInfo& link, const PlatformOptions& options) {
+double route_latency_s(const Topology& topo, const std::vector<DirectedLink>& route, const PlatformOptions& options) {
   if (options.hop_model != HopModel::Additive) return 0.0;
-  switch (link.kind) {
-    case LinkKind::Ici: return options.hop_latency_s;
-    case LinkKind::Nic: return options.hop_latency_s / 2;  // two NICs per DCN path: one T_min
-    default: return 0.0;
+  double latency = 0;
+  for (const auto& d : route) {
+    const LinkInfo& link = topo.links()[d.link];
+    switch (link.kind) {
+      case LinkKind::Ici: latency += options.hop_latency_s; break;
+      case LinkKind::Nic: latency += options.hop_latency_s / 2; break;   // two NICs per DCN path: one T_min
+      default: break;
+    }
+    latency += link.directed_extra_latency_s(d.forward);
   }
+  return latency;
 }
+
+namespace {
 
 // Creates each physical link once, when some route first uses it, in `zone`.
 class LinkTable {
@@ -48,17 +54,13 @@ class LinkTable {
         links_[d.link] = zone_->create_link(name, bandwidth)->set_latency(0)->seal();
       } else {
         auto* duplex = zone_->create_split_duplex_link(name, bandwidth);
-        duplex->set_latency(link_latency_s(info, options_));
-        if (info.bandwidth_scale != std::array<double, 2>{1.0, 1.0} ||
-            info.extra_latency_s != std::array<double, 2>{0.0, 0.0}) {
-          // A perturbed link (topology/perturbation.hpp): each direction its own bandwidth; its
-          // extra latency is SimGrid latency under the additive model, and raises the
-          // message's floor under the floor model (replay.cpp), where links have no latency.
+        duplex->set_latency(0);
+        if (info.bandwidth_scale != std::array<double, 2>{1.0, 1.0}) {
+          // A perturbed link (topology/perturbation.hpp): each direction its own bandwidth (its
+          // extra latency is the receiver's: message_rules.hpp).
           for (const bool forward : {true, false}) {
             sg4::Link* half = forward ? duplex->get_link_up() : duplex->get_link_down();
             half->set_bandwidth(info.directed_bandwidth_Bps(forward) * options_.link_efficiency);
-            if (options_.hop_model == HopModel::Additive)
-              half->set_latency(link_latency_s(info, options_) + info.directed_extra_latency_s(forward));
           }
         }
         links_[d.link] = duplex->seal();

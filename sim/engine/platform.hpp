@@ -43,15 +43,19 @@ struct ChipPlatform {
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> alternates;
 };
 
+// The latency a message over `route` takes under the additive hop model, after it lands (0
+// under the floor model): T_min per ICI link, T_min / 2 per NIC (a DCN path T_min in all), and
+// the extra latency of perturbed links in the direction taken (message_rules.hpp says why links
+// themselves carry none).
+double route_latency_s(const Topology& topo, const std::vector<DirectedLink>& route, const PlatformOptions& options);
+
 // Two zones under one root: the chips, whose routes are declared per pair (a full zone; each
 // second route between two chips joins a host pair of its own), and the endpoints of AllToAll
 // blocks (a star zone where the block s -> d takes s.out_route + d.in_route, or a full zone of
 // `flow_pairs` when some route takes a link more than once, which a star zone would drop).
 // Messages never cross between the two. Links are split-duplex (each direction its own
 // bandwidth, perturbations included), with efficiency applied, created once when a route
-// first uses them. Under the additive hop model each ICI link carries T_min of latency (a DCN
-// path T_min in all); under the floor model links have none and the receiver enforces the
-// floor.
+// first uses them. Links carry no latency: the receiver adds it (message_rules.hpp).
 ChipPlatform build_chip_platform(const Topology& topo, int chips, const std::vector<ChipRoute>& routes,
                                  const std::vector<ChipRoute>& alternates,
                                  const std::vector<Endpoint>& flow_endpoints,

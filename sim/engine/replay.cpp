@@ -12,6 +12,7 @@
 
 #include "sim/engine/child_process.hpp"
 #include "sim/engine/chip_loop.hpp"
+#include "sim/engine/native_replay.hpp"
 
 namespace podsim {
 
@@ -25,7 +26,8 @@ int simulate_and_send(const Topology& topo, const std::vector<Endpoint>& endpoin
                       const ReplayOptions& options, int result_fd, int progress_fd) {
   ReplayResult result;
   try {
-    result = replay_in_process(topo, endpoints, ops, options, progress_fd);
+    result = options.engine == ReplayEngine::Native ? native_replay_in_process(topo, endpoints, ops, options, progress_fd)
+                                                    : replay_in_process(topo, endpoints, ops, options, progress_fd);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "podsim: simulation failed: %s\n", e.what());
     return 4;

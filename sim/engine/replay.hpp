@@ -66,7 +66,12 @@ struct SimulationProgress {
   double fraction() const { return total == 0 ? 1.0 : std::min(1.0, double(done) / double(total)); }
 };
 
+// Which replay runs a simulation: SimGrid's actors (chip_loop.hpp) or podsim's own event loop
+// over a fluid network (native_replay.hpp), which follows the same rules without simcalls.
+enum class ReplayEngine { SimGrid, Native };
+
 struct ReplayOptions {
+  ReplayEngine engine = ReplayEngine::SimGrid;
   PlatformOptions platform;
   double launch_overhead_s = 0;
   bool record_hops = false;

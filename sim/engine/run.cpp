@@ -1,5 +1,7 @@
 #include "sim/engine/run.hpp"
 
+#include "sim/engine/native_replay.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -242,6 +244,11 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   }
   spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
                registry.endpoints().size(), message_count(plans), sim.chip_count());
+  replay_options.engine = options.engine;
+  if (options.engine == ReplayEngine::Native) {
+    const std::string why = native_replay_unsupported(sim, registry.endpoints(), ops);
+    if (!why.empty()) throw std::invalid_argument("the native replay does not cover " + why + ": use the SimGrid replay");
+  }
   pending.child = start_replay(sim, registry.endpoints(), ops, replay_options);
   return pending;
 }

@@ -29,6 +29,7 @@ struct RunOptions {
   // Work done of the run's total while it runs (ReplayOptions::progress, which says when).
   std::function<void(const SimulationProgress&)> progress;
   double progress_interval_s = 0.25;
+  ReplayEngine engine = ReplayEngine::SimGrid;
 };
 
 struct RunResult {

@@ -1,0 +1,587 @@
+#include "sim/engine/native_replay.hpp"
+
+#include <chrono>
+#include <deque>
+#include <limits>
+#include <map>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "sim/engine/fluid_network.hpp"
+#include "sim/engine/message_rules.hpp"
+#include "sim/engine/progress_writer.hpp"
+#include "sim/engine/slot_pool.hpp"
+
+namespace podsim {
+namespace {
+
+struct Message {   // one ring hop
+  double sent_s = 0;
+  int hops = 0;
+  ChipId src = 0;
+  double extra_latency_s = 0;
+  int route = -1;
+  double latency_s = 0;   // the route's, under the additive hop model
+  uint64_t wire = 0;
+  ChipId to_chip = 0;   // the chain that receives it
+  uint64_t key = 0;
+  int to_slot = -1;     // its slot there, once it moves
+};
+
+// A (receiving chip, chain) mailbox: the chain's messages cross one at a time, in the order
+// put, each from the later of its put and the landing of the one before it (or the chain's
+// start).
+struct Mailbox {
+  bool started = false;      // the chain has started
+  bool busy = false;         // one of its messages is moving
+  int slot = -1;             // the chain's slot on the receiving chip, once started
+  std::vector<int> queue;    // messages not yet moving, from head
+  size_t head = 0;
+};
+
+enum class TimerKind : uint8_t { Arrival, Compute, Release, Launch };
+
+struct Timer {
+  double at_s;
+  uint64_t seq;   // ties in time keep the order they were set in
+  ChipId chip;
+  TimerKind kind;
+  int a;
+  int message;
+  bool operator>(const Timer& o) const { return at_s != o.at_s ? at_s > o.at_s : seq > o.seq; }
+};
+
+struct Completion {   // a chain's receive has its message
+  ChipId chip;
+  int slot;
+  int message;
+};
+
+struct ChainRun {
+  int instance = -1;
+  int part = 0;
+  const ChainPlan* plan = nullptr;
+  uint64_t key = 0;
+  ChipId peer = 0;
+  int route = -1;
+  int received = 0;
+  int arrived = 0;
+};
+
+struct Instance {
+  int op = -1;
+  int rep = 0;
+  double start_s = 0;
+  std::vector<int> phase;
+  std::vector<int> chains_left;
+  int parts_left = 0;
+};
+
+struct OpState {
+  int deps_left = 0;
+  int rep = 0;
+  bool done = false;
+};
+
+// Which ops wait for which on a chip: the same on every chip, except for ops whose `after`
+// depends on the chip's position (ReplayOp::after_at_position).
+struct Dependencies {
+  std::vector<std::vector<int>> dependents;   // per op: the ops waiting for it
+  std::vector<int> count;                     // per op: how many it waits for
+};
+
+class NativeChip;
+
+class NativeReplay {
+ public:
+  NativeReplay(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
+               const ReplayOptions& options, int progress_fd);
+  ReplayResult run();
+
+ private:
+  friend class NativeChip;
+
+  // A chip has few mailboxes open at once (its chains running, and those its neighbours send
+  // to ahead of it): a short list per chip, over a pool whose queues keep their memory.
+  Mailbox& mailbox(ChipId chip, uint64_t key) {
+    for (const auto& [k, index] : boxes_[chip]) {
+      if (k == key) return pool_[index];
+    }
+    int index;
+    if (free_boxes_.empty()) {
+      index = static_cast<int>(pool_.size());
+      pool_.emplace_back();
+    } else {
+      index = free_boxes_.back();
+      free_boxes_.pop_back();
+    }
+    boxes_[chip].emplace_back(key, index);
+    return pool_[index];
+  }
+  const Dependencies& dependencies(ChipId chip);
+  void release_mailbox(ChipId chip, uint64_t key) {
+    auto& open = boxes_[chip];
+    for (auto& entry : open) {
+      if (entry.first != key) continue;
+      Mailbox& box = pool_[entry.second];
+      box.started = box.busy = false;
+      box.slot = -1;
+      box.queue.clear();
+      box.head = 0;
+      free_boxes_.push_back(entry.second);
+      entry = open.back();
+      open.pop_back();
+      return;
+    }
+  }
+  int route(int from_endpoint, int to_endpoint);
+  int network_link(const DirectedLink& d);
+  void put(ChipId to, uint64_t key, int message);
+  void open(ChipId chip, int slot, uint64_t key);
+  void move_next(ChipId chip, Mailbox& box);
+  void start_flow(int message);
+  void land(int message);
+  void set_timer(double at_s, ChipId chip, TimerKind kind, int a, int message = -1) {
+    timers_.push(Timer{at_s, timer_seq_++, chip, kind, a, message});
+  }
+  void count_messages(uint64_t n) {
+    result_.messages += n;
+    progress_.add(n);
+  }
+  double usable(const Message& m) const {
+    return usable_s(floor_model_, floor_, now_, m.sent_s, m.hops, m.extra_latency_s, m.latency_s);
+  }
+  void run_due();
+
+  const Topology& topo_;
+  const std::vector<Endpoint>& endpoints_;
+  const std::vector<ReplayOp>& ops_;
+  const ReplayOptions& options_;
+  const int chip_count_;
+  ProgressWriter progress_;
+  bool floor_model_ = false;
+  double floor_ = 0;
+  double now_ = 0;
+  ReplayResult result_;
+  std::vector<size_t> first_span_;
+  size_t spans_done_ = 0;
+
+  FluidNetwork net_;
+  std::vector<int> link_ids_;   // per DirectedLink (link x 2 + forward): the network's link, -1 until used
+  std::unordered_map<uint64_t, int> route_of_;
+  std::vector<int> route_id_;       // per route: the network's
+  std::vector<char> route_empty_;   // per route: between a chip's own endpoints
+  std::vector<double> route_latency_;   // per route, under the additive hop model
+  SlotPool<Message> messages_;
+  std::vector<std::vector<std::pair<uint64_t, int>>> boxes_;   // per chip: open mailboxes' keys, pool index
+  std::deque<Mailbox> pool_;   // stable addresses
+  std::vector<int> free_boxes_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t timer_seq_ = 0;
+  std::deque<Completion> completions_;
+  std::vector<uint64_t> landed_;
+  std::deque<NativeChip> chips_;
+  std::map<std::vector<int>, Dependencies> dependencies_;   // by the chip's positions that matter
+};
+
+// One chip's ops in dependency order, each repetition after the last: ChipLoop's rules for
+// compute and ring phases, with the replay's clock, timers and mailboxes.
+class NativeChip {
+ public:
+  NativeChip(NativeReplay& e, ChipId chip) : e_(e), chip_(chip), state_(e.ops_.size()) {}
+
+  void start() {
+    const auto& ops = e_.ops_;
+    deps_ = &e_.dependencies(chip_);
+    for (size_t op = 0; op < ops.size(); ++op) state_[op].deps_left = deps_->count[op];
+    std::vector<int> free_ops;
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (state_[op].deps_left == 0) free_ops.push_back(static_cast<int>(op));
+    }
+    for (int op : free_ops) ready(op);
+  }
+
+  bool all_done() const {
+    for (const auto& s : state_) {
+      if (!s.done) return false;
+    }
+    return true;
+  }
+
+  void fire(const Timer& t) {
+    switch (t.kind) {
+      case TimerKind::Arrival: chain_arrival(t.a, t.message); break;
+      case TimerKind::Compute: finish(t.a); break;
+      case TimerKind::Release: begin(t.a); break;
+      case TimerKind::Launch: work(t.a); break;
+    }
+  }
+
+  // A ring hop's message taken by chain `slot`.
+  void received(int slot, int message) {
+    chains_[slot].received += 1;
+    const Message& m = e_.messages_[message];
+    if (e_.usable(m) > e_.now_) {
+      e_.set_timer(e_.usable(m), chip_, TimerKind::Arrival, slot, message);
+    } else {
+      chain_arrival(slot, message);
+    }
+  }
+
+ private:
+  bool present(int op) const {
+    const ReplayOp& r = e_.ops_[op];
+    return r.present_at_position.empty() ||
+           r.present_at_position.at(e_.topo_.position_along(chip_, r.position_axis)) != 0;
+  }
+
+  void ready(int op) {
+    const double release = e_.ops_[op].release_s;
+    if (release > e_.now_) {
+      e_.set_timer(release, chip_, TimerKind::Release, op);
+      return;
+    }
+    begin(op);
+  }
+
+  void op_finished(int op) {
+    state_[op].done = true;
+    for (int d : deps_->dependents[op]) {
+      if (--state_[d].deps_left == 0) ready(d);
+    }
+  }
+
+  void begin(int op) {
+    const int id = static_cast<int>(instances_.size());
+    instances_.emplace_back();
+    instances_[id].op = op;
+    instances_[id].rep = state_[op].rep;
+    instances_[id].start_s = e_.now_;
+    if (!present(op)) {
+      finish(id);
+      return;
+    }
+    if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
+      e_.set_timer(e_.now_ + e_.options_.launch_overhead_s, chip_, TimerKind::Launch, id);
+      return;
+    }
+    work(id);
+  }
+
+  void work(int id) {
+    Instance& in = instances_[id];
+    const ReplayOp& r = e_.ops_[in.op];
+    if (r.plan == nullptr) {
+      const auto& scale = e_.options_.chip_compute_scale;
+      const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
+      e_.set_timer(e_.now_ + busy_s * (scale.empty() ? 1.0 : scale[chip_]), chip_, TimerKind::Compute, id);
+      return;
+    }
+    const ChipOpPlan& plan = r.plan->chips[chip_];
+    in.phase.assign(plan.parts.size(), 0);
+    in.chains_left.assign(plan.parts.size(), 0);
+    in.parts_left = static_cast<int>(plan.parts.size());
+    if (in.parts_left == 0) {
+      finish(id);
+      return;
+    }
+    for (size_t part = 0; part < plan.parts.size(); ++part) start_phase(id, static_cast<int>(part));
+  }
+
+  void finish(int id) {
+    Instance& in = instances_[id];
+    const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chip_count_ + chip_;
+    e_.result_.spans[span] = {in.op, in.rep, chip_, in.start_s, e_.now_};
+    e_.spans_done_ += 1;
+    e_.progress_.add(1);
+    const int op = in.op;
+    in = Instance{};
+    if (++state_[op].rep < e_.ops_[op].repeat) {
+      begin(op);
+    } else {
+      op_finished(op);
+    }
+  }
+
+  void start_phase(int id, int part) {
+    const auto& phases = e_.ops_[instances_[id].op].plan->chips[chip_].parts[part];
+    while (instances_[id].phase[part] < static_cast<int>(phases.size())) {
+      const auto& chains = phases[instances_[id].phase[part]];
+      int receiving = 0;
+      for (const auto& chain : chains) receiving += chain.shape.receives > 0 ? 1 : 0;
+      instances_[id].chains_left[part] = receiving;
+      for (const auto& chain : chains) start_chain(id, part, chain);
+      if (instances_[id].chains_left[part] > 0) return;
+      instances_[id].phase[part] += 1;
+    }
+    if (--instances_[id].parts_left == 0) finish(id);
+  }
+
+  void start_chain(int id, int part, const ChainPlan& chain) {
+    const Instance& in = instances_[id];
+    ChainRun run;
+    run.instance = id;
+    run.part = part;
+    run.plan = &chain;
+    run.key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
+    if (chain.peer_endpoint >= 0) {
+      run.peer = e_.endpoints_[chain.peer_endpoint].chip;
+      run.route = e_.route(chain.endpoint, chain.peer_endpoint);
+    }
+    const int slot = chains_.add(run);
+    if (chain.shape.receives > 0) e_.open(chip_, slot, run.key);
+    if (chain.shape.sends_own) send(slot);
+    if (chain.shape.receives == 0) chains_.release(slot);
+  }
+
+  void send(int slot) {
+    const ChainRun& run = chains_[slot];
+    Message m;
+    m.sent_s = e_.now_;
+    m.hops = run.plan->shape.hops;
+    m.src = chip_;
+    m.extra_latency_s = run.plan->extra_latency_s;
+    m.route = run.route;
+    m.latency_s = e_.route_latency_[run.route];
+    m.wire = wire_bytes(run.plan->message_bytes);
+    e_.count_messages(1);
+    e_.put(run.peer, run.key, e_.messages_.add(m));
+  }
+
+  // A message of chain `slot` has arrived and passed its latency floor.
+  void chain_arrival(int slot, int message) {
+    ChainRun& run = chains_[slot];
+    run.arrived += 1;
+    const Message m = e_.messages_.take(message);
+    if (e_.options_.record_hops) {
+      const Instance& in = instances_[run.instance];
+      e_.result_.hops.push_back({in.op, in.rep, m.src, chip_, m.sent_s, e_.usable(m),
+                                 run.plan->message_bytes});
+    }
+    if (run.arrived <= run.plan->shape.forwards) send(slot);
+    if (run.arrived < run.plan->shape.receives) return;
+    const int id = run.instance, part = run.part;
+    e_.release_mailbox(chip_, run.key);
+    chains_.release(slot);
+    Instance& in = instances_[id];
+    if (--in.chains_left[part] > 0) return;
+    in.phase[part] += 1;
+    start_phase(id, part);
+  }
+
+  NativeReplay& e_;
+  const ChipId chip_;
+  std::vector<OpState> state_;
+  const Dependencies* deps_ = nullptr;   // shared by the chips at the same positions
+  std::deque<Instance> instances_;   // ids never reused: a caller may hold one a nested call finished
+  SlotPool<ChainRun, std::deque<ChainRun>> chains_;
+};
+
+NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                           const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd)
+    : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chip_count_(topo.chip_count()),
+      progress_(progress_fd, options.progress_interval_s) {
+  floor_model_ = options.platform.hop_model == HopModel::Floor;
+  floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
+  size_t spans = 0;
+  for (const auto& op : ops_) {
+    first_span_.push_back(spans);
+    spans += static_cast<size_t>(op.repeat) * chip_count_;
+  }
+  result_.spans.resize(spans);
+  link_ids_.assign(2 * topo.links().size(), -1);
+  boxes_.resize(chip_count_);
+}
+
+// The network link of one direction of a physical link, made on first use as platform.cpp
+// makes SimGrid's: efficiency on the bandwidth, each direction its own (a DCN core shared by
+// both).
+int NativeReplay::network_link(const DirectedLink& d) {
+  const LinkInfo& info = topo_.links()[d.link];
+  const bool core = info.kind == LinkKind::DcnCore;
+  const size_t index = 2 * static_cast<size_t>(d.link) + (core || d.forward ? 0 : 1);
+  if (link_ids_[index] >= 0) return link_ids_[index];
+  const double efficiency = options_.platform.link_efficiency;
+  const double bandwidth = core ? info.bandwidth_Bps * efficiency : info.directed_bandwidth_Bps(d.forward) * efficiency;
+  link_ids_[index] = net_.add_link(bandwidth);
+  return link_ids_[index];
+}
+
+const Dependencies& NativeReplay::dependencies(ChipId chip) {
+  std::vector<int> where;   // the chip's position along each axis some op's order depends on
+  for (const auto& op : ops_) {
+    if (op.position_axis >= 0 && !op.after_at_position.empty()) where.push_back(topo_.position_along(chip, op.position_axis));
+  }
+  auto [it, inserted] = dependencies_.try_emplace(where);
+  if (!inserted) return it->second;
+  Dependencies& d = it->second;
+  d.dependents.resize(ops_.size());
+  d.count.assign(ops_.size(), 0);
+  size_t k = 0;
+  for (size_t op = 0; op < ops_.size(); ++op) {
+    const ReplayOp& r = ops_[op];
+    const bool by_position = r.position_axis >= 0 && !r.after_at_position.empty();
+    for (int dep : by_position ? r.after_at_position.at(where[k++]) : r.after) {
+      d.dependents[dep].push_back(static_cast<int>(op));
+      d.count[op] += 1;
+    }
+  }
+  return d;
+}
+
+int NativeReplay::route(int from_endpoint, int to_endpoint) {
+  const uint64_t key = (static_cast<uint64_t>(from_endpoint) << 32) | static_cast<uint32_t>(to_endpoint);
+  auto [it, inserted] = route_of_.try_emplace(key, static_cast<int>(route_id_.size()));
+  if (!inserted) return it->second;
+  auto route = endpoints_[from_endpoint].out_route;
+  route.insert(route.end(), endpoints_[to_endpoint].in_route.begin(), endpoints_[to_endpoint].in_route.end());
+  std::vector<int> links;
+  for (const auto& d : route) links.push_back(network_link(d));
+  route_empty_.push_back(links.empty());
+  route_id_.push_back(net_.add_route(std::move(links)));
+  route_latency_.push_back(route_latency_s(topo_, route, options_.platform));
+  return it->second;
+}
+
+void NativeReplay::put(ChipId to, uint64_t key, int message) {
+  messages_[message].to_chip = to;
+  messages_[message].key = key;
+  Mailbox& box = mailbox(to, key);
+  box.queue.push_back(message);
+  if (box.started && !box.busy) move_next(to, box);
+}
+
+// Chain `slot` of `chip` starts: the first message waiting for it moves now.
+void NativeReplay::open(ChipId chip, int slot, uint64_t key) {
+  Mailbox& box = mailbox(chip, key);
+  box.started = true;
+  box.slot = slot;
+  if (!box.busy) move_next(chip, box);
+}
+
+void NativeReplay::move_next(ChipId chip, Mailbox& box) {
+  if (box.head == box.queue.size()) return;
+  const int message = box.queue[box.head++];
+  box.busy = true;
+  messages_[message].to_slot = box.slot;
+  (void)chip;
+  start_flow(message);
+}
+
+void NativeReplay::start_flow(int message) {
+  const Message& m = messages_[message];
+  if (route_empty_[m.route]) {   // between a chip's own endpoints: no link to cross
+    land(message);
+    return;
+  }
+  net_.start(now_, route_id_[m.route], static_cast<double>(m.wire), static_cast<uint64_t>(message));
+}
+
+void NativeReplay::land(int message) {
+  Message& m = messages_[message];
+  completions_.push_back({m.to_chip, m.to_slot, message});
+  Mailbox& box = mailbox(m.to_chip, m.key);
+  box.busy = false;
+  move_next(m.to_chip, box);
+}
+
+// Everything due at the current date: timers first (a message held by its floor until now is
+// older than one that lands now), then the receives that have their message.
+void NativeReplay::run_due() {
+  while (true) {
+    if (!timers_.empty() && timers_.top().at_s <= now_) {
+      const Timer t = timers_.top();
+      timers_.pop();
+      chips_[t.chip].fire(t);
+      continue;
+    }
+    if (completions_.empty()) return;
+    const Completion c = completions_.front();
+    completions_.pop_front();
+    chips_[c.chip].received(c.slot, c.message);
+  }
+}
+
+ReplayResult NativeReplay::run() {
+  const auto run_start = std::chrono::steady_clock::now();
+  for (ChipId c = 0; c < chip_count_; ++c) chips_.emplace_back(*this, c);
+  for (auto& chip : chips_) chip.start();
+  while (true) {
+    run_due();
+    net_.settle(now_);
+    const double next = std::min(net_.next_date(), timers_.empty() ? std::numeric_limits<double>::infinity()
+                                                                    : timers_.top().at_s);
+    if (next == std::numeric_limits<double>::infinity()) break;
+    now_ = next;
+    landed_.clear();
+    net_.advance(now_, landed_);
+    for (uint64_t tag : landed_) land(static_cast<int>(tag));
+  }
+  result_.simulation_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  result_.end_time_s = now_;
+  if (spans_done_ != result_.spans.size()) {
+    throw std::runtime_error("the simulation stopped with " + std::to_string(result_.spans.size() - spans_done_) +
+                             " op instances unfinished (deadlock)");
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+std::string native_replay_unsupported(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                                      const std::vector<ReplayOp>& ops) {
+  for (const auto& op : ops) {
+    if (!op.after_neighbour.empty()) return "an op waits for a neighbour's point-to-point send";
+    if (op.plan == nullptr) continue;
+    if (op.plan->point_to_point) return "point-to-point sends (pipeline stages)";
+    for (const auto& chip : op.plan->chips) {
+      if (!chip.flows.empty() || chip.incoming_flows > 0) return "AllToAll blocks";
+    }
+  }
+  // Two chains between the same two chips over different routes (a ring of 2 positions whose
+  // +1 and -1 neighbour is one chip): the SimGrid replay relays one of them (chip_routes.hpp),
+  // which this replay does not model yet.
+  std::unordered_map<uint64_t, std::pair<int, int>> first;   // chip pair -> its first endpoint pair
+  const auto joined = [&](int from, int to) {
+    auto route = endpoints[from].out_route;
+    route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
+    return route;
+  };
+  for (const auto& op : ops) {
+    if (op.plan == nullptr) continue;
+    for (ChipId chip = 0; chip < static_cast<ChipId>(op.plan->chips.size()); ++chip) {
+      for (const auto& part : op.plan->chips[chip].parts) {
+        for (const auto& phase : part) {
+          for (const auto& chain : phase) {
+            if (chain.peer_endpoint < 0) continue;
+            const ChipId peer = endpoints[chain.peer_endpoint].chip;
+            const uint64_t pair = (static_cast<uint64_t>(chip) << 32) | static_cast<uint32_t>(peer);
+            const auto [it, inserted] = first.try_emplace(pair, chain.endpoint, chain.peer_endpoint);
+            if (inserted || it->second == std::make_pair(chain.endpoint, chain.peer_endpoint)) continue;
+            if (joined(it->second.first, it->second.second) != joined(chain.endpoint, chain.peer_endpoint)) {
+              return "two routes between two chips (a wrapped axis of 2 positions)";
+            }
+          }
+        }
+      }
+    }
+  }
+  (void)topo;
+  return "";
+}
+
+ReplayResult native_replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
+                                      const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd) {
+  const std::string why = native_replay_unsupported(topo, endpoints, ops);
+  if (!why.empty()) throw std::invalid_argument("the native replay does not cover " + why);
+  for (const auto& op : ops) {
+    if (op.repeat >= (1 << 20) || ops.size() >= (1u << 27)) {
+      throw std::invalid_argument("too many ops or repetitions for one simulation");
+    }
+  }
+  NativeReplay replay(topo, endpoints, ops, options, progress_fd);
+  return replay.run();
+}
+
+}  // namespace podsim
