@@ -124,10 +124,10 @@ void check_program_size(const Scenario& scenario, const PreflightLimits& limits)
 }
 
 SimulationEstimate preflight_check(const Scenario& scenario, const Program& program, Fidelity fidelity,
-                                   const PreflightLimits& limits) {
+                                   const PreflightLimits& limits, ReplayEngine engine) {
   SimulationEstimate e;
   try {
-    e = estimate_simulation(scenario.topology, simulation_settings(scenario), program, fidelity);
+    e = estimate_simulation(scenario.topology, simulation_settings(scenario), program, fidelity, engine);
   } catch (const std::invalid_argument&) {
     return e;   // the run itself reports what it cannot plan
   }

@@ -120,7 +120,7 @@ void prepare(Scenario& scenario, const RunCommandOptions& command, Prepared& out
     case WorkloadKind::Inference: out.program = inference_run_program(scenario, command, out.inference_layout); break;
     case WorkloadKind::Serving: throw std::logic_error("a serving run has no one program: serve_to_directory runs it");
   }
-  preflight_check(scenario, out.program, command.fidelity, command.limits);
+  preflight_check(scenario, out.program, command.fidelity, command.limits, command.engine);
 }
 
 RunOptions run_options(const RunCommandOptions& command) {

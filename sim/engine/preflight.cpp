@@ -8,7 +8,7 @@ const EstimateCoefficients& estimate_coefficients() {
 }
 
 SimulationEstimate estimate_simulation(const TopologySpec& topology, const SimulationSettings& settings,
-                                       const Program& program, Fidelity fidelity) {
+                                       const Program& program, Fidelity fidelity, ReplayEngine engine) {
   const SymmetryReduction reduction = reduce_program(topology, settings, program, fidelity);
   const Topology simulated(reduction.reduced);
   const auto& c = estimate_coefficients();
@@ -59,7 +59,8 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
                    c.bytes_per_flow * static_cast<double>(flows) + c.bytes_per_flow_hop * e.flow_hops +
                    c.bytes_per_dcn_message * static_cast<double>(dcn_messages) +
                    c.bytes_per_span * static_cast<double>(e.spans);
-  e.wall_s = c.seconds_per_message * static_cast<double>(ring_messages) + all_to_all_s +
+  const double per_message = engine == ReplayEngine::Native ? c.native_seconds_per_message : c.seconds_per_message;
+  e.wall_s = per_message * static_cast<double>(ring_messages) + all_to_all_s +
              c.seconds_per_span * static_cast<double>(e.spans);
   return e;
 }
