@@ -20,6 +20,9 @@ namespace podsim_test {
 
 using namespace podsim;
 
+// Two replays' times of one span agree: within 1e-9 relative (and 1e-15 s absolute).
+inline bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15; }
+
 inline constexpr double kPerturbedShare = 0.35;
 inline constexpr double kUnevenShare = 0.3;
 

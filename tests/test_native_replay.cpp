@@ -22,6 +22,7 @@
 
 using namespace podsim;
 using podsim_test::Case;
+using podsim_test::close;
 using podsim_test::env_int;
 
 namespace {
@@ -29,7 +30,6 @@ namespace {
 constexpr int kDefaultCases = 200;
 constexpr uint64_t kDefaultSeed = 20261127;
 
-bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15; }
 
 RunOptions full_with(ReplayEngine engine) {
   RunOptions options;

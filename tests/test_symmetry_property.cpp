@@ -42,13 +42,13 @@ using namespace podsim;
 using podsim_test::env_int;
 using podsim_test::Rng;
 using podsim_test::Case;
+using podsim_test::close;
 using podsim_test::generate;
 
 namespace {
 
 constexpr int kDefaultCases = 240;
 constexpr uint64_t kDefaultSeed = 20261122;
-bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15; }
 
 }  // namespace
 

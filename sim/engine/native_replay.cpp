@@ -58,13 +58,19 @@ struct Completion {   // a chain's receive has its message
   int message;
 };
 
+// A chain running on a chip, with what its messages need of its plan copied in (the plans of
+// every chip and op are far apart in memory; a chain reads its own once, when it starts).
 struct ChainRun {
   int instance = -1;
   int part = 0;
-  const ChainPlan* plan = nullptr;
   uint64_t key = 0;
   ChipId peer = 0;
   int route = -1;
+  int receives = 0;
+  int forwards = 0;
+  int hops = 0;
+  double extra_latency_s = 0;
+  double message_bytes = 0;
   int received = 0;
   int arrived = 0;
 };
@@ -323,7 +329,11 @@ class NativeChip {
     ChainRun run;
     run.instance = id;
     run.part = part;
-    run.plan = &chain;
+    run.receives = chain.shape.receives;
+    run.forwards = chain.shape.forwards;
+    run.hops = chain.shape.hops;
+    run.extra_latency_s = chain.extra_latency_s;
+    run.message_bytes = chain.message_bytes;
     run.key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
     if (chain.peer_endpoint >= 0) {
       run.peer = e_.endpoints_[chain.peer_endpoint].chip;
@@ -339,12 +349,12 @@ class NativeChip {
     const ChainRun& run = chains_[slot];
     Message m;
     m.sent_s = e_.now_;
-    m.hops = run.plan->shape.hops;
+    m.hops = run.hops;
     m.src = chip_;
-    m.extra_latency_s = run.plan->extra_latency_s;
+    m.extra_latency_s = run.extra_latency_s;
     m.route = run.route;
     m.latency_s = e_.route_latency_[run.route];
-    m.wire = wire_bytes(run.plan->message_bytes);
+    m.wire = wire_bytes(run.message_bytes);
     e_.count_messages(1);
     e_.put(run.peer, run.key, e_.messages_.add(m));
   }
@@ -357,10 +367,10 @@ class NativeChip {
     if (e_.options_.record_hops) {
       const Instance& in = instances_[run.instance];
       e_.result_.hops.push_back({in.op, in.rep, m.src, chip_, m.sent_s, e_.usable(m),
-                                 run.plan->message_bytes});
+                                 run.message_bytes});
     }
-    if (run.arrived <= run.plan->shape.forwards) send(slot);
-    if (run.arrived < run.plan->shape.receives) return;
+    if (run.arrived <= run.forwards) send(slot);
+    if (run.arrived < run.receives) return;
     const int id = run.instance, part = run.part;
     e_.release_mailbox(chip_, run.key);
     chains_.release(slot);
