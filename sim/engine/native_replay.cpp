@@ -7,6 +7,7 @@
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/engine/fluid_network.hpp"
 #include "sim/engine/message_rules.hpp"
@@ -558,8 +559,9 @@ std::string native_replay_unsupported(const Topology& topo, const std::vector<En
     route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
     return route;
   };
+  std::unordered_set<const OpPlan*> seen;   // ops with the same plan share it (run.cpp)
   for (const auto& op : ops) {
-    if (op.plan == nullptr) continue;
+    if (op.plan == nullptr || !seen.insert(op.plan).second) continue;
     for (ChipId chip = 0; chip < static_cast<ChipId>(op.plan->chips.size()); ++chip) {
       for (const auto& part : op.plan->chips[chip].parts) {
         for (const auto& phase : part) {
