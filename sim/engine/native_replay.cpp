@@ -540,8 +540,7 @@ ReplayResult NativeReplay::run() {
 
 }  // namespace
 
-std::string native_replay_unsupported(const Topology& topo, const std::vector<Endpoint>& endpoints,
-                                      const std::vector<ReplayOp>& ops) {
+std::string native_replay_unsupported(const std::vector<ReplayOp>& ops) {
   for (const auto& op : ops) {
     if (!op.after_neighbour.empty()) return "an op waits for a neighbour's point-to-point send";
     if (op.plan == nullptr) continue;
@@ -550,42 +549,12 @@ std::string native_replay_unsupported(const Topology& topo, const std::vector<En
       if (!chip.flows.empty() || chip.incoming_flows > 0) return "AllToAll blocks";
     }
   }
-  // Two chains between the same two chips over different routes (a ring of 2 positions whose
-  // +1 and -1 neighbour is one chip): the SimGrid replay relays one of them (chip_routes.hpp),
-  // which this replay does not model yet.
-  std::unordered_map<uint64_t, std::pair<int, int>> first;   // chip pair -> its first endpoint pair
-  const auto joined = [&](int from, int to) {
-    auto route = endpoints[from].out_route;
-    route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
-    return route;
-  };
-  std::unordered_set<const OpPlan*> seen;   // ops with the same plan share it (run.cpp)
-  for (const auto& op : ops) {
-    if (op.plan == nullptr || !seen.insert(op.plan).second) continue;
-    for (ChipId chip = 0; chip < static_cast<ChipId>(op.plan->chips.size()); ++chip) {
-      for (const auto& part : op.plan->chips[chip].parts) {
-        for (const auto& phase : part) {
-          for (const auto& chain : phase) {
-            if (chain.peer_endpoint < 0) continue;
-            const ChipId peer = endpoints[chain.peer_endpoint].chip;
-            const uint64_t pair = (static_cast<uint64_t>(chip) << 32) | static_cast<uint32_t>(peer);
-            const auto [it, inserted] = first.try_emplace(pair, chain.endpoint, chain.peer_endpoint);
-            if (inserted || it->second == std::make_pair(chain.endpoint, chain.peer_endpoint)) continue;
-            if (joined(it->second.first, it->second.second) != joined(chain.endpoint, chain.peer_endpoint)) {
-              return "two routes between two chips (a wrapped axis of 2 positions)";
-            }
-          }
-        }
-      }
-    }
-  }
-  (void)topo;
   return "";
 }
 
 ReplayResult native_replay_in_process(const Topology& topo, const std::vector<Endpoint>& endpoints,
                                       const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd) {
-  const std::string why = native_replay_unsupported(topo, endpoints, ops);
+  const std::string why = native_replay_unsupported(ops);
   if (!why.empty()) throw std::invalid_argument("the native replay does not cover " + why);
   for (const auto& op : ops) {
     if (op.repeat >= (1 << 20) || ops.size() >= (1u << 27)) {

@@ -287,7 +287,7 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
                registry.endpoints().size(), message_count(ops), sim.chip_count());
   replay_options.engine = options.engine;
   if (options.engine == ReplayEngine::Native) {
-    const std::string why = native_replay_unsupported(sim, registry.endpoints(), ops);
+    const std::string why = native_replay_unsupported(ops);
     if (!why.empty()) throw std::invalid_argument("the native replay does not cover " + why + ": use the SimGrid replay");
   }
   pending.child = start_replay(sim, registry.endpoints(), ops, replay_options);
