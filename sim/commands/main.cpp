@@ -274,7 +274,9 @@ int run_command(const std::string& scenario_path, const std::vector<std::string>
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
-  options.engine = engine == "native" ? ReplayEngine::Native : ReplayEngine::SimGrid;
+  options.engine = engine == "native" ? ReplayEngine::Native
+                   : engine == "simgrid" ? ReplayEngine::SimGrid
+                                         : ReplayEngine::Auto;
   options.strict = strict;
   options.limits = limits;
   if (draws.draws > 0) return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
@@ -598,7 +600,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "errors only: no warnings, no progress")->excludes("--verbose");
 
   auto* run = app.add_subcommand("run", "simulate a scenario; write summary.json, trace.json, operations.csv");
-  std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives", engine = "simgrid";
+  std::string scenario_path, out_dir = "out", fidelity = "auto", detail = "collectives", engine = "auto";
   bool reproducible = false;
   run->add_option("scenario", scenario_path, "scenario YAML file")->required();
   run->add_option("-o,--output", out_dir, "output directory")->capture_default_str();
@@ -606,9 +608,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "full"}))
       ->capture_default_str();
   run->add_option("--engine", engine,
-                  "simgrid: SimGrid's actors replay the hops; native: podsim's own event loop over the same network "
-                  "model (ring collectives and compute only; equal to simgrid on generated programs)")
-      ->check(CLI::IsMember({"simgrid", "native"}))
+                  "native: podsim's own event loop over the network model (ring collectives and compute; equal to "
+                  "simgrid on generated programs); simgrid: SimGrid's actors replay the hops; auto: native where it "
+                  "covers the program")
+      ->check(CLI::IsMember({"auto", "simgrid", "native"}))
       ->capture_default_str();
   run->add_option("--trace-detail", detail, "collectives: a span per collective per chip; hops: every hop too")
       ->check(CLI::IsMember({"collectives", "hops"}))

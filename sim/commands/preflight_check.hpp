@@ -27,6 +27,6 @@ void check_program_size(const Scenario& scenario, const PreflightLimits& limits)
 
 // Estimates the run and throws InputError when it exceeds a limit; returns the estimate.
 SimulationEstimate preflight_check(const Scenario& scenario, const Program& program, Fidelity fidelity,
-                                   const PreflightLimits& limits, ReplayEngine engine = ReplayEngine::SimGrid);
+                                   const PreflightLimits& limits, ReplayEngine engine = ReplayEngine::Auto);
 
 }  // namespace podsim

@@ -15,7 +15,7 @@ namespace podsim {
 
 struct RunCommandOptions {
   Fidelity fidelity = Fidelity::Auto;
-  ReplayEngine engine = ReplayEngine::SimGrid;   // --engine
+  ReplayEngine engine = ReplayEngine::Auto;   // --engine
   bool record_hops = false;     // --trace-detail hops
   bool reproducible = false;    // wall_time_s written as 0
   bool trace_gzip = false;      // trace.json.gz instead of trace.json (not for serving runs)

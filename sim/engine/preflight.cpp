@@ -59,7 +59,13 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
                    c.bytes_per_flow * static_cast<double>(flows) + c.bytes_per_flow_hop * e.flow_hops +
                    c.bytes_per_dcn_message * static_cast<double>(dcn_messages) +
                    c.bytes_per_span * static_cast<double>(e.spans);
-  const double per_message = engine == ReplayEngine::Native ? c.native_seconds_per_message : c.seconds_per_message;
+  // Auto runs natively what has no AllToAll and no point-to-point send (native_replay.hpp).
+  bool native = engine == ReplayEngine::Native;
+  if (engine == ReplayEngine::Auto) {
+    native = flows == 0;
+    for (const auto& op : program) native = native && !op.is(ProgramOpKind::Send) && op.after_neighbour.empty();
+  }
+  const double per_message = native ? c.native_seconds_per_message : c.seconds_per_message;
   e.wall_s = per_message * static_cast<double>(ring_messages) + all_to_all_s +
              c.seconds_per_span * static_cast<double>(e.spans);
   return e;

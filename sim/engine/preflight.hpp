@@ -32,7 +32,7 @@ struct SimulationEstimate {
 
 SimulationEstimate estimate_simulation(const TopologySpec& topology, const SimulationSettings& settings,
                                        const Program& program, Fidelity fidelity,
-                                       ReplayEngine engine = ReplayEngine::SimGrid);
+                                       ReplayEngine engine = ReplayEngine::Auto);
 
 // The model's coefficients, measured on this project's 2-core reference machine in CPU time
 // (docs/modelling.md, "Preflight"): rings, sends and DCN rings cost 3.6-11 us of CPU per message;

@@ -68,7 +68,8 @@ struct SimulationProgress {
 
 // Which replay runs a simulation: SimGrid's actors (chip_loop.hpp) or podsim's own event loop
 // over a fluid network (native_replay.hpp), which follows the same rules without simcalls.
-enum class ReplayEngine { SimGrid, Native };
+// Auto (RunOptions only): the native replay where it covers the program, else SimGrid's.
+enum class ReplayEngine { SimGrid, Native, Auto };
 
 struct ReplayOptions {
   ReplayEngine engine = ReplayEngine::SimGrid;

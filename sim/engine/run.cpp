@@ -6,6 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <spdlog/spdlog.h>
 
@@ -286,10 +287,13 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   spdlog::info("{} ops, {} endpoints, {} messages per repetition on {} simulated chips", program.size(),
                registry.endpoints().size(), message_count(ops), sim.chip_count());
   replay_options.engine = options.engine;
-  if (options.engine == ReplayEngine::Native) {
+  if (options.engine != ReplayEngine::SimGrid) {
     const std::string why = native_replay_unsupported(ops);
-    if (!why.empty()) throw std::invalid_argument("the native replay does not cover " + why + ": use the SimGrid replay");
+    if (options.engine == ReplayEngine::Native && !why.empty())
+      throw std::invalid_argument("the native replay does not cover " + why + ": use the SimGrid replay");
+    replay_options.engine = why.empty() ? ReplayEngine::Native : ReplayEngine::SimGrid;
   }
+  run.engine = replay_options.engine == ReplayEngine::Native ? "native" : "simgrid";
   pending.child = start_replay(sim, registry.endpoints(), ops, replay_options);
   return pending;
 }
@@ -388,6 +392,12 @@ RunResult finish_program(PendingRun& pending) {
   const std::vector<ReplayOp>& ops = pending.ops;
   const Topology& sim = run.simulated;
   run.replay = finish_replay(pending.child, pending.replay_options);
+  // Hops in an order of their own, not the order a replay handled them in (which differs
+  // between the two replays at equal instants): by arrival, then send, op, repetition, chips.
+  std::sort(run.replay.hops.begin(), run.replay.hops.end(), [](const HopRecord& a, const HopRecord& b) {
+    return std::tie(a.end_s, a.start_s, a.op, a.repetition, a.src_chip, a.dst_chip, a.bytes) <
+           std::tie(b.end_s, b.start_s, b.op, b.repetition, b.src_chip, b.dst_chip, b.bytes);
+  });
   size_t offset = 0;
   for (const auto& op : program) {
     run.first_span.push_back(offset);

@@ -29,7 +29,7 @@ struct RunOptions {
   // Work done of the run's total while it runs (ReplayOptions::progress, which says when).
   std::function<void(const SimulationProgress&)> progress;
   double progress_interval_s = 0.25;
-  ReplayEngine engine = ReplayEngine::SimGrid;
+  ReplayEngine engine = ReplayEngine::Auto;
 };
 
 struct RunResult {
@@ -43,6 +43,7 @@ struct RunResult {
   std::string fidelity;                // "full" or "reduced", as used
 
   std::vector<size_t> first_span;      // index in replay.spans of each op's first span
+  std::string engine;                  // "native" or "simgrid", as used
 
   // Span of (op, repetition) on a real chip.
   const SpanRecord& span(int op, int repetition, ChipId real_chip) const;

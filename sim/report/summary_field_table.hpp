@@ -115,6 +115,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     // A simulated step or set of collectives.
     {"fidelity", "text", Run, None, "what was simulated: the full pod or a symmetry-reduced one", [](const auto& in) -> Json { return in.run->fidelity; }},
     {"simulated_chips", "count", Run, None, "chips the replay simulated", [](const auto& in) -> Json { return in.run->simulated.chip_count(); }},
+    {"engine", "text", Run, None, "which replay ran it: native (podsim's own event loop) or simgrid (SimGrid's actors); both follow the same rules", [](const auto& in) -> Json { return in.run->engine; }},
     {"symmetry", "list", Run, None, "per axis (and slices): real and simulated size, period, and the reason the reduction is exact", [](const auto& in) -> Json { return p::symmetry(in); }},
     {"simulated_messages", "count", Run, None, "messages the replay sent", [](const auto& in) -> Json { return in.run->replay.messages; }},
     {"total_time_s", "s", Run, Run, "simulated time from the first op's start to the last op's end", [](const auto& in) -> Json { return in.run->total_time_s; }},

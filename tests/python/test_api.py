@@ -40,7 +40,8 @@ def cli_run(scenario, out_dir, overrides=None):
 
 
 # A training step of a few seconds: under way when an interrupt comes.
-SLOW = os.path.join(SOURCE, "scenarios", "training_llama2_13b_fsdp1024_tp4.yaml")
+# Over a second a run (its AllToAlls keep it on the SimGrid replay).
+SLOW = os.path.join(SOURCE, "scenarios", "training_deepseek_v3_v5p_16x16x16_ep.yaml")
 
 
 @contextlib.contextmanager
