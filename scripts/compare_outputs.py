@@ -23,14 +23,16 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def scenario_commands(podsim, scenario, out_dir):
+def scenario_commands(podsim, scenario, out_dir, engine=None):
     text = scenario.read_text()
     # Relative to the checkout (the runs start there), so summaries that name their scenario
     # compare between two checkouts.
     scenario = scenario.relative_to(ROOT)
-    commands = [[podsim, "run", str(scenario), "--reproducible", "-o", str(out_dir / "run")]]
+    # `podsim run --engine`: both replays' outputs can be kept apart (compare doesn't take it).
+    pinned = ["--engine", engine] if engine else []
+    commands = [[podsim, "run", str(scenario), "--reproducible", *pinned, "-o", str(out_dir / "run")]]
     if "kind: collectives" in text:
-        commands.append([podsim, "run", str(scenario), "--reproducible", "--trace-detail", "hops",
+        commands.append([podsim, "run", str(scenario), "--reproducible", "--trace-detail", "hops", *pinned,
                          "-o", str(out_dir / "hops")])
     if "\ncompare:" in text:
         commands.append([podsim, "compare", str(scenario), "-o", str(out_dir / "compare")])
@@ -44,7 +46,7 @@ def snapshot(args):
     failed = []
     scenarios = sorted((ROOT / "scenarios").glob("*.yaml"))
     for scenario in scenarios:
-        for command in scenario_commands(podsim, scenario, out / scenario.stem):
+        for command in scenario_commands(podsim, scenario, out / scenario.stem, args.engine):
             # A list of arguments, never a shell string: scenario names reach no shell.
             result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             status = (out / scenario.stem / (pathlib.Path(command[-1]).name + ".status"))
@@ -138,6 +140,7 @@ def main():
     s = sub.add_parser("snapshot", help="run every shipped scenario into DIR")
     s.add_argument("dir")
     s.add_argument("--podsim", default=str(ROOT / "build" / "podsim"))
+    s.add_argument("--engine", choices=["auto", "simgrid", "native"], help="podsim run --engine (default: its own)")
     d = sub.add_parser("diff", help="compare two snapshots byte for byte")
     d.add_argument("before")
     d.add_argument("after")

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sim/engine/chip_ops.hpp"
 #include "sim/engine/chip_routes.hpp"
 #include "sim/engine/message_rules.hpp"
 #include "sim/engine/progress_writer.hpp"
@@ -81,14 +82,8 @@ struct ChainRun {          // a chain of a ring phase, active on this chip
   int arrived = 0;             // of those, past their latency floor
 };
 
-struct Instance {          // one repetition of one op on this chip
-  int op = -1;
-  int rep = 0;
-  double start_s = 0;
+struct Instance : InstanceCore {   // one repetition of one op on this chip
   double work_s = 0;             // after the launch overhead: when its messages leave
-  std::vector<int> phase;        // per part: the phase running
-  std::vector<int> chains_left;  // per part: chains of that phase still receiving
-  int parts_left = 0;
   int flows_left = 0;            // own AllToAll blocks or sends not yet delivered
   double delivered_s = 0;        // latest delivery of own blocks
   bool incoming_done = true;     // AllToAll: every block addressed here has landed
@@ -112,13 +107,6 @@ size_t flow_batch(size_t flows) {
   return std::max<size_t>(64, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(flows)))));
 }
 
-struct OpState {
-  int deps_left = 0;             // local ops still to finish
-  int waits_left = 0;            // neighbours' sends still to arrive
-  int rep = 0;
-  bool done = false;
-};
-
 }  // namespace
 
 // State of one simulation. Every chip is one actor running an event loop over its own
@@ -130,16 +118,12 @@ class Simulation {
   Simulation(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
          const ReplayOptions& options, int progress_fd)
       : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()),
-        progress_(progress_fd, options.progress_interval_s) {
+        progress_(progress_fd, options.progress_interval_s), dependencies_(topo, ops) {
     floor_model_ = options.platform.hop_model == HopModel::Floor;
     floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
-    size_t spans = 0;
-    for (const auto& op : ops_) {
-      first_span_.push_back(spans);
-      spans += static_cast<size_t>(op.repeat) * chips_;
-    }
-    result.spans.resize(spans);
-    done_spans_.assign(spans, false);
+    first_span_ = span_offsets(ops_, chips_);
+    result.spans.resize(first_span_.back());
+    done_spans_.assign(first_span_.back(), false);
     free_boxes_.resize(chips_);
     boxes_.resize(chips_);
     incoming_left_.resize(ops_.size());
@@ -256,33 +240,22 @@ class Simulation {
   std::vector<std::vector<double>> incoming_last_;
   std::vector<int> notices_expected_;
   std::vector<std::vector<int>> landed_;   // per sending chip: put slots whose message was received
+  DependencyTables dependencies_;
 
  public:
   size_t spans_done = 0;
 };
 
 // The event loop of one chip: its ops in dependency order, each repetition after the last.
-class ChipLoop {
+class ChipLoop : public ChipOps<ChipLoop, Instance> {
  public:
-  ChipLoop(Simulation& engine, ChipId chip) : e_(engine), chip_(chip), state_(engine.ops_.size()) {}
+  ChipLoop(Simulation& engine, ChipId chip)
+      : ChipOps(engine.topo_, engine.ops_, chip, engine.options_.launch_overhead_s), e_(engine) {}
 
   void run() {
-    const auto& ops = e_.ops_;
-    dependents_.resize(ops.size());
-    for (size_t op = 0; op < ops.size(); ++op) {
-      for (int dep : deps_of(static_cast<int>(op))) {
-        dependents_[dep].push_back(static_cast<int>(op));
-        state_[op].deps_left += 1;
-      }
-    }
+    const std::vector<int> free_ops = load(e_.dependencies_.of(chip_));
     if (e_.notices_expected_[chip_] > 0) post_notice_receive();
-    // Ops free to start at once; collected first, since starting one can finish it and free
-    // its dependents.
-    std::vector<int> free_ops;
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (state_[op].deps_left == 0) free_ops.push_back(static_cast<int>(op));
-    }
-    for (int op : free_ops) local_deps_done(op);
+    for (int op : free_ops) deps_done(op);
     while (true) {
       while (!timers_.empty() && timers_.top().at_s <= sg4::Engine::get_clock()) fire_next_timer();
       if (pending_.empty() && timers_.empty()) break;
@@ -308,30 +281,27 @@ class ChipLoop {
     for (auto& put : puts_.items()) {
       if (put) put->wait();
     }
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (!state_[op].done) return;   // a deadlock: the caller counts the missing spans
-    }
+    // Unless all_done(), a deadlock: the caller counts the missing spans.
   }
 
  private:
-  // --- dependencies ---
+  friend class ChipOps<ChipLoop, Instance>;
 
-  const std::vector<int>& deps_of(int op) const {
-    const ReplayOp& r = e_.ops_[op];
-    if (r.position_axis >= 0 && !r.after_at_position.empty()) {
-      return r.after_at_position.at(e_.topo_.position_along(chip_, r.position_axis));
-    }
-    return r.after;
+  // --- what chip_ops.hpp asks of a loop ---
+
+  double now() const { return sg4::Engine::get_clock(); }
+  void set_release_timer(double at_s, int op) { set_timer(at_s, TimerKind::Release, op, 0); }
+  void set_launch_timer(double at_s, int id) { set_timer(at_s, TimerKind::Launch, id, 0); }
+
+  void record_span(const Instance& in) {
+    const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chips_ + chip_;
+    e_.result.spans[span] = {in.op, in.rep, chip_, in.start_s, sg4::Engine::get_clock()};
+    e_.spans_done += 1;
+    e_.progress_.add(1);
   }
 
-  // Whether `op` runs on this chip (ReplayOp::present_at_position).
-  bool present(int op) const {
-    const ReplayOp& r = e_.ops_[op];
-    return r.present_at_position.empty() ||
-           r.present_at_position.at(e_.topo_.position_along(chip_, r.position_axis)) != 0;
-  }
-
-  void local_deps_done(int op) {
+  // Its chip's ops are done; it also waits for what neighbours send it.
+  void deps_done(int op) {
     // Ops of a neighbouring chip: the point-to-point sends that arrive here from it.
     for (const auto& n : e_.ops_[op].after_neighbour) {
       const auto from = n.round_the_end ? e_.topo_.round_the_end(chip_, n.axis, -n.direction)
@@ -346,38 +316,6 @@ class ChipLoop {
       }
     }
     if (state_[op].waits_left == 0) ready(op);
-  }
-
-  void ready(int op) {
-    const double release = e_.ops_[op].release_s;
-    if (release > sg4::Engine::get_clock()) {
-      set_timer(release, TimerKind::Release, op, 0);
-      return;
-    }
-    begin(op);
-  }
-
-  void op_finished(int op) {
-    state_[op].done = true;
-    for (int d : dependents_[op]) {
-      if (--state_[d].deps_left == 0) local_deps_done(d);
-    }
-  }
-
-  // --- one repetition of an op ---
-
-  void begin(int op) {
-    const int rep = state_[op].rep;
-    const int id = new_instance(op, rep);
-    if (!present(op)) {
-      finish(id);   // absent here: no time, no traffic; its dependents keep their order
-      return;
-    }
-    if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
-      set_timer(sg4::Engine::get_clock() + e_.options_.launch_overhead_s, TimerKind::Launch, id, 0);
-      return;
-    }
-    work(id);
   }
 
   void work(int id) {
@@ -414,58 +352,10 @@ class ChipLoop {
       start_all_to_all(id, plan);
       return;
     }
-    in.phase.assign(plan.parts.size(), 0);
-    in.chains_left.assign(plan.parts.size(), 0);
-    in.parts_left = static_cast<int>(plan.parts.size());
-    if (in.parts_left == 0) {
-      finish(id);
-      return;
-    }
-    for (size_t part = 0; part < plan.parts.size(); ++part) start_phase(id, static_cast<int>(part));
-  }
-
-  void finish(int id) {
-    Instance& in = instances_[id];
-    const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chips_ + chip_;
-    e_.result.spans[span] = {in.op, in.rep, chip_, in.start_s, sg4::Engine::get_clock()};
-    e_.spans_done += 1;
-    e_.progress_.add(1);
-    const int op = in.op;
-    in = Instance{};   // op -1: finished; its vectors freed
-    if (++state_[op].rep < e_.ops_[op].repeat) {
-      begin(op);
-    } else {
-      op_finished(op);
-    }
-  }
-
-  // Instance ids are never reused: a caller may still hold the id of an instance that a
-  // nested call finished.
-  int new_instance(int op, int rep) {
-    const int id = static_cast<int>(instances_.size());
-    instances_.emplace_back();
-    instances_[id].op = op;
-    instances_[id].rep = rep;
-    instances_[id].start_s = sg4::Engine::get_clock();
-    return id;
+    start_parts(id, plan);
   }
 
   // --- ring phases ---
-
-  void start_phase(int id, int part) {
-    Instance& in = instances_[id];
-    const auto& phases = e_.ops_[in.op].plan->chips[chip_].parts[part];
-    while (in.phase[part] < static_cast<int>(phases.size())) {
-      const auto& chains = phases[in.phase[part]];
-      int receiving = 0;
-      for (const auto& chain : chains) receiving += chain.shape.receives > 0 ? 1 : 0;
-      instances_[id].chains_left[part] = receiving;
-      for (const auto& chain : chains) start_chain(id, part, chain);
-      if (instances_[id].chains_left[part] > 0) return;
-      instances_[id].phase[part] += 1;   // a phase with nothing to receive here is over at once
-    }
-    if (--instances_[id].parts_left == 0) finish(id);
-  }
 
   void start_chain(int id, int part, const ChainPlan& chain) {
     const Instance& in = instances_[id];
@@ -544,10 +434,7 @@ class ChipLoop {
     const int id = run.instance, part = run.part;
     e_.release_mailbox(chip_, run.key);
     chains_.release(slot);
-    Instance& in = instances_[id];
-    if (--in.chains_left[part] > 0) return;
-    in.phase[part] += 1;
-    start_phase(id, part);
+    chain_done(id, part);
   }
 
   // --- AllToAll ---
@@ -883,10 +770,6 @@ class ChipLoop {
   }
 
   Simulation& e_;
-  const ChipId chip_;
-  std::vector<OpState> state_;
-  std::vector<std::vector<int>> dependents_;
-  std::deque<Instance> instances_;
   SlotPool<ChainRun, std::deque<ChainRun>> chains_;
   // What this chip waits on, as activities: Comm::wait_any_for would copy them into one
   // (a dynamic_cast and two reference counts each, per call) ...

@@ -3,12 +3,12 @@
 #include <chrono>
 #include <deque>
 #include <limits>
-#include <map>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/engine/chip_ops.hpp"
 #include "sim/engine/fluid_network.hpp"
 #include "sim/engine/message_rules.hpp"
 #include "sim/engine/progress_writer.hpp"
@@ -76,28 +76,6 @@ struct ChainRun {
   int arrived = 0;
 };
 
-struct Instance {
-  int op = -1;
-  int rep = 0;
-  double start_s = 0;
-  std::vector<int> phase;
-  std::vector<int> chains_left;
-  int parts_left = 0;
-};
-
-struct OpState {
-  int deps_left = 0;
-  int rep = 0;
-  bool done = false;
-};
-
-// Which ops wait for which on a chip: the same on every chip, except for ops whose `after`
-// depends on the chip's position (ReplayOp::after_at_position).
-struct Dependencies {
-  std::vector<std::vector<int>> dependents;   // per op: the ops waiting for it
-  std::vector<int> count;                     // per op: how many it waits for
-};
-
 class NativeChip;
 
 class NativeReplay {
@@ -126,7 +104,6 @@ class NativeReplay {
     boxes_[chip].emplace_back(key, index);
     return pool_[index];
   }
-  const Dependencies& dependencies(ChipId chip);
   void release_mailbox(ChipId chip, uint64_t key) {
     auto& open = boxes_[chip];
     for (auto& entry : open) {
@@ -189,32 +166,20 @@ class NativeReplay {
   std::deque<Completion> completions_;
   std::vector<uint64_t> landed_;
   std::deque<NativeChip> chips_;
-  std::map<std::vector<int>, Dependencies> dependencies_;   // by the chip's positions that matter
+  DependencyTables dependencies_;
 };
 
-// One chip's ops in dependency order, each repetition after the last: ChipLoop's rules for
-// compute and ring phases, with the replay's clock, timers and mailboxes.
-class NativeChip {
+// One chip's loop: its ops (chip_ops.hpp) with the replay's clock, timers and mailboxes.
+class NativeChip : public ChipOps<NativeChip, InstanceCore> {
  public:
-  NativeChip(NativeReplay& e, ChipId chip) : e_(e), chip_(chip), state_(e.ops_.size()) {}
+  NativeChip(NativeReplay& e, ChipId chip)
+      : ChipOps(e.topo_, e.ops_, chip, e.options_.launch_overhead_s), e_(e) {}
 
   void start() {
-    const auto& ops = e_.ops_;
-    deps_ = &e_.dependencies(chip_);
-    for (size_t op = 0; op < ops.size(); ++op) state_[op].deps_left = deps_->count[op];
-    std::vector<int> free_ops;
-    for (size_t op = 0; op < ops.size(); ++op) {
-      if (state_[op].deps_left == 0) free_ops.push_back(static_cast<int>(op));
-    }
-    for (int op : free_ops) ready(op);
+    for (int op : load(e_.dependencies_.of(chip_))) ready(op);
   }
 
-  bool all_done() const {
-    for (const auto& s : state_) {
-      if (!s.done) return false;
-    }
-    return true;
-  }
+  using ChipOps::all_done;
 
   void fire(const Timer& t) {
     switch (t.kind) {
@@ -237,105 +202,43 @@ class NativeChip {
   }
 
  private:
-  bool present(int op) const {
-    const ReplayOp& r = e_.ops_[op];
-    return r.present_at_position.empty() ||
-           r.present_at_position.at(e_.topo_.position_along(chip_, r.position_axis)) != 0;
-  }
+  friend class ChipOps<NativeChip, InstanceCore>;
 
-  void ready(int op) {
-    const double release = e_.ops_[op].release_s;
-    if (release > e_.now_) {
-      e_.set_timer(release, chip_, TimerKind::Release, op);
-      return;
-    }
-    begin(op);
-  }
-
-  void op_finished(int op) {
-    state_[op].done = true;
-    for (int d : deps_->dependents[op]) {
-      if (--state_[d].deps_left == 0) ready(d);
-    }
-  }
-
-  void begin(int op) {
-    const int id = static_cast<int>(instances_.size());
-    instances_.emplace_back();
-    instances_[id].op = op;
-    instances_[id].rep = state_[op].rep;
-    instances_[id].start_s = e_.now_;
-    if (!present(op)) {
-      finish(id);
-      return;
-    }
-    if (e_.options_.launch_overhead_s > 0 && e_.ops_[op].plan != nullptr) {
-      e_.set_timer(e_.now_ + e_.options_.launch_overhead_s, chip_, TimerKind::Launch, id);
-      return;
-    }
-    work(id);
-  }
+  // --- what chip_ops.hpp asks of a loop ---
+  double now() const { return e_.now_; }
+  void set_release_timer(double at_s, int op) { e_.set_timer(at_s, chip_, TimerKind::Release, op); }
+  void set_launch_timer(double at_s, int id) { e_.set_timer(at_s, chip_, TimerKind::Launch, id); }
+  void deps_done(int op) { ready(op); }
 
   void work(int id) {
-    Instance& in = instances_[id];
-    const ReplayOp& r = e_.ops_[in.op];
+    const ReplayOp& r = ops_[instances_[id].op];
     if (r.plan == nullptr) {
       const auto& scale = e_.options_.chip_compute_scale;
       const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
       e_.set_timer(e_.now_ + busy_s * (scale.empty() ? 1.0 : scale[chip_]), chip_, TimerKind::Compute, id);
       return;
     }
-    const ChipOpPlan& plan = r.plan->chips[chip_];
-    in.phase.assign(plan.parts.size(), 0);
-    in.chains_left.assign(plan.parts.size(), 0);
-    in.parts_left = static_cast<int>(plan.parts.size());
-    if (in.parts_left == 0) {
-      finish(id);
-      return;
-    }
-    for (size_t part = 0; part < plan.parts.size(); ++part) start_phase(id, static_cast<int>(part));
+    start_parts(id, r.plan->chips[chip_]);
   }
 
-  void finish(int id) {
-    Instance& in = instances_[id];
+  void record_span(const InstanceCore& in) {
     const size_t span = e_.first_span_[in.op] + static_cast<size_t>(in.rep) * e_.chip_count_ + chip_;
     e_.result_.spans[span] = {in.op, in.rep, chip_, in.start_s, e_.now_};
     e_.spans_done_ += 1;
     e_.progress_.add(1);
-    const int op = in.op;
-    in = Instance{};
-    if (++state_[op].rep < e_.ops_[op].repeat) {
-      begin(op);
-    } else {
-      op_finished(op);
-    }
-  }
-
-  void start_phase(int id, int part) {
-    const auto& phases = e_.ops_[instances_[id].op].plan->chips[chip_].parts[part];
-    while (instances_[id].phase[part] < static_cast<int>(phases.size())) {
-      const auto& chains = phases[instances_[id].phase[part]];
-      int receiving = 0;
-      for (const auto& chain : chains) receiving += chain.shape.receives > 0 ? 1 : 0;
-      instances_[id].chains_left[part] = receiving;
-      for (const auto& chain : chains) start_chain(id, part, chain);
-      if (instances_[id].chains_left[part] > 0) return;
-      instances_[id].phase[part] += 1;
-    }
-    if (--instances_[id].parts_left == 0) finish(id);
   }
 
   void start_chain(int id, int part, const ChainPlan& chain) {
-    const Instance& in = instances_[id];
+    const InstanceCore& in = instances_[id];
     ChainRun run;
     run.instance = id;
     run.part = part;
+    run.key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
     run.receives = chain.shape.receives;
     run.forwards = chain.shape.forwards;
     run.hops = chain.shape.hops;
     run.extra_latency_s = chain.extra_latency_s;
     run.message_bytes = chain.message_bytes;
-    run.key = chain_key(in.op, in.rep, part, in.phase[part], chain.shape.direction);
     if (chain.peer_endpoint >= 0) {
       run.peer = e_.endpoints_[chain.peer_endpoint].chip;
       run.route = e_.route(chain.endpoint, chain.peer_endpoint);
@@ -345,6 +248,8 @@ class NativeChip {
     if (chain.shape.sends_own) send(slot);
     if (chain.shape.receives == 0) chains_.release(slot);
   }
+
+  // --- ring hops ---
 
   void send(int slot) {
     const ChainRun& run = chains_[slot];
@@ -366,41 +271,29 @@ class NativeChip {
     run.arrived += 1;
     const Message m = e_.messages_.take(message);
     if (e_.options_.record_hops) {
-      const Instance& in = instances_[run.instance];
-      e_.result_.hops.push_back({in.op, in.rep, m.src, chip_, m.sent_s, e_.usable(m),
-                                 run.message_bytes});
+      const InstanceCore& in = instances_[run.instance];
+      e_.result_.hops.push_back({in.op, in.rep, m.src, chip_, m.sent_s, e_.usable(m), run.message_bytes});
     }
     if (run.arrived <= run.forwards) send(slot);
     if (run.arrived < run.receives) return;
     const int id = run.instance, part = run.part;
     e_.release_mailbox(chip_, run.key);
     chains_.release(slot);
-    Instance& in = instances_[id];
-    if (--in.chains_left[part] > 0) return;
-    in.phase[part] += 1;
-    start_phase(id, part);
+    chain_done(id, part);
   }
 
   NativeReplay& e_;
-  const ChipId chip_;
-  std::vector<OpState> state_;
-  const Dependencies* deps_ = nullptr;   // shared by the chips at the same positions
-  std::deque<Instance> instances_;   // ids never reused: a caller may hold one a nested call finished
   SlotPool<ChainRun, std::deque<ChainRun>> chains_;
 };
 
 NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& endpoints,
                            const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd)
     : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chip_count_(topo.chip_count()),
-      progress_(progress_fd, options.progress_interval_s) {
+      progress_(progress_fd, options.progress_interval_s), dependencies_(topo, ops) {
   floor_model_ = options.platform.hop_model == HopModel::Floor;
   floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
-  size_t spans = 0;
-  for (const auto& op : ops_) {
-    first_span_.push_back(spans);
-    spans += static_cast<size_t>(op.repeat) * chip_count_;
-  }
-  result_.spans.resize(spans);
+  first_span_ = span_offsets(ops_, chip_count_);
+  result_.spans.resize(first_span_.back());
   link_ids_.assign(2 * topo.links().size(), -1);
   boxes_.resize(chip_count_);
 }
@@ -417,28 +310,6 @@ int NativeReplay::network_link(const DirectedLink& d) {
   const double bandwidth = core ? info.bandwidth_Bps * efficiency : info.directed_bandwidth_Bps(d.forward) * efficiency;
   link_ids_[index] = net_.add_link(bandwidth);
   return link_ids_[index];
-}
-
-const Dependencies& NativeReplay::dependencies(ChipId chip) {
-  std::vector<int> where;   // the chip's position along each axis some op's order depends on
-  for (const auto& op : ops_) {
-    if (op.position_axis >= 0 && !op.after_at_position.empty()) where.push_back(topo_.position_along(chip, op.position_axis));
-  }
-  auto [it, inserted] = dependencies_.try_emplace(where);
-  if (!inserted) return it->second;
-  Dependencies& d = it->second;
-  d.dependents.resize(ops_.size());
-  d.count.assign(ops_.size(), 0);
-  size_t k = 0;
-  for (size_t op = 0; op < ops_.size(); ++op) {
-    const ReplayOp& r = ops_[op];
-    const bool by_position = r.position_axis >= 0 && !r.after_at_position.empty();
-    for (int dep : by_position ? r.after_at_position.at(where[k++]) : r.after) {
-      d.dependents[dep].push_back(static_cast<int>(op));
-      d.count[op] += 1;
-    }
-  }
-  return d;
 }
 
 int NativeReplay::route(int from_endpoint, int to_endpoint) {
