@@ -561,7 +561,7 @@ int bench_command(bool compare_naive, int repeat) {
     std::fflush(stdout);
   };
   run_bench(options);
-  std::printf("msgs/s: simulated messages per second of SimGrid's run loop (the plain replay times the same loop)\n");
+  std::printf("msgs/s: simulated messages per second of the replay's run loop (native where it covers the program, else SimGrid's; the plain replay times its own)\n");
   if (repeat > 1) {
     std::printf("full rows: the median of %d runs%s\n", repeat, compare_naive ? ", each after a plain replay; its rate the median too" : "");
   }
