@@ -379,6 +379,12 @@ bool Channel::operator<(const Channel& other) const {
                                       });
 }
 
+std::vector<DirectedLink> route_between(const std::vector<Endpoint>& endpoints, int from, int to) {
+  auto route = endpoints[from].out_route;
+  route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
+  return route;
+}
+
 int EndpointRegistry::get(ChipId chip, const Channel& channel, const std::vector<DirectedLink>& in_route,
                           const std::vector<DirectedLink>& out_route) {
   auto [it, inserted] = index_.try_emplace({chip, channel}, static_cast<int>(endpoints_.size()));

@@ -44,6 +44,10 @@ struct Endpoint {
   std::vector<DirectedLink> out_route;
 };
 
+// The links a message from endpoint `from` to endpoint `to` crosses: from.out_route, then
+// to.in_route.
+std::vector<DirectedLink> route_between(const std::vector<Endpoint>& endpoints, int from, int to);
+
 struct ChainPlan {
   int endpoint = -1;        // where this chain receives (and from where it sends)
   int peer_endpoint = -1;   // where its messages go; -1 when it only receives

@@ -198,8 +198,7 @@ class Simulation {
   bool floor_model_ = false;
   double floor_ = 0;
 
-  // Under the floor model a message is usable at max(arrival, sent + hops * T_min + the extra
-  // latency of perturbed links); under the additive model that latency is SimGrid's.
+  // When a landed message is usable (message_rules.hpp): its floor, or its route's latency.
   double usable_s(double now, const Message& m) const {
     return podsim::usable_s(floor_model_, floor_, now, m.sent_s, m.hops, m.extra_latency_s, m.latency_s);
   }
@@ -213,9 +212,8 @@ class Simulation {
     const uint64_t key = (static_cast<uint64_t>(from_endpoint) << 32) | static_cast<uint32_t>(to_endpoint);
     auto it = latency_of_.find(key);
     if (it != latency_of_.end()) return it->second;
-    auto route = endpoints_[from_endpoint].out_route;
-    route.insert(route.end(), endpoints_[to_endpoint].in_route.begin(), endpoints_[to_endpoint].in_route.end());
-    return latency_of_[key] = route_latency_s(topo_, route, options_.platform);
+    return latency_of_[key] = route_latency_s(topo_, route_between(endpoints_, from_endpoint, to_endpoint),
+                                              options_.platform);
   }
   std::unordered_map<uint64_t, double> latency_of_;
   std::vector<sg4::Host*> chip_hosts_, flow_hosts_;
@@ -281,7 +279,7 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
     for (auto& put : puts_.items()) {
       if (put) put->wait();
     }
-    // Unless all_done(), a deadlock: the caller counts the missing spans.
+    // Ops left undone are a deadlock: the caller counts the missing spans.
   }
 
  private:
@@ -323,9 +321,7 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
     in.work_s = sg4::Engine::get_clock();
     const ReplayOp& r = e_.ops_[in.op];
     if (r.plan == nullptr) {
-      const auto& scale = e_.options_.chip_compute_scale;   // slow chips (perturbations)
-      const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
-      set_timer(sg4::Engine::get_clock() + busy_s * (scale.empty() ? 1.0 : scale[chip_]), TimerKind::Compute, id, 0);
+      set_timer(sg4::Engine::get_clock() + compute_s(r, e_.options_.chip_compute_scale), TimerKind::Compute, id, 0);
       return;
     }
     const ChipOpPlan& plan = r.plan->chips[chip_];
@@ -845,7 +841,8 @@ ReplayResult replay_in_process(const Topology& topo, const std::vector<Endpoint>
   std::vector<ChipRoute> alternates;
   const auto routes = chip_routes(topo, endpoints, ops, alternates);
   if (!alternates.empty() && options.platform.hop_model != HopModel::Floor) {
-    // The relay's 0 bytes would take the first route's latency (symmetry.hpp keeps rings of 3).
+    // Relays were proven (reduced = full) under the floor model only: under the additive one
+    // the reduction keeps rings of 3 (symmetry.hpp), so only a real 2-chip ring gets here.
     throw std::invalid_argument("two routes between " + topo.chip_name(alternates[0].src) + " and " +
                                 topo.chip_name(alternates[0].dst) +
                                 " (a wrapped axis of 2 chips) need the floor hop model");

@@ -104,11 +104,11 @@ class ChipOps {
     return free_ops;
   }
 
-  bool all_done() const {
-    for (const auto& s : state_) {
-      if (!s.done) return false;
-    }
-    return true;
+  // A compute op's busy time here: its own, or its position's, times the chip's slowdown
+  // (ReplayOptions::chip_compute_scale, empty: none).
+  double compute_s(const ReplayOp& r, const std::vector<double>& scale) const {
+    const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
+    return busy_s * (scale.empty() ? 1.0 : scale[chip_]);
   }
 
   // Whether `op` runs on this chip (ReplayOp::present_at_position).

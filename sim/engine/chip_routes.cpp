@@ -9,13 +9,8 @@ std::vector<ChipRoute> chip_routes(const Topology& topo, const std::vector<Endpo
                                    const std::vector<ReplayOp>& ops, std::vector<ChipRoute>& alternates) {
   std::map<std::pair<ChipId, ChipId>, std::vector<DirectedLink>> routes;
   std::set<std::pair<int, int>> alternate_pairs;
-  auto joined = [&](int from, int to) {
-    auto route = endpoints[from].out_route;
-    route.insert(route.end(), endpoints[to].in_route.begin(), endpoints[to].in_route.end());
-    return route;
-  };
   auto add = [&](ChipId src, ChipId dst, int from, int to) {
-    auto route = joined(from, to);
+    auto route = route_between(endpoints, from, to);
     auto [it, inserted] = routes.try_emplace({src, dst}, route);
     if (!inserted && it->second != route && alternate_pairs.insert({from, to}).second) {
       alternates.push_back({src, dst, std::move(route), from, to});

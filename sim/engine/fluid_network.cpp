@@ -32,22 +32,12 @@ int FluidNetwork::add_route(std::vector<int> links) {
 }
 
 void FluidNetwork::start(double now, int route, double bytes, uint64_t tag) {
-  int id;
-  if (free_.empty()) {
-    id = static_cast<int>(flows_.size());
-    flows_.emplace_back();
-  } else {
-    id = free_.back();
-    free_.pop_back();
-  }
-  Flow& f = flows_[id];
-  f.route = route;
-  f.remaining_bytes = bytes;
-  f.rate_Bps = 0;
-  f.last_update_s = now;
-  f.tag = tag;
-  f.heap_index = -1;
-  share(id);
+  Flow flow;
+  flow.route = route;
+  flow.remaining_bytes = bytes;
+  flow.last_update_s = now;
+  flow.tag = tag;
+  share(flows_.add(flow));
 }
 
 void FluidNetwork::share(int flow) {
@@ -227,7 +217,7 @@ void FluidNetwork::advance(double now, std::vector<uint64_t>& landed) {
     unshare(flow);
     f.remaining_bytes = 0;
     landed.push_back(f.tag);
-    free_.push_back(flow);
+    flows_.release(flow);
   }
 }
 

@@ -22,6 +22,8 @@
 #include <limits>
 #include <vector>
 
+#include "sim/engine/slot_pool.hpp"
+
 namespace podsim {
 
 class FluidNetwork {
@@ -50,8 +52,6 @@ class FluidNetwork {
   // Moves the clock to `now` (<= next_date()): the tags of flows that land then (within
   // kPrecision_s) are appended to `landed`.
   void advance(double now, std::vector<uint64_t>& landed);
-
-  size_t flows_in_flight() const { return flows_.size() - free_.size(); }
 
  private:
   struct Link {
@@ -89,8 +89,7 @@ class FluidNetwork {
 
   std::vector<Link> links_;
   std::vector<std::vector<int>> routes_;
-  std::vector<Flow> flows_;
-  std::vector<int> free_;
+  SlotPool<Flow> flows_;   // moving flows, by index; freed ones reused
   std::vector<int> dirty_;
   std::vector<Entry> heap_;   // moving flows by landing date
   uint32_t mark_ = 0;

@@ -72,8 +72,7 @@ struct ChainRun {
   int hops = 0;
   double extra_latency_s = 0;
   double message_bytes = 0;
-  int received = 0;
-  int arrived = 0;
+  int arrived = 0;   // messages past their floor
 };
 
 class NativeChip;
@@ -88,19 +87,12 @@ class NativeReplay {
   friend class NativeChip;
 
   // A chip has few mailboxes open at once (its chains running, and those its neighbours send
-  // to ahead of it): a short list per chip, over a pool whose queues keep their memory.
+  // to ahead of it): a short list per chip, over one pool.
   Mailbox& mailbox(ChipId chip, uint64_t key) {
     for (const auto& [k, index] : boxes_[chip]) {
       if (k == key) return pool_[index];
     }
-    int index;
-    if (free_boxes_.empty()) {
-      index = static_cast<int>(pool_.size());
-      pool_.emplace_back();
-    } else {
-      index = free_boxes_.back();
-      free_boxes_.pop_back();
-    }
+    const int index = pool_.add(Mailbox{});
     boxes_[chip].emplace_back(key, index);
     return pool_[index];
   }
@@ -108,12 +100,7 @@ class NativeReplay {
     auto& open = boxes_[chip];
     for (auto& entry : open) {
       if (entry.first != key) continue;
-      Mailbox& box = pool_[entry.second];
-      box.started = box.busy = false;
-      box.slot = -1;
-      box.queue.clear();
-      box.head = 0;
-      free_boxes_.push_back(entry.second);
+      pool_.release(entry.second);
       entry = open.back();
       open.pop_back();
       return;
@@ -123,7 +110,7 @@ class NativeReplay {
   int network_link(const DirectedLink& d);
   void put(ChipId to, uint64_t key, int message);
   void open(ChipId chip, int slot, uint64_t key);
-  void move_next(ChipId chip, Mailbox& box);
+  void move_next(Mailbox& box);
   void start_flow(int message);
   void land(int message);
   void set_timer(double at_s, ChipId chip, TimerKind kind, int a, int message = -1) {
@@ -159,8 +146,7 @@ class NativeReplay {
   std::vector<double> route_latency_;   // per route, under the additive hop model
   SlotPool<Message> messages_;
   std::vector<std::vector<std::pair<uint64_t, int>>> boxes_;   // per chip: open mailboxes' keys, pool index
-  std::deque<Mailbox> pool_;   // stable addresses
-  std::vector<int> free_boxes_;
+  SlotPool<Mailbox, std::deque<Mailbox>> pool_;   // stable addresses
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
   std::deque<Completion> completions_;
@@ -179,8 +165,6 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
     for (int op : load(e_.dependencies_.of(chip_))) ready(op);
   }
 
-  using ChipOps::all_done;
-
   void fire(const Timer& t) {
     switch (t.kind) {
       case TimerKind::Arrival: chain_arrival(t.a, t.message); break;
@@ -190,9 +174,8 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
     }
   }
 
-  // A ring hop's message taken by chain `slot`.
+  // A ring hop's message has landed at chain `slot`.
   void received(int slot, int message) {
-    chains_[slot].received += 1;
     const Message& m = e_.messages_[message];
     if (e_.usable(m) > e_.now_) {
       e_.set_timer(e_.usable(m), chip_, TimerKind::Arrival, slot, message);
@@ -213,9 +196,7 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
   void work(int id) {
     const ReplayOp& r = ops_[instances_[id].op];
     if (r.plan == nullptr) {
-      const auto& scale = e_.options_.chip_compute_scale;
-      const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
-      e_.set_timer(e_.now_ + busy_s * (scale.empty() ? 1.0 : scale[chip_]), chip_, TimerKind::Compute, id);
+      e_.set_timer(e_.now_ + compute_s(r, e_.options_.chip_compute_scale), chip_, TimerKind::Compute, id);
       return;
     }
     start_parts(id, r.plan->chips[chip_]);
@@ -306,9 +287,7 @@ int NativeReplay::network_link(const DirectedLink& d) {
   const bool core = info.kind == LinkKind::DcnCore;
   const size_t index = 2 * static_cast<size_t>(d.link) + (core || d.forward ? 0 : 1);
   if (link_ids_[index] >= 0) return link_ids_[index];
-  const double efficiency = options_.platform.link_efficiency;
-  const double bandwidth = core ? info.bandwidth_Bps * efficiency : info.directed_bandwidth_Bps(d.forward) * efficiency;
-  link_ids_[index] = net_.add_link(bandwidth);
+  link_ids_[index] = net_.add_link(link_bandwidth_Bps(info, d.forward, options_.platform));
   return link_ids_[index];
 }
 
@@ -316,8 +295,7 @@ int NativeReplay::route(int from_endpoint, int to_endpoint) {
   const uint64_t key = (static_cast<uint64_t>(from_endpoint) << 32) | static_cast<uint32_t>(to_endpoint);
   auto [it, inserted] = route_of_.try_emplace(key, static_cast<int>(route_id_.size()));
   if (!inserted) return it->second;
-  auto route = endpoints_[from_endpoint].out_route;
-  route.insert(route.end(), endpoints_[to_endpoint].in_route.begin(), endpoints_[to_endpoint].in_route.end());
+  const auto route = route_between(endpoints_, from_endpoint, to_endpoint);
   std::vector<int> links;
   for (const auto& d : route) links.push_back(network_link(d));
   route_empty_.push_back(links.empty());
@@ -331,7 +309,7 @@ void NativeReplay::put(ChipId to, uint64_t key, int message) {
   messages_[message].key = key;
   Mailbox& box = mailbox(to, key);
   box.queue.push_back(message);
-  if (box.started && !box.busy) move_next(to, box);
+  if (box.started && !box.busy) move_next(box);
 }
 
 // Chain `slot` of `chip` starts: the first message waiting for it moves now.
@@ -339,15 +317,14 @@ void NativeReplay::open(ChipId chip, int slot, uint64_t key) {
   Mailbox& box = mailbox(chip, key);
   box.started = true;
   box.slot = slot;
-  if (!box.busy) move_next(chip, box);
+  if (!box.busy) move_next(box);
 }
 
-void NativeReplay::move_next(ChipId chip, Mailbox& box) {
+void NativeReplay::move_next(Mailbox& box) {
   if (box.head == box.queue.size()) return;
   const int message = box.queue[box.head++];
   box.busy = true;
   messages_[message].to_slot = box.slot;
-  (void)chip;
   start_flow(message);
 }
 
@@ -365,7 +342,7 @@ void NativeReplay::land(int message) {
   completions_.push_back({m.to_chip, m.to_slot, message});
   Mailbox& box = mailbox(m.to_chip, m.key);
   box.busy = false;
-  move_next(m.to_chip, box);
+  move_next(box);
 }
 
 // Everything due at the current date: timers first (a message held by its floor until now is

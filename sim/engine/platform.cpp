@@ -22,6 +22,11 @@ void configure_engine(sg4::Engine& engine, size_t max_actors) {
   if (max_actors > 20000) engine.set_config("contexts/guard-size:0");
 }
 
+double link_bandwidth_Bps(const LinkInfo& link, bool forward, const PlatformOptions& options) {
+  const double bandwidth = link.kind == LinkKind::DcnCore ? link.bandwidth_Bps : link.directed_bandwidth_Bps(forward);
+  return bandwidth * options.link_efficiency;
+}
+
 double route_latency_s(const Topology& topo, const std::vector<DirectedLink>& route, const PlatformOptions& options) {
   if (options.hop_model != HopModel::Additive) return 0.0;
   double latency = 0;
@@ -60,7 +65,7 @@ class LinkTable {
           // extra latency is the receiver's: message_rules.hpp).
           for (const bool forward : {true, false}) {
             sg4::Link* half = forward ? duplex->get_link_up() : duplex->get_link_down();
-            half->set_bandwidth(info.directed_bandwidth_Bps(forward) * options_.link_efficiency);
+            half->set_bandwidth(link_bandwidth_Bps(info, forward, options_));
           }
         }
         links_[d.link] = duplex->seal();
@@ -138,10 +143,8 @@ ChipPlatform build_chip_platform(const Topology& topo, int chips, const std::vec
     }
     if (flow_pairs != nullptr) {
       for (const auto& [src, dst] : *flow_pairs) {
-        auto route = flow_endpoints[src].out_route;
-        route.insert(route.end(), flow_endpoints[dst].in_route.begin(), flow_endpoints[dst].in_route.end());
         flow_zone->add_route(out.flows[src]->get_netpoint(), out.flows[dst]->get_netpoint(), nullptr, nullptr,
-                             links.route(route), false);
+                             links.route(route_between(flow_endpoints, src, dst)), false);
       }
     }
     flow_zone->seal();

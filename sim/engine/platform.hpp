@@ -43,6 +43,10 @@ struct ChipPlatform {
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> alternates;
 };
 
+// The bandwidth the network gives one direction of a link: its own (perturbations included)
+// times the link efficiency; a DCN core is one link both directions share.
+double link_bandwidth_Bps(const LinkInfo& link, bool forward, const PlatformOptions& options);
+
 // The latency a message over `route` takes under the additive hop model, after it lands (0
 // under the floor model): T_min per ICI link, T_min / 2 per NIC (a DCN path T_min in all), and
 // the extra latency of perturbed links in the direction taken (message_rules.hpp says why links
