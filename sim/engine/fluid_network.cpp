@@ -22,28 +22,49 @@ int FluidNetwork::add_link(double capacity_Bps) {
   if (!(capacity_Bps > 0)) throw std::invalid_argument("a link needs a positive capacity");
   Link link;
   link.capacity_Bps = capacity_Bps;
-  links_.push_back(std::move(link));
+  links_.push_back(link);
   return static_cast<int>(links_.size() - 1);
 }
 
 int FluidNetwork::add_route(std::vector<int> links) {
-  routes_.push_back(std::move(links));
+  routes_.emplace_back(static_cast<int>(route_links_.size()), static_cast<int>(links.size()));
+  route_links_.insert(route_links_.end(), links.begin(), links.end());
   return static_cast<int>(routes_.size() - 1);
 }
 
 void FluidNetwork::start(double now, int route, double bytes, uint64_t tag) {
   Flow flow;
-  flow.route = route;
+  flow.first_link = routes_[route].first;
+  flow.link_count = routes_[route].second;
   flow.remaining_bytes = bytes;
   flow.last_update_s = now;
   flow.tag = tag;
   share(flows_.add(flow));
 }
 
+void FluidNetwork::push_flow(Link& link, int flow) {
+  if (link.count == kInline && link.spill < 0) {
+    link.spill = static_cast<int>(spills_.size());
+    spills_.emplace_back();
+  }
+  if (link.count >= kInline) spills_[link.spill].push_back(flow);
+  else link.inline_flows[link.count] = flow;
+  link.count += 1;
+}
+
+void FluidNetwork::remove_flow(Link& link, int flow) {
+  int i = 0;
+  while (flow_at(link, i) != flow) ++i;
+  flow_at(link, i) = flow_at(link, link.count - 1);
+  link.count -= 1;
+  if (link.count >= kInline) spills_[link.spill].pop_back();
+}
+
 void FluidNetwork::share(int flow) {
-  Flow& f = flows_[flow];
-  for (int l : routes_[f.route]) {
-    links_[l].flows.push_back(flow);
+  const Flow& f = flows_[flow];
+  for (int k = 0; k < f.link_count; ++k) {
+    const int l = route_links_[f.first_link + k];
+    push_flow(links_[l], flow);
     if (!links_[l].dirty) {
       links_[l].dirty = true;
       dirty_.push_back(l);
@@ -52,12 +73,10 @@ void FluidNetwork::share(int flow) {
 }
 
 void FluidNetwork::unshare(int flow) {
-  Flow& f = flows_[flow];
-  for (int l : routes_[f.route]) {
-    auto& on = links_[l].flows;
-    auto it = std::find(on.begin(), on.end(), flow);
-    *it = on.back();
-    on.pop_back();
+  const Flow& f = flows_[flow];
+  for (int k = 0; k < f.link_count; ++k) {
+    const int l = route_links_[f.first_link + k];
+    remove_flow(links_[l], flow);
     if (!links_[l].dirty) {
       links_[l].dirty = true;
       dirty_.push_back(l);
@@ -84,11 +103,15 @@ void FluidNetwork::solve_component(int seed_link, double now) {
   links_[seed_link].mark = mark_;
   comp_links_.push_back(seed_link);
   for (size_t i = 0; i < comp_links_.size(); ++i) {
-    for (int f : links_[comp_links_[i]].flows) {
+    Link& at = links_[comp_links_[i]];
+    for (int j = 0; j < at.count; ++j) {
+      const int f = flow_at(at, j);
       if (flows_[f].mark == mark_) continue;
       flows_[f].mark = mark_;
       comp_flows_.push_back(f);
-      for (int l : routes_[flows_[f].route]) {
+      const Flow& flow = flows_[f];
+      for (int k = 0; k < flow.link_count; ++k) {
+        const int l = route_links_[flow.first_link + k];
         if (links_[l].mark == mark_) continue;
         links_[l].mark = mark_;
         comp_links_.push_back(l);
@@ -100,7 +123,7 @@ void FluidNetwork::solve_component(int seed_link, double now) {
   for (int l : comp_links_) {
     Link& link = links_[l];
     link.remaining_Bps = link.capacity_Bps;
-    link.usage = static_cast<int>(link.flows.size());
+    link.usage = link.count;
     if (link.usage > 0) active_.push_back(l);
   }
   for (int f : comp_flows_) flows_[f].fixed = false;
@@ -115,16 +138,19 @@ void FluidNetwork::solve_component(int seed_link, double now) {
     order.clear();
     for (int l : active_) {
       if (links_[l].remaining_Bps / links_[l].usage != min_share) continue;
-      for (int f : links_[l].flows) {
+      Link& at = links_[l];
+      for (int j = 0; j < at.count; ++j) {
+        const int f = flow_at(at, j);
         if (flows_[f].fixed) continue;
         flows_[f].fixed = true;
         order.push_back(f);
       }
     }
     for (int f : order) {
-      flows_[f].new_rate_Bps = min_share;
-      for (int l : routes_[flows_[f].route]) {
-        Link& link = links_[l];
+      Flow& flow = flows_[f];
+      flow.new_rate_Bps = min_share;
+      for (int k = 0; k < flow.link_count; ++k) {
+        Link& link = links_[route_links_[flow.first_link + k]];
         double_update(link.remaining_Bps, min_share, link.capacity_Bps * kMaxminPrecision);
         link.usage -= 1;
       }
@@ -141,83 +167,64 @@ void FluidNetwork::solve_component(int seed_link, double now) {
   }
   for (int f : comp_flows_) {
     Flow& flow = flows_[f];
+    const double rate = flow.fixed ? flow.new_rate_Bps : 0.0;
+    // A moving flow whose rate is unchanged keeps its landing date (SimGrid recomputes it
+    // from what is left: the same date to the last bit or two).
+    if (rate == flow.rate_Bps && flow.stamp != 0) continue;
     if (flow.remaining_bytes > 0) {
       double_update(flow.remaining_bytes, flow.rate_Bps * (now - flow.last_update_s), kMaxminPrecision * kPrecision_s);
     }
     flow.last_update_s = now;
-    flow.rate_Bps = flow.fixed ? flow.new_rate_Bps : 0.0;
+    flow.rate_Bps = rate;
     schedule(f);
   }
 }
 
-// The flows' landing dates are an indexed binary heap (one entry per moving flow, moved in
-// place when its date changes), ordered by date, then flow index; entries carry their date so
-// that sifting reads the heap only.
-bool FluidNetwork::Entry::before(const Entry& o) const { return date_s != o.date_s ? date_s < o.date_s : flow < o.flow; }
-
-void FluidNetwork::place(size_t i, const Entry& e) {
-  heap_[i] = e;
-  flows_[e.flow].heap_index = static_cast<int>(i);
-}
-
-void FluidNetwork::sift(size_t i) {
-  const Entry e = heap_[i];
-  while (i > 0 && e.before(heap_[(i - 1) / 2])) {
-    place(i, heap_[(i - 1) / 2]);
-    i = (i - 1) / 2;
-  }
-  const size_t n = heap_.size();
-  while (true) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && heap_[child + 1].before(heap_[child])) child += 1;
-    if (!heap_[child].before(e)) break;
-    place(i, heap_[child]);
-    i = child;
-  }
-  place(i, e);
-}
-
-void FluidNetwork::heap_remove(int flow) {
-  const int i = flows_[flow].heap_index;
-  if (i < 0) return;
-  flows_[flow].heap_index = -1;
-  const Entry last = heap_.back();
-  heap_.pop_back();
-  if (last.flow == flow) return;
-  place(static_cast<size_t>(i), last);
-  sift(static_cast<size_t>(i));
-}
-
 void FluidNetwork::schedule(int flow) {
   Flow& f = flows_[flow];
+  if (f.stamp != 0) moving_ -= 1;
   if (!(f.rate_Bps > 0)) {
-    heap_remove(flow);
+    f.stamp = 0;   // not moving: its entry, if any, is stale
     return;
   }
-  const Entry e{f.last_update_s + f.remaining_bytes / f.rate_Bps, flow};
-  if (f.heap_index < 0) {
-    heap_.push_back(e);
-    place(heap_.size() - 1, e);
-  } else {
-    heap_[f.heap_index] = e;
+  moving_ += 1;
+  f.stamp = ++stamps_;
+  // Entries of flows whose rate changed pile up; past twice the moving flows, keep the live.
+  if (heap_.size() > 2 * moving_ + 1024) {
+    heap_.erase(std::remove_if(heap_.begin(), heap_.end(), [this](const Entry& e) { return !live(e); }), heap_.end());
+    std::make_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
   }
-  sift(static_cast<size_t>(f.heap_index));
+  heap_.push_back(Entry{f.last_update_s + f.remaining_bytes / f.rate_Bps, flow, f.stamp});
+  std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
+}
+
+void FluidNetwork::pop_top() {
+  std::pop_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
+  heap_.pop_back();
+}
+
+void FluidNetwork::drop_stale() {
+  while (!heap_.empty() && !live(heap_.front())) pop_top();
 }
 
 double FluidNetwork::next_date() {
+  drop_stale();
   return heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.front().date_s;
 }
 
 void FluidNetwork::advance(double now, std::vector<uint64_t>& landed) {
+  drop_stale();
   while (!heap_.empty() && heap_.front().date_s - now < kPrecision_s) {
     const int flow = heap_.front().flow;
-    heap_remove(flow);
+    pop_top();
     Flow& f = flows_[flow];
     unshare(flow);
     f.remaining_bytes = 0;
+    f.stamp = 0;
+    moving_ -= 1;
     landed.push_back(f.tag);
     flows_.release(flow);
+    drop_stale();
   }
 }
 

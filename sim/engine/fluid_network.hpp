@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/slot_pool.hpp"
@@ -54,44 +55,64 @@ class FluidNetwork {
   void advance(double now, std::vector<uint64_t>& landed);
 
  private:
+  // A link's flows, once per crossing: the first kInline in the link itself (a link rarely
+  // carries more: one cache line a link), the rest in a spill list of their own. Removal moves
+  // the last into the hole.
+  static constexpr int kInline = 7;
   struct Link {
     double capacity_Bps = 0;
-    std::vector<int> flows;   // sharing flows, once per crossing
+    double remaining_Bps = 0;   // progressive filling
+    uint32_t mark = 0;          // component search
+    int usage = 0;              // progressive filling: crossings by flows not yet fixed
+    int count = 0;              // flows on it
+    int spill = -1;             // index in spills_ once more than kInline
+    int inline_flows[kInline] = {};
     bool dirty = false;
-    uint32_t mark = 0;        // component search
-    // progressive filling
-    double remaining_Bps = 0;
-    int usage = 0;            // crossings by flows not yet fixed
   };
+  int& flow_at(Link& link, int i) { return i < kInline ? link.inline_flows[i] : spills_[link.spill][i - kInline]; }
+  void push_flow(Link& link, int flow);
+  void remove_flow(Link& link, int flow);
+
   struct Flow {
-    int route = -1;
     double remaining_bytes = 0;
     double rate_Bps = 0;
     double new_rate_Bps = 0;   // progressive filling
     double last_update_s = 0;
     uint64_t tag = 0;
-    int heap_index = -1;    // in heap_, -1 when not moving
+    uint64_t stamp = 0;        // of its live heap entry; 0 when not moving
+    int first_link = 0;        // its route, in route_links_
+    int link_count = 0;
     uint32_t mark = 0;
-    bool fixed = false;     // progressive filling
+    bool fixed = false;        // progressive filling
   };
   void share(int flow);
   void unshare(int flow);
   void solve_component(int seed_link, double now);
+
+  // Landing dates: a binary heap of (date, flow) with lazy deletion. A flow whose date
+  // changes gets a new entry under a new stamp and its old entry, left in place, is dropped
+  // when it reaches the top, so sifting reads and writes the heap alone. Order: date, then
+  // flow index (the order landings are reported in).
   struct Entry {
-    double date_s;   // when the flow lands at its current rate
+    double date_s;
     int flow;
-    bool before(const Entry& o) const;
+    uint64_t stamp;
+    bool before(const Entry& o) const { return date_s != o.date_s ? date_s < o.date_s : flow < o.flow; }
   };
   void schedule(int flow);
-  void place(size_t i, const Entry& e);
-  void sift(size_t i);
-  void heap_remove(int flow);
+  bool live(const Entry& e) { return flows_[e.flow].stamp == e.stamp; }
+  void pop_top();
+  void drop_stale();
 
   std::vector<Link> links_;
-  std::vector<std::vector<int>> routes_;
+  std::vector<std::vector<int>> spills_;
+  std::vector<int> route_links_;                 // every route's links, one after another
+  std::vector<std::pair<int, int>> routes_;      // per route: first in route_links_, count
   SlotPool<Flow> flows_;   // moving flows, by index; freed ones reused
   std::vector<int> dirty_;
-  std::vector<Entry> heap_;   // moving flows by landing date
+  std::vector<Entry> heap_;
+  uint64_t stamps_ = 0;
+  size_t moving_ = 0;   // flows with a live entry
   uint32_t mark_ = 0;
   // scratch of solve_component
   std::vector<int> comp_links_, comp_flows_, active_, order_;

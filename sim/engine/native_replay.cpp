@@ -26,7 +26,7 @@ struct Message {   // one ring hop
   double latency_s = 0;   // the route's, under the additive hop model
   uint64_t wire = 0;
   ChipId to_chip = 0;   // the chain that receives it
-  uint64_t key = 0;
+  int box = -1;         // its mailbox there (the pool's index)
   int to_slot = -1;     // its slot there, once it moves
 };
 
@@ -88,13 +88,13 @@ class NativeReplay {
 
   // A chip has few mailboxes open at once (its chains running, and those its neighbours send
   // to ahead of it): a short list per chip, over one pool.
-  Mailbox& mailbox(ChipId chip, uint64_t key) {
+  int mailbox(ChipId chip, uint64_t key) {
     for (const auto& [k, index] : boxes_[chip]) {
-      if (k == key) return pool_[index];
+      if (k == key) return index;
     }
     const int index = pool_.add(Mailbox{});
     boxes_[chip].emplace_back(key, index);
-    return pool_[index];
+    return index;
   }
   void release_mailbox(ChipId chip, uint64_t key) {
     auto& open = boxes_[chip];
@@ -176,9 +176,9 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
 
   // A ring hop's message has landed at chain `slot`.
   void received(int slot, int message) {
-    const Message& m = e_.messages_[message];
-    if (e_.usable(m) > e_.now_) {
-      e_.set_timer(e_.usable(m), chip_, TimerKind::Arrival, slot, message);
+    const double usable = e_.usable(e_.messages_[message]);
+    if (usable > e_.now_) {
+      e_.set_timer(usable, chip_, TimerKind::Arrival, slot, message);
     } else {
       chain_arrival(slot, message);
     }
@@ -305,16 +305,17 @@ int NativeReplay::route(int from_endpoint, int to_endpoint) {
 }
 
 void NativeReplay::put(ChipId to, uint64_t key, int message) {
+  const int index = mailbox(to, key);
   messages_[message].to_chip = to;
-  messages_[message].key = key;
-  Mailbox& box = mailbox(to, key);
+  messages_[message].box = index;
+  Mailbox& box = pool_[index];
   box.queue.push_back(message);
   if (box.started && !box.busy) move_next(box);
 }
 
 // Chain `slot` of `chip` starts: the first message waiting for it moves now.
 void NativeReplay::open(ChipId chip, int slot, uint64_t key) {
-  Mailbox& box = mailbox(chip, key);
+  Mailbox& box = pool_[mailbox(chip, key)];
   box.started = true;
   box.slot = slot;
   if (!box.busy) move_next(box);
@@ -340,7 +341,7 @@ void NativeReplay::start_flow(int message) {
 void NativeReplay::land(int message) {
   Message& m = messages_[message];
   completions_.push_back({m.to_chip, m.to_slot, message});
-  Mailbox& box = mailbox(m.to_chip, m.key);
+  Mailbox& box = pool_[m.box];
   box.busy = false;
   move_next(box);
 }
