@@ -98,6 +98,30 @@ TEST_CASE("fluid network: a flow joining halves the other's rate from then on", 
   CHECK(out[1].second == Approx(3e-3).epsilon(1e-12));
 }
 
+TEST_CASE("fluid network: more flows on a link than it holds inline share it alike, as they end and start", "[native]") {
+  // 20 flows of k MB on one 1 GB/s link (a link keeps 7 in itself, the rest in a spill list):
+  // while n flows move each has 1/n GB/s, so flow k lands at sum over j <= k of (21 - j) x 1 ms
+  // (each of the 21 - j flows still moving carries the j-th MB alike). Each landing empties an
+  // inline place that the spill list's last flow moves into.
+  FluidNetwork net;
+  const int link = net.add_link(1e9);
+  const int route = net.add_route({link});
+  for (int k = 1; k <= 20; ++k) net.start(0.0, route, k * 1e6, static_cast<uint64_t>(k));
+  const auto out = drain(net, 0.0);
+  REQUIRE(out.size() == 20);
+  double expected = 0;
+  for (int k = 1; k <= 20; ++k) {
+    expected += (21 - k) * 1e-3;
+    CHECK(out[k - 1].first == static_cast<uint64_t>(k));
+    CHECK(out[k - 1].second == Approx(expected).epsilon(1e-12));
+  }
+  // Then a lone flow on the emptied link has it whole again.
+  net.start(out.back().second, route, 1e6, 99);
+  const auto last = drain(net, out.back().second);
+  REQUIRE(last.size() == 1);
+  CHECK(last[0].second == Approx(out.back().second + 1e-3).epsilon(1e-12));
+}
+
 // The spans of every real chip that differ between two runs of one program; the first named.
 int differing_spans(const RunResult& simgrid, const RunResult& native, int ops, std::string& first) {
   int wrong = 0;
