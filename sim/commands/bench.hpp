@@ -33,6 +33,11 @@ struct BenchRow {
 };
 
 struct BenchOptions {
+  // "engine": the cases above; "perturbed": issue 27's pods whose chips differ, every chip
+  // simulated (bench_perturbed.cpp; about an hour with the draws).
+  std::string suite = "engine";
+  std::string only;        // run the rows whose name contains this (empty: all)
+  int draws = 100;         // the perturbed suite's straggler draws
   bool compare_naive = false;
   // Each full replay (and its plain replay, alternating with it) runs this many times and the
   // row shows the median run: a 1 s case on a shared 2-core machine varies by +-30% run to run.
@@ -42,6 +47,10 @@ struct BenchOptions {
 };
 
 std::vector<BenchRow> run_bench(const BenchOptions& options);
+std::vector<BenchRow> run_perturbed_bench(const BenchOptions& options);
+// The perturbed suite's rows, by name, with the scenario and --set overrides each runs (what
+// `podsim bench --suite perturbed --list` prints, so a row can be rerun with `podsim run`).
+std::vector<std::string> perturbed_bench_commands();
 
 // Runs the plain replay (podsim_naive_ring X Y Z bytes) as a child process, without a shell,
 // and returns its messages per second; nullopt if it cannot be run.

@@ -538,19 +538,27 @@ int presets_command() {
   return 0;
 }
 
-int bench_command(bool compare_naive, int repeat) {
+int bench_command(BenchOptions options, bool list) {
+  if (list) {
+    for (const auto& line : perturbed_bench_commands()) std::printf("%s\n", line.c_str());
+    return 0;
+  }
+  const bool compare_naive = options.compare_naive;
+  const int repeat = options.repeat;
   std::printf("%-30s %-7s %6s %9s %9s %11s %9s %9s %10s %9s%s\n", "case", "mode", "chips", "simulated", "messages",
               "simulated", "wall", "sim wall", "msgs/s", "peak RSS", compare_naive ? "  plain replay  ratio" : "");
-  BenchOptions options;
-  options.compare_naive = compare_naive;
-  options.repeat = repeat;
   options.on_row = [&](const BenchRow& r) {
     std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s", r.name.c_str(), r.mode.c_str(), r.chips, r.simulated_chips,
                 r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s);
     if (r.simulation_wall_s > 0) {
-      std::printf(" %7.2f s %10.0f %6.0f MB", r.simulation_wall_s, r.messages_per_s(), r.peak_rss_bytes / 1e6);
-    } else {   // serving: many short simulations, none timed on its own
-      std::printf(" %9s %10s %9s", "-", "-", "-");
+      std::printf(" %7.2f s %10.0f", r.simulation_wall_s, r.messages_per_s());
+    } else {   // serving, draws: many simulations, none timed on its own
+      std::printf(" %9s %10s", "-", "-");
+    }
+    if (r.peak_rss_bytes > 0) {
+      std::printf(" %6.0f MB", r.peak_rss_bytes / 1e6);
+    } else {
+      std::printf(" %9s", "-");
     }
     if (r.naive_messages_per_s) {
       std::printf("  %10.0f  %5.2fx", *r.naive_messages_per_s, r.messages_per_s() / *r.naive_messages_per_s);
@@ -560,6 +568,11 @@ int bench_command(bool compare_naive, int repeat) {
     std::printf("\n");
     std::fflush(stdout);
   };
+  if (options.suite == "perturbed") {
+    run_perturbed_bench(options);
+    std::printf("every row as a podsim run command: podsim bench --list; plain replay: 16x16x16, measured once before the rows\n");
+    return 0;
+  }
   run_bench(options);
   std::printf("msgs/s: simulated messages per second of the replay's run loop (native where it covers the program, else SimGrid's; the plain replay times its own)\n");
   if (repeat > 1) {
@@ -774,6 +787,16 @@ int main(int argc, char** argv) {
   int bench_repeat = 3;
   bench->add_option("--repeat", bench_repeat, "runs of each full replay (and plain replay); rows show the median")
       ->check(CLI::Range(1, 100));
+  BenchOptions bench_options;
+  bench->add_option("--suite", bench_options.suite,
+                    "engine (the default: collectives, training, MoE and serving cases) or perturbed (pods whose "
+                    "chips differ, every chip simulated: about an hour)")
+      ->check(CLI::IsMember({"engine", "perturbed"}));
+  bench->add_option("--only", bench_options.only, "perturbed suite: run only the rows whose name contains this text");
+  bench->add_option("--draws", bench_options.draws, "straggler draws in the perturbed suite's draws row (default 100)")
+      ->check(CLI::Range(1, 100000));
+  bool bench_list = false;
+  bench->add_flag("--list", bench_list, "print the perturbed suite's rows as podsim run commands, and run nothing");
 
   try {
     app.parse(argc, argv);
@@ -814,7 +837,11 @@ int main(int argc, char** argv) {
     }
     if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s,
                                             plan_jobs);
-    if (bench->parsed()) return bench_command(compare_naive, bench_repeat);
+    if (bench->parsed()) {
+      bench_options.compare_naive = compare_naive;
+      bench_options.repeat = bench_repeat;
+      return bench_command(bench_options, bench_list);
+    }
     // A fit that names its shared parameters says what it fits: the default --fit is for a
     // fit that names nothing.
     if (calibrate_cmd->parsed() && fit_option->count() == 0 && !shared_list.empty()) fit_list.clear();

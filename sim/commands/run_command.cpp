@@ -164,6 +164,11 @@ std::string summary_of(const Scenario& scenario, const Simulated& s, const RunCo
 
 }  // namespace
 
+RunResult simulate_run(Scenario scenario, const RunCommandOptions& command) {
+  refuse_serving(scenario);
+  return simulate(scenario, command).run;
+}
+
 std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& command) {
   refuse_serving(scenario);
   return summary_of(scenario, simulate(scenario, command), command);

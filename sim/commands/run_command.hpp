@@ -38,6 +38,10 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
 // writing anything (a calibration evaluates its measurements this way). Serving: InputError.
 std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& options);
 
+// The simulation a run of a collectives, training or inference scenario reports on, without
+// writing anything (podsim bench times it). Serving: InputError.
+RunResult simulate_run(Scenario scenario, const RunCommandOptions& options);
+
 // Each scenario's simulate_summary_json, the same bytes, with up to `jobs` simulations running at
 // once (each in its own child process, started and waited on from the calling thread: call it
 // from a process with one thread). A scenario whose plan cannot be built throws as it would.

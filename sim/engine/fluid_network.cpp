@@ -170,7 +170,7 @@ void FluidNetwork::solve_component(int seed_link, double now) {
     const double rate = flow.fixed ? flow.new_rate_Bps : 0.0;
     // A moving flow whose rate is unchanged keeps its landing date (SimGrid recomputes it
     // from what is left: the same date to the last bit or two).
-    if (rate == flow.rate_Bps && flow.stamp != 0) continue;
+    if (rate == flow.rate_Bps && flow.moving) continue;
     if (flow.remaining_bytes > 0) {
       double_update(flow.remaining_bytes, flow.rate_Bps * (now - flow.last_update_s), kMaxminPrecision * kPrecision_s);
     }
@@ -182,19 +182,17 @@ void FluidNetwork::solve_component(int seed_link, double now) {
 
 void FluidNetwork::schedule(int flow) {
   Flow& f = flows_[flow];
-  if (f.stamp != 0) moving_ -= 1;
-  if (!(f.rate_Bps > 0)) {
-    f.stamp = 0;   // not moving: its entry, if any, is stale
-    return;
-  }
+  if (f.moving) moving_ -= 1;
+  f.moving = f.rate_Bps > 0;   // not moving: its entry, if any, is stale
+  if (!f.moving) return;
   moving_ += 1;
-  f.stamp = ++stamps_;
+  f.date_s = f.last_update_s + f.remaining_bytes / f.rate_Bps;
   // Entries of flows whose rate changed pile up; past twice the moving flows, keep the live.
   if (heap_.size() > 2 * moving_ + 1024) {
     heap_.erase(std::remove_if(heap_.begin(), heap_.end(), [this](const Entry& e) { return !live(e); }), heap_.end());
     std::make_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
   }
-  heap_.push_back(Entry{f.last_update_s + f.remaining_bytes / f.rate_Bps, flow, f.stamp});
+  heap_.push_back(Entry{f.date_s, flow});
   std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
 }
 
@@ -220,7 +218,7 @@ void FluidNetwork::advance(double now, std::vector<uint64_t>& landed) {
     Flow& f = flows_[flow];
     unshare(flow);
     f.remaining_bytes = 0;
-    f.stamp = 0;
+    f.moving = false;
     moving_ -= 1;
     landed.push_back(f.tag);
     flows_.release(flow);

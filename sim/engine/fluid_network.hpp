@@ -79,7 +79,8 @@ class FluidNetwork {
     double new_rate_Bps = 0;   // progressive filling
     double last_update_s = 0;
     uint64_t tag = 0;
-    uint64_t stamp = 0;        // of its live heap entry; 0 when not moving
+    double date_s = 0;         // when it lands at its current rate, while moving
+    bool moving = false;       // it has a rate, and an entry at date_s
     int first_link = 0;        // its route, in route_links_
     int link_count = 0;
     uint32_t mark = 0;
@@ -90,17 +91,18 @@ class FluidNetwork {
   void solve_component(int seed_link, double now);
 
   // Landing dates: a binary heap of (date, flow) with lazy deletion. A flow whose date
-  // changes gets a new entry under a new stamp and its old entry, left in place, is dropped
-  // when it reaches the top, so sifting reads and writes the heap alone. Order: date, then
-  // flow index (the order landings are reported in).
+  // changes gets a new entry and its old one, left in place, is dropped when it reaches the top,
+  // so sifting reads and writes the heap alone. An entry is live when its flow is moving with
+  // that date: a stale entry that happens to match is the same landing at the same date, so
+  // whichever comes first lands the flow and the other is then stale. Order: date, then flow
+  // index (the order landings are reported in).
   struct Entry {
     double date_s;
     int flow;
-    uint64_t stamp;
     bool before(const Entry& o) const { return date_s != o.date_s ? date_s < o.date_s : flow < o.flow; }
   };
   void schedule(int flow);
-  bool live(const Entry& e) { return flows_[e.flow].stamp == e.stamp; }
+  bool live(const Entry& e) { return flows_[e.flow].moving && flows_[e.flow].date_s == e.date_s; }
   void pop_top();
   void drop_stale();
 
@@ -111,7 +113,6 @@ class FluidNetwork {
   SlotPool<Flow> flows_;   // moving flows, by index; freed ones reused
   std::vector<int> dirty_;
   std::vector<Entry> heap_;
-  uint64_t stamps_ = 0;
   size_t moving_ = 0;   // flows with a live entry
   uint32_t mark_ = 0;
   // scratch of solve_component

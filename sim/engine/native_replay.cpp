@@ -5,8 +5,6 @@
 #include <limits>
 #include <queue>
 #include <stdexcept>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "sim/engine/chip_ops.hpp"
 #include "sim/engine/fluid_network.hpp"
@@ -140,10 +138,13 @@ class NativeReplay {
 
   FluidNetwork net_;
   std::vector<int> link_ids_;   // per DirectedLink (link x 2 + forward): the network's link, -1 until used
-  std::unordered_map<uint64_t, int> route_of_;
+  // Routes by sending endpoint: the few peers it sends to, with the route's index (a chain
+  // looks its route up when it starts; a hash of the pair was a tenth of the run).
+  std::vector<std::vector<std::pair<int, int>>> routes_from_;
   std::vector<int> route_id_;       // per route: the network's
   std::vector<char> route_empty_;   // per route: between a chip's own endpoints
   std::vector<double> route_latency_;   // per route, under the additive hop model
+  std::vector<ChipId> route_peer_;      // per route: the chip it ends at
   SlotPool<Message> messages_;
   std::vector<std::vector<std::pair<uint64_t, int>>> boxes_;   // per chip: open mailboxes' keys, pool index
   SlotPool<Mailbox, std::deque<Mailbox>> pool_;   // stable addresses
@@ -221,8 +222,8 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
     run.extra_latency_s = chain.extra_latency_s;
     run.message_bytes = chain.message_bytes;
     if (chain.peer_endpoint >= 0) {
-      run.peer = e_.endpoints_[chain.peer_endpoint].chip;
       run.route = e_.route(chain.endpoint, chain.peer_endpoint);
+      run.peer = e_.route_peer_[run.route];
     }
     const int slot = chains_.add(run);
     if (chain.shape.receives > 0) e_.open(chip_, slot, run.key);
@@ -277,6 +278,7 @@ NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& en
   result_.spans.resize(first_span_.back());
   link_ids_.assign(2 * topo.links().size(), -1);
   boxes_.resize(chip_count_);
+  routes_from_.resize(endpoints_.size());
 }
 
 // The network link of one direction of a physical link, made on first use as platform.cpp
@@ -292,16 +294,20 @@ int NativeReplay::network_link(const DirectedLink& d) {
 }
 
 int NativeReplay::route(int from_endpoint, int to_endpoint) {
-  const uint64_t key = (static_cast<uint64_t>(from_endpoint) << 32) | static_cast<uint32_t>(to_endpoint);
-  auto [it, inserted] = route_of_.try_emplace(key, static_cast<int>(route_id_.size()));
-  if (!inserted) return it->second;
+  auto& known = routes_from_[from_endpoint];
+  for (const auto& [to, index] : known) {
+    if (to == to_endpoint) return index;
+  }
+  const int index = static_cast<int>(route_id_.size());
+  known.emplace_back(to_endpoint, index);
   const auto route = route_between(endpoints_, from_endpoint, to_endpoint);
   std::vector<int> links;
   for (const auto& d : route) links.push_back(network_link(d));
   route_empty_.push_back(links.empty());
   route_id_.push_back(net_.add_route(std::move(links)));
   route_latency_.push_back(route_latency_s(topo_, route, options_.platform));
-  return it->second;
+  route_peer_.push_back(endpoints_[to_endpoint].chip);
+  return index;
 }
 
 void NativeReplay::put(ChipId to, uint64_t key, int message) {
