@@ -54,9 +54,10 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-// A training step of over a second: long enough to be under way when the signal comes. (Its
-// AllToAlls keep it on the SimGrid replay; the 13B FSDP step this was takes 0.3 s natively.)
-const char* kSlowScenario = "scenarios/training_deepseek_v3_v5p_16x16x16_ep.yaml";
+// A training step of tens of seconds: long enough to be under way when the signal comes (one
+// slow chip keeps every chip simulated; the uniform steps of scenarios/ take a second or less
+// natively).
+const char* kSlowScenario = "tests/fixtures/slow_step_llama2_13b_slow_chip_16x16x8.yaml";
 
 }  // namespace
 

@@ -1,8 +1,7 @@
 // The native replay (sim/engine/native_replay.hpp) follows the SimGrid replay's rules without
 // SimGrid: on generated programs (tests/generated_programs.hpp: random collectives on random
 // meshes up to 4x4x8, with and without wraparound, DCN slices, split axes, perturbed chips,
-// links and NICs and random stragglers; AllToAlls drawn as AllReduces, which the native replay
-// does not cover yet) every chip's start and end of every op must agree with the SimGrid full
+// links and NICs and random stragglers, AllToAlls even and uneven) every chip's start and end of every op must agree with the SimGrid full
 // replay within 1e-9 relative, under both hop models.
 //
 // The default suite runs kDefaultCases cases. For thousands:
@@ -146,10 +145,9 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
   const uint64_t seed = static_cast<uint64_t>(env_int("PODSIM_NATIVE_SEED", static_cast<int>(kDefaultSeed)));
   const int cases = env_int("PODSIM_NATIVE_CASES", kDefaultCases);
   const int only = env_int("PODSIM_NATIVE_CASE", -1);
-  int compared = 0, perturbed = 0, additive = 0, reduced = 0;
+  int compared = 0, perturbed = 0, additive = 0, reduced = 0, all_to_all = 0, uneven = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
-    int uneven = 0;
-    Case c = podsim_test::generate(seed, index, uneven, false);
+    Case c = podsim_test::generate(seed, index, uneven);
     // Every third case under the additive hop model (latency after landing, not a floor).
     if (index % 3 == 2) c.settings.hop_model = HopModel::Additive;
     // Each program full and symmetry-reduced: reduced meshes have rings of 2 positions, whose
@@ -173,6 +171,12 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
         ++compared;
         perturbed += c.topology.perturbations.empty() ? 0 : 1;
         additive += c.settings.hop_model == HopModel::Additive ? 1 : 0;
+        for (const auto& op : c.program) {
+          if (op.is(ProgramOpKind::Collective) && op.collective().kind == CollectiveKind::AllToAll) {
+            ++all_to_all;
+            break;
+          }
+        }
       } else if (simgrid->simulated.chip_count() < simgrid->topology.chip_count()) {
         ++reduced;
       }
@@ -184,11 +188,12 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
     }
   }
   if (only < 0) {
-    INFO(compared << " cases compared (" << perturbed << " perturbed, " << additive << " additive), " << reduced
-                  << " of them reduced too");
+    INFO(compared << " cases compared (" << perturbed << " perturbed, " << additive << " additive, " << all_to_all
+                  << " with AllToAlls, " << uneven << " of them uneven), " << reduced << " of them reduced too");
     CHECK(compared * 2 >= cases);
     CHECK(perturbed * 5 >= compared);
     CHECK(additive * 5 >= compared);
     CHECK(reduced * 5 >= compared);
+    CHECK(all_to_all * 5 >= compared);
   }
 }

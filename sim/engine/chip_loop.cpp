@@ -494,10 +494,15 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
       index[k] = index.back();
       index.pop_back();
       double own_last_s = -1;
-      if (block_delivered(id, i, notices, own_last_s)) {
+      bool last = false;
+      if (block_delivered(id, i, notices, own_last_s, last)) {
         notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, false, own_last_s}, 0));
       }
-      if (instances_[id].flows_left == 0) {
+      // `last` was taken when the count fell to 0: a put is a simcall, during which another
+      // helper of this instance can deliver a block and read the count at 0 too (two
+      // "delivered" wakes for one instance ended the chip's loop before its helpers, whose
+      // next block then read a destroyed loop).
+      if (last) {
         notices.push_back(e_.wake_box(chip_)->put_async(new Wake{id, true, 0}, 0));
       }
     }
@@ -528,8 +533,9 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
 
   // The bookkeeping of block `index` of instance `id`, delivered now: its receiver is told
   // (with `notices`, or this chip's puts when null) when it was the last block addressed to
-  // it. Returns true when that receiver is this chip, with the last landing in `own_last_s`.
-  bool block_delivered(int id, int index, std::vector<sg4::CommPtr>& notices, double& own_last_s) {
+  // it. Returns true when that receiver is this chip, with the last landing in `own_last_s`;
+  // `last_block`: this was the instance's last own block.
+  bool block_delivered(int id, int index, std::vector<sg4::CommPtr>& notices, double& own_last_s, bool& last_block) {
     Instance& in = instances_[id];
     const auto& flow = e_.ops_[in.op].plan->chips[chip_].flows[index];
     const double now = sg4::Engine::get_clock();
@@ -540,6 +546,7 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
     }
     in.delivered_s = std::max(in.delivered_s, now);
     in.flows_left -= 1;
+    last_block = in.flows_left == 0;
     const size_t at = static_cast<size_t>(in.rep) * e_.chips_ + flow.dst_chip;
     auto& last = e_.incoming_last_[in.op][at];
     last = std::max(last, arrival);
@@ -561,7 +568,8 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
 
   void flow_delivered(int id, int index) {
     double own_last_s = -1;
-    if (block_delivered(id, index, no_notices_, own_last_s)) {
+    bool last = false;
+    if (block_delivered(id, index, no_notices_, own_last_s, last)) {
       own_incoming_complete(instances_[id].op, instances_[id].rep, own_last_s);
     }
     maybe_end_all_to_all(id);

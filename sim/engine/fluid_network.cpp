@@ -93,11 +93,8 @@ void FluidNetwork::settle(double now) {
   dirty_.clear();
 }
 
-// Progressive filling over the component of `seed_link`, in lmm_solve's order: the links
-// with the least capacity left per crossing flow (exact ties together) fix the rate of their
-// flows not yet fixed; each fixed flow takes its rate off every link it crosses; a link with
-// less than kMaxminPrecision of its capacity left, or no flow left to fix, drops out.
-void FluidNetwork::solve_component(int seed_link, double now) {
+// The links and flows joined to `seed_link` by flows, into comp_links_ and comp_flows_.
+void FluidNetwork::collect_component(int seed_link) {
   comp_links_.clear();
   comp_flows_.clear();
   links_[seed_link].mark = mark_;
@@ -118,6 +115,14 @@ void FluidNetwork::solve_component(int seed_link, double now) {
       }
     }
   }
+}
+
+// Progressive filling over the component of `seed_link`, in lmm_solve's order: the links
+// with the least capacity left per crossing flow (exact ties together) fix the rate of their
+// flows not yet fixed; each fixed flow takes its rate off every link it crosses; a link with
+// less than kMaxminPrecision of its capacity left, or no flow left to fix, drops out.
+void FluidNetwork::solve_component(int seed_link, double now) {
+  collect_component(seed_link);
   if (comp_flows_.empty()) return;
   active_.clear();
   for (int l : comp_links_) {

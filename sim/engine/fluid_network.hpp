@@ -88,6 +88,7 @@ class FluidNetwork {
   };
   void share(int flow);
   void unshare(int flow);
+  void collect_component(int seed_link);
   void solve_component(int seed_link, double now);
 
   // Landing dates: a binary heap of (date, flow) with lazy deletion. A flow whose date

@@ -26,6 +26,8 @@ struct Message {   // one ring hop
   ChipId to_chip = 0;   // the chain that receives it
   int box = -1;         // its mailbox there (the pool's index)
   int to_slot = -1;     // its slot there, once it moves
+  int block = -1;       // an AllToAll block: its index in the sender's plan (then to_slot is the
+                        // sender's instance and to_chip the sender)
 };
 
 // A (receiving chip, chain) mailbox: the chain's messages cross one at a time, in the order
@@ -39,7 +41,7 @@ struct Mailbox {
   size_t head = 0;
 };
 
-enum class TimerKind : uint8_t { Arrival, Compute, Release, Launch };
+enum class TimerKind : uint8_t { Arrival, Compute, Release, Launch, AllToAllEnd };
 
 struct Timer {
   double at_s;
@@ -51,10 +53,27 @@ struct Timer {
   bool operator>(const Timer& o) const { return at_s != o.at_s ? at_s > o.at_s : seq > o.seq; }
 };
 
-struct Completion {   // a chain's receive has its message
+struct Completion {   // a chain's receive has its message, or a block has been delivered
   ChipId chip;
   int slot;
   int message;
+};
+
+struct Notice {   // every AllToAll block addressed to `chip` for (op, rep) has landed
+  ChipId chip;
+  int op;
+  int rep;
+  double last_arrival_s;
+};
+
+// One repetition of one op on a chip, with what an AllToAll needs besides a ring's.
+struct NativeInstance : InstanceCore {
+  double work_s = 0;             // after the launch overhead: when its blocks leave
+  int flows_left = 0;            // own blocks not yet delivered
+  double delivered_s = 0;        // latest delivery of own blocks
+  bool incoming_done = true;     // every block addressed here has landed
+  bool ending = false;           // its end is set (a timer, or finished)
+  double incoming_s = 0;
 };
 
 // A chain running on a chip, with what its messages need of its plan copied in (the plans of
@@ -151,13 +170,18 @@ class NativeReplay {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
   std::deque<Completion> completions_;
+  std::deque<Notice> notices_;
+  // AllToAll: per op, per (repetition x chip), blocks addressed there still to land and the
+  // latest usable arrival among those that have (as the SimGrid loop keeps them).
+  std::vector<std::vector<int>> incoming_left_;
+  std::vector<std::vector<double>> incoming_last_;
   std::vector<uint64_t> landed_;
   std::deque<NativeChip> chips_;
   DependencyTables dependencies_;
 };
 
 // One chip's loop: its ops (chip_ops.hpp) with the replay's clock, timers and mailboxes.
-class NativeChip : public ChipOps<NativeChip, InstanceCore> {
+class NativeChip : public ChipOps<NativeChip, NativeInstance> {
  public:
   NativeChip(NativeReplay& e, ChipId chip)
       : ChipOps(e.topo_, e.ops_, chip, e.options_.launch_overhead_s), e_(e) {}
@@ -172,6 +196,7 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
       case TimerKind::Compute: finish(t.a); break;
       case TimerKind::Release: begin(t.a); break;
       case TimerKind::Launch: work(t.a); break;
+      case TimerKind::AllToAllEnd: finish(t.a); break;
     }
   }
 
@@ -186,7 +211,7 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
   }
 
  private:
-  friend class ChipOps<NativeChip, InstanceCore>;
+  friend class ChipOps<NativeChip, NativeInstance>;
 
   // --- what chip_ops.hpp asks of a loop ---
   double now() const { return e_.now_; }
@@ -200,7 +225,12 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
       e_.set_timer(e_.now_ + compute_s(r, e_.options_.chip_compute_scale), chip_, TimerKind::Compute, id);
       return;
     }
-    start_parts(id, r.plan->chips[chip_]);
+    const ChipOpPlan& plan = r.plan->chips[chip_];
+    if (!plan.flows.empty() || plan.incoming_flows > 0) {
+      start_all_to_all(id, plan);
+      return;
+    }
+    start_parts(id, plan);
   }
 
   void record_span(const InstanceCore& in) {
@@ -264,8 +294,91 @@ class NativeChip : public ChipOps<NativeChip, InstanceCore> {
     chain_done(id, part);
   }
 
+  // --- AllToAll (the SimGrid loop's rules, chip_loop.cpp) ---
+
+ public:
+  // Block `index` of instance `id` has landed: its receiver hears when it was the last block
+  // addressed there; this chip's instance ends when its own blocks are delivered and every
+  // block addressed here has arrived.
+  void block_delivered(int id, int index) {
+    NativeInstance& in = instances_[id];
+    const FlowPlan& flow = ops_[in.op].plan->chips[chip_].flows[index];
+    const double arrival = usable_s(e_.floor_model_, e_.floor_, e_.now_, in.work_s, flow.hops, flow.extra_latency_s,
+                                    e_.route_latency_[e_.route(flow.src_endpoint, flow.dst_endpoint)]);
+    if (e_.options_.record_hops) {
+      e_.result_.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, arrival, flow.bytes});
+    }
+    in.delivered_s = std::max(in.delivered_s, e_.now_);
+    in.flows_left -= 1;
+    const size_t at = static_cast<size_t>(in.rep) * e_.chip_count_ + flow.dst_chip;
+    double& last = e_.incoming_last_[in.op][at];
+    last = std::max(last, arrival);
+    if (--e_.incoming_left_[in.op][at] == 0) e_.notices_.push_back({flow.dst_chip, in.op, in.rep, last});
+    maybe_end_all_to_all(id);
+  }
+
+  void incoming_complete(int op, int rep, double last_s) {
+    for (size_t k = 0; k < all_to_all_.size(); ++k) {
+      NativeInstance& in = instances_[all_to_all_[k]];
+      if (in.op != op || in.rep != rep || in.incoming_done) continue;
+      in.incoming_done = true;
+      in.incoming_s = last_s;
+      maybe_end_all_to_all(all_to_all_[k]);
+      return;
+    }
+    early_notices_.push_back({chip_, op, rep, last_s});   // before this chip started the op
+  }
+
+ private:
+  void start_all_to_all(int id, const ChipOpPlan& plan) {
+    NativeInstance& in = instances_[id];
+    in.work_s = e_.now_;
+    in.flows_left = static_cast<int>(plan.flows.size());
+    e_.count_messages(plan.flows.size());
+    for (size_t i = 0; i < plan.flows.size(); ++i) {
+      const FlowPlan& flow = plan.flows[i];
+      Message m;
+      m.sent_s = e_.now_;
+      m.route = e_.route(flow.src_endpoint, flow.dst_endpoint);
+      m.wire = wire_bytes(flow.bytes);
+      m.to_chip = chip_;
+      m.to_slot = id;
+      m.block = static_cast<int>(i);
+      e_.start_flow(e_.messages_.add(m));
+    }
+    in.incoming_done = plan.incoming_flows == 0;
+    for (size_t k = 0; !in.incoming_done && k < early_notices_.size(); ++k) {
+      if (early_notices_[k].op != in.op || early_notices_[k].rep != in.rep) continue;
+      in.incoming_done = true;
+      in.incoming_s = early_notices_[k].last_arrival_s;
+      early_notices_.erase(early_notices_.begin() + static_cast<long>(k));
+    }
+    if (!in.incoming_done) all_to_all_.push_back(id);
+    maybe_end_all_to_all(id);
+  }
+
+  void maybe_end_all_to_all(int id) {
+    NativeInstance& in = instances_[id];
+    if (in.op < 0 || in.ending || in.flows_left > 0 || !in.incoming_done) return;
+    in.ending = true;
+    for (size_t k = 0; k < all_to_all_.size(); ++k) {
+      if (all_to_all_[k] != id) continue;
+      all_to_all_[k] = all_to_all_.back();
+      all_to_all_.pop_back();
+      break;
+    }
+    const double end = std::max(in.incoming_s, in.delivered_s);
+    if (end > e_.now_) {
+      e_.set_timer(end, chip_, TimerKind::AllToAllEnd, id);
+      return;
+    }
+    finish(id);
+  }
+
   NativeReplay& e_;
   SlotPool<ChainRun, std::deque<ChainRun>> chains_;
+  std::vector<int> all_to_all_;        // AllToAll instances still waiting for their incoming blocks
+  std::vector<Notice> early_notices_;  // incoming blocks complete before this chip started the op
 };
 
 NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& endpoints,
@@ -279,6 +392,22 @@ NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& en
   link_ids_.assign(2 * topo.links().size(), -1);
   boxes_.resize(chip_count_);
   routes_from_.resize(endpoints_.size());
+  incoming_left_.resize(ops_.size());
+  incoming_last_.resize(ops_.size());
+  for (size_t op = 0; op < ops_.size(); ++op) {
+    const OpPlan* plan = ops_[op].plan;
+    if (plan == nullptr || plan->point_to_point) continue;
+    bool any = false;
+    for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
+    if (!any) continue;
+    incoming_left_[op].resize(static_cast<size_t>(ops_[op].repeat) * chip_count_);
+    incoming_last_[op].assign(static_cast<size_t>(ops_[op].repeat) * chip_count_, 0.0);
+    for (int rep = 0; rep < ops_[op].repeat; ++rep) {
+      for (ChipId c = 0; c < chip_count_; ++c) {
+        incoming_left_[op][static_cast<size_t>(rep) * chip_count_ + c] = plan->chips[c].incoming_flows;
+      }
+    }
+  }
 }
 
 // The network link of one direction of a physical link, made on first use as platform.cpp
@@ -347,6 +476,7 @@ void NativeReplay::start_flow(int message) {
 void NativeReplay::land(int message) {
   Message& m = messages_[message];
   completions_.push_back({m.to_chip, m.to_slot, message});
+  if (m.block >= 0) return;   // an AllToAll block: no mailbox
   Mailbox& box = pool_[m.box];
   box.busy = false;
   move_next(box);
@@ -362,10 +492,22 @@ void NativeReplay::run_due() {
       chips_[t.chip].fire(t);
       continue;
     }
-    if (completions_.empty()) return;
-    const Completion c = completions_.front();
-    completions_.pop_front();
-    chips_[c.chip].received(c.slot, c.message);
+    if (!completions_.empty()) {
+      const Completion c = completions_.front();
+      completions_.pop_front();
+      const int block = messages_[c.message].block;
+      if (block >= 0) {
+        messages_.release(c.message);
+        chips_[c.chip].block_delivered(c.slot, block);
+      } else {
+        chips_[c.chip].received(c.slot, c.message);
+      }
+      continue;
+    }
+    if (notices_.empty()) return;
+    const Notice n = notices_.front();
+    notices_.pop_front();
+    chips_[n.chip].incoming_complete(n.op, n.rep, n.last_arrival_s);
   }
 }
 
@@ -400,9 +542,6 @@ std::string native_replay_unsupported(const std::vector<ReplayOp>& ops) {
     if (!op.after_neighbour.empty()) return "an op waits for a neighbour's point-to-point send";
     if (op.plan == nullptr) continue;
     if (op.plan->point_to_point) return "point-to-point sends (pipeline stages)";
-    for (const auto& chip : op.plan->chips) {
-      if (!chip.flows.empty() || chip.incoming_flows > 0) return "AllToAll blocks";
-    }
   }
   return "";
 }

@@ -19,8 +19,13 @@
 // one chip) is a flow over its own links like any other: the SimGrid replay relays it only
 // because its actors' hosts have one route per pair.
 //
-// Not yet covered (the SimGrid replay runs them): AllToAll blocks, point-to-point sends and
-// their neighbour waits.
+// AllToAll blocks follow chip_loop.cpp's rules: every block of a chip leaves at once when its
+// work starts, a flow over its route; a chip's instance ends when its own blocks have landed
+// and every block addressed to it has arrived (its floor or latency after landing), the last
+// sender telling it at that date (a notice of no bytes, which takes no time).
+//
+// Not yet covered (the SimGrid replay runs them): point-to-point sends and their neighbour
+// waits.
 #include <string>
 #include <vector>
 

@@ -59,10 +59,12 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
                    c.bytes_per_flow * static_cast<double>(flows) + c.bytes_per_flow_hop * e.flow_hops +
                    c.bytes_per_dcn_message * static_cast<double>(dcn_messages) +
                    c.bytes_per_span * static_cast<double>(e.spans);
-  // Auto runs natively what has no AllToAll and no point-to-point send (native_replay.hpp).
+  // Auto runs natively what has no point-to-point send (native_replay.hpp). AllToAll blocks
+  // keep SimGrid's quadratic term natively too: every block at once shares links, and each
+  // landing re-solves the blocks it shared them with (an overestimate, not measured natively).
   bool native = engine == ReplayEngine::Native;
   if (engine == ReplayEngine::Auto) {
-    native = flows == 0;
+    native = true;
     for (const auto& op : program) native = native && !op.is(ProgramOpKind::Send) && op.after_neighbour.empty();
   }
   const double per_message = native ? c.native_seconds_per_message : c.seconds_per_message;

@@ -39,9 +39,9 @@ def cli_run(scenario, out_dir, overrides=None):
     return done.stdout
 
 
-# A training step of a few seconds: under way when an interrupt comes.
-# Over a second a run (its AllToAlls keep it on the SimGrid replay).
-SLOW = os.path.join(SOURCE, "scenarios", "training_deepseek_v3_v5p_16x16x16_ep.yaml")
+# A training step of tens of seconds (one slow chip: every chip simulated): under way when an
+# interrupt comes.
+SLOW = os.path.join(SOURCE, "tests", "fixtures", "slow_step_llama2_13b_slow_chip_16x16x8.yaml")
 
 
 @contextlib.contextmanager
