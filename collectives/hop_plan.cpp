@@ -45,7 +45,8 @@ struct SubRing {
   std::vector<DirectedLink> walk(const Topology& topo, ChipId chip, int direction, int steps) const {
     std::vector<DirectedLink> route;
     for (int k = 0; k < steps; ++k) {
-      route.push_back(*topo.link_toward(chip, axis, direction));
+      const auto hop = topo.hop_route(chip, axis, direction);   // round a failed link: 3 links
+      route.insert(route.end(), hop.begin(), hop.end());
       chip = *topo.neighbor(chip, axis, direction);
     }
     return route;
@@ -70,13 +71,15 @@ struct SubRing {
   // a line's end from the far end, back along the reverse links (a one-way ring's closing hop).
   int port(const Topology& topo, EndpointRegistry& registry, ChipId chip, int direction) const {
     std::vector<DirectedLink> in_route;
+    int steps = stride;
     if (auto prev = neighbour(topo, chip, -direction)) {
       in_route = walk(topo, *prev, direction, stride);
     } else {
       const ChipId far = member(topo, chip, direction > 0 ? size - 1 : 0);
-      in_route = walk(topo, far, -direction, (size - 1) * stride);
+      steps = (size - 1) * stride;
+      in_route = walk(topo, far, -direction, steps);
     }
-    return registry.get(chip, channel(direction), in_route);
+    return registry.get(chip, channel(direction), in_route, {}, static_cast<int>(in_route.size()) - steps);
   }
 
   ChipId next(const Topology& topo, ChipId chip, int direction) const {
@@ -321,7 +324,8 @@ OpPlan plan_all_to_all(const Topology& topo, const std::vector<int>& real_sizes,
           // On a reduced axis a route longer than the simulated ring takes its links again.
           if (steps > topo.axis_size(a)) plan.repeats_links = true;
           for (int k = 0; k < steps; ++k) {
-            route.push_back(*topo.link_toward(at, a, dir));
+            const auto hop = topo.hop_route(at, a, dir);   // round a failed link: 3 links
+            route.insert(route.end(), hop.begin(), hop.end());
             at = *topo.neighbor(at, a, dir);
           }
         }
@@ -348,22 +352,30 @@ double route_extra_latency_s(const Topology& topo, const Endpoint& s, const Endp
   return total;
 }
 
-// Fills in every message's extra latency once the plan's endpoints exist; a topology without
-// any leaves the plan as it is.
+// Fills in what the plan's routes add to its messages once its endpoints exist: perturbed
+// links' extra latency, and the links a detour round a failed link adds to a message's hops
+// (its latency floor). A topology with neither leaves the plan as it is. An AllToAll block's
+// hops are its route's links already (plan_all_to_all); its endpoint records no detour.
 OpPlan with_extra_latency(const Topology& topo, const EndpointRegistry& registry, OpPlan plan) {
-  if (!topo.has_extra_latency()) return plan;
+  if (!topo.has_extra_latency() && !topo.has_failed_links()) return plan;
   const auto& endpoints = registry.endpoints();
+  const bool latency = topo.has_extra_latency();
   for (auto& chip : plan.chips) {
     for (auto& part : chip.parts) {
       for (auto& phase : part) {
         for (auto& chain : phase) {
-          if (chain.peer_endpoint >= 0)
+          if (chain.peer_endpoint < 0) continue;
+          chain.shape.hops += endpoints[chain.peer_endpoint].in_detour_links;
+          if (latency)
             chain.extra_latency_s = route_extra_latency_s(topo, endpoints[chain.endpoint], endpoints[chain.peer_endpoint]);
         }
       }
     }
-    for (auto& flow : chip.flows)
-      flow.extra_latency_s = route_extra_latency_s(topo, endpoints[flow.src_endpoint], endpoints[flow.dst_endpoint]);
+    for (auto& flow : chip.flows) {
+      flow.hops += endpoints[flow.dst_endpoint].in_detour_links;
+      if (latency)
+        flow.extra_latency_s = route_extra_latency_s(topo, endpoints[flow.src_endpoint], endpoints[flow.dst_endpoint]);
+    }
   }
   return plan;
 }
@@ -386,9 +398,9 @@ std::vector<DirectedLink> route_between(const std::vector<Endpoint>& endpoints, 
 }
 
 int EndpointRegistry::get(ChipId chip, const Channel& channel, const std::vector<DirectedLink>& in_route,
-                          const std::vector<DirectedLink>& out_route) {
+                          const std::vector<DirectedLink>& out_route, int in_detour_links) {
   auto [it, inserted] = index_.try_emplace({chip, channel}, static_cast<int>(endpoints_.size()));
-  if (inserted) endpoints_.push_back({chip, channel, in_route, out_route});
+  if (inserted) endpoints_.push_back({chip, channel, in_route, out_route, in_detour_links});
   return it->second;
 }
 

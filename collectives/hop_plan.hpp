@@ -42,6 +42,9 @@ struct Endpoint {
   Channel channel;
   std::vector<DirectedLink> in_route;
   std::vector<DirectedLink> out_route;
+  // Links in_route takes beyond its ring hops, going round failed links (Topology::hop_route):
+  // a message's latency floor counts them (ChainPlan::shape.hops, FlowPlan::hops).
+  int in_detour_links = 0;
 };
 
 // The links a message from endpoint `from` to endpoint `to` crosses: from.out_route, then
@@ -90,7 +93,7 @@ class EndpointRegistry {
  public:
   // Returns the index of (chip, channel), creating it with these routes on first use.
   int get(ChipId chip, const Channel& channel, const std::vector<DirectedLink>& in_route,
-          const std::vector<DirectedLink>& out_route = {});
+          const std::vector<DirectedLink>& out_route = {}, int in_detour_links = 0);
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
 
  private:

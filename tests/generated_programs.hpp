@@ -76,6 +76,50 @@ inline ChipBox random_box(Rng& rng, const TopologySpec& t, std::ostringstream& d
   return box;
 }
 
+// In some perturbed cases (from a stream of their own: the other draws stay as they were), one
+// link direction of one chip fails (bandwidth 0), where ICI routing can go round it
+// (Topology::hop_route): rings and blocks through it take the 3-link detour.
+inline void add_failed_link(Rng rng, TopologySpec& t, const std::vector<int>& link_axes, std::ostringstream& d) {
+  if (link_axes.size() < 2 || !rng.chance(0.5)) return;
+  Perturbation p;
+  p.name = "failed";
+  p.kind = PerturbationKind::Links;
+  p.axis = link_axes[rng.below(static_cast<int>(link_axes.size()))];
+  p.direction = rng.chance(0.5) ? +1 : -1;
+  p.bandwidth_scale = 0;
+  ChipBox box;
+  for (const auto& axis : t.axes) {
+    const int at = rng.below(axis.size);
+    box.axes.push_back({at, at});
+  }
+  const int slice = rng.below(t.slices);
+  box.slices = {slice, slice};
+  // Half of them the links of a whole line along another axis: chips along that line stay
+  // alike (the symmetry reduction may still fold it), and a third axis has the way round.
+  const int along = link_axes[rng.below(static_cast<int>(link_axes.size()))];
+  const bool line = along != p.axis && rng.chance(0.5);
+  if (line) box.axes[along] = {0, t.axes[along].size - 1};
+  p.chips.push_back(box);
+  TopologySpec with = t;
+  with.perturbations.push_back(p);
+  try {
+    const Topology topo(with);
+    std::vector<int> at;
+    for (const auto& r : box.axes) at.push_back(r.first);
+    for (int k = 0; k < (line ? t.axes[along].size : 1); ++k) {
+      if (line) at[along] = k;
+      const ChipId chip = topo.chip_at(slice, at);
+      if (!topo.link_toward(chip, p.axis, p.direction)) return;   // a line's end: no link there
+      (void)topo.hop_route(chip, p.axis, p.direction);
+    }
+  } catch (const std::invalid_argument&) {
+    return;   // no way round it: a case for the loader's error, not for the replays
+  }
+  d << " {failed link " << t.axes[p.axis].name << (p.direction > 0 ? "+" : "-")
+    << (line ? " along all of " + t.axes[along].name : std::string()) << "}";
+  t.perturbations.push_back(std::move(p));
+}
+
 inline void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   if (!rng.chance(kPerturbedShare)) return;
   TopologySpec& t = c.topology;
@@ -111,6 +155,7 @@ inline void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
     d << "}";
     t.perturbations.push_back(std::move(p));
   }
+  add_failed_link(Rng{Rng(rng).next() ^ 0x5851f42d4c957f2dULL}, t, link_axes, d);
   // Random stragglers (topology/stragglers.hpp) in some of the perturbed cases, from a stream of
   // their own so that the cases' other draws stay as they were: every chip slow by its own factor
   // with some probability, as `stragglers:` draws them.

@@ -222,7 +222,7 @@ TEST_CASE("bad input: one message naming the file, exit 2, no output", "[cli]") 
        "key 'perturbations[0].chips[0]': value '16': expected a position on axis X from 0 to 15"},
       {"perturbation factor of zero",
        std::string(kGood) + "perturbations:\n  - {links: {axis: X}, bandwidth_scale: 0}\n",
-       "key 'perturbations[0].bandwidth_scale': value '0': a failed link (bandwidth 0) is not simulated"},
+       "key 'perturbations[0].bandwidth_scale': value '0': the link from chip"},
       {"perturbation latency without a unit",
        std::string(kGood) + "perturbations:\n  - {links: {axis: X}, extra_latency: 2}\n",
        "key 'perturbations[0].extra_latency': value '2'"},

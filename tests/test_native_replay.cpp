@@ -145,7 +145,7 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
   const uint64_t seed = static_cast<uint64_t>(env_int("PODSIM_NATIVE_SEED", static_cast<int>(kDefaultSeed)));
   const int cases = env_int("PODSIM_NATIVE_CASES", kDefaultCases);
   const int only = env_int("PODSIM_NATIVE_CASE", -1);
-  int compared = 0, perturbed = 0, additive = 0, reduced = 0, all_to_all = 0, uneven = 0;
+  int compared = 0, perturbed = 0, additive = 0, reduced = 0, all_to_all = 0, uneven = 0, failed = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
     Case c = podsim_test::generate(seed, index, uneven);
     // Every third case under the additive hop model (latency after landing, not a floor).
@@ -170,6 +170,12 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
       if (fidelity == Fidelity::Full) {
         ++compared;
         perturbed += c.topology.perturbations.empty() ? 0 : 1;
+        for (const auto& p : c.topology.perturbations) {
+          if (p.kind == PerturbationKind::Links && p.bandwidth_scale == 0) {
+            ++failed;
+            break;
+          }
+        }
         additive += c.settings.hop_model == HopModel::Additive ? 1 : 0;
         for (const auto& op : c.program) {
           if (op.is(ProgramOpKind::Collective) && op.collective().kind == CollectiveKind::AllToAll) {
@@ -189,11 +195,13 @@ TEST_CASE("generated programs: the native replay equals the SimGrid replay on ev
   }
   if (only < 0) {
     INFO(compared << " cases compared (" << perturbed << " perturbed, " << additive << " additive, " << all_to_all
-                  << " with AllToAlls, " << uneven << " of them uneven), " << reduced << " of them reduced too");
+                  << " with AllToAlls, " << uneven << " of them uneven, " << failed << " with a failed link), " << reduced
+                  << " of them reduced too");
     CHECK(compared * 2 >= cases);
     CHECK(perturbed * 5 >= compared);
     CHECK(additive * 5 >= compared);
     CHECK(reduced * 5 >= compared);
     CHECK(all_to_all * 5 >= compared);
+    CHECK(failed * 20 >= compared);
   }
 }

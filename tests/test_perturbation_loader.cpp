@@ -335,9 +335,25 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
     CHECK(s.topology.perturbations[1].compute_slowdown == 1.25);
     CHECK(s.topology.perturbations[1].chips.size() == static_cast<size_t>(2 * s.topology.chips_per_slice()));   // both slices
   }
-  SECTION("a failed link is refused, with the reason") {
+  SECTION("failed links with no way round them are refused, with the reason") {
+    // Every X link gone: a detour along Y or Z needs an X link beside the failed one.
     require_error(perturbed("  - links: {axis: X}\n    bandwidth_scale: 0\n"), "perturbations[0].bandwidth_scale", "0",
-                  "bandwidth_scale: 0", "a failed link (bandwidth 0) is not simulated");
+                  "bandwidth_scale: 0", "has failed and no route goes round it");
+    // The X links beside the first one's, on +-Y and +-Z, fail one by one: the last entry
+    // takes the last way round it.
+    const std::string beside = "    bandwidth_scale: 0\n  - links: {direction: \"+X\", chip: ";
+    require_error(perturbed("  - links: {direction: \"+X\", chip: [0, 0, 0]}\n" + beside + "[0, 1, 0]}\n" + beside +
+                            "[0, 3, 0]}\n" + beside + "[0, 0, 1]}\n" + beside + "[0, 0, 3]}\n    bandwidth_scale: 0.0\n"),
+                  "perturbations[4].bandwidth_scale", "0.0", "bandwidth_scale: 0.0", "has failed and no route goes round it");
+  }
+  SECTION("a failed link with a way round it is read") {
+    const auto read = load(perturbed("  - links: {chip: [0, 0, 0], direction: \"+X\"}\n    bandwidth_scale: 0\n"));
+    REQUIRE(read.size() == 1);
+    CHECK(read[0].bandwidth_scale == 0);
+  }
+  SECTION("a failed NIC is refused: its host has no other way out") {
+    require_error(perturbed("  - nics: {host: 0}\n    bandwidth_scale: 0\n"), "perturbations[0].bandwidth_scale", "0",
+                  "bandwidth_scale: 0", "a failed NIC (bandwidth 0) is not simulated");
   }
   SECTION("a host beside coordinates, or out of range") {
     require_error(perturbed("  - chips: {host: 1, chip: [0, 0, 0]}\n    compute_slowdown: 2\n"),

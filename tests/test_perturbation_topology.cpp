@@ -182,3 +182,45 @@ TEST_CASE("a reduced mesh keeps the part of each selection it holds", "[topology
   CHECK(kept[0].chips[0].axes[1].first == 2);
   CHECK(kept[0].chips[0].axes[2].last == 0);
 }
+
+TEST_CASE("a failed link: hops round it take the detour ICI routing takes", "[topology][perturbation]") {
+  const std::vector<int> origin{0, 0, 0};
+  auto at = [](const Topology& topo, std::vector<int> c) { return topo.chip_at(0, c); };
+  SECTION("off along the lowest other axis (+1 first), across beside it, and back") {
+    auto spec = v4p_cube();
+    spec.perturbations = {links("dead", box({0, 0}, {0, 0}, {0, 0}), 0, +1, 0.0)};
+    const Topology topo(spec);
+    CHECK(topo.has_failed_links());
+    const ChipId o = at(topo, origin);
+    const auto route = topo.hop_route(o, 0, +1);
+    const std::vector<DirectedLink> expected{*topo.link_toward(o, 1, +1), *topo.link_toward(at(topo, {0, 1, 0}), 0, +1),
+                                             *topo.link_toward(at(topo, {1, 1, 0}), 1, -1)};
+    CHECK(route == expected);
+    // The other direction of the link is alive: one link, as any other hop.
+    CHECK(topo.hop_route(at(topo, {1, 0, 0}), 0, -1) == std::vector<DirectedLink>{*topo.link_toward(at(topo, {1, 0, 0}), 0, -1)});
+    // And so is every other hop.
+    CHECK(topo.hop_route(o, 1, +1).size() == 1);
+    // A dimension-order route through it takes the detour: 3 links for 1 hop.
+    CHECK(topo.dimension_order_route(o, at(topo, {2, 0, 0})).size() == 4);
+  }
+  SECTION("the next way round when the first is gone too") {
+    auto spec = v4p_cube();
+    spec.perturbations = {links("dead", box({0, 0}, {0, 0}, {0, 0}), 0, +1, 0.0),
+                          links("beside", box({0, 0}, {1, 1}, {0, 0}), 0, +1, 0.0)};
+    const Topology topo(spec);
+    const auto route = topo.hop_route(at(topo, origin), 0, +1);
+    REQUIRE(route.size() == 3);
+    CHECK(route[0] == *topo.link_toward(at(topo, origin), 1, -1));   // -Y: the row Y = 3
+    CHECK(route[1] == *topo.link_toward(at(topo, {0, 3, 0}), 0, +1));
+  }
+  SECTION("no way round on a ring of one axis: the reason") {
+    TopologySpec spec;
+    spec.chip = *find_chip_preset("v5e");
+    spec.axes = {{"X", 16, true}};
+    Perturbation p = links("dead", ChipBox{{{0, 0}}, {0, 0}}, 0, +1, 0.0);
+    spec.perturbations = {p};
+    const Topology topo(spec);
+    const std::vector<int> zero{0};
+    CHECK_THROWS_WITH(topo.hop_route(topo.chip_at(0, zero), 0, +1), Catch::Contains("no route goes round it"));
+  }
+}

@@ -57,7 +57,7 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
   const int cases = env_int("PODSIM_PROPERTY_CASES", kDefaultCases);
   const int only = env_int("PODSIM_PROPERTY_CASE", -1);
   int reduced_cases = 0, drawn_cases = 0;
-  int perturbed_cases = 0, perturbed_reduced_cases = 0, perturbation_kept_axes = 0;
+  int perturbed_cases = 0, perturbed_reduced_cases = 0, perturbation_kept_axes = 0, failed_cases = 0;
   int uneven_cases = 0, uneven_reduced_cases = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
     const int uneven_before = uneven_cases;
@@ -83,9 +83,13 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
     drawn_cases += drawn ? 1 : 0;
     if (!drawn && reduced.simulated.chip_count() < full.simulated.chip_count()) ++reduced_cases;
     if (uneven && reduced.simulated.chip_count() < full.simulated.chip_count()) ++uneven_reduced_cases;
+    // A failed link breaks every translation but along its line (tests/generated_programs.hpp):
+    // those cases are counted on their own.
+    const bool failed = c.description.find("{failed link") != std::string::npos;
+    failed_cases += failed ? 1 : 0;
     if (!c.topology.perturbations.empty()) {
       ++perturbed_cases;
-      if (reduced.simulated.chip_count() < full.simulated.chip_count()) ++perturbed_reduced_cases;
+      if (!failed && reduced.simulated.chip_count() < full.simulated.chip_count()) ++perturbed_reduced_cases;
       for (const auto& axis : reduced.reduction.axes) {
         if (axis.reason.find("perturbation") != std::string::npos) ++perturbation_kept_axes;
       }
@@ -127,10 +131,13 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
   // ... and with perturbations: some cases keep axes whole for them, some still reduce (their
   // perturbations invariant along the reduced axes).
   if (only < 0) {
-    INFO(perturbed_cases << " perturbed cases, " << perturbed_reduced_cases << " of them reduced, "
-                         << perturbation_kept_axes << " axes kept whole for a perturbation");
+    INFO(perturbed_cases << " perturbed cases, " << failed_cases << " of them with a failed link, "
+                         << perturbed_reduced_cases << " of the others reduced, " << perturbation_kept_axes
+                         << " axes kept whole for a perturbation");
     CHECK(perturbed_cases * 5 >= cases);
-    CHECK(perturbed_reduced_cases * 10 >= perturbed_cases);
+    CHECK(failed_cases * 40 >= cases);
+    // 8 of 63 reduce without failed links; the failed links fall on some of those (4 of 49 left).
+    CHECK(perturbed_reduced_cases * 15 >= perturbed_cases - failed_cases);
     CHECK(perturbation_kept_axes * 4 >= perturbed_cases);
   }
 }

@@ -101,7 +101,8 @@ void check_perturbations(const TopologySpec& spec) {
       check_range(p, box.slices, spec.slices, "slice");
     }
     check_factor(p, p.compute_slowdown, "compute_slowdown");
-    check_factor(p, p.bandwidth_scale, "bandwidth_scale");
+    // 0 is a failed link, routed round (Topology::hop_route); a failed NIC has no way round.
+    if (!(p.kind == PerturbationKind::Links && p.bandwidth_scale == 0)) check_factor(p, p.bandwidth_scale, "bandwidth_scale");
     if (!(p.extra_latency_s >= 0) || !std::isfinite(p.extra_latency_s)) fail(p, "extra_latency_s must be >= 0 and finite");
     if (p.kind == PerturbationKind::Links) {
       if (p.axis < 0 || p.axis >= axes) fail(p, "axis " + std::to_string(p.axis) + " is not a mesh axis");

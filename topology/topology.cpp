@@ -246,6 +246,7 @@ void Topology::apply_perturbations() {
     auto degrade = [&](int link, bool forward) {
       const int side = forward ? 0 : 1;
       links_[link].bandwidth_scale[side] *= p.bandwidth_scale;
+      has_failed_links_ = has_failed_links_ || p.bandwidth_scale == 0;
       links_[link].extra_latency_s[side] += p.extra_latency_s;
       has_extra_latency_ = has_extra_latency_ || p.extra_latency_s > 0;
     };
@@ -357,6 +358,29 @@ std::optional<DirectedLink> Topology::link_toward(ChipId chip, int axis, int dir
   return std::nullopt;
 }
 
+std::vector<DirectedLink> Topology::hop_route(ChipId chip, int axis, int direction) const {
+  const auto straight = link_toward(chip, axis, direction);
+  if (!straight) return {};
+  if (!failed(*straight)) return {*straight};
+  const ChipId target = *neighbor(chip, axis, direction);
+  for (int other = 0; other < axis_count(); ++other) {
+    if (other == axis) continue;
+    for (int side : {+1, -1}) {
+      const auto off = link_toward(chip, other, side);
+      if (!off || failed(*off)) continue;
+      const ChipId beside = *neighbor(chip, other, side);
+      const auto across = link_toward(beside, axis, direction);
+      if (!across || failed(*across)) continue;
+      const auto back = link_toward(*neighbor(beside, axis, direction), other, -side);
+      if (!back || failed(*back) || *neighbor(*neighbor(beside, axis, direction), other, -side) != target) continue;
+      return {*off, *across, *back};
+    }
+  }
+  throw std::invalid_argument("the link from chip " + chip_name(chip) + " toward " + (direction > 0 ? "+" : "-") +
+                              spec_.axes[axis].name + " has failed and no route goes round it (no other axis "
+                              "with live links beside it)");
+}
+
 std::optional<ChipId> Topology::neighbor(ChipId chip, int axis, int direction) const {
   const auto step = link_toward(chip, axis, direction);
   if (!step) return std::nullopt;
@@ -384,9 +408,9 @@ std::vector<DirectedLink> Topology::dimension_order_route(ChipId a, ChipId b) co
   for (int axis = 0; axis < axis_count(); ++axis) {
     const auto [hops, direction] = axis_step(from[axis], to[axis], axis_size(axis), wraps(axis));
     for (int h = 0; h < hops; ++h) {
-      const DirectedLink step = *link_toward(at, axis, direction);
-      route.push_back(step);
-      at = step.forward ? links_[step.link].b : links_[step.link].a;
+      const auto hop = hop_route(at, axis, direction);
+      route.insert(route.end(), hop.begin(), hop.end());
+      at = *neighbor(at, axis, direction);
     }
   }
   return route;

@@ -103,6 +103,14 @@ class Topology {
   std::optional<ChipId> neighbor(ChipId chip, int axis, int direction) const;
   // The link used for that step; on a wrapped axis of size 2 the two directions use two distinct links.
   std::optional<DirectedLink> link_toward(ChipId chip, int axis, int direction) const;
+  // The links of one hop along an axis (link_toward's), or where that direction of the link
+  // has failed (a perturbation's bandwidth_scale 0) the detour ICI routing takes round it:
+  // one link off along another axis (the lowest axis first, +1 before -1), the hop beside the
+  // failed link, and one link back, each direction of them alive. Empty when there is no
+  // neighbour that way; throws std::invalid_argument naming the link when no detour exists.
+  std::vector<DirectedLink> hop_route(ChipId chip, int axis, int direction) const;
+  bool failed(const DirectedLink& d) const { return links_[d.link].bandwidth_scale[d.forward ? 0 : 1] == 0; }
+  bool has_failed_links() const { return has_failed_links_; }
   // The chips sharing all coordinates of `member` but `axis`, by position 0..size-1.
   std::vector<ChipId> ring_order(ChipId member, int axis) const;
   // Dimension-order route within one slice: axes in increasing index, shorter way round on a
@@ -143,6 +151,7 @@ class Topology {
   std::unique_ptr<Graph> graph_;
   std::vector<double> compute_slowdown_;   // by chip; empty when no chip is slowed
   bool has_extra_latency_ = false;
+  bool has_failed_links_ = false;
 
   // The constructor's steps, in order: check the spec (naming default axes), lay out chips
   // and hosts, then the links (ICI per axis; PCIe, NICs and the DCN core), then perturbations.

@@ -65,7 +65,8 @@ class LinkTable {
           // extra latency is the receiver's: message_rules.hpp).
           for (const bool forward : {true, false}) {
             sg4::Link* half = forward ? duplex->get_link_up() : duplex->get_link_down();
-            half->set_bandwidth(link_bandwidth_Bps(info, forward, options_));
+            // A failed direction carries no route (Topology::hop_route goes round it).
+            if (!topo_.failed({d.link, forward})) half->set_bandwidth(link_bandwidth_Bps(info, forward, options_));
           }
         }
         links_[d.link] = duplex->seal();

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "sim/scenario/link_bounds.hpp"
+#include "topology/topology.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim::detail {
@@ -367,14 +368,15 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
     effect = true;
     if (e.name == "compute_slowdown") p.compute_slowdown = read_slowdown(e.value);
     if (e.name == "bandwidth_scale") {
-      // A failed link (0) would stall every ring through it: podsim's collectives keep their rings
-      // and do not route round a dead link, so it is refused rather than simulated as a hang.
-      if (read_real(e.value) == 0)
-        fail(e.value, p.kind == PerturbationKind::Nics
-                          ? "a failed NIC (bandwidth 0) is not simulated: its host's DCN transfers have no other way "
-                            "out; expected a scale > 0, e.g. 0.01 for a NIC nearly gone"
-                          : "a failed link (bandwidth 0) is not simulated: the ring collectives over it do not route "
-                            "round it; expected a scale > 0, e.g. 0.01 for a link nearly gone");
+      // A failed NIC (0) would cut its host off: its DCN transfers have no other way out. A
+      // failed ICI link is routed round (Topology::hop_route; checked once the entries are read).
+      if (read_real(e.value) == 0) {
+        if (p.kind == PerturbationKind::Nics)
+          fail(e.value, "a failed NIC (bandwidth 0) is not simulated: its host's DCN transfers have no other way "
+                        "out; expected a scale > 0, e.g. 0.01 for a NIC nearly gone");
+        p.bandwidth_scale = 0;
+        continue;
+      }
       p.bandwidth_scale = read_factor(e.value, "bandwidth is multiplied by it, e.g. 0.5");
       // The link SimGrid gets: the chip's ICI link (or host NIC) at the simulation's efficiency, scaled.
       const double base = p.kind == PerturbationKind::Nics ? topology.chip.dcn_bandwidth_per_host_Bps
@@ -401,6 +403,22 @@ Perturbation read_perturbation(const Field& entry, int index, const TopologySpec
 
 }  // namespace
 
+namespace {
+
+// Every failed ICI link direction of `spec` has a detour (Topology::hop_route); throws its
+// reason otherwise.
+void check_detours(const TopologySpec& spec) {
+  const Topology topo(spec);
+  for (size_t l = 0; l < topo.links().size(); ++l) {
+    const LinkInfo& link = topo.links()[l];
+    if (link.kind != LinkKind::Ici) continue;
+    if (topo.failed({static_cast<int>(l), true})) (void)topo.hop_route(link.a, link.axis, +1);
+    if (topo.failed({static_cast<int>(l), false})) (void)topo.hop_route(link.b, link.axis, -1);
+  }
+}
+
+}  // namespace
+
 ParsedPerturbations parse_perturbations(const Field& field, const TopologySpec& topology, double link_efficiency) {
   ParsedPerturbations out;
   std::unordered_set<std::string> names;   // a set: 30,000 entries took 6 s to compare pairwise
@@ -410,8 +428,19 @@ ParsedPerturbations parse_perturbations(const Field& field, const TopologySpec& 
     Perturbation p = read_perturbation(entry, index++, topology, link_efficiency, &stragglers);
     if (!names.insert(p.name).second)
       fail(MapReader::open(entry).optional("name").value_or(entry), "perturbation name used twice");
+    const bool fails = p.kind == PerturbationKind::Links && p.bandwidth_scale == 0;
     if (stragglers) out.stragglers.push_back(std::move(*stragglers));
     else out.fixed.push_back(std::move(p));
+    if (!fails) continue;
+    TopologySpec with = topology;
+    with.perturbations = out.fixed;
+    try {
+      check_detours(with);
+    } catch (const std::invalid_argument& e) {
+      fail(*MapReader::open(entry).optional("bandwidth_scale"), std::string(e.what()) +
+                                                                    "; expected a scale > 0 for this link, or live links "
+                                                                    "beside it on another axis");
+    }
   }
   return out;
 }

@@ -467,7 +467,10 @@ void check_topology(const podsim::TopologySpec& spec, const char* which) {
   require(std::isfinite(chip.hop_latency_s) && chip.hop_latency_s >= 0, "the hop latency is not finite and >= 0");
   require(std::isfinite(spec.dcn_oversubscription) && spec.dcn_oversubscription >= 1, "dcn_oversubscription < 1");
   for (const auto& p : spec.perturbations) {
-    require(positive_finite(p.compute_slowdown) && positive_finite(p.bandwidth_scale), "a perturbation factor is not > 0");
+    // A failed ICI link (bandwidth 0) is accepted only with a way round it (Topology::hop_route).
+    const bool failed_link = p.kind == podsim::PerturbationKind::Links && p.bandwidth_scale == 0;
+    require(positive_finite(p.compute_slowdown) && (failed_link || positive_finite(p.bandwidth_scale)),
+            "a perturbation factor is not > 0 (nor a failed link's 0)");
     require(std::isfinite(p.extra_latency_s) && p.extra_latency_s >= 0, "a perturbation latency is not finite and >= 0");
   }
   // What the loader accepts, the topology must build (it throws std::invalid_argument, not
@@ -570,7 +573,9 @@ void check_derived_links(const podsim::Scenario& s) {
     require(in_range(base * s.link_efficiency), "a link's bandwidth x link_efficiency is outside 1 kB/s..1 EB/s");
   for (const auto& p : s.topology.perturbations) {
     const double base = p.kind == podsim::PerturbationKind::Nics ? chip.dcn_bandwidth_per_host_Bps : chip.ici_bandwidth_Bps;
-    if (p.kind != podsim::PerturbationKind::SlowChips)
+    // A failed link (0) is never given to SimGrid: no route crosses it (Topology::hop_route).
+    const bool failed = p.kind == podsim::PerturbationKind::Links && p.bandwidth_scale == 0;
+    if (p.kind != podsim::PerturbationKind::SlowChips && !failed)
       require(in_range(base * s.link_efficiency * p.bandwidth_scale), "a perturbed link's bandwidth is outside 1 kB/s..1 EB/s");
     require(p.extra_latency_s <= podsim::kMaxLinkLatency_s, "a perturbation's extra latency is over 1 s");
     require(p.compute_slowdown >= 1e-3 && p.compute_slowdown <= 1e6, "a compute slowdown is outside 0.001..1e6");
