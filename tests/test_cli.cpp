@@ -569,3 +569,28 @@ TEST_CASE("a request trace that is not CSV is quoted in a short, escaped excerpt
   CHECK(r.err.find('\x1b') == std::string::npos);
   CHECK(lines_of(r.err) == 1);
 }
+
+TEST_CASE("bench --list: each perturbed row is a podsim run of a shipped scenario", "[cli]") {
+  const auto listed = run_podsim("bench --list");
+  REQUIRE(listed.exit_code == 0);
+  std::istringstream lines(listed.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    const auto at = line.find("build/podsim run 'scenarios/");
+    REQUIRE(at != std::string::npos);
+    const auto file = line.substr(at + 18, line.find('\'', at + 18) - at - 18);
+    CHECK(std::filesystem::exists(source_path(file)));
+    ++rows;
+  }
+  CHECK(rows == 7);   // issue 27's table
+  // Each row's scenario loads with its overrides: the 64-slice row, the largest, as a run
+  // refused by a tiny time limit (what it would take is named, nothing is simulated).
+  const auto refused = run_podsim("run " + source_path("scenarios/training_llama2_13b_fsdp1024_tp4.yaml") +
+                                  " --set topology.slices=64 --set workload.parallelism.dcn_data=true"
+                                  " --set workload.batch_tokens=201326592 --max-time '1 s' -o " +
+                                  (std::filesystem::temp_directory_path() / "podsim-bench-list").string());
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("(of 262144)") != std::string::npos);
+  CHECK(run_podsim("bench --suite nonsense").exit_code == 2);
+}

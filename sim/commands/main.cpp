@@ -548,8 +548,11 @@ int bench_command(BenchOptions options, bool list) {
   std::printf("%-30s %-7s %6s %9s %9s %11s %9s %9s %10s %9s%s\n", "case", "mode", "chips", "simulated", "messages",
               "simulated", "wall", "sim wall", "msgs/s", "peak RSS", compare_naive ? "  plain replay  ratio" : "");
   options.on_row = [&](const BenchRow& r) {
-    std::printf("%-30s %-7s %6d %9d %9llu %11s %7.2f s", r.name.c_str(), r.mode.c_str(), r.chips, r.simulated_chips,
-                r.messages, human_time(r.simulated_time_s).c_str(), r.wall_time_s);
+    // A row of many simulations (the draws) has no one count of messages or simulated time.
+    const bool one = r.messages > 0;
+    std::printf("%-30s %-7s %6d %9d %9s %11s %7.2f s", r.name.c_str(), r.mode.c_str(), r.chips, r.simulated_chips,
+                one ? std::to_string(r.messages).c_str() : "-", one ? human_time(r.simulated_time_s).c_str() : "-",
+                r.wall_time_s);
     if (r.simulation_wall_s > 0) {
       std::printf(" %7.2f s %10.0f", r.simulation_wall_s, r.messages_per_s());
     } else {   // serving, draws: many simulations, none timed on its own
