@@ -118,7 +118,7 @@ class Simulation {
   Simulation(const Topology& topo, const std::vector<Endpoint>& endpoints, const std::vector<ReplayOp>& ops,
          const ReplayOptions& options, int progress_fd)
       : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chips_(topo.chip_count()),
-        progress_(progress_fd, options.progress_interval_s), dependencies_(topo, ops) {
+        progress_(progress_fd, options.progress_interval_s), incoming_(ops, chips_), dependencies_(topo, ops) {
     floor_model_ = options.platform.hop_model == HopModel::Floor;
     floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
     first_span_ = span_offsets(ops_, chips_);
@@ -126,25 +126,8 @@ class Simulation {
     done_spans_.assign(first_span_.back(), false);
     free_boxes_.resize(chips_);
     boxes_.resize(chips_);
-    incoming_left_.resize(ops_.size());
-    incoming_last_.resize(ops_.size());
-    notices_expected_.assign(chips_, 0);
     landed_.resize(chips_);
-    for (size_t op = 0; op < ops_.size(); ++op) {
-      const OpPlan* plan = ops_[op].plan;
-      if (plan == nullptr || plan->point_to_point) continue;
-      bool any = false;
-      for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
-      if (!any) continue;
-      incoming_left_[op].resize(static_cast<size_t>(ops_[op].repeat) * chips_);
-      incoming_last_[op].assign(static_cast<size_t>(ops_[op].repeat) * chips_, 0.0);
-      for (int rep = 0; rep < ops_[op].repeat; ++rep) {
-        for (ChipId c = 0; c < chips_; ++c) {
-          incoming_left_[op][rep * chips_ + c] = plan->chips[c].incoming_flows;
-          if (plan->chips[c].incoming_flows > 0) notices_expected_[c] += 1;
-        }
-      }
-    }
+    for (ChipId c = 0; c < chips_; ++c) notices_expected_.push_back(incoming_.expected(c));
   }
 
   // One actor per chip, on its host.
@@ -234,8 +217,7 @@ class Simulation {
   std::vector<size_t> first_span_;
   std::vector<bool> done_spans_;
   // AllToAll blocks still to land on each (rep, chip), and the latest landing, per op.
-  std::vector<std::vector<int>> incoming_left_;
-  std::vector<std::vector<double>> incoming_last_;
+  IncomingBlocks incoming_;
   std::vector<int> notices_expected_;
   std::vector<std::vector<int>> landed_;   // per sending chip: put slots whose message was received
   DependencyTables dependencies_;
@@ -547,10 +529,8 @@ class ChipLoop : public ChipOps<ChipLoop, Instance> {
     in.delivered_s = std::max(in.delivered_s, now);
     in.flows_left -= 1;
     last_block = in.flows_left == 0;
-    const size_t at = static_cast<size_t>(in.rep) * e_.chips_ + flow.dst_chip;
-    auto& last = e_.incoming_last_[in.op][at];
-    last = std::max(last, arrival);
-    if (--e_.incoming_left_[in.op][at] == 0) {
+    double last = 0;
+    if (e_.incoming_.arrived(in.op, in.rep, flow.dst_chip, arrival, last)) {
       if (flow.dst_chip == chip_) {
         own_last_s = last;
         return true;

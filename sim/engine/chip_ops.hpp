@@ -12,6 +12,7 @@
 //   void start_chain(int id, int part, const ChainPlan& chain);
 //   void record_span(const Instance& in);            // the instance ends now
 //   void deps_done(int op);                          // its chip's ops are done: ready() or more
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <vector>
@@ -65,6 +66,50 @@ class DependencyTables {
   const Topology& topo_;
   const std::vector<ReplayOp>& ops_;
   std::map<std::vector<int>, Dependencies> tables_;
+};
+
+// AllToAll blocks addressed to each chip, per op and repetition: how many are still to land,
+// and the latest usable arrival of those that have (both replays' bookkeeping). A chip's
+// instance of the op waits for its last one.
+class IncomingBlocks {
+ public:
+  IncomingBlocks(const std::vector<ReplayOp>& ops, int chips)
+      : chips_(chips), left_(ops.size()), last_(ops.size()), expected_(chips, 0) {
+    for (size_t op = 0; op < ops.size(); ++op) {
+      const OpPlan* plan = ops[op].plan;
+      if (plan == nullptr || plan->point_to_point) continue;
+      bool any = false;
+      for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
+      if (!any) continue;
+      left_[op].resize(static_cast<size_t>(ops[op].repeat) * chips);
+      last_[op].assign(static_cast<size_t>(ops[op].repeat) * chips, 0.0);
+      for (int rep = 0; rep < ops[op].repeat; ++rep) {
+        for (ChipId c = 0; c < chips; ++c) {
+          left_[op][static_cast<size_t>(rep) * chips + c] = plan->chips[c].incoming_flows;
+          if (plan->chips[c].incoming_flows > 0) expected_[c] += 1;
+        }
+      }
+    }
+  }
+
+  // A block of (op, rep) to `chip` is usable at `arrival_s`: true when it was the last, with
+  // the latest arrival of them all in `last_s`.
+  bool arrived(int op, int rep, ChipId chip, double arrival_s, double& last_s) {
+    const size_t at = static_cast<size_t>(rep) * chips_ + chip;
+    double& last = last_[op][at];
+    last = std::max(last, arrival_s);
+    last_s = last;
+    return --left_[op][at] == 0;
+  }
+
+  // The (op, repetition) pairs whose blocks reach `chip`: the notices it will have.
+  int expected(ChipId chip) const { return expected_[chip]; }
+
+ private:
+  int chips_;
+  std::vector<std::vector<int>> left_;
+  std::vector<std::vector<double>> last_;
+  std::vector<int> expected_;
 };
 
 // Where each op's spans start in ReplayResult::spans (op, then repetition, then chip), with

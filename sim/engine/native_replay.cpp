@@ -171,10 +171,7 @@ class NativeReplay {
   uint64_t timer_seq_ = 0;
   std::deque<Completion> completions_;
   std::deque<Notice> notices_;
-  // AllToAll: per op, per (repetition x chip), blocks addressed there still to land and the
-  // latest usable arrival among those that have (as the SimGrid loop keeps them).
-  std::vector<std::vector<int>> incoming_left_;
-  std::vector<std::vector<double>> incoming_last_;
+  IncomingBlocks incoming_;
   std::vector<uint64_t> landed_;
   std::deque<NativeChip> chips_;
   DependencyTables dependencies_;
@@ -310,10 +307,9 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
     }
     in.delivered_s = std::max(in.delivered_s, e_.now_);
     in.flows_left -= 1;
-    const size_t at = static_cast<size_t>(in.rep) * e_.chip_count_ + flow.dst_chip;
-    double& last = e_.incoming_last_[in.op][at];
-    last = std::max(last, arrival);
-    if (--e_.incoming_left_[in.op][at] == 0) e_.notices_.push_back({flow.dst_chip, in.op, in.rep, last});
+    double last = 0;
+    if (e_.incoming_.arrived(in.op, in.rep, flow.dst_chip, arrival, last))
+      e_.notices_.push_back({flow.dst_chip, in.op, in.rep, last});
     maybe_end_all_to_all(id);
   }
 
@@ -384,7 +380,7 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
 NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& endpoints,
                            const std::vector<ReplayOp>& ops, const ReplayOptions& options, int progress_fd)
     : topo_(topo), endpoints_(endpoints), ops_(ops), options_(options), chip_count_(topo.chip_count()),
-      progress_(progress_fd, options.progress_interval_s), dependencies_(topo, ops) {
+      progress_(progress_fd, options.progress_interval_s), incoming_(ops, chip_count_), dependencies_(topo, ops) {
   floor_model_ = options.platform.hop_model == HopModel::Floor;
   floor_ = floor_model_ ? options.platform.hop_latency_s : 0.0;
   first_span_ = span_offsets(ops_, chip_count_);
@@ -392,22 +388,6 @@ NativeReplay::NativeReplay(const Topology& topo, const std::vector<Endpoint>& en
   link_ids_.assign(2 * topo.links().size(), -1);
   boxes_.resize(chip_count_);
   routes_from_.resize(endpoints_.size());
-  incoming_left_.resize(ops_.size());
-  incoming_last_.resize(ops_.size());
-  for (size_t op = 0; op < ops_.size(); ++op) {
-    const OpPlan* plan = ops_[op].plan;
-    if (plan == nullptr || plan->point_to_point) continue;
-    bool any = false;
-    for (const auto& chip : plan->chips) any = any || chip.incoming_flows > 0;
-    if (!any) continue;
-    incoming_left_[op].resize(static_cast<size_t>(ops_[op].repeat) * chip_count_);
-    incoming_last_[op].assign(static_cast<size_t>(ops_[op].repeat) * chip_count_, 0.0);
-    for (int rep = 0; rep < ops_[op].repeat; ++rep) {
-      for (ChipId c = 0; c < chip_count_; ++c) {
-        incoming_left_[op][static_cast<size_t>(rep) * chip_count_ + c] = plan->chips[c].incoming_flows;
-      }
-    }
-  }
 }
 
 // The network link of one direction of a physical link, made on first use as platform.cpp
