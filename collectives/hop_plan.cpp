@@ -356,7 +356,7 @@ double route_extra_latency_s(const Topology& topo, const Endpoint& s, const Endp
 // links' extra latency, and the links a detour round a failed link adds to a message's hops
 // (its latency floor). A topology with neither leaves the plan as it is. An AllToAll block's
 // hops are its route's links already (plan_all_to_all); its endpoint records no detour.
-OpPlan with_extra_latency(const Topology& topo, const EndpointRegistry& registry, OpPlan plan) {
+OpPlan with_route_effects(const Topology& topo, const EndpointRegistry& registry, OpPlan plan) {
   if (!topo.has_extra_latency() && !topo.has_failed_links()) return plan;
   const auto& endpoints = registry.endpoints();
   const bool latency = topo.has_extra_latency();
@@ -424,7 +424,7 @@ OpPlan plan_send(const Topology& topo, int axis, int direction, double bytes, En
     plan.chips[chip].done_when_delivered = true;
     plan.messages += 1;
   }
-  return with_extra_latency(topo, registry, std::move(plan));
+  return with_route_effects(topo, registry, std::move(plan));
 }
 
 std::vector<ChipId> snake_order(const Topology& topo, int slice) {
@@ -519,8 +519,8 @@ long long count_messages(const Topology& topo, const std::vector<int>& real_size
 OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
                        EndpointRegistry& registry) {
   if (spec.kind == CollectiveKind::AllToAll)
-    return with_extra_latency(topo, registry, plan_all_to_all(topo, real_sizes, spec, registry));
-  return with_extra_latency(topo, registry, plan_ring(topo, real_sizes, spec, registry));
+    return with_route_effects(topo, registry, plan_all_to_all(topo, real_sizes, spec, registry));
+  return with_route_effects(topo, registry, plan_ring(topo, real_sizes, spec, registry));
 }
 
 }  // namespace podsim

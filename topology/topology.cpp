@@ -362,7 +362,6 @@ std::vector<DirectedLink> Topology::hop_route(ChipId chip, int axis, int directi
   const auto straight = link_toward(chip, axis, direction);
   if (!straight) return {};
   if (!failed(*straight)) return {*straight};
-  const ChipId target = *neighbor(chip, axis, direction);
   for (int other = 0; other < axis_count(); ++other) {
     if (other == axis) continue;
     for (int side : {+1, -1}) {
@@ -371,8 +370,10 @@ std::vector<DirectedLink> Topology::hop_route(ChipId chip, int axis, int directi
       const ChipId beside = *neighbor(chip, other, side);
       const auto across = link_toward(beside, axis, direction);
       if (!across || failed(*across)) continue;
+      // The neighbour along `other` back from beside the target is the target: coordinates
+      // step independently per axis.
       const auto back = link_toward(*neighbor(beside, axis, direction), other, -side);
-      if (!back || failed(*back) || *neighbor(*neighbor(beside, axis, direction), other, -side) != target) continue;
+      if (!back || failed(*back)) continue;
       return {*off, *across, *back};
     }
   }
@@ -410,7 +411,8 @@ std::vector<DirectedLink> Topology::dimension_order_route(ChipId a, ChipId b) co
     for (int h = 0; h < hops; ++h) {
       const auto hop = hop_route(at, axis, direction);
       route.insert(route.end(), hop.begin(), hop.end());
-      at = *neighbor(at, axis, direction);
+      const DirectedLink& last = hop.back();   // a detour ends where the straight hop would
+      at = last.forward ? links_[last.link].b : links_[last.link].a;
     }
   }
   return route;

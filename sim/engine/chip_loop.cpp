@@ -82,14 +82,7 @@ struct ChainRun {          // a chain of a ring phase, active on this chip
   int arrived = 0;             // of those, past their latency floor
 };
 
-struct Instance : InstanceCore {   // one repetition of one op on this chip
-  double work_s = 0;             // after the launch overhead: when its messages leave
-  int flows_left = 0;            // own AllToAll blocks or sends not yet delivered
-  double delivered_s = 0;        // latest delivery of own blocks
-  bool incoming_done = true;     // AllToAll: every block addressed here has landed
-  bool ending = false;           // its end is set (a timer, or finished)
-  double incoming_s = 0;
-};
+using Instance = OpInstance;   // one repetition of one op on this chip (chip_ops.hpp)
 
 // A message on a second route between two chips: its data crosses between the route's own
 // hosts, then a message of 0 bytes tells the receiver.

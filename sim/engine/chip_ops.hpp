@@ -131,6 +131,17 @@ struct InstanceCore {
   int parts_left = 0;
 };
 
+// One repetition of one op on a chip with what its AllToAll blocks or point-to-point sends
+// need besides a ring's: the instance type of both replays' loops.
+struct OpInstance : InstanceCore {
+  double work_s = 0;             // after the launch overhead: when its messages leave
+  int flows_left = 0;            // own AllToAll blocks or sends not yet delivered
+  double delivered_s = 0;        // latest delivery of own blocks
+  bool incoming_done = true;     // AllToAll: every block addressed here has landed
+  bool ending = false;           // its end is set (a timer, or finished)
+  double incoming_s = 0;         // when the last block addressed here arrived
+};
+
 template <typename Loop, typename Instance>
 class ChipOps {
  protected:

@@ -195,14 +195,14 @@ void FluidNetwork::schedule(int flow) {
   // Entries of flows whose rate changed pile up; past twice the moving flows, keep the live.
   if (heap_.size() > 2 * moving_ + 1024) {
     heap_.erase(std::remove_if(heap_.begin(), heap_.end(), [this](const Entry& e) { return !live(e); }), heap_.end());
-    std::make_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
+    std::make_heap(heap_.begin(), heap_.end(), Entry::later);
   }
   heap_.push_back(Entry{f.date_s, flow});
-  std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
+  std::push_heap(heap_.begin(), heap_.end(), Entry::later);
 }
 
 void FluidNetwork::pop_top() {
-  std::pop_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return b.before(a); });
+  std::pop_heap(heap_.begin(), heap_.end(), Entry::later);
   heap_.pop_back();
 }
 

@@ -101,6 +101,8 @@ class FluidNetwork {
     double date_s;
     int flow;
     bool before(const Entry& o) const { return date_s != o.date_s ? date_s < o.date_s : flow < o.flow; }
+    // The standard heap algorithms' order for a heap whose top is the earliest.
+    static bool later(const Entry& a, const Entry& b) { return b.before(a); }
   };
   void schedule(int flow);
   bool live(const Entry& e) { return flows_[e.flow].moving && flows_[e.flow].date_s == e.date_s; }

@@ -1,5 +1,6 @@
 #include "sim/engine/native_replay.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <limits>
@@ -64,16 +65,6 @@ struct Notice {   // every AllToAll block addressed to `chip` for (op, rep) has 
   int op;
   int rep;
   double last_arrival_s;
-};
-
-// One repetition of one op on a chip, with what an AllToAll needs besides a ring's.
-struct NativeInstance : InstanceCore {
-  double work_s = 0;             // after the launch overhead: when its blocks leave
-  int flows_left = 0;            // own blocks not yet delivered
-  double delivered_s = 0;        // latest delivery of own blocks
-  bool incoming_done = true;     // every block addressed here has landed
-  bool ending = false;           // its end is set (a timer, or finished)
-  double incoming_s = 0;
 };
 
 // A chain running on a chip, with what its messages need of its plan copied in (the plans of
@@ -157,8 +148,8 @@ class NativeReplay {
 
   FluidNetwork net_;
   std::vector<int> link_ids_;   // per DirectedLink (link x 2 + forward): the network's link, -1 until used
-  // Routes by sending endpoint: the few peers it sends to, with the route's index (a chain
-  // looks its route up when it starts; a hash of the pair was a tenth of the run).
+  // Routes by sending endpoint: the peers it sends to, with the route's index (a chain looks
+  // its route up when it starts; a hash of the pair was a tenth of the run).
   std::vector<std::vector<std::pair<int, int>>> routes_from_;
   std::vector<int> route_id_;       // per route: the network's
   std::vector<char> route_empty_;   // per route: between a chip's own endpoints
@@ -178,7 +169,7 @@ class NativeReplay {
 };
 
 // One chip's loop: its ops (chip_ops.hpp) with the replay's clock, timers and mailboxes.
-class NativeChip : public ChipOps<NativeChip, NativeInstance> {
+class NativeChip : public ChipOps<NativeChip, OpInstance> {
  public:
   NativeChip(NativeReplay& e, ChipId chip)
       : ChipOps(e.topo_, e.ops_, chip, e.options_.launch_overhead_s), e_(e) {}
@@ -208,7 +199,7 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
   }
 
  private:
-  friend class ChipOps<NativeChip, NativeInstance>;
+  friend class ChipOps<NativeChip, OpInstance>;
 
   // --- what chip_ops.hpp asks of a loop ---
   double now() const { return e_.now_; }
@@ -294,14 +285,14 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
   // --- AllToAll (the SimGrid loop's rules, chip_loop.cpp) ---
 
  public:
-  // Block `index` of instance `id` has landed: its receiver hears when it was the last block
+  // Block `index` of instance `id` has landed over `route`: its receiver hears when it was the last block
   // addressed there; this chip's instance ends when its own blocks are delivered and every
   // block addressed here has arrived.
-  void block_delivered(int id, int index) {
-    NativeInstance& in = instances_[id];
+  void block_delivered(int id, int index, int route) {
+    OpInstance& in = instances_[id];
     const FlowPlan& flow = ops_[in.op].plan->chips[chip_].flows[index];
     const double arrival = usable_s(e_.floor_model_, e_.floor_, e_.now_, in.work_s, flow.hops, flow.extra_latency_s,
-                                    e_.route_latency_[e_.route(flow.src_endpoint, flow.dst_endpoint)]);
+                                    e_.route_latency_[route]);
     if (e_.options_.record_hops) {
       e_.result_.hops.push_back({in.op, in.rep, chip_, flow.dst_chip, in.work_s, arrival, flow.bytes});
     }
@@ -315,7 +306,7 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
 
   void incoming_complete(int op, int rep, double last_s) {
     for (size_t k = 0; k < all_to_all_.size(); ++k) {
-      NativeInstance& in = instances_[all_to_all_[k]];
+      OpInstance& in = instances_[all_to_all_[k]];
       if (in.op != op || in.rep != rep || in.incoming_done) continue;
       in.incoming_done = true;
       in.incoming_s = last_s;
@@ -327,7 +318,7 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
 
  private:
   void start_all_to_all(int id, const ChipOpPlan& plan) {
-    NativeInstance& in = instances_[id];
+    OpInstance& in = instances_[id];
     in.work_s = e_.now_;
     in.flows_left = static_cast<int>(plan.flows.size());
     e_.count_messages(plan.flows.size());
@@ -354,7 +345,7 @@ class NativeChip : public ChipOps<NativeChip, NativeInstance> {
   }
 
   void maybe_end_all_to_all(int id) {
-    NativeInstance& in = instances_[id];
+    OpInstance& in = instances_[id];
     if (in.op < 0 || in.ending || in.flows_left > 0 || !in.incoming_done) return;
     in.ending = true;
     for (size_t k = 0; k < all_to_all_.size(); ++k) {
@@ -403,12 +394,13 @@ int NativeReplay::network_link(const DirectedLink& d) {
 }
 
 int NativeReplay::route(int from_endpoint, int to_endpoint) {
+  // Sorted by peer: a ring port has one or two, an AllToAll's sending port one per block's
+  // destination (hundreds).
   auto& known = routes_from_[from_endpoint];
-  for (const auto& [to, index] : known) {
-    if (to == to_endpoint) return index;
-  }
+  auto at = std::lower_bound(known.begin(), known.end(), std::pair<int, int>{to_endpoint, -1});
+  if (at != known.end() && at->first == to_endpoint) return at->second;
   const int index = static_cast<int>(route_id_.size());
-  known.emplace_back(to_endpoint, index);
+  known.insert(at, {to_endpoint, index});
   const auto route = route_between(endpoints_, from_endpoint, to_endpoint);
   std::vector<int> links;
   for (const auto& d : route) links.push_back(network_link(d));
@@ -475,10 +467,11 @@ void NativeReplay::run_due() {
     if (!completions_.empty()) {
       const Completion c = completions_.front();
       completions_.pop_front();
-      const int block = messages_[c.message].block;
-      if (block >= 0) {
+      const Message& m = messages_[c.message];
+      if (m.block >= 0) {
+        const int block = m.block, route = m.route;
         messages_.release(c.message);
-        chips_[c.chip].block_delivered(c.slot, block);
+        chips_[c.chip].block_delivered(c.slot, block, route);
       } else {
         chips_[c.chip].received(c.slot, c.message);
       }
