@@ -624,7 +624,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "full"}))
       ->capture_default_str();
   run->add_option("--engine", engine,
-                  "native: podsim's own event loop over the network model (ring collectives and compute; equal to "
+                  "native: podsim's own event loop over the network model (ring collectives, AllToAlls and compute; equal to "
                   "simgrid on generated programs); simgrid: SimGrid's actors replay the hops; auto: native where it "
                   "covers the program")
       ->check(CLI::IsMember({"auto", "simgrid", "native"}))
