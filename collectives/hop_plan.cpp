@@ -187,11 +187,11 @@ bool flat_ring(const Topology& topo, const CollectiveSpec& spec) {
 }
 
 // The ring schedule of a collective: its parts, each a list of phases over the real ring lengths.
-std::vector<PartSchedule> ring_schedule(const Topology& topo, const std::vector<int>& real_sizes,
-                                        const CollectiveSpec& spec) {
+std::vector<PartSchedule> ring_schedule(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec) {
+  const std::vector<int>& real_sizes = real.axes;
   if (flat_ring(topo, spec)) return ring_parts(spec.kind, {RingAxis{kFlatAxis, topo.chip_count(), true}}, spec.bytes);
   std::vector<RingAxis> axes;
-  RingAxis dcn{kDcnAxis, topo.slice_count(), true};
+  RingAxis dcn{kDcnAxis, real.slices, true};
   const bool use_dcn = spec.over_dcn && topo.slice_count() > 1;
   for (size_t i = 0; i < spec.axes.size(); ++i) {
     const int a = spec.axes[i];
@@ -206,8 +206,7 @@ std::vector<PartSchedule> ring_schedule(const Topology& topo, const std::vector<
   return ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
 }
 
-OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
-                 EndpointRegistry& registry) {
+OpPlan plan_ring(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec, EndpointRegistry& registry) {
   RingPlanner planner{topo, spec, registry, {}, {}};
   if (flat_ring(topo, spec)) {
     for (int s = 0; s < topo.slice_count(); ++s) {
@@ -216,7 +215,7 @@ OpPlan plan_ring(const Topology& topo, const std::vector<int>& real_sizes, const
     planner.flat_position.assign(topo.chip_count(), 0);
     for (size_t i = 0; i < planner.flat_order.size(); ++i) planner.flat_position[planner.flat_order[i]] = i;
   }
-  const std::vector<PartSchedule> parts = ring_schedule(topo, real_sizes, spec);
+  const std::vector<PartSchedule> parts = ring_schedule(topo, real, spec);
   OpPlan plan;
   plan.chips.resize(topo.chip_count());
   for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
@@ -450,7 +449,8 @@ std::vector<ChipId> snake_order(const Topology& topo, int slice) {
   return order;
 }
 
-long long count_messages(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec) {
+long long count_messages(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec) {
+  const std::vector<int>& real_sizes = real.axes;
   if (spec.kind == CollectiveKind::AllToAll) {
     if (spec.over_dcn && topo.slice_count() > 1)
       throw std::invalid_argument("all_to_all across slices over DCN is not supported");
@@ -496,7 +496,7 @@ long long count_messages(const Topology& topo, const std::vector<int>& real_size
     return messages;
   }
   long long messages = 0;
-  for (const auto& part : ring_schedule(topo, real_sizes, spec)) {
+  for (const auto& part : ring_schedule(topo, real, spec)) {
     for (const auto& phase : part) {
       const RingAxis& axis = phase.axis;
       if (axis.axis == kDcnAxis || axis.axis == kFlatAxis) {
@@ -516,11 +516,11 @@ long long count_messages(const Topology& topo, const std::vector<int>& real_size
   return messages;
 }
 
-OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec,
+OpPlan plan_collective(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec,
                        EndpointRegistry& registry) {
   if (spec.kind == CollectiveKind::AllToAll)
-    return with_route_effects(topo, registry, plan_all_to_all(topo, real_sizes, spec, registry));
-  return with_route_effects(topo, registry, plan_ring(topo, real_sizes, spec, registry));
+    return with_route_effects(topo, registry, plan_all_to_all(topo, real.axes, spec, registry));
+  return with_route_effects(topo, registry, plan_ring(topo, real, spec, registry));
 }
 
 }  // namespace podsim

@@ -101,16 +101,17 @@ class EndpointRegistry {
   std::vector<Endpoint> endpoints_;
 };
 
-// Plans one collective on `topo`. `real_sizes[a]` is the true length of axis a (the planned
-// topology may be a symmetry-reduced copy whose axes are shorter); rings use the true length.
-OpPlan plan_collective(const Topology& topo, const std::vector<int>& real_sizes,
+// Plans one collective on `topo`. `real` holds the true length of each axis and the true number
+// of slices (the planned topology may be a symmetry-reduced copy, shorter along axes and with
+// fewer slices); rings use the true lengths.
+OpPlan plan_collective(const Topology& topo, const RealExtent& real,
                        const CollectiveSpec& spec, EndpointRegistry& registry);
 
 // The messages plan_collective would plan (OpPlan::messages), counted without planning them:
 // what the preflight estimate of a run needs (sim/engine/preflight.hpp). It walks the same ring
 // schedule and chain shapes as the plan, so the two agree; tests/test_preflight.cpp checks it
 // on generated collectives.
-long long count_messages(const Topology& topo, const std::vector<int>& real_sizes, const CollectiveSpec& spec);
+long long count_messages(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec);
 
 // Point to point along a line: every chip with a neighbour one step along `axis` in
 // `direction` sends it `bytes`; the op ends on the sender when the data has arrived. With

@@ -144,6 +144,36 @@ AxisReduction reduce_axis(const TopologySpec& real, int a, const ProgramNeeds& p
   return r;
 }
 
+// The slices' reduction (symmetry.hpp): a ring of 2 where ops cross the DCN, one slice where
+// none does, or the reason they stay whole.
+AxisReduction reduce_slices(const TopologySpec& real, const ProgramNeeds& program, const std::string& differ,
+                            bool full_fidelity) {
+  const int n = real.slices;
+  AxisReduction r{"slices", n, n, n, ""};
+  if (n <= 1) {
+    r.period = 1;
+    r.reason = "a single slice";
+  } else if (full_fidelity) {
+    r.reason = "full fidelity";
+  } else if (!program.flat_ring.empty()) {
+    r.reason = "kept: " + program.flat_ring + " is a flat DCN ring snaking through every chip";
+  } else if (!differ.empty()) {
+    r.reason = "kept: " + differ;
+  } else if (!program.any_dcn) {
+    r.simulated_size = 1;
+    r.period = 1;
+    r.reason = "no collective crosses the DCN: the slices are identical groups on disjoint links";
+  } else if (n > 2) {
+    r.simulated_size = 2;
+    r.period = 1;
+    r.reason = "every op crossing the DCN is a ring over all slices, invariant under moving one slice on; "
+               "the oversubscribed core's capacity scales with the simulated slices";
+  } else {
+    r.reason = "kept: no shorter ring than 2 slices";
+  }
+  return r;
+}
+
 }  // namespace
 
 SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector<CollectiveSpec>& ops,
@@ -152,16 +182,17 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
   SymmetryReduction out;
   out.reduced = real;
   const int axes = static_cast<int>(real.axes.size());
-  for (const auto& axis : real.axes) out.real_sizes.push_back(axis.size);
+  for (const auto& axis : real.axes) out.real.axes.push_back(axis.size);
+  out.real.slices = real.slices;
   ProgramNeeds program = program_needs(real, ops, names, two_route_rings);
   std::string slices_differ;
   for (const auto& d : differing) {
     if (d.axis >= 0 && d.axis < axes && program.axes[d.axis].keep_whole.empty()) program.axes[d.axis].keep_whole = d.reason;
     if (d.axis == Topology::kSliceAxis && slices_differ.empty()) slices_differ = d.reason;
   }
-  out.slices = {"slices", real.slices, real.slices, real.slices,
-                slices_differ.empty() ? "kept: slices are never reduced"
-                                      : "kept: slices are never reduced; " + slices_differ};
+  out.slices = reduce_slices(real, program, slices_differ, full_fidelity);
+  out.reduced.slices = out.slices.simulated_size;
+  out.identity = out.slices.simulated_size == real.slices;
   for (int a = 0; a < axes; ++a) {
     const AxisReduction r = reduce_axis(real, a, program, full_fidelity);
     out.reduced.axes[a].size = r.simulated_size;
@@ -171,7 +202,7 @@ SymmetryReduction reduce_by_symmetry(const TopologySpec& real, const std::vector
   if (!out.identity) {
     std::vector<int> sizes;
     for (const auto& axis : out.reduced.axes) sizes.push_back(axis.size);
-    out.reduced.perturbations = restrict_perturbations(real.perturbations, sizes);
+    out.reduced.perturbations = restrict_perturbations(real.perturbations, sizes, out.reduced.slices);
   }
   return out;
 }
@@ -181,9 +212,9 @@ ChipId SymmetryReduction::representative(const Topology& real, const Topology& s
   auto coords = real.coords(real_chip);
   for (size_t a = 0; a < coords.size(); ++a) {
     const int size = reduced.axes[a].size;
-    if (size != real_sizes[a]) coords[a] %= size;
+    if (size != this->real.axes[a]) coords[a] %= size;
   }
-  return simulated.chip_at(real.slice_of(real_chip), coords);
+  return simulated.chip_at(real.slice_of(real_chip) % reduced.slices, coords);
 }
 
 }  // namespace podsim

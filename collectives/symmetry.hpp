@@ -30,7 +30,17 @@
 //    selection is not invariant under translation by one chip stays whole (the caller passes
 //    it as a DifferingAxis); along the others every selection is invariant, so the reduced
 //    mesh keeps the part of each selection it holds (restrict_perturbations);
-//  - slices are never reduced.
+//  - slices (the DCN dimension): every cross-slice op is a hierarchical ring over all slices,
+//    invariant under moving every chip one slice on, so the same proof holds with b = 1 and
+//    the slices simulated as a ring of 2 (one-way: a DCN ring sends to the next slice only,
+//    over the sender's NIC up and the receiver's NIC down, so a ring of 2 gives each NIC the
+//    flows it carries in the real ring). The oversubscribed DCN core is the one link every
+//    slice shares: the real core carries S/p copies of each simulated flow, so its constraint
+//    is the same equation at capacity C*p/S, which is what the simulated topology builds (the
+//    core's capacity follows the host count). With no op crossing the DCN, the slices are
+//    disjoint identical groups: one stands for all. Slices stay whole under a flat DCN ring, a
+//    pipeline or any position-dependent op over slices, or a perturbation that differs between
+//    slices (the caller passes Topology::kSliceAxis as a DifferingAxis).
 // The simulated size is the smallest multiple of b that is at least 2 (a ring needs a
 // neighbour), or the real size when that is not smaller. A ring of 2 strides makes a ring's +1
 // and -1 neighbours one chip joined by two routes, which the engine (one actor per chip, a
@@ -58,10 +68,10 @@ struct AxisReduction {
 
 struct SymmetryReduction {
   TopologySpec reduced;          // the mesh to simulate
-  std::vector<int> real_sizes;   // true axis lengths, for ring schedules and routes
+  RealExtent real;               // true axis lengths and slices, for ring schedules and routes
   bool identity = true;          // reduced == real
   std::vector<AxisReduction> axes;
-  AxisReduction slices;          // the DCN dimension: never reduced (real_size 1: one slice)
+  AxisReduction slices;          // the DCN dimension (real_size 1: one slice)
 
   // The simulated chip whose timings `real_chip` (of the real topology) shares.
   ChipId representative(const Topology& real, const Topology& simulated, ChipId real_chip) const;

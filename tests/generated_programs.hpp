@@ -196,6 +196,14 @@ inline void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   d << " +compute";
 }
 
+// The number of slices past two, from a stream of its own (so every other draw stays as it was
+// before programs had more than two slices): 2-4 slices, 2 where that would pass 256 chips.
+inline int more_slices(uint64_t seed, int index, int chips_per_slice) {
+  Rng rng{seed ^ (0xd6e8feb86659fd93ULL * static_cast<uint64_t>(index + 1)) ^ 0x94d049bb133111ebULL};
+  const int slices = 2 + rng.below(3);
+  return chips_per_slice * slices > 256 ? 2 : slices;
+}
+
 inline Rng rng_for_uneven(uint64_t seed, int index) {
   return Rng{seed ^ (0x94d049bb133111ebULL * static_cast<uint64_t>(index + 1)) ^ 0xbf58476d1ce4e5b9ULL};
 }
@@ -251,7 +259,7 @@ inline Case generate(uint64_t seed, int index, int& uneven_cases, bool all_to_al
   Rng rng = podsim_test::case_rng(seed, index);
   Case c;
   std::ostringstream d;
-  // Chips: v4p (hosts 2x2x1, 3D) or v5e (hosts 4x2, 2D); sizes up to 4x4x8.
+  // Chips: v4p (hosts 2x2x1, 3D) or v5e (hosts 4x2, 2D); sizes up to 4x4x8; 1-4 slices.
   const bool three_d = rng.chance(0.6);
   c.topology.chip = *find_chip_preset(three_d ? "v4p" : "v5e");
   const int axes = three_d ? 1 + rng.below(3) : 1 + rng.below(2);
@@ -267,7 +275,7 @@ inline Case generate(uint64_t seed, int index, int& uneven_cases, bool all_to_al
     c.topology.axes.push_back({names[a], n, wraps});
     d << (a ? "x" : "") << n << (wraps ? "w" : "");
   }
-  c.topology.slices = rng.chance(0.25) ? 2 : 1;
+  c.topology.slices = rng.chance(0.25) ? more_slices(seed, index, chips) : 1;
   if (c.topology.slices > 1 && rng.chance(0.3)) c.topology.dcn_oversubscription = 2.0;
   d << " " << c.topology.chip.name << " slices=" << c.topology.slices;
   if (c.topology.dcn_oversubscription != 1.0) d << " oversub=2";

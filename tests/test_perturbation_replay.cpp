@@ -131,7 +131,7 @@ TEST_CASE("perturbations invariant along the mesh: the reduced replay equals the
           "[replay][perturbation][fidelity]") {
   // Every X link 0.8x and 3 us slower both ways, every NIC of slice 1 at half bandwidth and 5 us
   // slower: nothing differs along X, Y or Z, so the reduction shortens the mesh and keeps its
-  // part of each selection; the slices differ, and slices are never reduced.
+  // part of each selection; the slices differ, so they stay whole.
   TopologySpec mesh;
   mesh.chip = *find_chip_preset("v4p");
   mesh.axes = {{"X", 4, true}, {"Y", 4, true}, {"Z", 4, true}};

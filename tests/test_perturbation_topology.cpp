@@ -175,7 +175,7 @@ TEST_CASE("Topology refuses perturbations it cannot apply", "[topology][perturba
 TEST_CASE("a reduced mesh keeps the part of each selection it holds", "[topology][perturbation]") {
   const std::vector<Perturbation> all = {slow("row", box(kAll, {2, 2}, kAll), 2.0),
                                          slow("high", box({2, 3}, {0, 0}, {0, 0}), 2.0)};
-  const auto kept = restrict_perturbations(all, {2, 4, 1});
+  const auto kept = restrict_perturbations(all, {2, 4, 1}, 1);
   REQUIRE(kept.size() == 1);   // "high" lies beyond the first two X positions
   CHECK(kept[0].name == "row");
   CHECK(kept[0].chips[0].axes[0].last == 1);

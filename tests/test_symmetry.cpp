@@ -109,6 +109,55 @@ TEST_CASE("the reduction records each axis, its period and why", "[replay][fidel
   CHECK_THAT(run.reduction.axes[2].reason, Catch::Contains("point to point"));
 }
 
+TEST_CASE("slices reduce to a ring of two where every op crossing the DCN is a ring over them", "[replay][fidelity]") {
+  TopologySpec pod;
+  pod.chip = *find_chip_preset("v4p");
+  pod.axes = {{"X", 4, true}, {"Y", 2, false}};
+  pod.slices = 6;
+  pod.dcn_oversubscription = 3;   // the core every slice shares: simulated at 2/6 of its capacity
+  ProgramOp dcn = collective_op("dcn_ar", CollectiveKind::AllReduce, {0}, 24e6);
+  dcn.collective().over_dcn = true;
+  ProgramOp ici = collective_op("ici_ag", CollectiveKind::AllGather, {0, 1}, 3e6);
+  Program program = {dcn, ici};
+  program[1].after = {0};
+  auto reduced = run_program(pod, {}, program, {});
+  auto full = run_program(pod, {}, program, {Fidelity::Full, false, {}});
+  CHECK(reduced.reduction.slices.simulated_size == 2);
+  CHECK(reduced.simulated.slice_count() == 2);
+  CHECK_THAT(reduced.reduction.slices.reason, Catch::Contains("ring over all slices"));
+  require_same_spans(reduced, full, program.size());
+  SECTION("nothing crosses the DCN: one slice stands for all") {
+    auto alone = run_program(pod, {}, {ici}, {});
+    CHECK(alone.reduction.slices.simulated_size == 1);
+    CHECK_THAT(alone.reduction.slices.reason, Catch::Contains("disjoint"));
+  }
+  SECTION("a perturbation on one slice keeps them whole") {
+    Perturbation slow;
+    slow.name = "slice2";
+    slow.kind = PerturbationKind::SlowChips;
+    slow.compute_slowdown = 1.5;
+    ChipBox box;
+    box.slices = {2, 2};
+    box.axes = {{0, 3}, {0, 1}};
+    slow.chips.push_back(box);
+    pod.perturbations = {slow};
+    ProgramOp work;
+    work.name = "compute";
+    work.work = ComputeWork{1e-3};
+    auto run = run_program(pod, {}, {work, dcn}, {});
+    CHECK(run.reduction.slices.simulated_size == 6);
+    CHECK_THAT(run.reduction.slices.reason, Catch::Contains("slice2"));
+  }
+  SECTION("a pipeline over slices keeps them whole") {
+    ProgramOp send;
+    send.name = "stage_send";
+    send.work = SendWork{1e3, Topology::kSliceAxis, +1, false};
+    auto run = run_program(pod, {}, {dcn, send}, {});
+    CHECK(run.reduction.slices.simulated_size == 6);
+    CHECK_THAT(run.reduction.slices.reason, Catch::Contains("point to point"));
+  }
+}
+
 TEST_CASE("a one-way AllToAll sends every block the +1 way round", "[replay]") {
   // v5e 16-ring, one-way: each chip sends a block of V/N^2 to the chip d hops on, d = 1..N-1,
   // so every link carries sum_d d = N(N-1)/2 blocks, all sharing it equally and ending

@@ -140,13 +140,14 @@ std::vector<std::pair<int, bool>> selected_directed_links(const Topology& topo, 
 }
 
 std::vector<Perturbation> restrict_perturbations(const std::vector<Perturbation>& perturbations,
-                                                 const std::vector<int>& sizes) {
+                                                 const std::vector<int>& sizes, int slices) {
   std::vector<Perturbation> out;
   for (const auto& p : perturbations) {
     Perturbation q = p;
     q.chips.clear();
     for (auto box : p.chips) {
-      bool empty = false;
+      box.slices.last = std::min(box.slices.last, slices - 1);
+      bool empty = box.slices.first > box.slices.last;
       for (size_t a = 0; a < box.axes.size() && a < sizes.size(); ++a) {
         box.axes[a].last = std::min(box.axes[a].last, sizes[a] - 1);
         empty = empty || box.axes[a].first > box.axes[a].last;

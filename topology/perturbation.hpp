@@ -70,12 +70,13 @@ std::vector<char> selected_chips(const Topology& topo, const Perturbation& p);
 std::vector<char> selected_hosts(const Topology& topo, const Perturbation& p);
 std::vector<std::pair<int, bool>> selected_directed_links(const Topology& topo, const Perturbation& p);
 
-// The perturbations with every box clipped to axes of `sizes` (a symmetry-reduced mesh whose
-// axes are the first sizes[a] positions of the real ones); boxes left empty are dropped.
-// Exact only along axes where every selection is translation-invariant, which is what the
-// reduction proves before it shortens an axis.
+// The perturbations with every box clipped to axes of `sizes` and to `slices` slices (a
+// symmetry-reduced pod whose axes are the first sizes[a] positions of the real ones, its slices
+// the first `slices`); boxes left empty are dropped. Exact only along axes where every
+// selection is translation-invariant, which is what the reduction proves before it shortens
+// an axis or the slices.
 std::vector<Perturbation> restrict_perturbations(const std::vector<Perturbation>& perturbations,
-                                                 const std::vector<int>& sizes);
+                                                 const std::vector<int>& sizes, int slices);
 
 // An axis along which one perturbation is not invariant under translation by one position:
 // chips (or their links, or their hosts' NICs) differ along it. `axis` is a mesh axis index or

@@ -46,6 +46,13 @@ struct TopologySpec {
   }
 };
 
+// The true extent of a pod that a symmetry reduction simulates smaller (collectives/symmetry.hpp):
+// rings are scheduled over these lengths while neighbours are found on the simulated mesh.
+struct RealExtent {
+  std::vector<int> axes;   // per mesh axis
+  int slices = 1;
+};
+
 // The chip's own wraparound rule (tpus.md:L150, L212) for a mesh of these axis sizes.
 std::vector<bool> default_wraparound(const ChipSpec& chip, const std::vector<int>& sizes);
 

@@ -22,7 +22,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
     const ProgramOp& op = program[i];
     long long messages = 0;
     if (op.is(ProgramOpKind::Collective)) {
-      messages = count_messages(simulated, reduction.real_sizes, op.collective());
+      messages = count_messages(simulated, reduction.real, op.collective());
     } else if (op.is(ProgramOpKind::Send)) {
       // plan_send: every chip with a neighbour that way sends one message.
       for (ChipId chip = 0; chip < simulated.chip_count(); ++chip)
@@ -39,7 +39,7 @@ SimulationEstimate estimate_simulation(const TopologySpec& topology, const Simul
       // A block's mean route: a quarter of a wrapped axis, a third of a line, per axis.
       double hops = 0;
       for (int a : op.collective().axes) {
-        const int n = reduction.real_sizes.at(a);
+        const int n = reduction.real.axes.at(a);
         hops += simulated.wraps(a) ? n / 4.0 : n / 3.0;
       }
       e.flow_hops += hops * static_cast<double>(messages);

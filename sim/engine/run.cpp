@@ -206,11 +206,11 @@ SymmetryReduction reduce_program(const TopologySpec& topology, const SimulationS
       specs.push_back(op.collective());
       spec_names.push_back(op.name);
     }
-    // Slices are never reduced; mesh axes along which chips differ stay whole.
-    if (op.is(ProgramOpKind::Send) && op.send().axis != Topology::kSliceAxis) {
+    // Axes (or the slices: Topology::kSliceAxis) along which chips differ stay whole.
+    if (op.is(ProgramOpKind::Send)) {
       differing.push_back({op.send().axis, "op '" + op.name + "' sends point to point along it (pipeline stages)"});
     }
-    if (op.position_axis >= 0 && op.position_axis != Topology::kSliceAxis) {
+    if (op.position_axis >= 0) {
       differing.push_back({op.position_axis, "op '" + op.name + "' runs in an order that depends on the position"});
     }
     if (op.is(ProgramOpKind::Compute))
@@ -255,7 +255,7 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
         plan_of[i] = it->second;
         continue;
       }
-      plans.push_back(plan_collective(sim, reduction.real_sizes, op.collective(), registry));
+      plans.push_back(plan_collective(sim, reduction.real, op.collective(), registry));
     } else {
       const SendWork& send = op.send();
       plans.push_back(plan_send(sim, send.axis, send.direction, send.bytes, registry, send.round_the_end));

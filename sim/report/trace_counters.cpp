@@ -20,7 +20,7 @@ LinkUse link_use_from_hops(const RunResult& run, int buckets) {
   std::map<int, double> capacity;
   for (const auto& link : sim.links()) {
     if (link.kind == LinkKind::Ici) capacity[link.axis] += link.directed_bandwidth_Bps(true) + link.directed_bandwidth_Bps(false);
-    if (link.kind == LinkKind::Nic && sim.slice_count() > 1) capacity[kDcn] += link.directed_bandwidth_Bps(true) + link.directed_bandwidth_Bps(false);
+    if (link.kind == LinkKind::Nic && run.topology.slice_count() > 1) capacity[kDcn] += link.directed_bandwidth_Bps(true) + link.directed_bandwidth_Bps(false);
   }
   std::vector<int> keys;   // mesh axes in order, DCN last
   for (int axis = 0; axis < sim.axis_count(); ++axis) {
