@@ -2,9 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "sim/commands/planner.hpp"
+#include "cli_helpers.hpp"
 #include "planner_pods.hpp"
+#include "scratch.hpp"
 #include "seeded_rng.hpp"
 
 using namespace podsim;
@@ -301,4 +306,50 @@ TEST_CASE("planner with a token budget: each simulated plan's days and cost", "[
   }
   CHECK(checked >= 3);
   CHECK(planner_table(s, result).find("its run: ") != std::string::npos);
+}
+
+TEST_CASE("podsim plan as a Slurm job array: the tasks and --collect give plan --exhaustive's ranking",
+          "[planner][cli][slurm]") {
+  const auto dir = podsim_test::made_dir("plan-slurm");
+  // The planner tests' pod (planner_pods.hpp) as a file: LLaMA-2 7B cut to 2 layers on v5p 4x4.
+  const std::string scenario = (dir / "pod.yaml").string();
+  {
+    std::ofstream out(scenario);
+    out << "version: 1\nname: plan-array\nhardware: {preset: v5p}\ntopology: {mesh: {X: 4, Y: 4}}\n"
+           "workload:\n  kind: training\n  model: {preset: llama2-7b, layers: 2}\n  batch_tokens: 65536\n"
+           "  sequence_length: 1024\n  attention_flops: false\n";
+  }
+  const std::string array = (dir / "array").string();
+  const auto emit = podsim_test::run_podsim("plan " + scenario + " --emit slurm -o " + array);
+  REQUIRE(emit.exit_code == 0);
+  const std::string script = podsim_test::read_file(dir / "array" / "plan.sbatch");
+  // 39 fitting plans, those that swap X and Y simulated once (the planner test above): 15 tasks.
+  const auto begin = script.find("#SBATCH --array=0-");
+  REQUIRE(begin != std::string::npos);
+  const int tasks = std::stoi(script.substr(begin + 18)) + 1;
+  CHECK(tasks == 15);
+  CHECK(script.find("-o '" + std::filesystem::absolute(array).string() + "' --task \"$SLURM_ARRAY_TASK_ID\"") !=
+        std::string::npos);
+  // Collecting before the tasks ran names them.
+  const auto early = podsim_test::run_podsim("plan " + scenario + " --collect -o " + array);
+  CHECK(early.exit_code == 2);
+  CHECK(early.err.find("15 of 15 tasks have no result for these inputs (0, 1, 2") != std::string::npos);
+  for (int task = 0; task < tasks; ++task)
+    REQUIRE(podsim_test::run_podsim("plan " + scenario + " --task " + std::to_string(task) + " -o " + array).exit_code == 0);
+  const auto collected = podsim_test::run_podsim("plan " + scenario + " --collect -o " + array);
+  REQUIRE(collected.exit_code == 0);
+  const auto local = podsim_test::run_podsim("plan " + scenario + " --exhaustive -o " + (dir / "local").string());
+  REQUIRE(local.exit_code == 0);
+  CHECK(podsim_test::read_file(dir / "array" / "plan.csv") == podsim_test::read_file(dir / "local" / "plan.csv"));
+  CHECK(collected.out.substr(0, collected.out.find("wrote")) == local.out.substr(0, local.out.find("wrote")));
+  // Other inputs (a longer sequence): every task is stale, and a task beyond the array is refused.
+  const auto stale = podsim_test::run_podsim("plan " + scenario + " --set workload.sequence_length=2048 --collect -o " + array);
+  CHECK(stale.exit_code == 2);
+  CHECK(stale.err.find("tasks have no result for these inputs") != std::string::npos);
+  const auto beyond = podsim_test::run_podsim("plan " + scenario + " --task 15 -o " + array);
+  CHECK(beyond.exit_code == 2);
+  CHECK(beyond.err.find("expected a task from 0 to 14") != std::string::npos);
+  const auto no_dir = podsim_test::run_podsim("plan " + scenario + " --emit slurm");
+  CHECK(no_dir.exit_code == 2);
+  CHECK(no_dir.err.find("expected -o DIR") != std::string::npos);
 }

@@ -24,6 +24,7 @@
 #include "sim/commands/validate_measured.hpp"
 #include "sim/commands/perf.hpp"
 #include "sim/commands/planner.hpp"
+#include "sim/commands/plan_slurm.hpp"
 #include "sim/commands/run_command.hpp"
 #include "sim/commands/straggler_draws.hpp"
 #include "sim/commands/sweep.hpp"
@@ -402,10 +403,49 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
   return 1;
 }
 
+// `plan --emit slurm`, `--task N`, `--collect`: the plan's simulations as a Slurm job array
+// (plan_slurm.hpp).
+struct PlanArrayRequest {
+  std::string emit;
+  std::optional<int> task;
+  bool collect = false;
+};
+
+int plan_array_command(const Scenario& scenario, const std::string& scenario_path, const std::vector<std::string>& sets,
+                       const std::string& out_dir, int top, const PlanArrayRequest& request) {
+  const char* option = request.collect ? "--collect" : request.task ? "--task" : "--emit";
+  if (out_dir.empty())
+    throw InputError({"command line", 0, 0}, option, "", "expected -o DIR: the directory the job array's tasks write to");
+  require_output_directory(out_dir, "-o");
+  const std::string inputs = scenario_inputs(scenario_path, parse_overrides(sets));
+  PlanArrayOutputs outputs;
+  if (!request.emit.empty()) {
+    std::string command = shell_quote(self_binary()) + " plan " + shell_quote(std::filesystem::absolute(scenario_path).string());
+    for (const auto& set : sets) command += " --set " + shell_quote(set);
+    outputs = emit_plan_slurm(scenario, out_dir, command);
+  } else if (request.task) {
+    outputs = run_plan_task(scenario, inputs, *request.task, out_dir);
+  } else {
+    const PlannerResult result = collect_plan(scenario, inputs, out_dir);
+    std::cout << shown(planner_table(scenario, result, top));
+    require_some_plan_fits(scenario, result);
+    OutputFiles files(out_dir, "-o");
+    files.add("plan.csv", planner_csv(result));
+    files.commit();
+    outputs.files = {files.path("plan.csv")};
+  }
+  std::cout << shown(outputs.text) << "wrote ";
+  for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << shown(outputs.files[i]);
+  std::cout << "\n";
+  return 0;
+}
+
 int plan_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                 int top, bool exhaustive, double budget_s, int jobs) {
+                 int top, bool exhaustive, double budget_s, int jobs, const PlanArrayRequest& array) {
   const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
+  if (!array.emit.empty() || array.task || array.collect)
+    return plan_array_command(scenario, scenario_path, sets, out_dir, top, array);
   if (!out_dir.empty()) require_output_directory(out_dir, "-o");
   if (!out_dir.empty()) ensure_directory(out_dir, "-o");
   // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
@@ -732,6 +772,19 @@ int main(int argc, char** argv) {
   plan->add_flag("--exhaustive", plan_exhaustive,
                  "simulate every plan (default: stop once no plan left can enter the first --top, 10 by default, "
                  "by its compute alone)");
+  PlanArrayRequest plan_array;
+  plan->add_option("--emit", plan_array.emit,
+                   "write a Slurm job array (plan.sbatch in -o) that simulates every plan --exhaustive would, a task "
+                   "a plan, instead of simulating here")
+      ->check(CLI::IsMember({"slurm"}));
+  int plan_task = 0;
+  auto* plan_task_option =
+      plan->add_option("--task", plan_task, "run one task of the job array (a Slurm array task): simulate that plan")
+          ->check(non_negative_whole);
+  auto* plan_collect_flag =
+      plan->add_flag("--collect", plan_array.collect, "rank the job array's plans into plan.csv (after the array)");
+  plan_task_option->excludes(plan_collect_flag);
+  plan->get_option("--emit")->excludes(plan_task_option)->excludes(plan_collect_flag);
 
   // nccl-tests' names and flags (all_gather_perf -b 8 -e 128M -f 2): "perf" as its binaries
   // end; "sweep" and "bench" already name other things.
@@ -838,8 +891,11 @@ int main(int argc, char** argv) {
       perf_options.fidelity = perf_fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
       return perf_command(perf_scenario, perf_sets, perf_out, perf_options);
     }
-    if (plan->parsed()) return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s,
-                                            plan_jobs);
+    if (plan->parsed()) {
+      if (plan_task_option->count() > 0) plan_array.task = plan_task;
+      return plan_command(plan_scenario, plan_sets, plan_out, plan_top, plan_exhaustive, plan_budget_s, plan_jobs,
+                          plan_array);
+    }
     if (bench->parsed()) {
       bench_options.compare_naive = compare_naive;
       bench_options.repeat = bench_repeat;

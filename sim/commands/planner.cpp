@@ -11,21 +11,55 @@
 
 namespace podsim {
 
+PlannerCandidates planner_candidates(const Scenario& scenario, double budget_s) {
+  // A model too long to build even one program of is refused before any candidate is made.
+  check_program_size(scenario, {});
+  PlannerCandidates out;
+  out.all = without_mirrors(scenario.topology, with_memory_search(scenario, axis_splits(scenario)));
+  out.order = simulation_order(scenario, out.all, budget_s);
+  return out;
+}
+
+namespace {
+
+// The plans never simulated (too large for HBM, or not buildable) are listed first; the
+// ranking puts them last.
+PlannerResult unsimulated(PlannerCandidates& candidates) {
+  PlannerResult result;
+  for (auto& c : candidates.all) {
+    if (!c.feasible || !c.report.fits_hbm) result.candidates.push_back(std::move(c));
+  }
+  return result;
+}
+
+void rank_and_compare(const Scenario& scenario, PlannerResult& result) {
+  rank(result.candidates);
+  const BookFsdpDegree book = book_fsdp_degree(scenario);
+  result.x_opt = book.x_opt;
+  result.x_opt_note = book.note;
+}
+
+}  // namespace
+
+PlannerResult plan_from_outcomes(const Scenario& scenario, PlannerCandidates& candidates,
+                                 const std::function<void(size_t index, PlanCandidate& candidate)>& outcome) {
+  PlannerResult result = unsimulated(candidates);
+  for (size_t i = 0; i < candidates.order.size(); ++i) {
+    PlanCandidate& c = *candidates.order[i];
+    outcome(i, c);
+    result.candidates.push_back(std::move(c));
+  }
+  rank_and_compare(scenario, result);
+  return result;
+}
+
 PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate, int keep,
                             double budget_s, int jobs) {
-  // A model too long to build even one program of is refused before any candidate is made.
-  check_program_size(scenario, {});
-  PlannerResult result;
-  std::vector<PlanCandidate> unique =
-      without_mirrors(scenario.topology, with_memory_search(scenario, axis_splits(scenario)));
-  const std::vector<PlanCandidate*> order = simulation_order(scenario, unique, budget_s);
-  // The plans never simulated (too large for HBM, or not buildable) are listed first; the
-  // ranking puts them last.
-  for (auto& c : unique) {
-    if (!c.feasible || !c.report.fits_hbm) result.candidates.push_back(std::move(c));
-  }
+  PlannerCandidates candidates = planner_candidates(scenario, budget_s);
+  const std::vector<PlanCandidate*>& order = candidates.order;
+  PlannerResult result = unsimulated(candidates);
   const int total = static_cast<int>(order.size());
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) on_progress(0, total, -1);
@@ -43,10 +77,7 @@ PlannerResult plan_training(const Scenario& scenario,
       on_candidate(so_far);
     }
   });
-  rank(result.candidates);
-  const BookFsdpDegree book = book_fsdp_degree(scenario);
-  result.x_opt = book.x_opt;
-  result.x_opt_note = book.note;
+  rank_and_compare(scenario, result);
   return result;
 }
 

@@ -40,6 +40,24 @@ PlannerResult plan_training(const Scenario& scenario,
                             const std::function<void(int finished, int total, double eta_s)>& on_progress,
                             const std::function<void(const PlannerResult&)>& on_candidate = {}, int keep = 0,
                             double budget_s = 0, int jobs = 1);
+// The candidates and the order their simulations run and commit in (simulation_order, with
+// `budget_s` as there); `order` points into `all`, so the pair moves but is never copied.
+struct PlannerCandidates {
+  std::vector<PlanCandidate> all;
+  std::vector<PlanCandidate*> order;
+  PlannerCandidates() = default;
+  PlannerCandidates(PlannerCandidates&&) = default;
+  PlannerCandidates(const PlannerCandidates&) = delete;
+  PlannerCandidates& operator=(const PlannerCandidates&) = delete;
+};
+PlannerCandidates planner_candidates(const Scenario& scenario, double budget_s);
+
+// The ranking when the order's simulations ran elsewhere (a Slurm job array, plan_slurm.hpp):
+// `outcome(i, c)` gives order[i] its report (`simulated`) or its error (`feasible` false). The
+// same ranking plan_training makes with keep = 0 and no budget from the same outcomes.
+PlannerResult plan_from_outcomes(const Scenario& scenario, PlannerCandidates& candidates,
+                                 const std::function<void(size_t index, PlanCandidate& candidate)>& outcome);
+
 // `top`: the first `top` rows only (0: all).
 std::string planner_table(const Scenario& scenario, const PlannerResult& result, int top = 0);
 std::string planner_csv(const PlannerResult& result);

@@ -1,4 +1,5 @@
 #include "sim/commands/straggler_draws.hpp"
+#include "sim/commands/slurm_array.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -87,12 +88,6 @@ bool summary_of(const std::string& text, const Scenario& scenario, const Scenari
   return true;
 }
 
-std::string task_dir(int task) {
-  char name[16];
-  std::snprintf(name, sizeof name, "%05d", task);
-  return std::string("tasks/") + name;
-}
-
 // draws.csv and draws.json from the runs' summaries (task order).
 DrawsOutputs write_draws(const Scenario& scenario, const std::vector<Scenario>& runs,
                          const std::vector<std::string>& summaries, const std::string& out_dir) {
@@ -155,28 +150,14 @@ DrawsOutputs emit_draws_slurm(const Scenario& scenario, int draws, const std::st
   check_draws(scenario, draws);
   const std::string out = std::filesystem::absolute(out_dir).string();
   const std::string base = command + " --draws " + std::to_string(draws) + " -o " + shell_quote(out);
-  std::string script = "#!/bin/bash\n";
-  script += "# podsim run --draws " + std::to_string(draws) + " as a Slurm job array: a task a draw, and task " +
-            std::to_string(draws) + " for the pod without stragglers.\n";
-  script += "# Submit:  sbatch " + shell_quote(out + "/draws.sbatch") + "\n";
-  script += "# Then, when the array is done, merge the tasks into draws.csv and draws.json:\n";
-  script += "#   " + base + " --collect\n";
-  script += "#SBATCH --job-name=podsim-draws\n";
-  script += "#SBATCH --array=0-" + std::to_string(draws) + "\n";
-  script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
-  script += "#SBATCH --output=" + out + "/slurm-%A_%a.out\n";
-  script += "set -eu\n";
-  script += "exec " + base + " --task \"$SLURM_ARRAY_TASK_ID\"\n";
-  ensure_directory(out_dir, "-o");
-  OutputFiles files(out_dir, "-o");
-  files.add("draws.sbatch", script);
-  files.commit();
-  const std::filesystem::path path = std::filesystem::path(out_dir) / "draws.sbatch";
-  std::filesystem::permissions(path, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
-                               std::filesystem::perm_options::add);
+  const std::string path = write_slurm_array(
+      out_dir, {"draws.sbatch", "podsim-draws",
+                "podsim run --draws " + std::to_string(draws) + " as a Slurm job array: a task a draw, and task " +
+                    std::to_string(draws) + " for the pod without stragglers.",
+                "merge the tasks into draws.csv and draws.json", draws + 1, base, "--task"});
   DrawsOutputs result;
   result.table = "wrote a job array of " + std::to_string(draws + 1) + " tasks; after it: " + base + " --collect\n";
-  result.files = {path.string()};
+  result.files = {path};
   return result;
 }
 
@@ -188,7 +169,7 @@ DrawsOutputs run_draws_task(const Scenario& scenario, int draws, int task, const
                      "expected a task from 0 to " + std::to_string(draws) + " (the draws, then the pod without stragglers)");
   std::vector<Scenario> runs = draw_runs(scenario, draws);
   const std::string summary = simulate_summary_json(std::move(runs[static_cast<size_t>(task)]), options);
-  const std::string dir = (std::filesystem::path(out_dir) / task_dir(task)).string();
+  const std::string dir = (std::filesystem::path(out_dir) / array_task_dir(task)).string();
   ensure_directory(dir, "-o");
   OutputFiles files(dir, "-o");
   files.add("summary.json", summary);
@@ -205,7 +186,7 @@ DrawsOutputs collect_draws(const Scenario& scenario, int draws, const std::strin
   std::string missing;
   int missing_count = 0;
   for (int task = 0; task <= draws; ++task) {
-    const std::string path = (std::filesystem::path(out_dir) / task_dir(task) / "summary.json").string();
+    const std::string path = (std::filesystem::path(out_dir) / array_task_dir(task) / "summary.json").string();
     std::string text = read_text_file(path);
     // A task's summary is whole or absent (written by rename); one of another scenario, or of
     // another draw (a seed or probability changed since), is not this set's.

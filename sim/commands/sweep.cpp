@@ -1,4 +1,5 @@
 #include "sim/commands/sweep.hpp"
+#include "sim/commands/slurm_array.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -112,9 +113,13 @@ std::string file_fingerprint(const std::string& path) {
 }  // namespace
 
 std::string point_inputs(const SweepOptions& options, const SweepPoint& point) {
-  const ResolvedScenario resolved = resolve_scenario(options.scenario_path, point.overrides);
-  std::string out = "# the inputs this point's outputs came from; a sweep re-runs the point when they change\n";
-  out += "podsim: " PODSIM_VERSION "\n";
+  return "# the inputs this point's outputs came from; a sweep re-runs the point when they change\n" +
+         scenario_inputs(options.scenario_path, point.overrides);
+}
+
+std::string scenario_inputs(const std::string& path, const std::vector<ScenarioOverride>& overrides) {
+  const ResolvedScenario resolved = resolve_scenario(path, overrides);
+  std::string out = "podsim: " PODSIM_VERSION "\n";
   for (const auto& file : resolved.input_files) out += "file: " + file + ": " + file_fingerprint(file) + "\n";
   out += "---\n" + resolved.text + "\n";
   return out;
@@ -336,24 +341,10 @@ std::string emit_slurm(const SweepOptions& options) {
     sets += " --set " + shell_quote(axis.key + "=" + values);
   }
   const std::string base = shell_quote(binary) + " sweep " + shell_quote(scenario) + sets + " -o " + shell_quote(out);
-  std::string script = "#!/bin/bash\n";
-  script += "# podsim sweep of " + std::to_string(points.size()) + " points as a Slurm job array.\n";
-  script += "# Submit:  sbatch " + shell_quote(out + "/sweep.sbatch") + "\n";
-  script += "# Then, when the array is done, merge the rows into sweep.csv:\n";
-  script += "#   " + base + " --collect\n";
-  script += "#SBATCH --job-name=podsim-sweep\n";
-  script += "#SBATCH --array=0-" + std::to_string(points.size() - 1) + "\n";
-  script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
-  script += "#SBATCH --output=" + out + "/slurm-%A_%a.out\n";
-  script += "set -eu\n";
-  script += "exec " + base + " --point \"$SLURM_ARRAY_TASK_ID\"\n";
-  ensure_directory(options.out_dir);
-  OutputFiles files(options.out_dir);
-  files.add("sweep.sbatch", script);
-  files.commit();
-  fs::permissions(fs::path(options.out_dir) / "sweep.sbatch", fs::perms::owner_exec | fs::perms::group_exec,
-                  fs::perm_options::add);
-  return (fs::path(options.out_dir) / "sweep.sbatch").string();
+  return write_slurm_array(options.out_dir,
+                           {"sweep.sbatch", "podsim-sweep",
+                            "podsim sweep of " + std::to_string(points.size()) + " points as a Slurm job array.",
+                            "merge the rows into sweep.csv", static_cast<int>(points.size()), base, "--point"});
 }
 
 }  // namespace podsim

@@ -51,6 +51,9 @@ struct SweepOptions {
 std::string point_dir(const std::string& out_dir, int index);
 // The text a point's outputs are keyed by (see above).
 std::string point_inputs(const SweepOptions& options, const SweepPoint& point);
+// What a scenario's outputs depend on: podsim's version, a fingerprint of each file it reads,
+// and its text with the overrides applied (shared with `plan --emit slurm`'s tasks).
+std::string scenario_inputs(const std::string& path, const std::vector<ScenarioOverride>& overrides);
 bool point_done(const std::string& out_dir, int index, const std::string& inputs);
 
 struct SweepProgress {

@@ -271,4 +271,10 @@ void OutputFiles::commit() {
   }
 }
 
+std::string array_task_dir(int task) {
+  char name[16];
+  std::snprintf(name, sizeof name, "%05d", task);
+  return std::string("tasks/") + name;
+}
+
 }  // namespace podsim

@@ -62,6 +62,10 @@ void require_file_destination(const std::string& path, const std::string& option
 // for a sweep, after its points were started).
 void require_output_directory(const std::string& directory, const std::string& option);
 
+// Where task `task` of a Slurm job array writes, under the array's directory: "tasks/00042"
+// (`run --draws` and `plan` arrays).
+std::string array_task_dir(int task);
+
 // The reason of the last failed system call, as strerror(errno) gives it.
 std::string system_reason();
 

@@ -2,7 +2,7 @@
 # A podsim sweep through a real Slurm: installs slurmctld, slurmd and munge from Debian if they
 # are missing, starts a one-node cluster on this machine under a private configuration, submits
 # the job array `podsim sweep --emit slurm` writes, waits for it and merges the rows with
-# `--collect`. Exit 77 (CTest: skipped) with the reason when Slurm cannot be installed or
+# `--collect`; then the same for `podsim plan --emit slurm`. Exit 77 (CTest: skipped) with the reason when Slurm cannot be installed or
 # started here; any other failure is a test failure.
 #   usage: run_slurm_sweep.sh PODSIM_BINARY
 set -uo pipefail
@@ -109,4 +109,27 @@ csv="$out/sweep.csv"
 [ "$(grep -c ',ok,' "$csv")" -eq 2 ] || fail "expected 2 ok rows in $csv: $(cat "$csv")"
 [ "$(grep -c '^2,0,error,' "$csv")" -eq 1 ] || fail "expected 1 error row in $csv: $(cat "$csv")"
 ls "$out"/slurm-*_0.out "$out"/slurm-*_2.out >/dev/null 2>&1 || fail "no per-task Slurm logs"
-echo "PASSED: 3 array tasks through Slurm; sweep.csv has 2 ok rows and 1 recorded error"
+echo "sweep: 3 array tasks through Slurm; sweep.csv has 2 ok rows and 1 recorded error"
+
+# The planner's array: the planner tests' pod (LLaMA-2 7B cut to 2 layers on v5p 4x4), a task a
+# plan; the collected ranking must be `podsim plan --exhaustive`'s, byte for byte.
+cat > "$work/plan.yaml" <<YAML
+version: 1
+name: plan-array
+hardware: {preset: v5p}
+topology: {mesh: {X: 4, Y: 4}}
+workload:
+  kind: training
+  model: {preset: llama2-7b, layers: 2}
+  batch_tokens: 65536
+  sequence_length: 1024
+  attention_flops: false
+YAML
+plan_out="$work/plan"
+"$podsim" plan "$work/plan.yaml" --emit slurm -o "$plan_out" || fail "podsim plan --emit slurm"
+timeout 300 sbatch --wait "$plan_out/plan.sbatch" || fail "the plan's job array did not finish: $(cat "$plan_out"/slurm-*.out 2>/dev/null)"
+"$podsim" plan "$work/plan.yaml" --collect -o "$plan_out" || fail "podsim plan --collect"
+"$podsim" plan "$work/plan.yaml" --exhaustive -o "$work/plan-local" >/dev/null || fail "podsim plan --exhaustive"
+cmp "$plan_out/plan.csv" "$work/plan-local/plan.csv" || fail "the collected plan.csv differs from plan --exhaustive's"
+tasks=$(ls -d "$plan_out"/tasks/* | wc -l)
+echo "PASSED: the sweep, and the planner's $tasks tasks through Slurm collected into plan --exhaustive's plan.csv"
