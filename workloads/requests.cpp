@@ -1,5 +1,6 @@
 #include "workloads/requests.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -16,7 +17,60 @@ int draw(std::mt19937_64& rng, const LengthRange& range) {
   return range.min + static_cast<int>(rng() % span);
 }
 
+// Marsaglia and Tsang (2000), "A simple method for generating gamma variables", with the
+// standard normal by Box-Muller; shape < 1 by boosting: Gamma(a) = Gamma(a + 1) U^(1/a).
+double normal(std::mt19937_64& rng) {
+  const double u1 = 1.0 - unit(rng), u2 = unit(rng);   // u1 in (0, 1]
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+double gamma_unit_scale(std::mt19937_64& rng, double shape) {
+  if (shape < 1.0) return gamma_unit_scale(rng, shape + 1.0) * std::pow(1.0 - unit(rng), 1.0 / shape);
+  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  while (true) {
+    double x, v;
+    do {
+      x = normal(rng);
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = 1.0 - unit(rng);
+    if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
 }  // namespace
+
+LengthRange random_input_lengths(const RandomDataset& dataset) {
+  const double r = dataset.range_ratio;
+  return {static_cast<int>(std::floor(dataset.input_len * (1 - r))), static_cast<int>(std::ceil(dataset.input_len * (1 + r)))};
+}
+
+LengthRange random_output_lengths(const RandomDataset& dataset) {
+  const double r = dataset.range_ratio;
+  return {std::max(1, static_cast<int>(std::floor(dataset.output_len * (1 - r)))),
+          std::max(1, static_cast<int>(std::ceil(dataset.output_len * (1 + r))))};
+}
+
+std::vector<Request> random_requests(const RandomDataset& dataset) {
+  std::mt19937_64 rng(dataset.seed);
+  const LengthRange input = random_input_lengths(dataset), output = random_output_lengths(dataset);
+  const bool at_once = !(dataset.request_rate_per_s > 0) || std::isinf(dataset.request_rate_per_s);
+  std::vector<Request> requests;
+  requests.reserve(dataset.count);
+  double t = 0;
+  for (int i = 0; i < dataset.count; ++i) {
+    Request r;
+    r.id = i;
+    r.arrival_s = t;
+    r.prompt_tokens = dataset.prefix_len + std::max(1, draw(rng, input));   // a prompt has a token
+    r.output_tokens = draw(rng, output);
+    requests.push_back(r);
+    // Gamma(k, 1 / (rate k)): mean 1 / rate whatever the burstiness k.
+    if (!at_once) t += gamma_unit_scale(rng, dataset.burstiness) / (dataset.request_rate_per_s * dataset.burstiness);
+  }
+  return requests;
+}
 
 std::vector<Request> poisson_requests(const PoissonArrivals& arrivals) {
   std::mt19937_64 rng(arrivals.seed);

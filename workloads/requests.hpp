@@ -32,4 +32,30 @@ struct PoissonArrivals {
 // same seed gives the same requests on every platform.
 std::vector<Request> poisson_requests(const PoissonArrivals& arrivals);
 
+// vLLM's benchmark_serving with `--dataset-name random` (vllm/benchmarks/datasets.py,
+// get_sampling_params; benchmark_serving.py, get_request): each prompt a prefix of
+// `prefix_len` tokens and a length drawn uniformly from the integers in
+// [floor(input_len (1 - r)), ceil(input_len (1 + r))], each output from
+// [max(1, floor(output_len (1 - r))), max(1, ceil(output_len (1 + r)))] (r = range_ratio, in
+// [0, 1); no tokenizer, so no special tokens are taken off, and outputs run to their length as
+// under --ignore-eos). Requests are sent at `request_rate_per_s` (infinite: all at 0), the
+// first at 0 and the gaps gamma-distributed with shape `burstiness` and mean 1 / rate
+// (burstiness 1: a Poisson process; below 1 burstier, above more regular). The draws are
+// podsim's own (a 64-bit Mersenne Twister, Marsaglia-Tsang gamma), not numpy's: the same
+// distributions, not the same requests as vLLM's for a seed.
+struct RandomDataset {
+  int count = 1;                // --num-prompts
+  int input_len = 1024;         // --random-input-len
+  int output_len = 128;         // --random-output-len
+  double range_ratio = 0;       // --random-range-ratio
+  int prefix_len = 0;           // --random-prefix-len
+  double request_rate_per_s = 0;   // --request-rate; 0 or infinity: all at once
+  double burstiness = 1;        // --burstiness
+  uint64_t seed = 0;            // --seed
+};
+// The prompt lengths (prefix excluded) and output lengths the dataset draws from.
+LengthRange random_input_lengths(const RandomDataset& dataset);
+LengthRange random_output_lengths(const RandomDataset& dataset);
+std::vector<Request> random_requests(const RandomDataset& dataset);
+
 }  // namespace podsim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <stdexcept>
 
@@ -96,15 +97,18 @@ class Simulation {
     // Arrivals are read from the sorted requests as time reaches them, not queued as events,
     // so the event queue holds only steps and transfers under way. An arrival at the time of a
     // step's end is seen first (as when arrivals were the first events queued).
+    // Under a concurrency limit, a request waits for its arrival and for a request to end.
     const size_t n = requests_.size();
     while (next_arrival_ < n || !events_.empty()) {
-      if (next_arrival_ < n && (events_.empty() || requests_[next_arrival_].arrival_s <= events_.top().t)) {
+      const double send = next_send_s();
+      if (send < kNever && (events_.empty() || send <= events_.top().t)) {
         // Requests arriving together are seen together.
-        now_ = requests_[next_arrival_].arrival_s;
-        while (next_arrival_ < n && requests_[next_arrival_].arrival_s == now_) arrive(requests_[next_arrival_++]);
+        now_ = send;
+        while (next_arrival_ < n && can_send() && requests_[next_arrival_].arrival_s <= now_) arrive(requests_[next_arrival_++]);
         wake_all();
         continue;
       }
+      if (events_.empty()) throw std::logic_error("serving: requests wait with nothing under way");
       const Event e = events_.top();
       events_.pop();
       now_ = e.t;
@@ -128,6 +132,14 @@ class Simulation {
 
   void push(double t, EventKind kind, int index, int pool) { events_.push({t, seq_++, kind, index, pool}); }
 
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+  bool can_send() const { return config_.max_concurrency <= 0 || in_flight_ < config_.max_concurrency; }
+  // When the next request is sent: at its arrival, or now if it waited for the limit.
+  double next_send_s() const {
+    if (next_arrival_ >= requests_.size() || !can_send()) return kNever;
+    return std::max(requests_[next_arrival_].arrival_s, now_);
+  }
+
   void arrive(const Request& request) {
     int slot;
     if (free_.empty()) {
@@ -140,6 +152,8 @@ class Simulation {
     Live& l = live_[slot];
     l = Live{};
     l.record.request = request;
+    l.record.request.arrival_s = now_;   // sent now: its arrival, or later under a concurrency limit
+    ++in_flight_;
     l.record.padded_prompt_tokens = padded_prompt_tokens(request.prompt_tokens, config_.buckets);
     // prefill_chunks' arithmetic without its vector: (p - 1) / L chunks of the largest bucket L,
     // then the rest padded up to a bucket.
@@ -157,6 +171,7 @@ class Simulation {
     Live& l = live_[slot];
     l.done = true;
     l.record.end_s = now_;
+    --in_flight_;
     totals_.end_s = std::max(totals_.end_s, now_);
     while (!order_.empty() && live_[order_.front()].done) {
       const int front = order_.front();
@@ -354,6 +369,7 @@ class Simulation {
   const StepCosts& costs_;
   ServingSink& sink_;
   size_t next_arrival_ = 0;
+  int in_flight_ = 0;             // sent, last token not yet out
   std::vector<Live> live_;        // slots; free_ lists the reusable ones
   std::vector<int> free_;
   std::deque<int> order_;         // arrived slots in request order, until passed on

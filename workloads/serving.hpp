@@ -29,6 +29,11 @@ struct ServingConfig {
   // Prompts are padded up to the smallest bucket that holds them; longer prompts are prefilled
   // in chunks of the largest bucket, the last one padded up to a bucket.
   std::vector<int> buckets;    // ascending
+  // The benchmark client's concurrency limit (vLLM benchmark_serving --max-concurrency): a
+  // request is sent at its arrival or, while this many are in flight (sent, last token not yet
+  // out), when one ends, in request order; its record's arrival is when it was sent, where the
+  // client starts its clocks. 0: no limit (open loop).
+  int max_concurrency = 0;
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.

@@ -65,6 +65,7 @@ Json serving_workload(const SummaryInputs& in) {
                    {"max_context_tokens", w.max_context},
                    {"hbm_slots", w.hbm_slots},
                    {"metric_percentiles", w.metric_percentiles}};
+  if (w.config.max_concurrency > 0) workload["max_concurrency"] = w.config.max_concurrency;
   if (serving_disaggregated(in)) workload["prefill_topology"] = topology_json(w.prefill_topology);
   return workload;
 }

@@ -33,6 +33,7 @@ enum class SchemaMap {
   Routing,
   Requests,
   Poisson,
+  RandomDataset,
   Slo,
   Prefill,
   Perturbation,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "sim/scenario/input_file.hpp"
 #include "sim/scenario/request_trace.hpp"
@@ -121,14 +122,52 @@ int servers_in(int slices, int replicas, const Field& where, const std::string& 
   return slices * replicas;
 }
 
-// Fills w.requests; returns the Poisson output_tokens field (empty for a trace), where a
-// request too long for HBM is reported.
+// vLLM benchmark_serving's random dataset (workloads/requests.hpp); returns its output_len
+// field, where a request too long for HBM is reported.
+Field parse_random(const Field& field, ServingWorkload& w) {
+  const MapReader r(field, SchemaMap::RandomDataset);
+  r.reject_unknown();
+  RandomDataset d;
+  d.count = read_int(r.required("count"), 1, kMaxRequests);
+  d.input_len = read_int(r.required("input_len"), 1, kMaxTokens);
+  const Field output = r.required("output_len");
+  d.output_len = read_int(output, 1, kMaxTokens);
+  if (auto ratio = r.optional("range_ratio")) {
+    d.range_ratio = read_real(*ratio);
+    if (!(d.range_ratio >= 0 && d.range_ratio < 1))
+      fail(*ratio, "expected a ratio in [0, 1) (vLLM's --random-range-ratio: lengths within (1 +- ratio) x the given)");
+  }
+  if (auto prefix = r.optional("prefix_len")) d.prefix_len = read_int(*prefix, 0, kMaxTokens);
+  d.request_rate_per_s = std::numeric_limits<double>::infinity();
+  if (auto rate = r.optional("request_rate")) d.request_rate_per_s = read_quantity(*rate, parse_rate_per_s);
+  if (auto burstiness = r.optional("burstiness")) {
+    d.burstiness = read_real(*burstiness);
+    if (!(d.burstiness > 0) || !std::isfinite(d.burstiness))
+      fail(*burstiness, "expected a positive number (vLLM's --burstiness: 1 is a Poisson process, below 1 burstier)");
+  }
+  if (auto seed = r.optional("seed")) d.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  const int64_t longest = static_cast<int64_t>(d.prefix_len) + random_input_lengths(d).max + random_output_lengths(d).max;
+  if (longest > w.model.max_sequence_length)
+    fail(output, "prefix_len + input_len and output_len within range_ratio can reach " + std::to_string(longest) +
+                     " tokens, longer than " + w.model.name + "'s max_sequence_length of " +
+                     std::to_string(w.model.max_sequence_length));
+  w.requests = random_requests(d);
+  w.requests_source = "random";
+  return output;
+}
+
+// Fills w.requests (and the client's concurrency limit); returns the generated output length's
+// field (empty for a trace), where a request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
   const MapReader reader(field, SchemaMap::Requests);
   reader.reject_unknown();
   const auto poisson = reader.optional("poisson");
+  const auto random = reader.optional("random");
   const auto trace = reader.optional("trace");
-  if (poisson.has_value() == trace.has_value()) fail(field, "expected exactly one of poisson: or trace:");
+  if (poisson.has_value() + random.has_value() + trace.has_value() != 1)
+    fail(field, "expected exactly one of poisson:, random: or trace:");
+  if (auto limit = reader.optional("max_concurrency")) w.config.max_concurrency = read_int(*limit, 1, kMaxRequests);
+  if (random) return parse_random(*random, w);
   if (trace) {
     const std::string path = resolve_input_path(read_string(*trace), field.where.file);
     w.requests = read_request_trace(path, w.model.max_sequence_length, w.model.name);
