@@ -228,9 +228,10 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
   out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, model_degree)),
                        (p_mlp * plan.weight_bytes + io) / y, p_mlp / y);
-  out.unembed_flops = 2 * shape.tokens * p_out / y;
-  out.unembed_s =
-      roofline(out.unembed_flops * padded(unembed_weight_shapes(model, model_degree)), p_out * plan.weight_bytes / y, p_out / y);
+  const double logit_rows = shape.logit_rows > 0 ? shape.logit_rows : shape.tokens;
+  out.unembed_flops = 2 * logit_rows * p_out / y;
+  out.unembed_s = roofline(out.unembed_flops * mxu_padding_factor(logit_rows, unembed_weight_shapes(model, model_degree), chip),
+                           p_out * plan.weight_bytes / y, p_out / y);
   out.activation_bytes = activation_bytes(model, shape.tokens);
   out.score_flops = score_flops / y;
   out.ring_unpack_flops = ring_unpack_flops / y;
@@ -247,6 +248,7 @@ StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan&
   local.tokens /= split;
   local.attended_tokens /= split;
   local.kv_tokens /= split;
+  local.logit_rows /= split;
   // MLA: each of the CP - 1 latent blocks a chip receives (as many tokens as its own)
   // up-projected to K and V heads (model_spec.hpp); no scores, no ring.
   const int cp = context_degree(plan, topology);

@@ -91,6 +91,9 @@ struct StepShape {
   double attended_tokens = 0;   // sum over those rows of the context each attends to
   double kv_tokens = 0;         // cached tokens the step reads or writes, all sequences
   bool decode = false;          // a decode step (reads each sequence's whole cache)
+  // Rows the unembedding computes logits for; 0: every row (a prefill as kind: inference counts
+  // it). A mixed serving step (serving.hpp) samples one token a sequence, as vLLM does.
+  double logit_rows = 0;
 };
 StepShape decode_shape(int batch, double context);
 // A chunk of `chunk` tokens of each of `batch` prompts whose first `offset` tokens are cached.

@@ -1,5 +1,7 @@
 #include "workloads/serving.hpp"
 
+#include "workloads/kv_cache.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -14,6 +16,7 @@ const char* to_string(BatchingPolicy policy) {
     case BatchingPolicy::Interleaved: return "interleaved";
     case BatchingPolicy::Continuous: return "continuous";
     case BatchingPolicy::Disaggregated: return "disaggregated";
+    case BatchingPolicy::Mixed: return "mixed";
   }
   return "?";
 }
@@ -62,6 +65,11 @@ struct Server {
   std::vector<int> members;       // of the running step
   int reserved = 0;               // slots promised to KV transfers under way
   double ingress_free_s = 0;      // its DCN ingress is busy until then
+  // Mixed: the running sequences in admission order, its paged KV cache, and the step's
+  // (sequence, new tokens).
+  std::vector<int> running;
+  PagedKvCache cache{0, 1};
+  std::vector<std::pair<int, int>> scheduled;
 };
 
 // A request between its arrival and the moment its record is passed on.
@@ -77,6 +85,12 @@ struct Live {
   bool passed_on = false;         // its record went to the sink
   bool in_static_batch = false;   // a static batch still counts it (its context sizes the decode step)
   int largest = 0;                // the largest bucket
+  // Mixed: tokens whose KV is cached (the prompt, then each output once a step has fed it),
+  // and the blocks holding them. Tokens still to compute before the next output:
+  // prompt + generated - computed (after a preemption, the prompt and every output again).
+  long long computed = 0;
+  long long blocks = 0;
+  long long pending() const { return record.request.prompt_tokens + generated - computed; }
   int chunks() const { return full_chunks + 1; }
   int chunk(int i) const { return i < full_chunks ? largest : last_chunk; }
 };
@@ -88,6 +102,8 @@ class Simulation {
       : requests_(requests), config_(config), costs_(costs), sink_(sink) {
     const bool split = config.policy == BatchingPolicy::Disaggregated;
     servers_.resize(config.servers);
+    if (config.policy == BatchingPolicy::Mixed)
+      for (auto& server : servers_) server.cache = PagedKvCache(config.kv_blocks, config.block_size);
     prefill_servers_.resize(split ? config.prefill_servers : 0);
     totals_.request_count = requests.size();
     totals_.first_arrival_s = requests.empty() ? 0.0 : requests.front().arrival_s;
@@ -124,6 +140,7 @@ class Simulation {
         }
       }
     }
+    if (config_.policy == BatchingPolicy::Mixed) mixed_totals();
     return totals_;
   }
 
@@ -154,7 +171,10 @@ class Simulation {
     l.record.request = request;
     l.record.request.arrival_s = now_;   // sent now: its arrival, or later under a concurrency limit
     ++in_flight_;
-    l.record.padded_prompt_tokens = padded_prompt_tokens(request.prompt_tokens, config_.buckets);
+    // Mixed steps take prompts as they are, in chunks of whatever the token budget leaves.
+    l.record.padded_prompt_tokens = config_.policy == BatchingPolicy::Mixed
+                                        ? request.prompt_tokens
+                                        : padded_prompt_tokens(request.prompt_tokens, config_.buckets);
     // prefill_chunks' arithmetic without its vector: (p - 1) / L chunks of the largest bucket L,
     // then the rest padded up to a bucket.
     l.largest = config_.buckets.back();
@@ -196,6 +216,10 @@ class Simulation {
   void wake(std::vector<Server>& pool, int s, bool prefill_pool) {
     Server& server = pool[s];
     if (server.busy) return;
+    if (config_.policy == BatchingPolicy::Mixed) {
+      start_mixed(server, s);
+      return;
+    }
     if (prefill_pool) {
       admit_bucket(server, config_.prefill_batch);
       if (!server.prefilling.empty()) start_prefill(server, s, true);
@@ -293,6 +317,12 @@ class Simulation {
   void finish_step(std::vector<Server>& pool, int s, bool prefill_pool) {
     Server& server = pool[s];
     server.busy = false;
+    if (server.step == StepKind::Mixed) {
+      finish_mixed(server);
+      wake(pool, s, prefill_pool);
+      if (!waiting_.empty()) wake_all();
+      return;
+    }
     server.last_was_prefill = server.step == StepKind::Prefill;
     if (server.step == StepKind::Prefill) {
       std::vector<int> still;
@@ -337,6 +367,107 @@ class Simulation {
     if (disaggregated()) start_transfers();
     wake(pool, s, prefill_pool);
     if (!waiting_.empty() || disaggregated()) wake_all();
+  }
+
+  // --- mixed (ServingConfig::max_num_batched_tokens; vLLM v1's Scheduler.schedule) ---
+
+  // Gives `r` the blocks for `n` more tokens, preempting the latest admitted running sequences
+  // while the cache is short; false when `r` itself was preempted.
+  bool grow_or_preempt(Server& server, int r, long long n) {
+    Live& l = live_[r];
+    while (!server.cache.grow(l.blocks, l.computed + n, now_)) {
+      const int last = server.running.back();
+      server.running.pop_back();
+      Live& p = live_[last];
+      server.cache.release(p.blocks, now_);
+      p.computed = 0;   // recomputed from its first token when readmitted
+      waiting_.push_front(last);
+      ++totals_.preemptions;
+      if (last == r) return false;
+    }
+    return true;
+  }
+
+  void start_mixed(Server& server, int s) {
+    long long budget = config_.max_num_batched_tokens;
+    server.scheduled.clear();
+    const long long preemptions = totals_.preemptions;
+    for (size_t i = 0; i < server.running.size() && budget > 0; ++i) {
+      const int r = server.running[i];
+      const long long n = std::min(live_[r].pending(), budget);
+      if (!grow_or_preempt(server, r, n)) break;
+      server.scheduled.emplace_back(r, static_cast<int>(n));
+      budget -= n;
+    }
+    // Waiting prompts join only in a step that preempted nothing.
+    while (totals_.preemptions == preemptions && !waiting_.empty() && budget > 0 &&
+           static_cast<int>(server.running.size()) < config_.max_num_seqs) {
+      const int r = waiting_.front();
+      const long long n = std::min(live_[r].pending(), budget);
+      if (!server.cache.grow(live_[r].blocks, live_[r].computed + n, now_)) break;
+      waiting_.pop_front();
+      server.running.push_back(r);
+      server.scheduled.emplace_back(r, static_cast<int>(n));
+      budget -= n;
+    }
+    if (server.scheduled.empty()) return;
+    StepShape shape;
+    for (const auto& [r, n] : server.scheduled) {
+      Live& l = live_[r];
+      // Each row attends over the cached context and the chunk (prefill_shape's full square;
+      // a decode token's context is its sequence so far).
+      shape.tokens += n;
+      shape.attended_tokens += static_cast<double>(n) * static_cast<double>(l.computed + n);
+      shape.kv_tokens += static_cast<double>(l.computed + n);
+      if (l.record.prefill_start_s < 0) {
+        l.record.prefill_start_s = now_;
+        l.record.server = s;
+        l.record.generate_server = s;
+      }
+    }
+    shape.logit_rows = static_cast<double>(server.scheduled.size());
+    const double d = costs_.mixed_s(shape);
+    server.busy = true;
+    server.step = StepKind::Mixed;
+    StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
+    record.kv_blocks_used = server.cache.used();
+    sink_.step(record);
+    push(now_ + d, EventKind::StepDone, s, 0);
+    totals_.mixed_busy_s += d;
+    ++totals_.mixed_steps;
+  }
+
+  // The step's tokens are cached; a sequence whose cache now holds everything it has samples
+  // its next token (its first ends its prefill).
+  void finish_mixed(Server& server) {
+    for (const auto& [r, n] : server.scheduled) {
+      Live& l = live_[r];
+      l.computed += n;
+      if (l.pending() > 0) continue;   // a chunk of a longer prompt
+      if (++l.generated == 1) {
+        l.record.first_token_s = now_;
+        l.record.decode_start_s = now_;
+      } else {
+        sink_.token_gap(now_ - l.last_token_s);
+      }
+      l.last_token_s = now_;
+      if (l.generated < l.record.request.output_tokens) continue;
+      server.cache.release(l.blocks, now_);
+      std::erase(server.running, r);
+      finish_request(r);
+    }
+    server.scheduled.clear();
+  }
+
+  void mixed_totals() {
+    totals_.kv_blocks = config_.kv_blocks;
+    double block_seconds = 0;
+    for (const auto& server : servers_) {
+      totals_.peak_kv_blocks_used = std::max(totals_.peak_kv_blocks_used, server.cache.peak());
+      block_seconds += server.cache.block_seconds(totals_.end_s);
+    }
+    const double span = totals_.end_s - totals_.first_arrival_s;
+    totals_.mean_kv_blocks_used = span > 0 ? block_seconds / span / static_cast<double>(servers_.size()) : 0.0;
   }
 
   // Disaggregated: each prefilled request's KV cache goes to the generate server with the most
@@ -407,6 +538,15 @@ ServingTotals simulate_serving(const std::vector<Request>& requests, const Servi
   if (config.buckets.empty() || !std::is_sorted(config.buckets.begin(), config.buckets.end()) ||
       config.buckets.front() < 1)
     throw std::invalid_argument("prompt buckets must be ascending and positive");
+  if (config.policy == BatchingPolicy::Mixed) {
+    if (config.max_num_batched_tokens < 1 || config.max_num_seqs < 1 || config.block_size < 1 || config.kv_blocks < 1)
+      throw std::invalid_argument("mixed steps need a token budget, sequences, and a KV cache of at least one block");
+    if (!costs.mixed_s) throw std::invalid_argument("mixed steps need their cost");
+    const double capacity = static_cast<double>(config.kv_blocks) * config.block_size;
+    for (const auto& r : requests)
+      if (static_cast<double>(r.prompt_tokens) + r.output_tokens > capacity)
+        throw std::invalid_argument("request " + std::to_string(r.id) + " needs more KV cache than a server has");
+  }
   for (size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].prompt_tokens < 1) throw std::invalid_argument("a prompt needs at least one token");
     if (i > 0 && requests[i].arrival_s < requests[i - 1].arrival_s)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/inference.hpp"
 #include "workloads/requests.hpp"
 
 namespace podsim {
@@ -17,6 +18,7 @@ enum class BatchingPolicy {
   Interleaved,     // prefill one prompt (batch 1) between decode steps while a slot is free
   Continuous,      // prefill every waiting prompt a free slot allows (up to prefill_batch) between decode steps
   Disaggregated,   // prefill servers hand KV caches over DCN to generate servers
+  Mixed,           // vLLM v1: one step of every running sequence's next tokens and waiting prompts' chunks, paged KV
 };
 const char* to_string(BatchingPolicy policy);
 
@@ -34,6 +36,20 @@ struct ServingConfig {
   // out), when one ends, in request order; its record's arrival is when it was sent, where the
   // client starts its clocks. 0: no limit (open loop).
   int max_concurrency = 0;
+  // Mixed (vLLM v1's scheduler, vllm/v1/core/sched/scheduler.py): each step takes the running
+  // sequences in admission order, a decode token each or a prompt's next chunk, then waiting
+  // prompts' chunks in arrival order, up to max_num_batched_tokens tokens and max_num_seqs
+  // running; the KV cache is paged (kv_cache.hpp: kv_blocks blocks of block_size tokens a
+  // server). A running sequence whose next tokens find no free block preempts the latest
+  // admitted (itself last), which frees its blocks and returns to the front of the queue, its
+  // prompt and outputs so far prefilled again when it is readmitted (preemption by recompute,
+  // vLLM's default); no waiting prompt is admitted in a step that preempted. A step's cost is
+  // StepCosts::mixed_s of its shape (every token through the weights, each sequence's
+  // attention over its context, one logit row a sequence). Prompts are not padded to buckets.
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int block_size = 16;
+  long long kv_blocks = 0;
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.
@@ -50,6 +66,8 @@ struct StepCosts {
   std::function<double(int batch, double context_tokens)> decode_s;
   // Moving the KV cache of `tokens` cached tokens from a prefill to a generate server.
   std::function<double(int tokens)> kv_transfer_s;
+  // A mixed step of this shape (policy mixed).
+  std::function<double(const StepShape& shape)> mixed_s;
 };
 
 struct RequestRecord {
@@ -72,7 +90,7 @@ struct RequestRecord {
   }
 };
 
-enum class StepKind { Prefill, Decode, KvTransfer };
+enum class StepKind { Prefill, Decode, KvTransfer, Mixed };
 
 struct StepRecord {
   StepKind kind = StepKind::Decode;
@@ -80,8 +98,9 @@ struct StepRecord {
   int server = 0;
   double start_s = 0;
   double end_s = 0;
-  int batch = 0;                    // sequences (decode), prompts (prefill), 1 (transfer)
-  double tokens = 0;                // tokens produced (decode), prefilled incl. padding, or moved
+  int batch = 0;                    // sequences (decode, mixed), prompts (prefill), 1 (transfer)
+  double tokens = 0;                // tokens produced (decode), prefilled incl. padding, moved, or through the weights (mixed)
+  long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks in use during the step
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests
@@ -130,6 +149,14 @@ struct ServingTotals {
   double decode_busy_s = 0;              // sum of decode step durations, all servers
   double prefill_busy_s = 0;
   size_t peak_records_held = 0;          // request records in memory at once (arrived, not yet passed on)
+  // Mixed: preemptions (each returns a running sequence to the queue), and each server's KV
+  // cache blocks at their peak and in the time mean over the run (all servers).
+  long long mixed_steps = 0;
+  double mixed_busy_s = 0;
+  long long preemptions = 0;
+  long long kv_blocks = 0;               // one server's
+  long long peak_kv_blocks_used = 0;     // the most any server held at once
+  double mean_kv_blocks_used = 0;        // per server, over first arrival to the end
 };
 
 // Runs the requests (sorted by arrival) through the servers, passing records to `sink`. Throws

@@ -338,6 +338,7 @@ StepCosts ServingCostModel::costs() {
   c.prefill_s = [this](int batch, int chunk, int offset) { return prefill_s(batch, chunk, offset); };
   c.decode_s = [this](int batch, double context) { return decode_s(batch, context); };
   c.kv_transfer_s = [this](int tokens) { return kv_transfer_s(tokens); };
+  c.mixed_s = [this](const StepShape& shape) { return mixed_s(shape); };
   return c;
 }
 
@@ -406,7 +407,13 @@ void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
 void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated,
                                bool every_batch) {
   const auto wall_start = std::chrono::steady_clock::now();
-  if (whole_steps_) {
+  if (config.policy == BatchingPolicy::Mixed) {
+    // Mixed steps are replayed as the simulation asks for them, their attention shifted from
+    // every row at the longest context a request reaches (its prompt and output, unpadded).
+    reference_context_ = 0;
+    for (const auto& r : requests) reference_context_ = std::max<double>(reference_context_, r.prompt_tokens + r.output_tokens);
+    if (reference_context_ <= 0) reference_context_ = model_.max_sequence_length;
+  } else if (whole_steps_) {
     // Every sequence at the longest context a request reaches (its padded prompt and output);
     // decode steps are replayed as the serving simulation asks for them (every_batch: dense only).
     reference_context_ = 0;

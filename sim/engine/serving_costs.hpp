@@ -89,6 +89,10 @@ class ServingCostModel {
 
   double prefill_s(int batch, int chunk, int offset);   // replayed on first use
   double decode_s(int batch, double context_tokens);   // whole steps: replayed on first use
+  // A mixed step (policy mixed), priced by whole steps (serving_whole_steps.cpp): replayed once
+  // per token count at the reference context, shifted by its attention and unembedding.
+  double mixed_s(const StepShape& shape);
+  size_t mixed_shapes() const { return mixed_steps_.size(); }
   double kv_transfer_s(int tokens) const { return kv_transfer_.at(tokens); }
   StepCosts costs();
 
@@ -143,6 +147,10 @@ class ServingCostModel {
     bool reference_outlasts = true;
   };
   std::map<int, WholeDecode> decode_steps_;
+  struct WholeMixed {
+    double reference_s = 0, attention_s = 0, unembed_s = 0, stagger_s = 0;
+  };
+  std::map<long long, WholeMixed> mixed_steps_;   // by tokens
   long long decode_exact_replays_ = 0;
   // Counts a decode step replayed at its own context; warns at the first (serving_whole_steps.cpp).
   void note_exact_replay();

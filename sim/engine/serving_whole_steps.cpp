@@ -24,6 +24,7 @@
 // attention (or the reference's), the step is replayed at its own context instead, and counted.
 // test_serving_whole_steps.cpp compares both with whole-step replays at the real shape.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -178,6 +179,52 @@ double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
   if (step.reference_outlasts && attention_ops_outlast(program, needs)) return shifted;
   note_exact_replay();
   for (const auto& op : program) collectives_replayed_ += op.is(ProgramOpKind::Collective);
+  return run_program(role.topology, settings_, program, {}).total_time_s;
+}
+
+// A mixed step of T tokens (policy mixed) runs the program of a prefill-like shape: every token
+// through the weights, attention over what each row attends to, logits for one row a
+// sequence. Its collectives and weight traffic depend on T alone; its attention on the rows'
+// contexts and its unembedding on the sequences, and both enter as the decode shift above
+// does: each layer's attention op is one chain the later ops wait for, and the unembedding is
+// every chip's last op, after which nothing runs. So, replayed once per T with every row at
+// the reference context and one logit row a token,
+//   mixed(shape) = replay(T) + L x (attention(shape) - attention(T)) + unembed(shape) - unembed(T),
+// under the same condition (every attention op outlasts its stagger, in the reference and in
+// the step), else replayed at its own shape and counted. test_serving_mixed.cpp compares both
+// with whole-step replays on generated shapes.
+double ServingCostModel::mixed_s(const StepShape& shape) {
+  const ServerRole& role = generate_role_;
+  const long long tokens = static_cast<long long>(shape.tokens);
+  const auto wall_start = std::chrono::steady_clock::now();
+  struct AddWall {   // the replays' wall time, whichever way this returns
+    double& wall_s;
+    std::chrono::steady_clock::time_point start;
+    ~AddWall() { wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  } add_wall{wall_s_, wall_start};
+  auto it = mixed_steps_.find(tokens);
+  if (it == mixed_steps_.end()) {
+    StepShape reference;
+    reference.tokens = shape.tokens;
+    reference.attended_tokens = reference.kv_tokens = shape.tokens * reference_context_;
+    const Program program = step_program(model_, role, reference, collectives_replayed_);
+    const RunResult run = run_program(role.topology, settings_, program, {});
+    const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, reference);
+    WholeMixed step;
+    step.reference_s = run.total_time_s;
+    step.attention_s = compute.attention_s;
+    step.unembed_s = compute.unembed_s;
+    step.stagger_s = attention_stagger_s(program, attention_needs_s(program, run), compute.attention_s);
+    it = mixed_steps_.emplace(tokens, step).first;
+  }
+  const WholeMixed& step = it->second;
+  const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, shape);
+  const double shifted = step.reference_s + model_.layers * (compute.attention_s - step.attention_s) +
+                         (compute.unembed_s - step.unembed_s);
+  if (model_.attention == AttentionKind::None || std::min(compute.attention_s, step.attention_s) >= step.stagger_s)
+    return shifted;
+  note_exact_replay();
+  const Program program = step_program(model_, role, shape, collectives_replayed_);
   return run_program(role.topology, settings_, program, {}).total_time_s;
 }
 

@@ -7,7 +7,13 @@ namespace podsim {
 namespace {
 
 const char* kind_name(StepKind k) {
-  return k == StepKind::Prefill ? "prefill" : k == StepKind::Decode ? "decode" : "kv_transfer";
+  switch (k) {
+    case StepKind::Prefill: return "prefill";
+    case StepKind::Decode: return "decode";
+    case StepKind::KvTransfer: return "kv_transfer";
+    case StepKind::Mixed: return "mixed";
+  }
+  return "?";
 }
 
 std::string pool_name(const StepRecord& s, bool split) {
@@ -52,6 +58,12 @@ void ServingFileSink::step(const StepRecord& s) {
     return;
   if (s.kind == StepKind::Decode)
     trace_.counter("decode batch " + std::to_string(s.server), pid, s.start_s, TraceArgs().add("sequences", s.batch));
+  if (s.kind == StepKind::Mixed) {
+    trace_.counter("batch " + std::to_string(s.server), pid, s.start_s,
+                   TraceArgs().add("sequences", s.batch).add("tokens", s.tokens));
+    trace_.counter("KV cache blocks " + std::to_string(s.server), pid, s.start_s,
+                   TraceArgs().add("used", static_cast<double>(s.kv_blocks_used)));
+  }
 }
 
 void ServingFileSink::request(const RequestRecord& q) {

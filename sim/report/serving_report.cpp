@@ -84,12 +84,15 @@ Json serving_slo(const SummaryInputs& in) {
   return j;
 }
 
+bool serving_mixed(const SummaryInputs& in) { return in.scenario.serving().config.policy == BatchingPolicy::Mixed; }
+
 // Busy seconds over the servers' capacity (servers x the span of the run).
 Json busy_fraction(const SummaryInputs& in, bool prefill) {
   const auto& config = in.scenario.serving().config;
   const int servers = prefill && serving_disaggregated(in) ? config.prefill_servers : config.servers;
   const double capacity = in.serving->stats.span_s * servers;
-  const double busy_s = prefill ? in.serving->totals.prefill_busy_s : in.serving->totals.decode_busy_s;
+  const double busy_s = prefill ? in.serving->totals.prefill_busy_s
+                                : in.serving->totals.decode_busy_s + in.serving->totals.mixed_busy_s;
   return capacity > 0 ? busy_s / capacity : 0.0;
 }
 
@@ -103,6 +106,11 @@ Json serving_trace(const SummaryInputs& in) {
 
 Json step_costs(const SummaryInputs& in) {
   const ServingCostModel& costs = *in.serving->costs;
+  if (serving_mixed(in))
+    return Json{{"priced_by", "whole steps, shifted by attention (mixed)"},
+                {"mixed_steps_replayed_at_own_shape", costs.decode_steps_replayed_whole()},
+                {"collectives_replayed", costs.collectives_replayed()},
+                {"mixed_shapes", costs.mixed_shapes()}};
   Json j = {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
             {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
             {"collectives_replayed", costs.collectives_replayed()},
@@ -147,17 +155,28 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
     servers = std::to_string(w.config.prefill_servers) + " prefill server(s) of " + std::to_string(run.prefill_chips) +
               per_slice(w.prefill_replicas_per_slice) + " + " + std::to_string(w.config.servers) +
               " generate server(s) of " + std::to_string(run.generate_chips) + per_slice(w.replicas_per_slice);
+  char steps_line[512];
+  if (w.config.policy == BatchingPolicy::Mixed)
+    std::snprintf(steps_line, sizeof steps_line,
+                  "mixed %s mean (%lld), %lld preemptions, KV cache %lld blocks of %d tokens: peak %.1f%%, mean %.1f%%",
+                  human_time(st.mixed_step.mean).c_str(), r.mixed_steps, r.preemptions, r.kv_blocks, w.config.block_size,
+                  100.0 * static_cast<double>(r.peak_kv_blocks_used) / static_cast<double>(std::max(1LL, r.kv_blocks)),
+                  100.0 * r.mean_kv_blocks_used / static_cast<double>(std::max(1LL, r.kv_blocks)));
+  else
+    std::snprintf(steps_line, sizeof steps_line, "prefill %s mean (%lld), decode %s mean (%lld)",
+                  human_time(st.prefill_step.mean).c_str(), r.prefill_steps, human_time(st.decode_step.mean).c_str(),
+                  r.decode_steps);
+  const std::string steps = steps_line;
   std::snprintf(buf, sizeof buf,
                 "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
                 "  TTFT       %s\n  TPOT       %s\n  ITL        %s\n  latency    %s\n  queueing   %s\n"
-                "  steps      prefill %s mean (%lld), decode %s mean (%lld)\n"
+                "  steps      %s\n"
                 "  throughput %.4g requests/s, output %.4g tokens/s (%.4g tokens/s/chip), total %.4g tokens/s over %s\n"
                 "%s"
                 "  step costs %lld collectives replayed in %s\n",
                 scenario.name.c_str(), w.model.name.c_str(), r.request_count, w.requests_source.c_str(),
                 to_string(w.config.policy), servers.c_str(), w.config.slots, d(st.ttft).c_str(), d(st.tpot).c_str(), d(st.itl).c_str(),
-                d(st.latency).c_str(), d(st.queueing).c_str(), human_time(st.prefill_step.mean).c_str(),
-                r.prefill_steps, human_time(st.decode_step.mean).c_str(), r.decode_steps,
+                d(st.latency).c_str(), d(st.queueing).c_str(), steps.c_str(),
                 st.requests_per_s, st.tokens_per_s, st.tokens_per_s_per_chip, st.total_tokens_per_s,
                 human_time(r.end_s).c_str(), goodput.c_str(),
                 run.costs->collectives_replayed(), human_time(run.costs->wall_s()).c_str());

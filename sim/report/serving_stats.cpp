@@ -8,6 +8,7 @@ ServingStatsSink::ServingStatsSink(std::vector<double> percents, ServingWorkload
 void ServingStatsSink::step(const StepRecord& s) {
   if (s.kind == StepKind::Prefill) prefill_step_.add(s.end_s - s.start_s);
   if (s.kind == StepKind::Decode) decode_step_.add(s.end_s - s.start_s);
+  if (s.kind == StepKind::Mixed) mixed_step_.add(s.end_s - s.start_s);
 }
 
 void ServingStatsSink::request(const RequestRecord& q) {
@@ -36,6 +37,7 @@ ServingStats ServingStatsSink::finish(const ServingTotals& totals, int chips) co
   st.itl = itl_.summarize(percents_);
   st.prefill_step = prefill_step_.summarize(percents_);
   st.decode_step = decode_step_.summarize(percents_);
+  st.mixed_step = mixed_step_.summarize(percents_);
   // Throughput (tokens generated per second of the run) and latency are kept apart.
   st.span_s = totals.end_s - totals.first_arrival_s;
   if (st.span_s > 0) {

@@ -13,7 +13,7 @@ namespace podsim {
 struct ServingStats {
   Distribution ttft, tpot, latency, per_token_latency, queueing;   // per request (tpot: output > 1)
   Distribution itl;                                                // per token after a request's first
-  Distribution prefill_step, decode_step;                          // per step
+  Distribution prefill_step, decode_step, mixed_step;              // per step
   double span_s = 0;            // first arrival to last token
   double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;   // tokens: output tokens
   // vLLM benchmark_serving's totals: prompt tokens (as given, not padded) and output tokens;
@@ -35,7 +35,7 @@ class ServingStatsSink : public ServingSink {
  private:
   std::vector<double> percents_;
   ServingWorkload::Slo slo_;
-  Quantiles ttft_, tpot_, latency_, per_token_, queueing_, itl_, prefill_step_, decode_step_;
+  Quantiles ttft_, tpot_, latency_, per_token_, queueing_, itl_, prefill_step_, decode_step_, mixed_step_;
   double prompt_tokens_ = 0, output_tokens_ = 0;
   uint64_t requests_ = 0, good_ = 0;
 };

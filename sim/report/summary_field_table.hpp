@@ -87,6 +87,7 @@ double serving_kv_cache_bytes_per_token(const SummaryInputs& in);
 Json serving_slo(const SummaryInputs& in);
 Json distribution(const Distribution& d);
 Json busy_fraction(const SummaryInputs& in, bool prefill);
+bool serving_mixed(const SummaryInputs& in);
 Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
 }  // namespace summary_parts
@@ -210,6 +211,13 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"kv_cache_bytes_per_token", "bytes/token", S, S, "the KV cache one token takes", [](const auto& in) -> Json { return p::serving_kv_cache_bytes_per_token(in); }},
     {"prefill_time_s", "s", S, S, "the mean prefill step as simulated", [](const auto& in) -> Json { return in.serving->stats.prefill_step.mean; }},
     {"decode_step_time_s", "s", S, S, "the mean decode step as simulated", [](const auto& in) -> Json { return in.serving->stats.decode_step.mean; }},
+    {"mixed_step_time_s", "s", S, S, "the mean mixed step as simulated (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->stats.mixed_step.mean); }},
+    {"mixed_steps", "count", S, None, "mixed steps run (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.mixed_steps); }},
+    {"preemptions", "count", S, S, "running sequences returned to the queue for want of KV blocks, recomputed when readmitted (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.preemptions); }},
+    {"kv_cache_blocks", "count", S, S, "KV cache blocks a server holds (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.kv_blocks); }},
+    {"kv_cache_block_tokens", "tokens", S, None, "tokens a block holds (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.scenario.serving().config.block_size); }},
+    {"kv_cache_peak_usage", "fraction", S, S, "the most blocks any server held at once, over its blocks (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), static_cast<double>(in.serving->totals.peak_kv_blocks_used) / static_cast<double>(std::max(1LL, in.serving->totals.kv_blocks))); }},
+    {"kv_cache_mean_usage", "fraction", S, S, "blocks in use, time-averaged over the run and the servers, over a server's blocks (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.mean_kv_blocks_used / static_cast<double>(std::max(1LL, in.serving->totals.kv_blocks))); }},
     {"prefill_steps", "count", S, None, "prefill steps run", [](const auto& in) -> Json { return in.serving->totals.prefill_steps; }},
     {"decode_steps", "count", S, None, "decode steps run", [](const auto& in) -> Json { return in.serving->totals.decode_steps; }},
     {"requests_per_s", "1/s", S, S, "requests finished per second", [](const auto& in) -> Json { return in.serving->stats.requests_per_s; }},

@@ -242,6 +242,48 @@ ServingWorkload::Slo parse_slo(const Field& field) {
   return slo;
 }
 
+// Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): the token budget, the running
+// sequences, and the paged KV cache HBM holds beside the weights.
+void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& w) {
+  ServingConfig& c = w.config;
+  const TopologySpec& server = w.generate_topology;
+  if (auto field = reader.optional("max_batch"))
+    fail(*field, "policy mixed runs up to max_num_seqs sequences (vLLM's name, default 256); expected max_num_seqs");
+  if (expert_parallel_degree(w.generate, server) > 1 || !w.generate.d_axes.empty())
+    fail(reader.required("policy"), "policy mixed prices steps over the model axes alone; expected no parallelism.expert "
+                                     "or parallelism.model_d (not yet supported with mixed steps)");
+  if (!kv_batch_axes(w.model, w.generate, server).empty())
+    fail(reader.required("policy"), "policy mixed shards the paged KV cache by heads; " + w.model.name + "'s " +
+                                         std::to_string(w.model.kv_heads) + " KV heads do not cover the model axes' " +
+                                         std::to_string(model_parallel_degree(w.generate, server)) +
+                                         " chips; expected fewer model-parallel chips");
+  // vLLM's defaults (EngineArgs): 256 sequences, blocks of 16 tokens, and a budget of 2048
+  // tokens for an OpenAI-compatible server.
+  c.max_num_seqs = 256;
+  c.max_num_batched_tokens = 2048;
+  c.block_size = 16;
+  if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
+  if (auto f = reader.optional("block_size")) c.block_size = read_int(*f, 1, 1 << 20);
+  const auto budget = reader.optional("max_num_batched_tokens");
+  if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
+  if (c.max_num_batched_tokens < c.max_num_seqs)
+    fail(budget.value_or(reader.required("policy")),
+         "max_num_batched_tokens " + std::to_string(c.max_num_batched_tokens) + " is below max_num_seqs " +
+             std::to_string(c.max_num_seqs) + "; expected at least one token a running sequence (as vLLM requires)");
+  const double weights = server_weight_bytes(w.model, w.generate, server);
+  const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
+  const double blocks = std::floor((hbm - weights) / (c.block_size * kv_per_token));
+  c.kv_blocks = static_cast<long long>(std::clamp(blocks, 0.0, 1e15));
+  c.slots = c.max_num_seqs;
+  long long longest = 0;
+  for (const auto& r : w.requests) longest = std::max<long long>(longest, static_cast<long long>(r.prompt_tokens) + r.output_tokens);
+  if (static_cast<double>(longest) > static_cast<double>(c.kv_blocks) * c.block_size)
+    fail(reader.required("requests"), "a request of " + std::to_string(longest) + " tokens needs more than the " +
+                                          std::to_string(c.kv_blocks) + " KV cache blocks of " +
+                                          std::to_string(c.block_size) + " tokens " + human_bytes(hbm - weights) +
+                                          " of HBM beside the weights holds; expected shorter requests or a larger slice");
+}
+
 // The decode slots HBM holds beside the weights (and max_batch, at most that). Returns the KV
 // cache's bytes per token.
 double size_slots(const MapReader& reader, const std::optional<Field>& output_field, ServingWorkload& w) {
@@ -380,7 +422,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
     c.policy = read_choice<BatchingPolicy>(*policy, {{"static", BatchingPolicy::Static},
                                                     {"interleaved", BatchingPolicy::Interleaved},
                                                     {"continuous", BatchingPolicy::Continuous},
-                                                    {"disaggregated", BatchingPolicy::Disaggregated}});
+                                                    {"disaggregated", BatchingPolicy::Disaggregated},
+                                                    {"mixed", BatchingPolicy::Mixed}});
   }
   const bool split = c.policy == BatchingPolicy::Disaggregated;
   // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
@@ -395,15 +438,24 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const double kv_per_token = size_slots(reader, output_field, w);
   c.prefill_batch = c.policy == BatchingPolicy::Continuous ? c.slots : 1;
   if (auto prefill_batch = reader.optional("prefill_batch")) {
-    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved)
+    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved || c.policy == BatchingPolicy::Mixed)
       fail(*prefill_batch, std::string("applies to policies continuous and disaggregated; ") + to_string(c.policy) +
-                               " prefills " + (c.policy == BatchingPolicy::Static ? "its whole batch" : "one prompt") +
-                               " at a time");
+                               (c.policy == BatchingPolicy::Mixed
+                                    ? " fills each step with prompts' chunks up to max_num_batched_tokens"
+                                    : std::string(" prefills ") +
+                                          (c.policy == BatchingPolicy::Static ? "its whole batch" : "one prompt") +
+                                          " at a time"));
     c.prefill_batch = read_int(*prefill_batch, 1, kMaxRequests);
     if (!split && c.prefill_batch > c.slots)
       fail(*prefill_batch, "more than the " + std::to_string(c.slots) + " decode slots; expected at most that");
   }
 
+  if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
+  else
+    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size"})
+      if (auto field = reader.optional(key))
+        fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
+                         " batches by max_batch and prefill_batch");
   parse_prefill_servers(reader, topology, parse_topology, kv_per_token, w);
   return w;
 }

@@ -646,7 +646,19 @@ void check_scenario(const podsim::Scenario& s) {
       require(w.replicas_per_slice >= 1 && w.config.servers % w.replicas_per_slice == 0 &&
                   w.generate_topology.chips_per_slice() * w.replicas_per_slice == s.topology.chips_per_slice(),
               "the replicas do not tile the slice");
-      require(w.hbm_slots >= 1 && w.config.slots >= 1 && w.config.slots <= w.hbm_slots, "the decode slots are not in [1, what HBM holds]");
+      if (w.config.policy == podsim::BatchingPolicy::Mixed) {
+        // A paged cache: any number of sequences up to max_num_seqs, each request within it.
+        require(w.config.kv_blocks >= 1 && w.config.block_size >= 1 && w.config.max_num_seqs >= 1 &&
+                    w.config.max_num_batched_tokens >= w.config.max_num_seqs,
+                "mixed steps without a cache, a budget or sequences");
+        for (const auto& r : w.requests)
+          require(static_cast<double>(r.prompt_tokens) + r.output_tokens <=
+                      static_cast<double>(w.config.kv_blocks) * w.config.block_size,
+                  "a request longer than the KV cache");
+      } else {
+        require(w.hbm_slots >= 1 && w.config.slots >= 1 && w.config.slots <= w.hbm_slots,
+                "the decode slots are not in [1, what HBM holds]");
+      }
       require(w.config.prefill_batch >= 1 && w.config.servers >= 1, "the prefill batch or servers are < 1");
       require(w.max_context >= 1, "the longest context is < 1");
       require(!w.config.buckets.empty() && std::is_sorted(w.config.buckets.begin(), w.config.buckets.end()),

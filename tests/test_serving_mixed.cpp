@@ -1,0 +1,281 @@
+// Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): token budgets, chunked prompts
+// beside decode tokens, the sequence limit, the paged KV cache and preemption by recompute, on
+// step costs simple enough to follow; and the mixed step's price (serving_whole_steps.cpp)
+// against whole-step replays at the real shape on generated cases.
+//
+// The default suite runs kDefaultCases price cases. For more:
+//   PODSIM_MIXED_CASES=1000 build/tests/podsim_tests "[mixed]"
+// PODSIM_MIXED_SEED=<n> changes the seed; PODSIM_MIXED_CASE=<index> replays one case alone.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "meshes.hpp"
+#include "scenario_errors.hpp"
+#include "scratch.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "seeded_rng.hpp"
+#include "whole_step_replay.hpp"
+#include "sim/engine/serving_costs.hpp"
+#include "workloads/serving.hpp"
+
+using namespace podsim;
+using podsim_test::env_int;
+
+namespace {
+
+// A step costs 10 ms plus 10 us a token: the shapes are in steps.csv-like records.
+StepCosts linear_costs() {
+  StepCosts c;
+  c.prefill_s = [](int, int, int) { return 0.0; };
+  c.decode_s = [](int, double) { return 0.0; };
+  c.kv_transfer_s = [](int) { return 0.0; };
+  c.mixed_s = [](const StepShape& s) { return 0.01 + 1e-5 * s.tokens; };
+  return c;
+}
+
+ServingConfig mixed(int budget, int seqs, long long blocks, int block_size = 16) {
+  ServingConfig c;
+  c.policy = BatchingPolicy::Mixed;
+  c.buckets = {1};
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = seqs;
+  c.kv_blocks = blocks;
+  c.block_size = block_size;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("mixed steps: a long prompt in chunks of the budget, then one token a step", "[serving][mixed]") {
+  const auto run = simulate_serving({{0, 0.0, 5000, 4}}, mixed(2048, 8, 1000), linear_costs());
+  REQUIRE(run.steps.size() == 3 + 3);
+  CHECK(run.steps[0].tokens == 2048);
+  CHECK(run.steps[1].tokens == 2048);
+  CHECK(run.steps[2].tokens == 904);
+  for (size_t i = 3; i < 6; ++i) CHECK(run.steps[i].tokens == 1);
+  for (const auto& s : run.steps) CHECK(s.kind == StepKind::Mixed);
+  const auto& r = run.requests[0];
+  CHECK(r.first_token_s == Approx(run.steps[2].end_s));   // the step that ends the prompt samples
+  CHECK(r.end_s == Approx(run.steps[5].end_s));
+  CHECK(run.inter_token_s.size() == 3);
+  CHECK(run.peak_kv_blocks_used == (5000 + 3 + 15) / 16);   // the prompt and three fed outputs
+}
+
+TEST_CASE("mixed steps: decode tokens and a waiting prompt's chunk share a step, up to the limits",
+          "[serving][mixed]") {
+  SECTION("the budget: running sequences first, the rest to the next prompt") {
+    const std::vector<Request> requests = {{0, 0.0, 100, 10}, {1, 0.005, 3000, 2}};
+    const auto run = simulate_serving(requests, mixed(512, 8, 1000), linear_costs());
+    // Step 1: request 0's prompt (100). Request 1 arrives during it; step 2: request 0's decode
+    // token and 511 of request 1's prompt.
+    REQUIRE(run.steps.size() > 3);
+    CHECK(run.steps[0].tokens == 100);
+    CHECK(run.steps[1].tokens == 512);
+    CHECK(run.steps[1].batch == 2);
+  }
+  SECTION("max_num_seqs: no more running sequences than that") {
+    std::vector<Request> requests;
+    for (int i = 0; i < 10; ++i) requests.push_back({i, 0.0, 20, 5});
+    const auto run = simulate_serving(requests, mixed(2048, 3, 1000), linear_costs());
+    for (const auto& s : run.steps) CHECK(s.batch <= 3);
+    CHECK(run.steps[0].batch == 3);
+    CHECK(run.steps[0].tokens == 60);
+  }
+}
+
+TEST_CASE("mixed steps: a full KV cache preempts the latest admitted, which recomputes its prompt and outputs",
+          "[serving][mixed]") {
+  // 12 blocks of 4 tokens (48): two requests of 20 + 10 tokens cannot both finish in it.
+  const std::vector<Request> requests = {{0, 0.0, 20, 10}, {1, 0.0, 20, 10}};
+  const auto run = simulate_serving(requests, mixed(64, 8, 12, 4), linear_costs());
+  CHECK(run.preemptions >= 1);
+  CHECK(run.peak_kv_blocks_used <= 12);
+  // Request 0 was admitted first: never preempted, it runs as if alone after the first steps.
+  REQUIRE(run.requests.size() == 2);
+  for (const auto& r : run.requests) CHECK(r.end_s > r.first_token_s);
+  size_t gaps = 0;
+  for (const auto& r : run.requests) gaps += r.request.output_tokens - 1;
+  CHECK(run.inter_token_s.size() == gaps);   // every output once, none lost or doubled
+  // Request 1 recomputed: some step after its first token carries more than one of its tokens
+  // (its prompt and the outputs so far, again).
+  bool recompute = false;
+  for (const auto& s : run.steps)
+    if (s.start_s >= run.requests[1].first_token_s && s.tokens > 2) recompute = true;
+  CHECK(recompute);
+  CHECK(run.requests[0].end_s < run.requests[1].end_s);
+}
+
+namespace {
+
+constexpr int kDefaultCases = 120;   // 480 step shapes, about 2 s
+constexpr uint64_t kDefaultSeed = 20261128;
+
+struct PriceCase {
+  TransformerSpec model;
+  ServerRole role;
+  std::vector<StepShape> shapes;
+  bool open_lines = false;
+  std::string description;
+};
+
+// Dense models cut to a few layers on v5e meshes of up to 8 chips (lines and rings), their
+// KV heads covering the model axes as policy mixed requires; steps of 1 to 4096 tokens mixing
+// decode rows (contexts up to 8k) and prompt chunks (offsets up to 4k).
+PriceCase generate(uint64_t seed, int index) {
+  podsim_test::Rng rng = podsim_test::case_rng(seed, index);
+  PriceCase c;
+  const char* models[] = {"llama2-7b", "llama3-8b", "llama3-70b"};
+  c.model = *find_model_preset(models[rng.below(3)]);
+  c.model.layers = 2 + rng.below(3);
+  const std::vector<std::vector<int>> meshes = {{1}, {2}, {4}, {8}, {2, 2}, {2, 4}, {4, 2}};
+  const auto& sizes = meshes[rng.below(static_cast<int>(meshes.size()))];
+  c.role.topology = podsim_test::v5e_mesh(sizes);
+  for (size_t a = 0; a < sizes.size(); ++a) c.role.plan.model_axes.push_back(static_cast<int>(a));
+  c.role.plan.weight_bytes = rng.chance(0.5) ? 1 : 2;
+  c.role.plan.kv_bytes = rng.chance(0.5) ? 1 : 2;
+  c.role.plan.efficiency = rng.uniform(0.4, 1.0);
+  c.role.model_degree = model_parallel_degree(c.role.plan, c.role.topology);
+  c.role.plan.collective_matmul = c.role.model_degree > 1 && rng.chance(0.3);
+  for (const auto& axis : c.role.topology.axes) c.open_lines = c.open_lines || (!axis.wraparound && axis.size > 2);
+  for (int k = 0; k < 4; ++k) {
+    StepShape s;
+    const int decodes = rng.below(64);
+    for (int i = 0; i < decodes; ++i) {
+      const double context = std::floor(std::exp(rng.uniform(0.0, std::log(8192.0))));
+      s.tokens += 1;
+      s.attended_tokens += context;
+      s.kv_tokens += context;
+    }
+    const int chunks = decodes == 0 ? 1 + rng.below(3) : rng.below(3);
+    for (int i = 0; i < chunks; ++i) {
+      const double chunk = 1 + rng.below(2048), offset = rng.below(4) * rng.below(1024);
+      s.tokens += chunk;
+      s.attended_tokens += chunk * (offset + chunk);
+      s.kv_tokens += offset + chunk;
+    }
+    s.logit_rows = decodes + chunks;
+    c.shapes.push_back(s);
+  }
+  std::ostringstream d;
+  d << c.model.name << " (" << c.model.layers << " layers) on v5e";
+  for (size_t a = 0; a < sizes.size(); ++a) d << (a ? "x" : " ") << sizes[a];
+  d << ", weights " << c.role.plan.weight_bytes << " B, KV " << c.role.plan.kv_bytes << " B, efficiency "
+    << c.role.plan.efficiency << ", collective matmuls " << c.role.plan.collective_matmul;
+  c.description = d.str();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("generated mixed steps: the price equals the whole-step replay at the real shape",
+          "[serving][mixed][shortcut]") {
+  const uint64_t seed = static_cast<uint64_t>(env_int("PODSIM_MIXED_SEED", static_cast<int>(kDefaultSeed)));
+  const int cases = env_int("PODSIM_MIXED_CASES", kDefaultCases);
+  const int only = env_int("PODSIM_MIXED_CASE", -1);
+  int shifted = 0, replayed = 0, reused = 0;
+  double worst = 0;
+  for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
+    const PriceCase c = generate(seed, index);
+    INFO("seed " << seed << " case " << index << ": " << c.description);
+    ServingCostModel costs(c.model, c.role, c.role, {});
+    ServingConfig config;
+    config.policy = BatchingPolicy::Mixed;
+    costs.prepare(config, {{0, 0.0, 4096, 4096}}, true);
+    for (const StepShape& shape : c.shapes) {
+      const long long before = costs.decode_steps_replayed_whole();
+      const size_t shapes_before = costs.mixed_shapes();
+      const double priced = costs.mixed_s(shape);
+      const bool own = costs.decode_steps_replayed_whole() > before;
+      (own ? replayed : shifted) += 1;
+      reused += costs.mixed_shapes() == shapes_before;
+      const auto whole = podsim_test::whole_step(c.model, c.role, shape);
+      INFO(shape.tokens << " tokens, " << shape.attended_tokens << " attended, " << shape.kv_tokens << " cached, "
+                        << shape.logit_rows << " logit rows: priced " << priced << " s (own replay " << own
+                        << "), whole step " << whole.time_s << " s");
+      // Lines of 3 or more: ties broken by float rounding, as test_serving_whole_steps.cpp bounds.
+      const double bound = (c.open_lines ? 5e-4 : podsim_test::kExact) * whole.time_s +
+                           whole.collectives * podsim_test::kSimGridPrecision_s;
+      CHECK(std::fabs(priced - whole.time_s) <= bound);
+      worst = std::max(worst, podsim_test::relative(priced, whole.time_s));
+    }
+  }
+  if (only < 0) {
+    CHECK(shifted * 2 >= cases * 4);   // most by the shift
+    if (std::getenv("PODSIM_MIXED_CASES") != nullptr)
+      WARN("worst relative error " << worst << " over " << cases << " cases; " << shifted << " shifted, " << replayed
+                                   << " replayed at their own shape, " << reused << " reused a replay");
+  }
+}
+
+TEST_CASE("the vLLM-shaped scenario: no preemption at 64 or 128 in flight, the client's limit held",
+          "[serving][mixed][scenario]") {
+  const std::string scenario = podsim_test::source_path("scenarios/serving_llama3_70b_vllm_mixed_v6e_8.yaml");
+  for (int concurrency : {64, 128}) {
+    INFO("max_concurrency " << concurrency);
+    const auto dir = podsim_test::made_dir("mixed-" + std::to_string(concurrency));
+    const auto run = podsim_test::run_podsim("run " + scenario + " --set workload.requests.max_concurrency=" +
+                                             std::to_string(concurrency) + " -o " + dir.string());
+    REQUIRE(run.exit_code == 0);
+    const auto summary = nlohmann::json::parse(podsim_test::read_file(dir / "summary.json"));
+    CHECK(summary["preemptions"] == 0);   // at most 125 blocks a sequence x 128 < 21,914
+    CHECK(summary["kv_cache_blocks"] == 21914);
+    CHECK(summary["workload"]["max_concurrency"] == concurrency);
+    CHECK(summary["kv_cache_peak_usage"].get<double>() <= 125.0 * concurrency / 21914);
+    CHECK(summary["mixed_steps"].get<long long>() >= 977);   // the token budget's bound (the scenario's comment)
+    // From requests.csv: never more sent and unfinished than the limit.
+    std::istringstream csv(podsim_test::read_file(dir / "requests.csv"));
+    std::string line;
+    std::getline(csv, line);
+    std::vector<std::pair<double, double>> spans;   // arrival (sent), end
+    while (std::getline(csv, line)) {
+      std::vector<std::string> cells;
+      std::stringstream row(line);
+      for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+      spans.emplace_back(std::stod(cells[1]), std::stod(cells[13]));
+    }
+    REQUIRE(spans.size() == 1000);
+    int worst = 0;
+    for (const auto& [sent, end] : spans) {
+      int in_flight = 0;
+      for (const auto& [s, e] : spans) in_flight += s <= sent && e > sent ? 1 : 0;
+      worst = std::max(worst, in_flight);
+    }
+    CHECK(worst == concurrency);
+  }
+}
+
+TEST_CASE("policy mixed: bad input located", "[serving][mixed][scenario]") {
+  using podsim_test::replaced_in;
+  using podsim_test::require_error;
+  const std::string base = R"(version: 1
+hardware: {preset: v6e}
+topology: {mesh: {X: 2, Y: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  policy: mixed
+  max_num_batched_tokens: 2048
+  max_num_seqs: 256
+  requests:
+    random: {count: 10, input_len: 1000, output_len: 1000}
+)";
+  const Scenario s = load_scenario_text(base, podsim_test::kScenarioFile);
+  CHECK(s.serving().config.kv_blocks == 21914);
+  CHECK(s.serving().config.block_size == 16);
+  // vLLM refuses a budget below the sequences it may run.
+  require_error(replaced_in(base, "max_num_batched_tokens: 2048", "max_num_batched_tokens: 100"),
+                "workload.max_num_batched_tokens", "100", "  max_num_batched_tokens:");
+  require_error(replaced_in(base, "max_num_seqs: 256", "max_batch: 64"), "workload.max_batch", "64", "  max_batch:");
+  require_error(replaced_in(base, "policy: mixed", "policy: continuous"), "workload.max_num_batched_tokens", "2048",
+                "  max_num_batched_tokens:");
+  require_error(replaced_in(base, "max_num_seqs: 256", "max_num_seqs: 0"), "workload.max_num_seqs", "0", "  max_num_seqs:");
+  // No room for a request: 8 v5e chips of 16 GB hold less than the 141 GB of bf16 weights.
+  require_error(replaced_in(base, "preset: v6e", "preset: v5e"), "workload.requests.random.output_len", "1000",
+                "    random:");
+}
