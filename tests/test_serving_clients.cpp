@@ -185,6 +185,9 @@ TEST_CASE("serving scenarios take vLLM's random dataset and concurrency limit, b
                 line);   // 6000 + 300 tokens at the longest: past llama2-7b's 4096
   require_error(replaced_in(kRandom, "count: 50,", "count: 50, prompt_tokens: 3,"), "workload.requests.random.prompt_tokens",
                 "3", line);   // a poisson key: unknown here, the known ones listed
+  require_error(replaced_in(kRandom, "seed: 3}", "seed: 3, prefixes: 4}"), "workload.requests.random.prefixes", "4", line);
+  require_error(replaced_in(kRandom, "kind: serving", "kind: serving\n  prefix_caching: false"), "workload.prefix_caching",
+                "false", "  prefix_caching:");   // policy continuous has no paged cache
   const auto both = replaced_in(kRandom, "    max_concurrency: 8\n",
                                 "    poisson: {rate: \"1 /s\", count: 1, prompt_tokens: 1, output_tokens: 1}\n");
   CHECK(podsim_test::contains(podsim_test::error_from(both).what(), "expected exactly one of poisson:, random: or trace:"));

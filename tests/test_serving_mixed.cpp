@@ -279,3 +279,50 @@ workload:
   require_error(replaced_in(base, "preset: v6e", "preset: v5e"), "workload.requests.random.output_len", "1000",
                 "    random:");
 }
+
+TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill; unused prefixes are evicted LRU",
+          "[serving][mixed][prefix]") {
+  auto with_prefix = [](int id, double arrival, int prompt, int prefix, int output) {
+    Request r{id, arrival, prompt, output};
+    r.prefix_id = prefix;
+    r.prefix_tokens = 512;
+    return r;
+  };
+  SECTION("the second request with a prefix prefills only what follows its full blocks") {
+    // Request 0 prefills 600 tokens (one step); request 1, with the same 512-token prefix, comes
+    // after: 32 cached blocks of 16, so its first step carries 600 - 512 = 88 tokens.
+    const std::vector<Request> requests = {with_prefix(0, 0.0, 600, 7, 2), with_prefix(1, 1.0, 600, 7, 2)};
+    const auto run = simulate_serving(requests, mixed(2048, 8, 1000), linear_costs());
+    REQUIRE(run.steps.size() == 4);
+    CHECK(run.steps[0].tokens == 600);
+    CHECK(run.steps[2].tokens == 88);
+    CHECK(run.prefix_hit_tokens == 512);
+    CHECK(run.prefix_query_tokens == 1200);
+    ServingConfig off = mixed(2048, 8, 1000);
+    off.prefix_caching = false;
+    const auto uncached = simulate_serving(requests, off, linear_costs());
+    CHECK(uncached.steps[2].tokens == 600);
+    CHECK(uncached.prefix_hit_tokens == 0);
+    // The prefix's 32 blocks stay cached, so request 1 holds only its own 6 (88 + 1 tokens)
+    // beside them: the same peak as request 0's 38.
+    CHECK(run.peak_kv_blocks_used == 38);
+  }
+  SECTION("a prompt that is all prefix still computes its last token") {
+    const std::vector<Request> requests = {with_prefix(0, 0.0, 512, 1, 2), with_prefix(1, 1.0, 512, 1, 2)};
+    const auto run = simulate_serving(requests, mixed(2048, 8, 1000), linear_costs());
+    CHECK(run.steps[2].tokens == 16);   // 31 blocks hit, the last block's 16 tokens computed again
+  }
+  SECTION("least recently used: prefix A evicted for B, so A's next request misses") {
+    // 40 blocks of 16: a prefix of 512 tokens takes 32, a request of 520 tokens 33. A runs and
+    // leaves its 32 cached; B needs 33 with 8 free, so 25 of A's are evicted, from its end; A's
+    // next request finds the first 7 (112 tokens). Each request finishes before the next arrives.
+    const std::vector<Request> requests = {with_prefix(0, 0.0, 520, 0, 2), with_prefix(1, 1.0, 520, 1, 2),
+                                           with_prefix(2, 2.0, 520, 0, 2)};
+    const auto run = simulate_serving(requests, mixed(2048, 8, 40), linear_costs());
+    CHECK(run.prefix_hit_tokens == 7 * 16);
+    CHECK(run.peak_kv_blocks_used <= 40);
+    // With room for both prefixes (80 blocks), A's return is a hit.
+    const auto roomy = simulate_serving(requests, mixed(2048, 8, 80), linear_costs());
+    CHECK(roomy.prefix_hit_tokens == 512);
+  }
+}

@@ -54,6 +54,7 @@ LengthRange random_output_lengths(const RandomDataset& dataset) {
 
 std::vector<Request> random_requests(const RandomDataset& dataset) {
   std::mt19937_64 rng(dataset.seed);
+  std::mt19937_64 prefix_rng(dataset.seed ^ 0x9e3779b97f4a7c15ULL);   // its own stream: lengths as without
   const LengthRange input = random_input_lengths(dataset), output = random_output_lengths(dataset);
   const bool at_once = !(dataset.request_rate_per_s > 0) || std::isinf(dataset.request_rate_per_s);
   std::vector<Request> requests;
@@ -65,6 +66,10 @@ std::vector<Request> random_requests(const RandomDataset& dataset) {
     r.arrival_s = t;
     r.prompt_tokens = dataset.prefix_len + std::max(1, draw(rng, input));   // a prompt has a token
     r.output_tokens = draw(rng, output);
+    if (dataset.prefix_len > 0) {
+      r.prefix_id = dataset.prefixes > 1 ? draw(prefix_rng, {0, dataset.prefixes - 1}) : 0;
+      r.prefix_tokens = dataset.prefix_len;
+    }
     requests.push_back(r);
     // Gamma(k, 1 / (rate k)): mean 1 / rate whatever the burstiness k.
     if (!at_once) t += gamma_unit_scale(rng, dataset.burstiness) / (dataset.request_rate_per_s * dataset.burstiness);

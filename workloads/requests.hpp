@@ -11,6 +11,10 @@ struct Request {
   double arrival_s = 0;
   int prompt_tokens = 1;
   int output_tokens = 1;   // tokens generated, the first one by the prefill
+  // A shared prefix: requests of one id start with the same prefix_tokens tokens (a system
+  // prompt, a conversation so far), which prefix caching computes once. -1: none.
+  int prefix_id = -1;
+  int prefix_tokens = 0;
 };
 
 // A length drawn uniformly from [min, max] (min == max: fixed).
@@ -49,6 +53,7 @@ struct RandomDataset {
   int output_len = 128;         // --random-output-len
   double range_ratio = 0;       // --random-range-ratio
   int prefix_len = 0;           // --random-prefix-len
+  int prefixes = 1;             // distinct prefixes, each request's drawn uniformly (vLLM: one)
   double request_rate_per_s = 0;   // --request-rate; 0 or infinity: all at once
   double burstiness = 1;        // --burstiness
   uint64_t seed = 0;            // --seed

@@ -89,7 +89,9 @@ struct Live {
   // and the blocks holding them. Tokens still to compute before the next output:
   // prompt + generated - computed (after a preemption, the prompt and every output again).
   long long computed = 0;
-  long long blocks = 0;
+  long long blocks = 0;            // its own (the rest of its tokens sit in its prefix's cached blocks)
+  long long hit_tokens = 0;        // of `computed`: its prefix's cached blocks it uses
+  bool pinned = false;             // it uses its prefix's cached blocks (prefix caching)
   long long pending() const { return record.request.prompt_tokens + generated - computed; }
   int chunks() const { return full_chunks + 1; }
   int chunk(int i) const { return i < full_chunks ? largest : last_chunk; }
@@ -375,11 +377,11 @@ class Simulation {
   // while the cache is short; false when `r` itself was preempted.
   bool grow_or_preempt(Server& server, int r, long long n) {
     Live& l = live_[r];
-    while (!server.cache.grow(l.blocks, l.computed + n, now_)) {
+    while (!server.cache.grow(l.blocks, l.computed + n - l.hit_tokens, now_)) {
       const int last = server.running.back();
       server.running.pop_back();
       Live& p = live_[last];
-      server.cache.release(p.blocks, now_);
+      drop_cache(server, p);
       p.computed = 0;   // recomputed from its first token when readmitted
       waiting_.push_front(last);
       ++totals_.preemptions;
@@ -403,8 +405,16 @@ class Simulation {
     while (totals_.preemptions == preemptions && !waiting_.empty() && budget > 0 &&
            static_cast<int>(server.running.size()) < config_.max_num_seqs) {
       const int r = waiting_.front();
-      const long long n = std::min(live_[r].pending(), budget);
-      if (!server.cache.grow(live_[r].blocks, live_[r].computed + n, now_)) break;
+      Live& l = live_[r];
+      const long long hit = use_prefix(server, l);
+      const long long n = std::min(l.pending(), budget);
+      if (!server.cache.grow(l.blocks, l.computed + n - l.hit_tokens, now_)) {
+        drop_cache(server, l);
+        l.computed = 0;
+        break;
+      }
+      totals_.prefix_hit_tokens += static_cast<double>(hit);
+      totals_.prefix_query_tokens += l.pinned ? l.record.request.prompt_tokens : 0;
       waiting_.pop_front();
       server.running.push_back(r);
       server.scheduled.emplace_back(r, static_cast<int>(n));
@@ -437,12 +447,39 @@ class Simulation {
     ++totals_.mixed_steps;
   }
 
+  // Prefix caching: a sequence joining starts with its prefix's cached full blocks computed
+  // (all but its last prompt token at most) and pins them; returns the tokens found.
+  long long use_prefix(Server& server, Live& l) {
+    const Request& q = l.record.request;
+    if (!config_.prefix_caching || q.prefix_id < 0 || l.computed > 0) return 0;
+    const int bs = config_.block_size;
+    const long long limit = std::min<long long>(q.prefix_tokens, q.prompt_tokens - 1) / bs;
+    server.cache.pin(q.prefix_id, now_);
+    l.pinned = true;
+    l.hit_tokens = server.cache.cached(q.prefix_id, limit) * bs;
+    l.computed = l.hit_tokens;
+    return l.hit_tokens;
+  }
+  // A sequence leaves the cache (finished or preempted): its own blocks freed, its prefix unpinned.
+  void drop_cache(Server& server, Live& l) {
+    server.cache.release(l.blocks, now_);
+    if (l.pinned) server.cache.unpin(l.record.request.prefix_id, now_);
+    l.pinned = false;
+    l.hit_tokens = 0;
+  }
+
   // The step's tokens are cached; a sequence whose cache now holds everything it has samples
-  // its next token (its first ends its prefill).
+  // its next token (its first ends its prefill). The prefix blocks it computed join the cache.
   void finish_mixed(Server& server) {
     for (const auto& [r, n] : server.scheduled) {
       Live& l = live_[r];
       l.computed += n;
+      if (l.pinned) {
+        const Request& q = l.record.request;
+        const long long full = std::min<long long>(q.prefix_tokens, std::min<long long>(l.computed, q.prompt_tokens - 1)) /
+                               config_.block_size;
+        l.hit_tokens += server.cache.extend(q.prefix_id, full, l.blocks) * config_.block_size;
+      }
       if (l.pending() > 0) continue;   // a chunk of a longer prompt
       if (++l.generated == 1) {
         l.record.first_token_s = now_;
@@ -452,7 +489,7 @@ class Simulation {
       }
       l.last_token_s = now_;
       if (l.generated < l.record.request.output_tokens) continue;
-      server.cache.release(l.blocks, now_);
+      drop_cache(server, l);
       std::erase(server.running, r);
       finish_request(r);
     }

@@ -50,6 +50,10 @@ struct ServingConfig {
   int max_num_seqs = 256;
   int block_size = 16;
   long long kv_blocks = 0;
+  // Automatic prefix caching (vLLM's enable_prefix_caching, on by default in v1; kv_cache.hpp):
+  // a request whose prefix (Request::prefix_id) has full blocks cached starts with them
+  // computed, all but its last prompt token at most.
+  bool prefix_caching = true;
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.
@@ -157,6 +161,9 @@ struct ServingTotals {
   long long kv_blocks = 0;               // one server's
   long long peak_kv_blocks_used = 0;     // the most any server held at once
   double mean_kv_blocks_used = 0;        // per server, over first arrival to the end
+  // Prefix caching: prompt tokens looked up at admission (readmissions too) and those found
+  // cached (vLLM's prefix cache hit rate is hits / queries).
+  double prefix_query_tokens = 0, prefix_hit_tokens = 0;
 };
 
 // Runs the requests (sorted by arrival) through the servers, passing records to `sink`. Throws

@@ -138,6 +138,10 @@ Field parse_random(const Field& field, ServingWorkload& w) {
       fail(*ratio, "expected a ratio in [0, 1) (vLLM's --random-range-ratio: lengths within (1 +- ratio) x the given)");
   }
   if (auto prefix = r.optional("prefix_len")) d.prefix_len = read_int(*prefix, 0, kMaxTokens);
+  if (auto prefixes = r.optional("prefixes")) {
+    d.prefixes = read_int(*prefixes, 1, kMaxRequests);
+    if (d.prefix_len == 0) fail(*prefixes, "applies with prefix_len > 0: the prompts share no prefix");
+  }
   d.request_rate_per_s = std::numeric_limits<double>::infinity();
   if (auto rate = r.optional("request_rate")) d.request_rate_per_s = read_quantity(*rate, parse_rate_per_s);
   if (auto burstiness = r.optional("burstiness")) {
@@ -264,6 +268,7 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   c.block_size = 16;
   if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
   if (auto f = reader.optional("block_size")) c.block_size = read_int(*f, 1, 1 << 20);
+  if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
   const auto budget = reader.optional("max_num_batched_tokens");
   if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
   if (c.max_num_batched_tokens < c.max_num_seqs)
@@ -452,7 +457,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
 
   if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
   else
-    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size"})
+    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching"})
       if (auto field = reader.optional(key))
         fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
                          " batches by max_batch and prefill_batch");
