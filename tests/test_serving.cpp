@@ -107,6 +107,11 @@ TEST_CASE("interleaving prefills one prompt at a time between decode steps", "[s
   CHECK(r.requests[2].first_token_s == Approx(0.32));
   const auto c = simulate_serving(requests, config(BatchingPolicy::Continuous, 4), fixed(0.1, 0.01));
   for (const auto& q : c.requests) CHECK(q.first_token_s == Approx(0.1));   // one batched prefill
+  // JetStream's interleaved mode runs the same steps under its own name.
+  const auto j = simulate_serving(requests, config(BatchingPolicy::JetStream, 4), fixed(0.1, 0.01));
+  REQUIRE(j.steps.size() == r.steps.size());
+  for (size_t i = 0; i < j.steps.size(); ++i) CHECK(j.steps[i].end_s == r.steps[i].end_s);
+  CHECK(std::string(to_string(BatchingPolicy::JetStream)) == "jetstream");
 }
 
 TEST_CASE("chunked prompts take one prefill step per chunk", "[serving]") {

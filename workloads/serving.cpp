@@ -17,6 +17,7 @@ const char* to_string(BatchingPolicy policy) {
     case BatchingPolicy::Continuous: return "continuous";
     case BatchingPolicy::Disaggregated: return "disaggregated";
     case BatchingPolicy::Mixed: return "mixed";
+    case BatchingPolicy::JetStream: return "jetstream";
   }
   return "?";
 }
@@ -245,7 +246,8 @@ class Simulation {
       start_decode(server, s);
       return;
     }
-    const int per_step = config_.policy == BatchingPolicy::Interleaved ? 1 : config_.prefill_batch;
+    const bool alone = config_.policy == BatchingPolicy::Interleaved || config_.policy == BatchingPolicy::JetStream;
+    const int per_step = alone ? 1 : config_.prefill_batch;
     const int free = config_.slots - static_cast<int>(server.active.size());
     admit_bucket(server, std::min(per_step, free));
     if (!server.prefilling.empty()) start_prefill(server, s, false);

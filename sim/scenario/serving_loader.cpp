@@ -428,7 +428,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
                                                     {"interleaved", BatchingPolicy::Interleaved},
                                                     {"continuous", BatchingPolicy::Continuous},
                                                     {"disaggregated", BatchingPolicy::Disaggregated},
-                                                    {"mixed", BatchingPolicy::Mixed}});
+                                                    {"mixed", BatchingPolicy::Mixed},
+                                                    {"jetstream", BatchingPolicy::JetStream}});
   }
   const bool split = c.policy == BatchingPolicy::Disaggregated;
   // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
@@ -443,7 +444,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   const double kv_per_token = size_slots(reader, output_field, w);
   c.prefill_batch = c.policy == BatchingPolicy::Continuous ? c.slots : 1;
   if (auto prefill_batch = reader.optional("prefill_batch")) {
-    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved || c.policy == BatchingPolicy::Mixed)
+    if (c.policy == BatchingPolicy::Static || c.policy == BatchingPolicy::Interleaved ||
+        c.policy == BatchingPolicy::JetStream || c.policy == BatchingPolicy::Mixed)
       fail(*prefill_batch, std::string("applies to policies continuous and disaggregated; ") + to_string(c.policy) +
                                (c.policy == BatchingPolicy::Mixed
                                     ? " fills each step with prompts' chunks up to max_num_batched_tokens"
