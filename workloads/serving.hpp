@@ -110,7 +110,7 @@ struct StepRecord {
   double end_s = 0;
   int batch = 0;                    // sequences (decode, mixed), prompts (prefill), 1 (transfer)
   double tokens = 0;                // tokens produced (decode), prefilled incl. padding, moved, or through the weights (mixed)
-  long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks in use during the step
+  long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks held or pinned during the step (not evictable ones)
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests
