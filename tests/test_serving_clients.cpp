@@ -188,6 +188,8 @@ TEST_CASE("serving scenarios take vLLM's random dataset and concurrency limit, b
   require_error(replaced_in(kRandom, "seed: 3}", "seed: 3, prefixes: 4}"), "workload.requests.random.prefixes", "4", line);
   require_error(replaced_in(kRandom, "kind: serving", "kind: serving\n  prefix_caching: false"), "workload.prefix_caching",
                 "false", "  prefix_caching:");   // policy continuous has no paged cache
+  require_error(replaced_in(kRandom, "kind: serving", "kind: serving\n  router: kv_aware"), "workload.router", "kv_aware",
+                "  router:");
   const auto both = replaced_in(kRandom, "    max_concurrency: 8\n",
                                 "    poisson: {rate: \"1 /s\", count: 1, prompt_tokens: 1, output_tokens: 1}\n");
   CHECK(podsim_test::contains(podsim_test::error_from(both).what(), "expected exactly one of poisson:, random: or trace:"));

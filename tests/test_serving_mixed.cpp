@@ -275,12 +275,16 @@ workload:
   require_error(replaced_in(base, "policy: mixed", "policy: continuous"), "workload.max_num_batched_tokens", "2048",
                 "  max_num_batched_tokens:");
   require_error(replaced_in(base, "max_num_seqs: 256", "max_num_seqs: 0"), "workload.max_num_seqs", "0", "  max_num_seqs:");
+  require_error(replaced_in(base, "max_num_seqs: 256", "router: random"), "workload.router", "random", "  router:");
+  CHECK(load_scenario_text(replaced_in(base, "max_num_seqs: 256", "router: least_outstanding"), podsim_test::kScenarioFile)
+            .serving()
+            .config.router == Router::LeastOutstanding);
   // No room for a request: 8 v5e chips of 16 GB hold less than the 141 GB of bf16 weights.
   require_error(replaced_in(base, "preset: v6e", "preset: v5e"), "workload.requests.random.output_len", "1000",
                 "    random:");
 }
 
-TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill; unused prefixes are evicted LRU",
+TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill, unused prefixes are evicted LRU",
           "[serving][mixed][prefix]") {
   auto with_prefix = [](int id, double arrival, int prompt, int prefix, int output) {
     Request r{id, arrival, prompt, output};
@@ -324,5 +328,51 @@ TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill; unused pr
     // With room for both prefixes (80 blocks), A's return is a hit.
     const auto roomy = simulate_serving(requests, mixed(2048, 8, 80), linear_costs());
     CHECK(roomy.prefix_hit_tokens == 512);
+  }
+}
+
+TEST_CASE("routers: round robin, least outstanding, and prefix-aware routing over servers", "[serving][mixed][router]") {
+  auto with_prefix = [](int id, double arrival, int prefix) {
+    Request r{id, arrival, 600, 40};
+    r.prefix_id = prefix;
+    r.prefix_tokens = 512;
+    return r;
+  };
+  ServingConfig c = mixed(2048, 8, 1000);
+  c.servers = 2;
+  SECTION("round robin alternates, whatever the load") {
+    std::vector<Request> requests;
+    for (int i = 0; i < 6; ++i) requests.push_back({i, 0.01 * i, 100, 5});
+    c.router = Router::RoundRobin;
+    const auto run = simulate_serving(requests, c, linear_costs());
+    for (const auto& r : run.requests) CHECK(r.server == r.request.id % 2);
+  }
+  SECTION("least outstanding sends a request where fewer run or wait") {
+    // Request 0 is long (400 tokens out): requests 1-3, each done before the next arrives,
+    // all go to the other server.
+    std::vector<Request> requests = {{0, 0.0, 100, 400}, {1, 0.5, 100, 2}, {2, 1.0, 100, 2}, {3, 1.5, 100, 2}};
+    c.router = Router::LeastOutstanding;
+    const auto run = simulate_serving(requests, c, linear_costs());
+    CHECK(run.requests[0].server == 0);
+    for (int i = 1; i < 4; ++i) CHECK(run.requests[i].server == 1);
+    c.router = Router::RoundRobin;
+    const auto rr = simulate_serving(requests, c, linear_costs());
+    CHECK(rr.requests[2].server == 0);   // round robin puts one beside the long request
+  }
+  SECTION("kv-aware routing follows the cached prefix; least outstanding does not") {
+    // Prefix 7 is cached on server 0 by request 0, prefix 9 on server 1 by request 1. Request 2
+    // (prefix 7) arrives when both servers are idle.
+    const std::vector<Request> requests = {with_prefix(0, 0.0, 7), with_prefix(1, 0.0, 9), with_prefix(2, 5.0, 7),
+                                           with_prefix(3, 5.0, 9)};
+    c.router = Router::KvAware;
+    const auto aware = simulate_serving(requests, c, linear_costs());
+    CHECK(aware.requests[2].server == aware.requests[0].server);
+    CHECK(aware.requests[3].server == aware.requests[1].server);
+    CHECK(aware.prefix_hit_tokens == 2 * 512);
+    c.router = Router::RoundRobin;
+    const std::vector<Request> swapped = {with_prefix(0, 0.0, 7), with_prefix(1, 0.0, 9), with_prefix(2, 5.0, 9),
+                                          with_prefix(3, 5.0, 7)};
+    const auto blind = simulate_serving(swapped, c, linear_costs());
+    CHECK(blind.prefix_hit_tokens == 0);   // each lands on the server without its prefix
   }
 }

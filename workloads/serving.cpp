@@ -43,6 +43,16 @@ int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
   return full * largest + *std::lower_bound(buckets.begin(), buckets.end(), left);
 }
 
+const char* to_string(Router router) {
+  switch (router) {
+    case Router::SharedQueue: return "shared_queue";
+    case Router::RoundRobin: return "round_robin";
+    case Router::LeastOutstanding: return "least_outstanding";
+    case Router::KvAware: return "kv_aware";
+  }
+  return "?";
+}
+
 namespace {
 
 enum class EventKind { StepDone, TransferDone };
@@ -69,6 +79,7 @@ struct Server {
   // Mixed: the running sequences in admission order, its paged KV cache, and the step's
   // (sequence, new tokens).
   std::vector<int> running;
+  std::deque<int> queue;          // mixed under a router: the requests routed here, waiting
   PagedKvCache cache{0, 1};
   std::vector<std::pair<int, int>> scheduled;
 };
@@ -185,7 +196,8 @@ class Simulation {
     l.last_chunk = *std::lower_bound(config_.buckets.begin(), config_.buckets.end(),
                                      request.prompt_tokens - l.full_chunks * l.largest);
     order_.push_back(slot);
-    waiting_.push_back(slot);
+    if (routed()) servers_[route(l)].queue.push_back(slot);
+    else waiting_.push_back(slot);
     totals_.peak_records_held = std::max(totals_.peak_records_held, live_.size() - free_.size());
   }
 
@@ -375,6 +387,28 @@ class Simulation {
 
   // --- mixed (ServingConfig::max_num_batched_tokens; vLLM v1's Scheduler.schedule) ---
 
+  bool routed() const { return config_.router != Router::SharedQueue; }
+  std::deque<int>& queue_of(Server& server) { return routed() ? server.queue : waiting_; }
+
+  // The server a routed request goes to (Router).
+  int route(const Live& l) {
+    const int n = static_cast<int>(servers_.size());
+    if (config_.router == Router::RoundRobin) return static_cast<int>(routed_++ % static_cast<uint64_t>(n));
+    const Request& q = l.record.request;
+    int best = 0;
+    long long best_hit = -1;
+    size_t best_load = 0;
+    for (int s = 0; s < n; ++s) {
+      const Server& server = servers_[s];
+      const size_t load = server.running.size() + server.queue.size();
+      const long long hit = config_.router == Router::KvAware && q.prefix_id >= 0
+                                ? server.cache.cached(q.prefix_id, q.prefix_tokens / config_.block_size)
+                                : 0;
+      if (hit > best_hit || (hit == best_hit && load < best_load)) best = s, best_hit = hit, best_load = load;
+    }
+    return best;
+  }
+
   // Gives `r` the blocks for `n` more tokens, preempting the latest admitted running sequences
   // while the cache is short; false when `r` itself was preempted.
   bool grow_or_preempt(Server& server, int r, long long n) {
@@ -385,7 +419,7 @@ class Simulation {
       Live& p = live_[last];
       drop_cache(server, p);
       p.computed = 0;   // recomputed from its first token when readmitted
-      waiting_.push_front(last);
+      queue_of(server).push_front(last);
       ++totals_.preemptions;
       if (last == r) return false;
     }
@@ -404,9 +438,10 @@ class Simulation {
       budget -= n;
     }
     // Waiting prompts join only in a step that preempted nothing.
-    while (totals_.preemptions == preemptions && !waiting_.empty() && budget > 0 &&
+    std::deque<int>& waiting = queue_of(server);
+    while (totals_.preemptions == preemptions && !waiting.empty() && budget > 0 &&
            static_cast<int>(server.running.size()) < config_.max_num_seqs) {
-      const int r = waiting_.front();
+      const int r = waiting.front();
       Live& l = live_[r];
       const long long hit = use_prefix(server, l);
       const long long n = std::min(l.pending(), budget);
@@ -417,7 +452,7 @@ class Simulation {
       }
       totals_.prefix_hit_tokens += static_cast<double>(hit);
       totals_.prefix_query_tokens += l.pinned ? l.record.request.prompt_tokens : 0;
-      waiting_.pop_front();
+      waiting.pop_front();
       server.running.push_back(r);
       server.scheduled.emplace_back(r, static_cast<int>(n));
       budget -= n;
@@ -540,6 +575,7 @@ class Simulation {
   ServingSink& sink_;
   size_t next_arrival_ = 0;
   int in_flight_ = 0;             // sent, last token not yet out
+  uint64_t routed_ = 0;           // requests routed round-robin so far
   std::vector<Live> live_;        // slots; free_ lists the reusable ones
   std::vector<int> free_;
   std::deque<int> order_;         // arrived slots in request order, until passed on

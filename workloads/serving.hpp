@@ -28,6 +28,15 @@ enum class BatchingPolicy {
 };
 const char* to_string(BatchingPolicy policy);
 
+// How requests reach a policy-mixed fleet's servers (replicas). SharedQueue: one queue every
+// idle server takes from (an ideal balancer); the others give each server its own queue, the
+// request routed on arrival: RoundRobin in turn; LeastOutstanding to the server with the
+// fewest requests running or queued (lowest index on ties); KvAware to the server whose cache
+// holds most of the request's prefix (prefix-aware routing, as llm-d and vLLM's production
+// stack do), least outstanding among equals. A preempted request stays on its server.
+enum class Router { SharedQueue, RoundRobin, LeastOutstanding, KvAware };
+const char* to_string(Router router);
+
 struct ServingConfig {
   BatchingPolicy policy = BatchingPolicy::Continuous;
   int servers = 1;             // model servers (colocated), or generate servers (disaggregated)
@@ -60,6 +69,7 @@ struct ServingConfig {
   // a request whose prefix (Request::prefix_id) has full blocks cached starts with them
   // computed, all but its last prompt token at most.
   bool prefix_caching = true;
+  Router router = Router::SharedQueue;
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.

@@ -66,6 +66,7 @@ Json serving_workload(const SummaryInputs& in) {
                    {"hbm_slots", w.hbm_slots},
                    {"metric_percentiles", w.metric_percentiles}};
   if (w.config.max_concurrency > 0) workload["max_concurrency"] = w.config.max_concurrency;
+  if (w.config.policy == BatchingPolicy::Mixed) workload["router"] = to_string(w.config.router);
   if (serving_disaggregated(in)) workload["prefill_topology"] = topology_json(w.prefill_topology);
   return workload;
 }

@@ -269,6 +269,11 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
   if (auto f = reader.optional("block_size")) c.block_size = read_int(*f, 1, 1 << 20);
   if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
+  if (auto f = reader.optional("router"))
+    c.router = read_choice<Router>(*f, {{"shared_queue", Router::SharedQueue},
+                                        {"round_robin", Router::RoundRobin},
+                                        {"least_outstanding", Router::LeastOutstanding},
+                                        {"kv_aware", Router::KvAware}});
   const auto budget = reader.optional("max_num_batched_tokens");
   if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
   if (c.max_num_batched_tokens < c.max_num_seqs)
@@ -459,7 +464,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
 
   if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
   else
-    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching"})
+    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router"})
       if (auto field = reader.optional(key))
         fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
                          " batches by max_batch and prefill_batch");
