@@ -268,6 +268,7 @@ workload:
   const Scenario s = load_scenario_text(base, podsim_test::kScenarioFile);
   CHECK(s.serving().config.kv_blocks == 21914);
   CHECK(s.serving().config.block_size == 16);
+  CHECK(s.serving().max_context == 2000);   // prompts as they are: no bucket padding (1024 + 1000 padded)
   // vLLM refuses a budget below the sequences it may run.
   require_error(replaced_in(base, "max_num_batched_tokens: 2048", "max_num_batched_tokens: 100"),
                 "workload.max_num_batched_tokens", "100", "  max_num_batched_tokens:");

@@ -299,9 +299,12 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
 double size_slots(const MapReader& reader, const std::optional<Field>& output_field, ServingWorkload& w) {
   ServingConfig& c = w.config;
   const TopologySpec& server = w.generate_topology;
-  // What a slot must hold: the longest request, its prompt padded as prefilled.
-  for (const auto& r : w.requests)
-    w.max_context = std::max(w.max_context, padded_prompt_tokens(r.prompt_tokens, c.buckets) + r.output_tokens);
+  // What a slot must hold: the longest request, its prompt padded as prefilled (mixed steps
+  // take prompts as they are).
+  for (const auto& r : w.requests) {
+    const int prompt = c.policy == BatchingPolicy::Mixed ? r.prompt_tokens : padded_prompt_tokens(r.prompt_tokens, c.buckets);
+    w.max_context = std::max(w.max_context, prompt + r.output_tokens);
+  }
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   // Expert parallelism copies all but the routed experts into every expert-parallel group.
   const double weights = server_weight_bytes(w.model, w.generate, server);
