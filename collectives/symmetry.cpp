@@ -34,6 +34,7 @@ struct ProgramNeeds {
   std::vector<AxisNeeds> axes;
   bool any_dcn = false;
   std::string flat_ring;       // the first op on a flat DCN ring (which keeps everything whole)
+  std::string flat_ring_reason() const { return "kept: " + flat_ring + " is a flat DCN ring snaking through every chip"; }
 };
 
 // One op's needs along one of its axes (`k`-th): its translation period, the shortest ring it
@@ -109,7 +110,7 @@ AxisReduction reduce_axis(const TopologySpec& real, int a, const ProgramNeeds& p
     r.period = 1;
     r.reason = "a single chip";
   } else if (!program.flat_ring.empty()) {
-    r.reason = "kept: " + program.flat_ring + " is a flat DCN ring snaking through every chip";
+    r.reason = program.flat_ring_reason();
   } else if (!need.keep_whole.empty()) {
     r.reason = "kept: " + need.keep_whole;
   } else if (need.used && !axis.wraparound) {
@@ -156,7 +157,7 @@ AxisReduction reduce_slices(const TopologySpec& real, const ProgramNeeds& progra
   } else if (full_fidelity) {
     r.reason = "full fidelity";
   } else if (!program.flat_ring.empty()) {
-    r.reason = "kept: " + program.flat_ring + " is a flat DCN ring snaking through every chip";
+    r.reason = program.flat_ring_reason();
   } else if (!differ.empty()) {
     r.reason = "kept: " + differ;
   } else if (!program.any_dcn) {

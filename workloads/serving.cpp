@@ -401,9 +401,8 @@ class Simulation {
     for (int s = 0; s < n; ++s) {
       const Server& server = servers_[s];
       const size_t load = server.running.size() + server.queue.size();
-      const long long hit = config_.router == Router::KvAware && q.prefix_id >= 0
-                                ? server.cache.cached(q.prefix_id, q.prefix_tokens / config_.block_size)
-                                : 0;
+      const long long hit =
+          config_.router == Router::KvAware && q.prefix_id >= 0 ? server.cache.cached(q.prefix_id, cacheable_blocks(q)) : 0;
       if (hit > best_hit || (hit == best_hit && load < best_load)) best = s, best_hit = hit, best_load = load;
     }
     return best;
@@ -484,16 +483,20 @@ class Simulation {
     ++totals_.mixed_steps;
   }
 
+  // The full blocks of a request's prefix a cache can hold for it: all but its last prompt
+  // token, which a sequence always computes (it samples from it).
+  long long cacheable_blocks(const Request& q) const {
+    return std::min<long long>(q.prefix_tokens, q.prompt_tokens - 1) / config_.block_size;
+  }
+
   // Prefix caching: a sequence joining starts with its prefix's cached full blocks computed
-  // (all but its last prompt token at most) and pins them; returns the tokens found.
+  // and pins them; returns the tokens found.
   long long use_prefix(Server& server, Live& l) {
     const Request& q = l.record.request;
     if (!config_.prefix_caching || q.prefix_id < 0 || l.computed > 0) return 0;
-    const int bs = config_.block_size;
-    const long long limit = std::min<long long>(q.prefix_tokens, q.prompt_tokens - 1) / bs;
     server.cache.pin(q.prefix_id, now_);
     l.pinned = true;
-    l.hit_tokens = server.cache.cached(q.prefix_id, limit) * bs;
+    l.hit_tokens = server.cache.cached(q.prefix_id, cacheable_blocks(q)) * config_.block_size;
     l.computed = l.hit_tokens;
     return l.hit_tokens;
   }
@@ -513,8 +516,7 @@ class Simulation {
       l.computed += n;
       if (l.pinned) {
         const Request& q = l.record.request;
-        const long long full = std::min<long long>(q.prefix_tokens, std::min<long long>(l.computed, q.prompt_tokens - 1)) /
-                               config_.block_size;
+        const long long full = std::min(cacheable_blocks(q), l.computed / config_.block_size);
         l.hit_tokens += server.cache.extend(q.prefix_id, full, l.blocks) * config_.block_size;
       }
       if (l.pending() > 0) continue;   // a chunk of a longer prompt

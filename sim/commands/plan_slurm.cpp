@@ -120,17 +120,11 @@ PlanArrayOutputs run_plan_task(const Scenario& scenario, const std::string& inpu
 PlannerResult collect_plan(const Scenario& scenario, const std::string& inputs, const std::string& out_dir) {
   PlannerCandidates candidates = array_candidates(scenario);
   const size_t tasks = candidates.order.size();
-  std::string missing;
-  int missing_count = 0;
+  MissingTasks missing;
   PlannerResult result = plan_from_outcomes(scenario, candidates, [&](size_t i, PlanCandidate& c) {
-    if (read_task(task_file(out_dir, static_cast<int>(i)), inputs, c)) return;
-    if (++missing_count <= 10) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+    if (!read_task(task_file(out_dir, static_cast<int>(i)), inputs, c)) missing.add(static_cast<int>(i));
   });
-  if (missing_count > 0)
-    throw InputError({out_dir, 0, 0}, "--collect", out_dir,
-                     std::to_string(missing_count) + " of " + std::to_string(tasks) + " tasks have no result for these inputs (" +
-                         missing + (missing_count > 10 ? ", ..." : "") +
-                         "); expected the job array's tasks done on this scenario (run the missing ones with --task N)");
+  missing.check(out_dir, static_cast<int>(tasks), "result for these inputs", "the job array's tasks done on this scenario");
   return result;
 }
 

@@ -4,6 +4,7 @@
 
 #include "sim/engine/child_process.hpp"
 #include "sim/report/output_files.hpp"
+#include "sim/scenario/input_error.hpp"
 
 namespace podsim {
 
@@ -29,6 +30,18 @@ std::string write_slurm_array(const std::string& out_dir, const SlurmArray& arra
   const fs::path path = fs::path(out_dir) / array.file;
   fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
   return path.string();
+}
+
+void MissingTasks::add(int task) {
+  if (++count_ <= 10) listed_ += (listed_.empty() ? "" : ", ") + std::to_string(task);
+}
+
+void MissingTasks::check(const std::string& out_dir, int total, const std::string& what,
+                         const std::string& expected) const {
+  if (count_ == 0) return;
+  throw InputError({out_dir, 0, 0}, "--collect", out_dir,
+                   std::to_string(count_) + " of " + std::to_string(total) + " tasks have no " + what + " (" + listed_ +
+                       (count_ > 10 ? ", ..." : "") + "); expected " + expected + " (run the missing ones with --task N)");
 }
 
 }  // namespace podsim

@@ -20,4 +20,17 @@ struct SlurmArray {
 // Writes the script whole (executable) and returns its path.
 std::string write_slurm_array(const std::string& out_dir, const SlurmArray& array);
 
+// The tasks `--collect` found without a usable output, listed (the first ten) in its refusal.
+class MissingTasks {
+ public:
+  void add(int task);
+  // Throws InputError naming `out_dir` when any task was added: "<n> of <total> tasks have no
+  // <what> (0, 1, ...); expected <expected> (run the missing ones with --task N)".
+  void check(const std::string& out_dir, int total, const std::string& what, const std::string& expected) const;
+
+ private:
+  int count_ = 0;
+  std::string listed_;
+};
+
 }  // namespace podsim

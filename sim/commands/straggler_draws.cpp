@@ -183,24 +183,19 @@ DrawsOutputs collect_draws(const Scenario& scenario, int draws, const std::strin
   check_draws(scenario, draws);
   const std::vector<Scenario> runs = draw_runs(scenario, draws);
   std::vector<std::string> summaries;
-  std::string missing;
-  int missing_count = 0;
+  MissingTasks missing;
   for (int task = 0; task <= draws; ++task) {
     const std::string path = (std::filesystem::path(out_dir) / array_task_dir(task) / "summary.json").string();
     std::string text = read_text_file(path);
     // A task's summary is whole or absent (written by rename); one of another scenario, or of
     // another draw (a seed or probability changed since), is not this set's.
     if (text.empty() || !summary_of(text, scenario, runs[static_cast<size_t>(task)])) {
-      if (++missing_count <= 10) missing += (missing.empty() ? "" : ", ") + std::to_string(task);
+      missing.add(task);
       text.clear();
     }
     summaries.push_back(std::move(text));
   }
-  if (missing_count > 0)
-    throw InputError({out_dir, 0, 0}, "--collect", out_dir,
-                     std::to_string(missing_count) + " of " + std::to_string(draws + 1) + " tasks have no summary (" +
-                         missing + (missing_count > 10 ? ", ..." : "") +
-                         "); expected the job array's tasks done (run the missing ones with --task N)");
+  missing.check(out_dir, draws + 1, "summary", "the job array's tasks done");
   return write_draws(scenario, runs, summaries, out_dir);
 }
 

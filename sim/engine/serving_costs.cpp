@@ -309,6 +309,13 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   return prefill_[key] = layers_s + c.unembed_s;
 }
 
+double ServingCostModel::mixed_s(const StepShape& shape) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const double seconds = whole_mixed_s(shape);
+  wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return seconds;
+}
+
 double ServingCostModel::decode_s(int batch, double context_tokens) {
   if (whole_steps_) {
     const auto wall_start = std::chrono::steady_clock::now();

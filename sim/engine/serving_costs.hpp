@@ -117,6 +117,7 @@ class ServingCostModel {
   double whole_prefill_s(int batch, int chunk, int offset);
   void replay_whole_decode(int groups_rows);
   double whole_decode_s(int batch, double context_tokens);
+  double whole_mixed_s(const StepShape& shape);
   int padded_groups(int batch) const { return (batch + decode_multiple_ - 1) / decode_multiple_; }
 
   const TransformerSpec& model_;
@@ -137,9 +138,12 @@ class ServingCostModel {
   // ring attention is no Megatron block of the layer shortcut).
   bool prefill_whole_ = false;
   double reference_context_ = 0;     // tokens per sequence the decode steps are replayed at
+  // A step replayed whole at the reference context, which steps of other contexts are shifted
+  // from: a decode step's (by padded batch) or a mixed step's (by tokens).
   struct WholeDecode {
     double reference_s = 0;   // the step with every sequence at the reference context
     double attention_s = 0;   // one chip's attention op in it (chip_step_compute)
+    double unembed_s = 0;     // and its unembedding
     double stagger_s = 0;     // the longest any layer's attention must last for the shift to hold
     // model_d: what each attention op (in program order) must last for the shift to hold, and
     // whether the reference's own ops all do.
@@ -147,10 +151,9 @@ class ServingCostModel {
     bool reference_outlasts = true;
   };
   std::map<int, WholeDecode> decode_steps_;
-  struct WholeMixed {
-    double reference_s = 0, attention_s = 0, unembed_s = 0, stagger_s = 0;
-  };
-  std::map<long long, WholeMixed> mixed_steps_;   // by tokens
+  std::map<long long, WholeDecode> mixed_steps_;   // by tokens
+  WholeDecode replay_reference(const StepShape& shape);
+  double shift_or_replay(const WholeDecode& reference, const StepShape& actual);
   long long decode_exact_replays_ = 0;
   // Counts a decode step replayed at its own context; warns at the first (serving_whole_steps.cpp).
   void note_exact_replay();

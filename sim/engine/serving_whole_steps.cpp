@@ -24,7 +24,6 @@
 // attention (or the reference's), the step is replayed at its own context instead, and counted.
 // test_serving_whole_steps.cpp compares both with whole-step replays at the real shape.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -120,18 +119,17 @@ double ServingCostModel::whole_prefill_s(int batch, int chunk, int offset) {
   return run_program(prefill_role_.topology, settings_, program, {}).total_time_s;
 }
 
-void ServingCostModel::replay_whole_decode(int rows) {
-  if (decode_steps_.count(rows)) return;
+ServingCostModel::WholeDecode ServingCostModel::replay_reference(const StepShape& shape) {
   const ServerRole& role = generate_role_;
-  const StepShape shape = decode_shape(rows * decode_multiple_, reference_context_);
   const Program program = step_program(model_, role, shape, collectives_replayed_);
   const RunResult run = run_program(role.topology, settings_, program, {});
-  const double attention_s = chip_step_compute(model_, role.plan, role.topology, shape).attention_s;
+  const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, shape);
   const auto needs = attention_needs_s(program, run);
   WholeDecode step;
   step.reference_s = run.total_time_s;
-  step.attention_s = attention_s;
-  step.stagger_s = attention_stagger_s(program, needs, attention_s);
+  step.attention_s = compute.attention_s;
+  step.unembed_s = compute.unembed_s;
+  step.stagger_s = attention_stagger_s(program, needs, compute.attention_s);
   if (!role.plan.d_axes.empty()) {
     // 2D attention's ops (projections, scores, output) change by different shares of the
     // layer's change: each is checked against its own need (whole_decode_s).
@@ -139,7 +137,26 @@ void ServingCostModel::replay_whole_decode(int rows) {
     step.op_need_s.resize(program.size(), 0.0);
     for (const auto& [op, need] : needs) step.op_need_s[op] = need;
   }
-  decode_steps_[rows] = std::move(step);
+  return step;
+}
+
+// The shift from a reference (the proof above), where every attention op outlasts its stagger
+// in the reference and in the step; else the step replayed at its own shape, and counted.
+double ServingCostModel::shift_or_replay(const WholeDecode& step, const StepShape& actual) {
+  const ServerRole& role = generate_role_;
+  const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, actual);
+  const double shifted = step.reference_s + model_.layers * (compute.attention_s - step.attention_s) +
+                         (compute.unembed_s - step.unembed_s);
+  if (model_.attention == AttentionKind::None || std::min(compute.attention_s, step.attention_s) >= step.stagger_s)
+    return shifted;
+  note_exact_replay();
+  const Program program = step_program(model_, role, actual, collectives_replayed_);
+  return run_program(role.topology, settings_, program, {}).total_time_s;
+}
+
+void ServingCostModel::replay_whole_decode(int rows) {
+  if (decode_steps_.count(rows)) return;
+  decode_steps_[rows] = replay_reference(decode_shape(rows * decode_multiple_, reference_context_));
 }
 
 // Collective matmuls at serving's decode batches: the attention halves rarely outlast the
@@ -162,16 +179,13 @@ double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
   const int padded = m * decode_multiple_;
   StepShape actual = decode_shape(padded, 0);
   actual.attended_tokens = actual.kv_tokens = context_tokens;
-  const double attention = chip_step_compute(model_, role.plan, role.topology, actual).attention_s;
-  const double shifted = step.reference_s + model_.layers * (attention - step.attention_s);
-  if (role.plan.d_axes.empty()) {
-    if (std::min(attention, step.attention_s) >= step.stagger_s) return shifted;
-    note_exact_replay();
-    const Program program = step_program(model_, role, actual, collectives_replayed_);
-    return run_program(role.topology, settings_, program, {}).total_time_s;
-  }
+  // A decode step's unembedding is its padded batch's, the reference's: the shift is L x the
+  // change in attention.
+  if (role.plan.d_axes.empty()) return shift_or_replay(step, actual);
   // 2D: the step's own ops against their needs (building the program runs no simulation). Its
   // attention parts sum to the layer's attention, so the shift is the same L x change.
+  const double attention = chip_step_compute(model_, role.plan, role.topology, actual).attention_s;
+  const double shifted = step.reference_s + model_.layers * (attention - step.attention_s);
   const Program program = inference_step_program(model_, role.plan, role.topology, actual);
   std::vector<std::pair<int, double>> needs;
   for (size_t op = 0; op < step.op_need_s.size(); ++op)
@@ -193,39 +207,16 @@ double ServingCostModel::whole_decode_s(int batch, double context_tokens) {
 // under the same condition (every attention op outlasts its stagger, in the reference and in
 // the step), else replayed at its own shape and counted. test_serving_mixed.cpp compares both
 // with whole-step replays on generated shapes.
-double ServingCostModel::mixed_s(const StepShape& shape) {
-  const ServerRole& role = generate_role_;
+double ServingCostModel::whole_mixed_s(const StepShape& shape) {
   const long long tokens = static_cast<long long>(shape.tokens);
-  const auto wall_start = std::chrono::steady_clock::now();
-  struct AddWall {   // the replays' wall time, whichever way this returns
-    double& wall_s;
-    std::chrono::steady_clock::time_point start;
-    ~AddWall() { wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
-  } add_wall{wall_s_, wall_start};
   auto it = mixed_steps_.find(tokens);
   if (it == mixed_steps_.end()) {
     StepShape reference;
     reference.tokens = shape.tokens;
     reference.attended_tokens = reference.kv_tokens = shape.tokens * reference_context_;
-    const Program program = step_program(model_, role, reference, collectives_replayed_);
-    const RunResult run = run_program(role.topology, settings_, program, {});
-    const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, reference);
-    WholeMixed step;
-    step.reference_s = run.total_time_s;
-    step.attention_s = compute.attention_s;
-    step.unembed_s = compute.unembed_s;
-    step.stagger_s = attention_stagger_s(program, attention_needs_s(program, run), compute.attention_s);
-    it = mixed_steps_.emplace(tokens, step).first;
+    it = mixed_steps_.emplace(tokens, replay_reference(reference)).first;
   }
-  const WholeMixed& step = it->second;
-  const StepCompute compute = chip_step_compute(model_, role.plan, role.topology, shape);
-  const double shifted = step.reference_s + model_.layers * (compute.attention_s - step.attention_s) +
-                         (compute.unembed_s - step.unembed_s);
-  if (model_.attention == AttentionKind::None || std::min(compute.attention_s, step.attention_s) >= step.stagger_s)
-    return shifted;
-  note_exact_replay();
-  const Program program = step_program(model_, role, shape, collectives_replayed_);
-  return run_program(role.topology, settings_, program, {}).total_time_s;
+  return shift_or_replay(it->second, shape);
 }
 
 }  // namespace podsim
