@@ -126,7 +126,8 @@ struct PriceCase {
 
 // Dense models cut to a few layers on v5e meshes of up to 8 chips (lines and rings), their
 // KV heads covering the model axes as policy mixed requires; steps of 1 to 4096 tokens mixing
-// decode rows (contexts up to 8k) and prompt chunks (offsets up to 4k).
+// decode rows (contexts up to 8k; half the shapes with up to 7 speculative drafts a row) and
+// prompt chunks (offsets up to 4k).
 PriceCase generate(uint64_t seed, int index) {
   podsim_test::Rng rng = podsim_test::case_rng(seed, index);
   PriceCase c;
@@ -146,11 +147,16 @@ PriceCase generate(uint64_t seed, int index) {
   for (int k = 0; k < 4; ++k) {
     StepShape s;
     const int decodes = rng.below(64);
+    // Half the shapes verify speculative drafts: a decode row then brings 1 + d rows, each with
+    // logits, attending over its context and the rows before it as a chunk does.
+    const bool speculative = rng.chance(0.5);
     for (int i = 0; i < decodes; ++i) {
       const double context = std::floor(std::exp(rng.uniform(0.0, std::log(8192.0))));
-      s.tokens += 1;
-      s.attended_tokens += context;
-      s.kv_tokens += context;
+      const double rows = speculative ? 1 + rng.below(8) : 1;
+      s.tokens += rows;
+      s.attended_tokens += rows * (context + rows - 1);
+      s.kv_tokens += context + rows - 1;
+      s.logit_rows += rows;
     }
     const int chunks = decodes == 0 ? 1 + rng.below(3) : rng.below(3);
     for (int i = 0; i < chunks; ++i) {
@@ -159,7 +165,7 @@ PriceCase generate(uint64_t seed, int index) {
       s.attended_tokens += chunk * (offset + chunk);
       s.kv_tokens += offset + chunk;
     }
-    s.logit_rows = decodes + chunks;
+    s.logit_rows += chunks;
     c.shapes.push_back(s);
   }
   std::ostringstream d;

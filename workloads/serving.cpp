@@ -104,6 +104,7 @@ struct Live {
   long long blocks = 0;            // its own (the rest of its tokens sit in its prefix's cached blocks)
   long long hit_tokens = 0;        // of `computed`: its prefix's cached blocks it uses
   bool pinned = false;             // it uses its prefix's cached blocks (prefix caching)
+  long long verifications = 0;     // speculative decoding: its steps that verified drafts so far
   long long pending() const { return record.request.prompt_tokens + generated - computed; }
   int chunks() const { return full_chunks + 1; }
   int chunk(int i) const { return i < full_chunks ? largest : last_chunk; }
@@ -431,7 +432,7 @@ class Simulation {
     const long long preemptions = totals_.preemptions;
     for (size_t i = 0; i < server.running.size() && budget > 0; ++i) {
       const int r = server.running[i];
-      const long long n = std::min(live_[r].pending(), budget);
+      const long long n = std::min(live_[r].pending() + drafts(live_[r]), budget);
       if (!grow_or_preempt(server, r, n)) break;
       server.scheduled.emplace_back(r, static_cast<int>(n));
       budget -= n;
@@ -471,7 +472,8 @@ class Simulation {
         l.record.generate_server = s;
       }
     }
-    shape.logit_rows = static_cast<double>(server.scheduled.size());
+    shape.logit_rows = 0;
+    for (const auto& [r, n] : server.scheduled) shape.logit_rows += verifying(live_[r], n) ? n : 1;
     const double d = costs_.mixed_s(shape);
     server.busy = true;
     server.step = StepKind::Mixed;
@@ -481,6 +483,18 @@ class Simulation {
     push(now_ + d, EventKind::StepDone, s, 0);
     totals_.mixed_busy_s += d;
     ++totals_.mixed_steps;
+  }
+
+  // Speculative decoding: the drafts a decoding sequence proposes (none for a prompt's chunk
+  // and none past its last output token), and whether a step of its `n` tokens verifies some
+  // (then each of the n rows computes logits).
+  long long drafts(const Live& l) const {
+    const int k = config_.speculative.num_tokens;
+    if (k == 0 || l.generated == 0 || l.pending() != 1) return 0;
+    return std::min<long long>(k, l.record.request.output_tokens - l.generated - 1);
+  }
+  bool verifying(const Live& l, long long n) const {
+    return config_.speculative.enabled() && l.generated > 0 && l.pending() == 1 && n > 1;
   }
 
   // The full blocks of a request's prefix a cache can hold for it: all but its last prompt
@@ -513,14 +527,27 @@ class Simulation {
   void finish_mixed(Server& server) {
     for (const auto& [r, n] : server.scheduled) {
       Live& l = live_[r];
-      l.computed += n;
+      // The tokens the step emits: one, or under speculative decoding the drafts accepted
+      // and one more; the rejected drafts' KV is discarded.
+      int emitted = 1;
+      if (verifying(l, n)) {
+        const int accepted = accepted_drafts(config_.speculative, l.record.request.id, l.verifications++, n - 1);
+        ++totals_.spec_drafts;
+        totals_.spec_draft_tokens += n - 1;
+        totals_.spec_accepted_tokens += accepted;
+        emitted += accepted;
+        l.computed += 1 + accepted;
+      } else {
+        l.computed += n;
+      }
       if (l.pinned) {
         const Request& q = l.record.request;
         const long long full = std::min(cacheable_blocks(q), l.computed / config_.block_size);
         l.hit_tokens += server.cache.extend(q.prefix_id, full, l.blocks) * config_.block_size;
       }
       if (l.pending() > 0) continue;   // a chunk of a longer prompt
-      if (++l.generated == 1) {
+      l.generated += emitted;
+      if (l.generated == 1) {
         l.record.first_token_s = now_;
         l.record.decode_start_s = now_;
       } else {
@@ -623,6 +650,11 @@ ServingTotals simulate_serving(const std::vector<Request>& requests, const Servi
     for (const auto& r : requests)
       if (static_cast<double>(r.prompt_tokens) + r.output_tokens > capacity)
         throw std::invalid_argument("request " + std::to_string(r.id) + " needs more KV cache than a server has");
+  }
+  if (config.speculative.enabled()) {
+    if (config.policy != BatchingPolicy::Mixed) throw std::invalid_argument("speculative decoding runs under policy mixed");
+    const double p = config.speculative.acceptance_probability;
+    if (!(p >= 0 && p <= 1)) throw std::invalid_argument("a draft's acceptance probability must be in [0, 1]");
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].prompt_tokens < 1) throw std::invalid_argument("a prompt needs at least one token");

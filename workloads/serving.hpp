@@ -10,6 +10,7 @@
 
 #include "workloads/inference.hpp"
 #include "workloads/requests.hpp"
+#include "workloads/speculative.hpp"
 
 namespace podsim {
 
@@ -70,6 +71,10 @@ struct ServingConfig {
   // computed, all but its last prompt token at most.
   bool prefix_caching = true;
   Router router = Router::SharedQueue;
+  // Speculative decoding (policy mixed; speculative.hpp): a decoding sequence's step feeds its
+  // last token and up to k drafts (fewer near its last output token or when the token budget
+  // runs out), with logits at each, and emits the accepted drafts and one more token together.
+  SpeculativeDecoding speculative;
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.
@@ -129,8 +134,9 @@ struct StepRecord {
 // - step: when a step starts (its end is known then), per server in start order;
 // - request: when a request and every request before it are done, in request order (records
 //   done early wait for the ones before them: a run holds at most those);
-// - token_gap: for every output token after a request's first, the gap to its previous token
-//   (vLLM's ITL samples), as the tokens appear.
+// - token_gap: for every chunk of output after a request's first token, the gap to the chunk
+//   before (vLLM's ITL samples, one a streamed chunk), as the chunks appear. A chunk is one
+//   token, or under speculative decoding the tokens one step emits.
 class ServingSink {
  public:
   virtual ~ServingSink() = default;
@@ -180,6 +186,9 @@ struct ServingTotals {
   // Prefix caching: prompt tokens looked up at admission (readmissions too) and those found
   // cached (vLLM's prefix cache hit rate is hits / queries).
   double prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  // Speculative decoding, as vLLM counts it (spec_decode_num_drafts, _num_draft_tokens,
+  // _num_accepted_tokens): sequence-steps that verified drafts, drafts verified, drafts accepted.
+  long long spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
 };
 
 // Runs the requests (sorted by arrival) through the servers, passing records to `sink`. Throws
@@ -191,7 +200,7 @@ ServingTotals simulate_serving(const std::vector<Request>& requests, const Servi
 struct ServingResult : ServingTotals {
   std::vector<RequestRecord> requests;   // in request order
   std::vector<StepRecord> steps;         // in start order per server
-  std::vector<double> inter_token_s;     // one per output token after a request's first
+  std::vector<double> inter_token_s;     // one per output chunk after a request's first token
 };
 ServingResult simulate_serving(const std::vector<Request>& requests, const ServingConfig& config,
                                const StepCosts& costs);

@@ -67,6 +67,11 @@ Json serving_workload(const SummaryInputs& in) {
                    {"metric_percentiles", w.metric_percentiles}};
   if (w.config.max_concurrency > 0) workload["max_concurrency"] = w.config.max_concurrency;
   if (w.config.policy == BatchingPolicy::Mixed) workload["router"] = to_string(w.config.router);
+  if (const SpeculativeDecoding& spec = w.config.speculative; spec.enabled())
+    workload["speculative"] = {{"method", "ngram"},
+                               {"num_speculative_tokens", spec.num_tokens},
+                               {"acceptance_probability", spec.acceptance_probability},
+                               {"expected_acceptance_rate", expected_accepted_drafts(spec.acceptance_probability, spec.num_tokens) / spec.num_tokens}};
   if (serving_disaggregated(in)) workload["prefill_topology"] = topology_json(w.prefill_topology);
   return workload;
 }
@@ -86,6 +91,8 @@ Json serving_slo(const SummaryInputs& in) {
 }
 
 bool serving_mixed(const SummaryInputs& in) { return in.scenario.serving().config.policy == BatchingPolicy::Mixed; }
+
+bool serving_speculative(const SummaryInputs& in) { return in.scenario.serving().config.speculative.enabled(); }
 
 // Busy seconds over the servers' capacity (servers x the span of the run).
 Json busy_fraction(const SummaryInputs& in, bool prefill) {
@@ -167,7 +174,13 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
     std::snprintf(steps_line, sizeof steps_line, "prefill %s mean (%lld), decode %s mean (%lld)",
                   human_time(st.prefill_step.mean).c_str(), r.prefill_steps, human_time(st.decode_step.mean).c_str(),
                   r.decode_steps);
-  const std::string steps = steps_line;
+  std::string steps = steps_line;
+  if (r.spec_drafts > 0) {
+    std::snprintf(steps_line, sizeof steps_line, "; speculative: %.1f%% of %lld drafts accepted, %.3g tokens a verifying step",
+                  100.0 * static_cast<double>(r.spec_accepted_tokens) / static_cast<double>(r.spec_draft_tokens),
+                  r.spec_draft_tokens, 1.0 + static_cast<double>(r.spec_accepted_tokens) / static_cast<double>(r.spec_drafts));
+    steps += steps_line;
+  }
   std::snprintf(buf, sizeof buf,
                 "%s: %s serving %zu requests (%s), %s batching, %s, %d slots per server\n"
                 "  TTFT       %s\n  TPOT       %s\n  ITL        %s\n  latency    %s\n  queueing   %s\n"

@@ -88,6 +88,7 @@ Json serving_slo(const SummaryInputs& in);
 Json distribution(const Distribution& d);
 Json busy_fraction(const SummaryInputs& in, bool prefill);
 bool serving_mixed(const SummaryInputs& in);
+bool serving_speculative(const SummaryInputs& in);
 Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
 }  // namespace summary_parts
@@ -199,7 +200,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     // A serving run.
     {"wall_time_s", "s", S, None, "the simulation's own wall time (0 with --reproducible)", [](const auto& in) -> Json { return in.options.reproducible ? 0.0 : in.serving->wall_time_s; }},
     {"topology", "object", S, None, "a server's slice: chip, axes, chips, diameter_hops, bisection_links", [](const auto& in) -> Json { return p::serving_topology(in); }},
-    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random` or the trace's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency, router under policy mixed, prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
+    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random` or the trace's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency, router and speculative under policy mixed, prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
     {"servers", "count", S, S, "generate servers (model replicas)", [](const auto& in) -> Json { return in.scenario.serving().config.servers; }},
     {"prefill_servers", "count", S, S, "prefill servers (disaggregated)", [](const auto& in) -> Json { return in.scenario.serving().config.prefill_servers; }},
     {"replicas_per_slice", "count", S, None, "model replicas a slice holds", [](const auto& in) -> Json { return in.scenario.serving().replicas_per_slice; }},
@@ -219,6 +220,11 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"kv_cache_peak_usage", "fraction", S, S, "the most blocks any server held at once, over its blocks (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), static_cast<double>(in.serving->totals.peak_kv_blocks_used) / static_cast<double>(std::max(1LL, in.serving->totals.kv_blocks))); }},
     {"kv_cache_mean_usage", "fraction", S, S, "blocks in use, time-averaged over the run and the servers, over a server's blocks (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.mean_kv_blocks_used / static_cast<double>(std::max(1LL, in.serving->totals.kv_blocks))); }},
     {"prefix_cache_hit_rate", "fraction", S, S, "prompt tokens found in the prefix cache over those looked up, readmissions included (policy mixed, with prefixes)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in) && in.serving->totals.prefix_query_tokens > 0, in.serving->totals.prefix_hit_tokens / std::max(1.0, in.serving->totals.prefix_query_tokens)); }},
+    {"spec_decode_num_drafts", "count", S, None, "sequence-steps that verified draft tokens (speculative decoding; vLLM's metric name)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), in.serving->totals.spec_drafts); }},
+    {"spec_decode_num_draft_tokens", "count", S, None, "draft tokens verified (speculative decoding)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), in.serving->totals.spec_draft_tokens); }},
+    {"spec_decode_num_accepted_tokens", "count", S, S, "draft tokens accepted (speculative decoding)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), in.serving->totals.spec_accepted_tokens); }},
+    {"spec_decode_acceptance_rate", "fraction", S, S, "accepted over verified draft tokens (speculative decoding; benchmark_serving's acceptance rate)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), static_cast<double>(in.serving->totals.spec_accepted_tokens) / static_cast<double>(std::max(1LL, in.serving->totals.spec_draft_tokens))); }},
+    {"spec_decode_mean_acceptance_length", "tokens", S, S, "tokens a verifying step emits for a sequence, 1 + accepted over drafts (speculative decoding; benchmark_serving's mean acceptance length)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), 1.0 + static_cast<double>(in.serving->totals.spec_accepted_tokens) / static_cast<double>(std::max(1LL, in.serving->totals.spec_drafts))); }},
     {"prefill_steps", "count", S, None, "prefill steps run", [](const auto& in) -> Json { return in.serving->totals.prefill_steps; }},
     {"decode_steps", "count", S, None, "decode steps run", [](const auto& in) -> Json { return in.serving->totals.decode_steps; }},
     {"requests_per_s", "1/s", S, S, "requests finished per second", [](const auto& in) -> Json { return in.serving->stats.requests_per_s; }},

@@ -35,6 +35,7 @@ enum class SchemaMap {
   Poisson,
   RandomDataset,
   Slo,
+  Speculative,
   Prefill,
   Perturbation,
   ChipSelection,

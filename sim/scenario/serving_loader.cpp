@@ -246,6 +246,32 @@ ServingWorkload::Slo parse_slo(const Field& field) {
   return slo;
 }
 
+// Speculative decoding (workloads/speculative.hpp) under vLLM's speculative_config names:
+// method ngram (drafts proposed on the host, so the accelerator runs the verification alone),
+// num_speculative_tokens k, and the drafts' acceptance as vLLM reports it (acceptance_rate,
+// accepted over drafted) or per draft (acceptance_probability).
+SpeculativeDecoding parse_speculative(const Field& field) {
+  const MapReader r(field, SchemaMap::Speculative);
+  r.reject_unknown();
+  const Field method = r.required("method");
+  if (read_string(method) != "ngram")
+    fail(method, "podsim prices drafts proposed on the host (vLLM's method ngram, prompt lookup); a draft model's or "
+                 "EAGLE head's own steps are not priced yet; expected ngram");
+  SpeculativeDecoding spec;
+  spec.num_tokens = read_int(r.required("num_speculative_tokens"), 1, 64);
+  const auto rate = r.optional("acceptance_rate");
+  const auto probability = r.optional("acceptance_probability");
+  if (rate.has_value() == probability.has_value())
+    fail(field, "expected exactly one of acceptance_rate (accepted over drafted, as vLLM reports it) and "
+                "acceptance_probability (per draft, given the drafts before it accepted)");
+  const Field& given = rate ? *rate : *probability;
+  const double value = read_real(given);
+  if (!(value >= 0 && value <= 1)) fail(given, "expected a fraction in [0, 1]");
+  spec.acceptance_probability = rate ? acceptance_probability_for_rate(value, spec.num_tokens) : value;
+  if (auto seed = r.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  return spec;
+}
+
 // Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): the token budget, the running
 // sequences, and the paged KV cache HBM holds beside the weights.
 void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& w) {
@@ -267,8 +293,16 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   c.max_num_batched_tokens = 2048;
   c.block_size = 16;
   if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
-  if (auto f = reader.optional("block_size")) c.block_size = read_int(*f, 1, 1 << 20);
+  if (auto f = reader.optional("block_size")) {
+    c.block_size = read_int(*f, 1, 1 << 20);
+    // Paged attention kernels tile a sequence's blocks in powers of two: vLLM's TPU (Pallas)
+    // backend picks pages of 16 to 256 tokens, its GPU block sizes are 1, 8, 16, 32, 64, 128.
+    if ((c.block_size & (c.block_size - 1)) != 0)
+      fail(*f, "a block of " + std::to_string(c.block_size) + " tokens does not divide the paged attention kernel's "
+               "power-of-two tiles; expected a power of two (vLLM's TPU backend uses 16 to 256)");
+  }
   if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
+  if (auto f = reader.optional("speculative")) c.speculative = parse_speculative(*f);
   if (auto f = reader.optional("router"))
     c.router = read_choice<Router>(*f, {{"shared_queue", Router::SharedQueue},
                                         {"round_robin", Router::RoundRobin},
@@ -467,7 +501,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
 
   if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
   else
-    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router"})
+    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative"})
       if (auto field = reader.optional(key))
         fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
                          " batches by max_batch and prefill_batch");
