@@ -192,5 +192,5 @@ TEST_CASE("serving scenarios take vLLM's random dataset and concurrency limit, b
                 "  router:");
   const auto both = replaced_in(kRandom, "    max_concurrency: 8\n",
                                 "    poisson: {rate: \"1 /s\", count: 1, prompt_tokens: 1, output_tokens: 1}\n");
-  CHECK(podsim_test::contains(podsim_test::error_from(both).what(), "expected exactly one of poisson:, random: or trace:"));
+  CHECK(podsim_test::contains(podsim_test::error_from(both).what(), "expected exactly one of poisson:, random:, sharegpt: or trace:"));
 }

@@ -39,6 +39,13 @@ double gamma_unit_scale(std::mt19937_64& rng, double shape) {
   }
 }
 
+// The gap to the next send (vLLM's get_request): gamma of shape `burstiness` and mean 1 / rate,
+// Gamma(k, 1 / (rate k)) whatever k; 0 (all at once) for an infinite or zero rate.
+double send_gap(std::mt19937_64& rng, double rate_per_s, double burstiness) {
+  if (!(rate_per_s > 0) || std::isinf(rate_per_s)) return 0.0;
+  return gamma_unit_scale(rng, burstiness) / (rate_per_s * burstiness);
+}
+
 }  // namespace
 
 LengthRange random_input_lengths(const RandomDataset& dataset) {
@@ -56,7 +63,6 @@ std::vector<Request> random_requests(const RandomDataset& dataset) {
   std::mt19937_64 rng(dataset.seed);
   std::mt19937_64 prefix_rng(dataset.seed ^ 0x9e3779b97f4a7c15ULL);   // its own stream: lengths as without
   const LengthRange input = random_input_lengths(dataset), output = random_output_lengths(dataset);
-  const bool at_once = !(dataset.request_rate_per_s > 0) || std::isinf(dataset.request_rate_per_s);
   std::vector<Request> requests;
   requests.reserve(dataset.count);
   double t = 0;
@@ -71,9 +77,44 @@ std::vector<Request> random_requests(const RandomDataset& dataset) {
       r.prefix_tokens = dataset.prefix_len;
     }
     requests.push_back(r);
-    // Gamma(k, 1 / (rate k)): mean 1 / rate whatever the burstiness k.
-    if (!at_once) t += gamma_unit_scale(rng, dataset.burstiness) / (dataset.request_rate_per_s * dataset.burstiness);
+    t += send_gap(rng, dataset.request_rate_per_s, dataset.burstiness);
   }
+  return requests;
+}
+
+bool sharegpt_valid(int prompt_tokens, int output_tokens, bool output_len_given) {
+  const bool too_short = prompt_tokens < 4 || (!output_len_given && output_tokens < 4);
+  return !too_short && prompt_tokens <= 1024 && prompt_tokens + static_cast<int64_t>(output_tokens) <= 2048;
+}
+
+std::vector<Request> sampled_requests(const SampledDataset& dataset, std::vector<size_t>* rows) {
+  std::mt19937_64 rng(dataset.seed);
+  std::vector<size_t> order(dataset.rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[static_cast<size_t>(draw(rng, {0, static_cast<int>(i - 1)}))]);
+  const bool given = dataset.output_len > 0;
+  std::vector<size_t> taken;
+  for (size_t i = 0; i < order.size() && static_cast<int>(taken.size()) < dataset.count; ++i) {
+    const Request& row = dataset.rows[order[i]];
+    if (sharegpt_valid(row.prompt_tokens, given ? dataset.output_len : row.output_tokens, given)) taken.push_back(order[i]);
+  }
+  if (taken.empty()) return {};
+  for (size_t passed = taken.size(); static_cast<int>(taken.size()) < dataset.count;)
+    taken.push_back(taken[static_cast<size_t>(draw(rng, {0, static_cast<int>(passed - 1)}))]);
+  std::mt19937_64 gaps(dataset.seed ^ 0x9e3779b97f4a7c15ULL);   // their own stream: rows as at any rate
+  std::vector<Request> requests;
+  requests.reserve(taken.size());
+  double t = 0;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    Request r = dataset.rows[taken[i]];
+    r.id = static_cast<int>(i);
+    r.arrival_s = t;
+    t += send_gap(gaps, dataset.request_rate_per_s, dataset.burstiness);
+    if (given) r.output_tokens = dataset.output_len;
+    requests.push_back(r);
+  }
+  if (rows) *rows = std::move(taken);
   return requests;
 }
 

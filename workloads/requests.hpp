@@ -1,6 +1,7 @@
 #pragma once
 // Serving requests: when each arrives and how long its prompt and its response are. They come
 // from a Poisson process (here) or a CSV trace (sim/scenario/request_trace.cpp).
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct Request {
   // prompt, a conversation so far), which prefix caching computes once. -1: none.
   int prefix_id = -1;
   int prefix_tokens = 0;
+  bool operator==(const Request&) const = default;
 };
 
 // A length drawn uniformly from [min, max] (min == max: fixed).
@@ -62,5 +64,27 @@ struct RandomDataset {
 LengthRange random_input_lengths(const RandomDataset& dataset);
 LengthRange random_output_lengths(const RandomDataset& dataset);
 std::vector<Request> random_requests(const RandomDataset& dataset);
+
+// vLLM's benchmark_serving with `--dataset-name sharegpt` (vllm/benchmarks/datasets.py,
+// ShareGPTDataset.sample and is_valid_sequence) on a table of conversations' lengths: the rows
+// shuffled by the seed, then taken in that order while they pass vLLM's pruning (prompt and
+// output at least 4 tokens, prompt at most 1024, the two at most 2048; with `output_len` given,
+// as --sharegpt-output-len, every output is that long and its minimum is not checked) until
+// `count`; if fewer pass, drawn again uniformly from those taken (vLLM oversamples so). Sent
+// as the random dataset's requests are (request_rate_per_s, burstiness). The shuffle is
+// podsim's (Fisher-Yates on a 64-bit Mersenne Twister), not Python's: the same pruning and
+// sampling, other rows for a seed.
+struct SampledDataset {
+  std::vector<Request> rows;    // lengths and prefixes, in the file's order
+  int count = 1;                // --num-prompts
+  int output_len = 0;           // --sharegpt-output-len; 0: each row's own
+  double request_rate_per_s = 0;
+  double burstiness = 1;
+  uint64_t seed = 0;
+};
+// vLLM's is_valid_sequence at its defaults.
+bool sharegpt_valid(int prompt_tokens, int output_tokens, bool output_len_given);
+// The requests, and in `rows` (if given) the table row each came from.
+std::vector<Request> sampled_requests(const SampledDataset& dataset, std::vector<size_t>* rows = nullptr);
 
 }  // namespace podsim

@@ -200,7 +200,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     // A serving run.
     {"wall_time_s", "s", S, None, "the simulation's own wall time (0 with --reproducible)", [](const auto& in) -> Json { return in.options.reproducible ? 0.0 : in.serving->wall_time_s; }},
     {"topology", "object", S, None, "a server's slice: chip, axes, chips, diameter_hops, bisection_links", [](const auto& in) -> Json { return p::serving_topology(in); }},
-    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random` or the trace's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency, router and speculative under policy mixed, prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
+    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random`, or the trace's or length table's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency, router and speculative under policy mixed, prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
     {"servers", "count", S, S, "generate servers (model replicas)", [](const auto& in) -> Json { return in.scenario.serving().config.servers; }},
     {"prefill_servers", "count", S, S, "prefill servers (disaggregated)", [](const auto& in) -> Json { return in.scenario.serving().config.prefill_servers; }},
     {"replicas_per_slice", "count", S, None, "model replicas a slice holds", [](const auto& in) -> Json { return in.scenario.serving().replicas_per_slice; }},

@@ -15,6 +15,7 @@ const std::vector<FileReference>& file_references() {
       {"hardware.profile", "calibration profile",         // scenario_loader.cpp apply_profile
        [](const std::string& value) { return !names_builtin_profile(value); }},
       {"workload.requests.trace", "request trace"},       // serving_loader.cpp
+      {"workload.requests.sharegpt.path", "length table"},   // serving_loader.cpp
       {"workload.routing.loads", "expert-load file"},     // routing_loader.cpp
   };
   return references;

@@ -34,6 +34,7 @@ enum class SchemaMap {
   Requests,
   Poisson,
   RandomDataset,
+  ShareGpt,
   Slo,
   Speculative,
   Prefill,

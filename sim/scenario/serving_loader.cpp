@@ -160,6 +160,40 @@ Field parse_random(const Field& field, ServingWorkload& w) {
   return output;
 }
 
+// vLLM benchmark_serving's sharegpt dataset on a length table (workloads/requests.hpp).
+void parse_sharegpt(const Field& field, ServingWorkload& w) {
+  const MapReader r(field, SchemaMap::ShareGpt);
+  r.reject_unknown();
+  const std::string path = resolve_input_path(read_string(r.required("path")), field.where.file);
+  const LengthTable table = read_length_table(path);
+  SampledDataset d;
+  d.rows = table.rows;
+  d.count = read_int(r.required("count"), 1, kMaxRequests);
+  if (auto output = r.optional("output_len")) d.output_len = read_int(*output, 1, kMaxTokens);
+  d.request_rate_per_s = std::numeric_limits<double>::infinity();
+  if (auto rate = r.optional("request_rate")) d.request_rate_per_s = read_quantity(*rate, parse_rate_per_s);
+  if (auto burstiness = r.optional("burstiness")) {
+    d.burstiness = read_real(*burstiness);
+    if (!(d.burstiness > 0) || !std::isfinite(d.burstiness))
+      fail(*burstiness, "expected a positive number (vLLM's --burstiness: 1 is a Poisson process, below 1 burstier)");
+  }
+  if (auto seed = r.optional("seed")) d.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  std::vector<size_t> rows;
+  w.requests = sampled_requests(d, &rows);
+  if (w.requests.empty())
+    fail(r.required("path"), "no row of the " + std::to_string(table.rows.size()) + " passes vLLM's pruning (prompt and "
+                             "output at least 4 tokens, prompt at most 1024, both at most 2048); expected some that do");
+  for (size_t i = 0; i < w.requests.size(); ++i) {
+    const Request& q = w.requests[i];
+    if (static_cast<int64_t>(q.prompt_tokens) + q.output_tokens > w.model.max_sequence_length)
+      throw InputError({path, table.lines[rows[i]], table.prompt_column}, "prompt_tokens + output_tokens",
+                       std::to_string(q.prompt_tokens) + " + " + std::to_string(q.output_tokens),
+                       "longer than " + w.model.name + "'s max_sequence_length of " +
+                           std::to_string(w.model.max_sequence_length));
+  }
+  w.requests_source = read_string(r.required("path"));
+}
+
 // Fills w.requests (and the client's concurrency limit); returns the generated output length's
 // field (empty for a trace), where a request too long for HBM is reported.
 std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
@@ -168,10 +202,15 @@ std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
   const auto poisson = reader.optional("poisson");
   const auto random = reader.optional("random");
   const auto trace = reader.optional("trace");
-  if (poisson.has_value() + random.has_value() + trace.has_value() != 1)
-    fail(field, "expected exactly one of poisson:, random: or trace:");
+  const auto sharegpt = reader.optional("sharegpt");
+  if (poisson.has_value() + random.has_value() + trace.has_value() + sharegpt.has_value() != 1)
+    fail(field, "expected exactly one of poisson:, random:, sharegpt: or trace:");
   if (auto limit = reader.optional("max_concurrency")) w.config.max_concurrency = read_int(*limit, 1, kMaxRequests);
   if (random) return parse_random(*random, w);
+  if (sharegpt) {
+    parse_sharegpt(*sharegpt, w);
+    return std::nullopt;
+  }
   if (trace) {
     const std::string path = resolve_input_path(read_string(*trace), field.where.file);
     w.requests = read_request_trace(path, w.model.max_sequence_length, w.model.name);
