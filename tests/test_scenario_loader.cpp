@@ -1537,13 +1537,14 @@ TEST_CASE("the files a scenario names: one list, resolved beside it, made absolu
           "[scenario][files]") {
   const YAML::Node document = YAML::Load(
       "hardware: {preset: v5e, profile: profiles/p.yaml}\n"
-      "workload: {requests: {trace: /data/t.csv}, routing: {loads: loads.csv}}\n");
+      "workload: {requests: {trace: /data/t.csv, sharegpt: {path: lengths.csv}}, routing: {loads: loads.csv}}\n");
   const auto files = named_files(document, "dir/s.yaml");
   REQUIRE(files.size() == file_references().size());
   CHECK(files[0].key == "hardware.profile");
   CHECK(files[0].path == "dir/profiles/p.yaml");
   CHECK(files[1].path == "/data/t.csv");
-  CHECK(files[2].path == "dir/loads.csv");
+  CHECK(files[2].path == "dir/lengths.csv");
+  CHECK(files[3].path == "dir/loads.csv");
   // Absent or malformed keys name nothing (the loader reports them); nothing is added to the document.
   const YAML::Node sparse = YAML::Load("hardware: v5e\nworkload: {routing: {loads: [a, b]}}\n");
   CHECK(named_files(sparse, "s.yaml").empty());
@@ -1553,6 +1554,7 @@ TEST_CASE("the files a scenario names: one list, resolved beside it, made absolu
   CHECK(make_file_references_absolute(copy, "", "/base"));
   CHECK(copy["hardware"]["profile"].Scalar() == "/base/profiles/p.yaml");
   CHECK(copy["workload"]["requests"]["trace"].Scalar() == "/data/t.csv");
+  CHECK(copy["workload"]["requests"]["sharegpt"]["path"].Scalar() == "/base/lengths.csv");
   CHECK(copy["workload"]["routing"]["loads"].Scalar() == "/base/loads.csv");
   // An override's value, placed at its key: the scalar itself, or a mapping above the file key.
   YAML::Node scalar = YAML::Load("q.yaml");
@@ -1578,8 +1580,13 @@ TEST_CASE("every key of file_references() is a file the loader reads, taken from
                           "  model: {layers: 2, d_model: 256, d_ff: 1024, heads: 4, kv_heads: 4, head_dim: 64, vocab: 0,\n"
                           "          moe: {experts: 4, experts_per_token: 2, expert_d_ff: 512}}\n"
                           "  routing: {distribution: loads, loads: l.csv}\n";
-  const std::map<std::string, std::string> reader = {
-      {"hardware.profile", kBase}, {"workload.requests.trace", serving}, {"workload.routing.loads", moe}};
+  const std::string sharegpt = "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4, Y: 4}}\n"
+                               "workload: {kind: serving, model: llama3-70b, weights: int8, kv_cache: int8,\n"
+                               "           requests: {sharegpt: {path: l.csv, count: 10}}}\n";
+  const std::map<std::string, std::string> reader = {{"hardware.profile", kBase},
+                                                     {"workload.requests.trace", serving},
+                                                     {"workload.requests.sharegpt.path", sharegpt},
+                                                     {"workload.routing.loads", moe}};
   const std::string path = "/nowhere/podsim/s.yaml";   // only labels messages and resolves paths
   for (const auto& reference : file_references()) {
     INFO(reference.key);

@@ -6,10 +6,14 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
 #include "scenario_errors.hpp"
 #include "scratch.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/request_trace.hpp"
+#include "sim/report/summary_fields.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/requests.hpp"
 
@@ -161,4 +165,23 @@ workload:
   const std::string message = error(tiny);
   CHECK(contains(message, "long.csv:2:1"));
   CHECK(contains(message, "max_sequence_length of 1500"));
+}
+
+TEST_CASE("the S2 scenario (JetStream LLaMA-2 7B on v5e-8): its formulas hold, every slot in use",
+          "[serving][datasets][scenario]") {
+  const std::string file = podsim_test::source_path("scenarios/real/s2_jetstream_llama2_7b_v5e_8.yaml");
+  const Scenario scenario = load_scenario(file);
+  const auto dir = podsim_test::made_dir("s2-jetstream");
+  const auto run = podsim_test::run_podsim("run " + file + " -o " + dir.string() + " --reproducible");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto summary = nlohmann::json::parse(podsim_test::read_file(dir / "summary.json"));
+  REQUIRE(scenario.expectations.size() == 2);
+  for (const auto& expect : scenario.expectations)
+    CHECK(expect.accepts(summary_field_value(summary, expect.field)));
+  CHECK(summary["max_batch"] == 96);
+  CHECK(summary["workload"]["policy"] == "jetstream");
+  // 2000 prompts at once on 96 slots: the generate steps run full until the queue drains, so
+  // the mean batch is near 96 and the decode steps near 2000 x 1023 / 96.
+  CHECK(summary["decode_steps"].get<double>() == Approx(2000.0 * 1023 / 96).epsilon(0.02));
 }

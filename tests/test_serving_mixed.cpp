@@ -16,6 +16,7 @@
 
 #include "cli_helpers.hpp"
 #include "meshes.hpp"
+#include "run_summary.hpp"
 #include "scenario_errors.hpp"
 #include "scratch.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -382,4 +383,92 @@ TEST_CASE("routers: round robin, least outstanding, and prefix-aware routing ove
     const auto blind = simulate_serving(swapped, c, linear_costs());
     CHECK(blind.prefix_hit_tokens == 0);   // each lands on the server without its prefix
   }
+}
+
+TEST_CASE("swap preemption: a preempted sequence's cache goes to the host and back, nothing recomputed",
+          "[serving][mixed][swap]") {
+  // The preemption case above (12 blocks of 4 tokens, two requests of 20 + 10 tokens), with
+  // swaps at 1 ms a token each way.
+  const std::vector<Request> requests = {{0, 0.0, 20, 10}, {1, 0.0, 20, 10}};
+  StepCosts costs = linear_costs();
+  costs.kv_swap_s = [](long long tokens) { return 1e-3 * static_cast<double>(tokens); };
+  ServingConfig config = mixed(64, 8, 12, 4);
+  config.preemption = Preemption::Swap;
+  SECTION("room on the host: swapped out and in, every token once, no step recomputes") {
+    config.swap_blocks = 100;
+    const auto run = simulate_serving(requests, config, costs);
+    REQUIRE(run.preemptions >= 1);
+    CHECK(run.swap_outs == run.preemptions);
+    CHECK(run.swap_s > 0);
+    size_t gaps = 0;
+    for (const auto& r : run.requests) gaps += r.request.output_tokens - 1;
+    CHECK(run.inter_token_s.size() == gaps);
+    // After the prompts, no step carries more than one token a sequence: the swapped one
+    // resumes where it stopped.
+    for (const auto& s : run.steps)
+      if (s.start_s > 0) CHECK(s.tokens <= s.batch);
+    // The copies are in the steps: the run takes longer than its steps' token costs alone.
+    double token_costs = 0;
+    for (const auto& s : run.steps) token_costs += 0.01 + 1e-5 * s.tokens;
+    double busy = 0;
+    for (const auto& s : run.steps) busy += s.end_s - s.start_s;
+    CHECK(busy == Approx(token_costs + run.swap_s));
+  }
+  SECTION("no room on the host: recomputed, as without swap") {
+    config.swap_blocks = 1;
+    const auto run = simulate_serving(requests, config, costs);
+    CHECK(run.preemptions >= 1);
+    CHECK(run.swap_outs == 0);
+    CHECK(run.swap_s == 0);
+  }
+}
+
+TEST_CASE("the swap scenario: the cache's blocks, swaps within the host's space, sooner than recompute",
+          "[serving][mixed][swap][scenario]") {
+  auto summary_of = [&](const std::string& preemption) {
+    return podsim_test::run_summary("serving_llama3_8b_swap_preemption_v5e_2x2", "--set workload.preemption=" + preemption,
+                                    "swap-" + preemption);
+  };
+  const auto swap = summary_of("swap");
+  const auto recompute = summary_of("recompute");
+  CHECK(swap["kv_cache_blocks"] == 22859);
+  CHECK(swap["workload"]["swap_blocks"] == 8192);   // 4 x 4 GiB over 16 x 131,072 B
+  CHECK(swap["swap_preemptions"].get<long long>() > 0);
+  CHECK(swap["swap_preemptions"].get<long long>() <= swap["preemptions"].get<long long>());
+  // Each swap moves at most a whole request (4000 tokens) out and back at 2.048 us a token.
+  CHECK(swap["kv_swap_time_s"].get<double>() <= swap["swap_preemptions"].get<double>() * 2 * 4000 * 131072.0 / 64e9);
+  CHECK(recompute["preemptions"].get<long long>() > 0);
+  CHECK_FALSE(recompute.contains("swap_preemptions"));
+  CHECK(swap["total_time_s"].get<double>() < recompute["total_time_s"].get<double>());
+}
+
+TEST_CASE("swap preemption: bad input located", "[serving][mixed][swap][scenario]") {
+  using podsim_test::replaced_in;
+  using podsim_test::require_error;
+  const std::string base = R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 2, Y: 2}}
+workload:
+  kind: serving
+  model: llama3-8b
+  policy: mixed
+  preemption: swap
+  swap_space: "4 GiB"
+  requests:
+    random: {count: 10, input_len: 100, output_len: 100}
+)";
+  CHECK(load_scenario_text(base, podsim_test::kScenarioFile).serving().config.swap_blocks == 8192);
+  require_error(replaced_in(base, "preemption: swap", "preemption: drop"), "workload.preemption", "drop", "  preemption:");
+  require_error(replaced_in(base, "preemption: swap", "preemption: recompute"), "workload.swap_space", "4 GiB",
+                "  swap_space:");
+  require_error(replaced_in(base, "swap_space: \"4 GiB\"", "swap_space: \"-1 GiB\""), "workload.swap_space", "-1 GiB",
+                "  swap_space:");
+  // Several servers on one queue: a swapped cache could not follow its sequence.
+  require_error(replaced_in(base, "policy: mixed", "policy: mixed\n  servers: 2"), "workload.preemption", "swap",
+                "  preemption:");
+  CHECK(load_scenario_text(replaced_in(base, "policy: mixed", "policy: mixed\n  servers: 2\n  router: round_robin"),
+                           podsim_test::kScenarioFile)
+            .serving()
+            .config.servers == 2);
+  require_error(replaced_in(base, "policy: mixed", "policy: continuous"), "workload.preemption", "swap", "  preemption:");
 }

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "run_summary.hpp"
 #include "scenario_errors.hpp"
 #include "scratch.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -209,15 +209,8 @@ workload:
 
 TEST_CASE("the speculative vLLM scenario: its acceptance formula, every token once, and TPOT below the plain run's",
           "[serving][speculative][scenario]") {
-  auto summary_of = [](const std::string& name) {
-    const auto dir = podsim_test::made_dir("spec-" + name);
-    const auto run = podsim_test::run_podsim("run " + podsim_test::source_path("scenarios/" + name + ".yaml") + " -o " +
-                                             dir.string());
-    REQUIRE(run.exit_code == 0);
-    return nlohmann::json::parse(podsim_test::read_file(dir / "summary.json"));
-  };
-  const auto spec = summary_of("serving_llama3_70b_vllm_spec_ngram_v6e_8");
-  const auto plain = summary_of("serving_llama3_70b_vllm_mixed_v6e_8");
+  const auto spec = podsim_test::run_summary("serving_llama3_70b_vllm_spec_ngram_v6e_8", "", "spec-ngram");
+  const auto plain = podsim_test::run_summary("serving_llama3_70b_vllm_mixed_v6e_8", "", "spec-plain");
   CHECK(spec["spec_decode_acceptance_rate"].get<double>() == Approx(0.5).epsilon(0.01));
   CHECK(spec["spec_decode_mean_acceptance_length"].get<double>() == Approx(3.0).epsilon(0.01));
   CHECK(spec["workload"]["speculative"]["expected_acceptance_rate"].get<double>() == Approx(0.5).epsilon(1e-12));

@@ -43,6 +43,10 @@ int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
   return full * largest + *std::lower_bound(buckets.begin(), buckets.end(), left);
 }
 
+const char* to_string(Preemption preemption) {
+  return preemption == Preemption::Swap ? "swap" : "recompute";
+}
+
 const char* to_string(Router router) {
   switch (router) {
     case Router::SharedQueue: return "shared_queue";
@@ -82,6 +86,8 @@ struct Server {
   std::deque<int> queue;          // mixed under a router: the requests routed here, waiting
   PagedKvCache cache{0, 1};
   std::vector<std::pair<int, int>> scheduled;
+  long long host_blocks = 0;      // swap: blocks its swapped sequences hold in host memory
+  long long swap_tokens = 0;      // swap: tokens the step being scheduled copies out or in
 };
 
 // A request between its arrival and the moment its record is passed on.
@@ -105,6 +111,7 @@ struct Live {
   long long hit_tokens = 0;        // of `computed`: its prefix's cached blocks it uses
   bool pinned = false;             // it uses its prefix's cached blocks (prefix caching)
   long long verifications = 0;     // speculative decoding: its steps that verified drafts so far
+  bool swapped = false;            // swap preemption: its `computed` tokens wait in host memory
   long long pending() const { return record.request.prompt_tokens + generated - computed; }
   int chunks() const { return full_chunks + 1; }
   int chunk(int i) const { return i < full_chunks ? largest : last_chunk; }
@@ -418,7 +425,7 @@ class Simulation {
       server.running.pop_back();
       Live& p = live_[last];
       drop_cache(server, p);
-      p.computed = 0;   // recomputed from its first token when readmitted
+      swap_out_or_drop(server, p);
       queue_of(server).push_front(last);
       ++totals_.preemptions;
       if (last == r) return false;
@@ -426,9 +433,24 @@ class Simulation {
     return true;
   }
 
+  // Preemption: the sequence's cached tokens go to host memory where swap has room, else it
+  // is recomputed from its first token when readmitted.
+  void swap_out_or_drop(Server& server, Live& p) {
+    const long long blocks = server.cache.blocks_for(p.computed);
+    if (config_.preemption == Preemption::Swap && p.computed > 0 && server.host_blocks + blocks <= config_.swap_blocks) {
+      p.swapped = true;
+      server.host_blocks += blocks;
+      server.swap_tokens += p.computed;
+      ++totals_.swap_outs;
+      return;
+    }
+    p.computed = 0;
+  }
+
   void start_mixed(Server& server, int s) {
     long long budget = config_.max_num_batched_tokens;
     server.scheduled.clear();
+    server.swap_tokens = 0;
     const long long preemptions = totals_.preemptions;
     for (size_t i = 0; i < server.running.size() && budget > 0; ++i) {
       const int r = server.running[i];
@@ -447,8 +469,13 @@ class Simulation {
       const long long n = std::min(l.pending(), budget);
       if (!server.cache.grow(l.blocks, l.computed + n - l.hit_tokens, now_)) {
         drop_cache(server, l);
-        l.computed = 0;
+        if (!l.swapped) l.computed = 0;
         break;
+      }
+      if (l.swapped) {   // its cache comes back from the host in this step
+        server.host_blocks -= server.cache.blocks_for(l.computed);
+        server.swap_tokens += l.computed;
+        l.swapped = false;
       }
       totals_.prefix_hit_tokens += static_cast<double>(hit);
       totals_.prefix_query_tokens += l.pinned ? l.record.request.prompt_tokens : 0;
@@ -474,7 +501,9 @@ class Simulation {
     }
     shape.logit_rows = 0;
     for (const auto& [r, n] : server.scheduled) shape.logit_rows += verifying(live_[r], n) ? n : 1;
-    const double d = costs_.mixed_s(shape);
+    const double swap = server.swap_tokens > 0 ? costs_.kv_swap_s(server.swap_tokens) : 0.0;
+    totals_.swap_s += swap;
+    const double d = costs_.mixed_s(shape) + swap;
     server.busy = true;
     server.step = StepKind::Mixed;
     StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
@@ -646,6 +675,10 @@ ServingTotals simulate_serving(const std::vector<Request>& requests, const Servi
     if (config.max_num_batched_tokens < 1 || config.max_num_seqs < 1 || config.block_size < 1 || config.kv_blocks < 1)
       throw std::invalid_argument("mixed steps need a token budget, sequences, and a KV cache of at least one block");
     if (!costs.mixed_s) throw std::invalid_argument("mixed steps need their cost");
+    if (config.preemption == Preemption::Swap && !costs.kv_swap_s)
+      throw std::invalid_argument("swap preemption needs the swaps' cost");
+    if (config.preemption == Preemption::Swap && config.servers > 1 && config.router == Router::SharedQueue)
+      throw std::invalid_argument("a swapped sequence's cache is on its server's host: swap needs a router");
     const double capacity = static_cast<double>(config.kv_blocks) * config.block_size;
     for (const auto& r : requests)
       if (static_cast<double>(r.prompt_tokens) + r.output_tokens > capacity)

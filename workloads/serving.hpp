@@ -38,6 +38,14 @@ const char* to_string(BatchingPolicy policy);
 enum class Router { SharedQueue, RoundRobin, LeastOutstanding, KvAware };
 const char* to_string(Router router);
 
+// What a preempted sequence (policy mixed) keeps. Recompute: nothing; readmitted, it prefills
+// its prompt and outputs again (vLLM's default, v1's only kind). Swap (vLLM v0's
+// preemption_mode "swap"): its cached tokens are copied to host memory over PCIe, and back
+// when it is readmitted, as part of those steps (vLLM v0 runs the swap ops before the step's
+// forward pass); when the host's swap space has no room, it is recomputed.
+enum class Preemption { Recompute, Swap };
+const char* to_string(Preemption preemption);
+
 struct ServingConfig {
   BatchingPolicy policy = BatchingPolicy::Continuous;
   int servers = 1;             // model servers (colocated), or generate servers (disaggregated)
@@ -75,6 +83,8 @@ struct ServingConfig {
   // last token and up to k drafts (fewer near its last output token or when the token budget
   // runs out), with logits at each, and emits the accepted drafts and one more token together.
   SpeculativeDecoding speculative;
+  Preemption preemption = Preemption::Recompute;
+  long long swap_blocks = 0;   // swap: blocks a server's host holds (vLLM's swap_space)
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.
@@ -93,6 +103,8 @@ struct StepCosts {
   std::function<double(int tokens)> kv_transfer_s;
   // A mixed step of this shape (policy mixed).
   std::function<double(const StepShape& shape)> mixed_s;
+  // Copying `tokens` cached tokens between a server's HBM and its host, one way (swap).
+  std::function<double(long long tokens)> kv_swap_s;
 };
 
 struct RequestRecord {
@@ -189,6 +201,10 @@ struct ServingTotals {
   // Speculative decoding, as vLLM counts it (spec_decode_num_drafts, _num_draft_tokens,
   // _num_accepted_tokens): sequence-steps that verified drafts, drafts verified, drafts accepted.
   long long spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+  // Swap preemption: preemptions that swapped out (the rest recomputed), and the seconds the
+  // copies out and back in added to steps.
+  long long swap_outs = 0;
+  double swap_s = 0;
 };
 
 // Runs the requests (sorted by arrival) through the servers, passing records to `sink`. Throws

@@ -4,13 +4,16 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
 
 std::string measured_text(const std::string& field, double v) {
-  const bool time = field.size() > 2 && field.compare(field.size() - 2, 2, "_s") == 0;
-  return time ? human_time(v) : number_text(v);
+  if (is_time_field(field)) return human_time(v);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4g", v);   // a rate or count, to a time's 4 figures
+  return buffer;
 }
 
 std::string percent_text(double e) {

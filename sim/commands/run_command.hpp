@@ -34,8 +34,8 @@ struct RunCommandOutputs {
 // Throws InputError for a plan that cannot be built (or, with `strict`, does not fit).
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& options);
 
-// The summary.json a run of a collectives, training or inference scenario would write, without
-// writing anything (a calibration evaluates its measurements this way). Serving: InputError.
+// The summary.json a run would write, without writing anything (a calibration evaluates its
+// measurements this way; a serving run's records go to no file).
 std::string simulate_summary_json(Scenario scenario, const RunCommandOptions& options);
 
 // The simulation a run of a collectives, training or inference scenario reports on, without
@@ -44,7 +44,8 @@ RunResult simulate_run(Scenario scenario, const RunCommandOptions& options);
 
 // Each scenario's simulate_summary_json, the same bytes, with up to `jobs` simulations running at
 // once (each in its own child process, started and waited on from the calling thread: call it
-// from a process with one thread). A scenario whose plan cannot be built throws as it would.
+// from a process with one thread; serving runs in this process, between). A scenario whose
+// plan cannot be built throws as it would.
 std::vector<std::string> simulate_summaries_json(std::vector<Scenario> scenarios, const RunCommandOptions& options,
                                                  int jobs);
 

@@ -340,12 +340,19 @@ double ServingCostModel::decode_s(int batch, double context_tokens) {
   return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model_.layers);
 }
 
+double ServingCostModel::kv_swap_s(long long tokens) const {
+  const ServerRole& role = generate_role_;
+  return static_cast<double>(tokens) * kv_cache_bytes_per_token(model_, role.plan.kv_bytes) /
+         (role.model_degree * role.topology.chip.pcie_bandwidth_Bps);
+}
+
 StepCosts ServingCostModel::costs() {
   StepCosts c;
   c.prefill_s = [this](int batch, int chunk, int offset) { return prefill_s(batch, chunk, offset); };
   c.decode_s = [this](int batch, double context) { return decode_s(batch, context); };
   c.kv_transfer_s = [this](int tokens) { return kv_transfer_s(tokens); };
   c.mixed_s = [this](const StepShape& shape) { return mixed_s(shape); };
+  c.kv_swap_s = [this](long long tokens) { return kv_swap_s(tokens); };
   return c;
 }
 

@@ -94,6 +94,11 @@ class ServingCostModel {
   double mixed_s(const StepShape& shape);
   size_t mixed_shapes() const { return mixed_steps_.size(); }
   double kv_transfer_s(int tokens) const { return kv_transfer_.at(tokens); }
+  // Swap preemption's copy of `tokens` cached tokens between a generate server's HBM and its
+  // host, one way: each model-parallel chip moves its shard of the heads over its own PCIe link
+  // at once, so tokens x KV bytes a token / (chips x PCIe bandwidth); no other traffic shares
+  // those links in a step (the host's DCN NIC is another path).
+  double kv_swap_s(long long tokens) const;
   StepCosts costs();
 
   // Whole steps: a decode (prefill) step's batch is padded up to a multiple of this.

@@ -66,7 +66,11 @@ Json serving_workload(const SummaryInputs& in) {
                    {"hbm_slots", w.hbm_slots},
                    {"metric_percentiles", w.metric_percentiles}};
   if (w.config.max_concurrency > 0) workload["max_concurrency"] = w.config.max_concurrency;
-  if (w.config.policy == BatchingPolicy::Mixed) workload["router"] = to_string(w.config.router);
+  if (w.config.policy == BatchingPolicy::Mixed) {
+    workload["router"] = to_string(w.config.router);
+    workload["preemption"] = to_string(w.config.preemption);
+    if (w.config.preemption == Preemption::Swap) workload["swap_blocks"] = w.config.swap_blocks;
+  }
   if (const SpeculativeDecoding& spec = w.config.speculative; spec.enabled())
     workload["speculative"] = {{"method", "ngram"},
                                {"num_speculative_tokens", spec.num_tokens},
@@ -93,6 +97,10 @@ Json serving_slo(const SummaryInputs& in) {
 bool serving_mixed(const SummaryInputs& in) { return in.scenario.serving().config.policy == BatchingPolicy::Mixed; }
 
 bool serving_speculative(const SummaryInputs& in) { return in.scenario.serving().config.speculative.enabled(); }
+
+bool serving_swaps(const SummaryInputs& in) {
+  return serving_mixed(in) && in.scenario.serving().config.preemption == Preemption::Swap;
+}
 
 // Busy seconds over the servers' capacity (servers x the span of the run).
 Json busy_fraction(const SummaryInputs& in, bool prefill) {
@@ -175,6 +183,11 @@ std::string serving_table(const Scenario& scenario, const ServingRun& run) {
                   human_time(st.prefill_step.mean).c_str(), r.prefill_steps, human_time(st.decode_step.mean).c_str(),
                   r.decode_steps);
   std::string steps = steps_line;
+  if (w.config.policy == BatchingPolicy::Mixed && w.config.preemption == Preemption::Swap) {
+    std::snprintf(steps_line, sizeof steps_line, " (%lld swapped, %s of copies over PCIe)", r.swap_outs,
+                  human_time(r.swap_s).c_str());
+    steps += steps_line;
+  }
   if (r.spec_drafts > 0) {
     std::snprintf(steps_line, sizeof steps_line, "; speculative: %.1f%% of %lld drafts accepted, %.3g tokens a verifying step",
                   100.0 * static_cast<double>(r.spec_accepted_tokens) / static_cast<double>(r.spec_draft_tokens),

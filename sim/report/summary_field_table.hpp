@@ -89,6 +89,7 @@ Json distribution(const Distribution& d);
 Json busy_fraction(const SummaryInputs& in, bool prefill);
 bool serving_mixed(const SummaryInputs& in);
 bool serving_speculative(const SummaryInputs& in);
+bool serving_swaps(const SummaryInputs& in);
 Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
 }  // namespace summary_parts
@@ -200,7 +201,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     // A serving run.
     {"wall_time_s", "s", S, None, "the simulation's own wall time (0 with --reproducible)", [](const auto& in) -> Json { return in.options.reproducible ? 0.0 : in.serving->wall_time_s; }},
     {"topology", "object", S, None, "a server's slice: chip, axes, chips, diameter_hops, bisection_links", [](const auto& in) -> Json { return p::serving_topology(in); }},
-    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random`, or the trace's or length table's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency, router and speculative under policy mixed, prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
+    {"workload", "object", S, None, "model, policy, numerics, prompt_buckets, prefill_batch, requests_source (`poisson`, `random`, or the trace's or length table's path), max_context_tokens, hbm_slots, metric_percentiles (and max_concurrency; router, preemption, swap_blocks and speculative under policy mixed; prefill_topology)", [](const auto& in) -> Json { return p::serving_workload(in); }},
     {"servers", "count", S, S, "generate servers (model replicas)", [](const auto& in) -> Json { return in.scenario.serving().config.servers; }},
     {"prefill_servers", "count", S, S, "prefill servers (disaggregated)", [](const auto& in) -> Json { return in.scenario.serving().config.prefill_servers; }},
     {"replicas_per_slice", "count", S, None, "model replicas a slice holds", [](const auto& in) -> Json { return in.scenario.serving().replicas_per_slice; }},
@@ -215,6 +216,8 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"mixed_step_time_s", "s", S, S, "the mean mixed step as simulated (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->stats.mixed_step.mean); }},
     {"mixed_steps", "count", S, None, "mixed steps run (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.mixed_steps); }},
     {"preemptions", "count", S, S, "running sequences returned to the queue for want of KV blocks, recomputed when readmitted (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.preemptions); }},
+    {"swap_preemptions", "count", S, S, "preemptions that swapped the sequence's cache to host memory rather than recompute it (preemption: swap)", [](const auto& in) -> Json { return present_if(p::serving_swaps(in), in.serving->totals.swap_outs); }},
+    {"kv_swap_time_s", "s", S, S, "seconds the copies to and from host memory added to steps, all servers (preemption: swap)", [](const auto& in) -> Json { return present_if(p::serving_swaps(in), in.serving->totals.swap_s); }},
     {"kv_cache_blocks", "count", S, S, "KV cache blocks a server holds (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.kv_blocks); }},
     {"kv_cache_block_tokens", "tokens", S, None, "tokens a block holds (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.scenario.serving().config.block_size); }},
     {"kv_cache_peak_usage", "fraction", S, S, "the most blocks any server held at once, over its blocks (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), static_cast<double>(in.serving->totals.peak_kv_blocks_used) / static_cast<double>(std::max(1LL, in.serving->totals.kv_blocks))); }},

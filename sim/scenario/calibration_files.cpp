@@ -107,7 +107,7 @@ std::vector<ScenarioOverride> read_set(const std::string& path, const YAML::Node
 // `measured`: a time with its unit for a *_s field, else a number; positive and within bounds.
 double read_measured(const std::string& path, const YAML::Node& entry, const std::string& where, const std::string& field) {
   const std::string measured = required_string(path, entry, "measured", where);
-  const bool time = field.size() > 2 && field.compare(field.size() - 2, 2, "_s") == 0;
+  const bool time = is_time_field(field);
   double value = 0;
   try {
     value = time ? parse_time_s(measured) : std::stod(measured);
@@ -212,6 +212,8 @@ Measurement read_measurement(const std::string& path, const YAML::Node& entry, s
 }
 
 }  // namespace
+
+bool is_time_field(const std::string& field) { return field.ends_with("_s") && !field.ends_with("_per_s"); }
 
 std::vector<std::string> MeasurementFile::profile_names() const {
   std::vector<std::string> names;

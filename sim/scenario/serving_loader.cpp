@@ -122,6 +122,19 @@ int servers_in(int slices, int replicas, const Field& where, const std::string& 
   return slices * replicas;
 }
 
+// How vLLM's client sends a dataset's requests (--request-rate, default all at once;
+// --burstiness; --seed), for the random and sharegpt datasets alike.
+void read_sends(const MapReader& r, double& rate_per_s, double& burstiness, uint64_t& seed) {
+  rate_per_s = std::numeric_limits<double>::infinity();
+  if (auto rate = r.optional("request_rate")) rate_per_s = read_quantity(*rate, parse_rate_per_s);
+  if (auto field = r.optional("burstiness")) {
+    burstiness = read_real(*field);
+    if (!(burstiness > 0) || !std::isfinite(burstiness))
+      fail(*field, "expected a positive number (vLLM's --burstiness: 1 is a Poisson process, below 1 burstier)");
+  }
+  if (auto field = r.optional("seed")) seed = static_cast<uint64_t>(read_integer(*field, 0, INT64_MAX));
+}
+
 // vLLM benchmark_serving's random dataset (workloads/requests.hpp); returns its output_len
 // field, where a request too long for HBM is reported.
 Field parse_random(const Field& field, ServingWorkload& w) {
@@ -142,14 +155,7 @@ Field parse_random(const Field& field, ServingWorkload& w) {
     d.prefixes = read_int(*prefixes, 1, kMaxRequests);
     if (d.prefix_len == 0) fail(*prefixes, "applies with prefix_len > 0: the prompts share no prefix");
   }
-  d.request_rate_per_s = std::numeric_limits<double>::infinity();
-  if (auto rate = r.optional("request_rate")) d.request_rate_per_s = read_quantity(*rate, parse_rate_per_s);
-  if (auto burstiness = r.optional("burstiness")) {
-    d.burstiness = read_real(*burstiness);
-    if (!(d.burstiness > 0) || !std::isfinite(d.burstiness))
-      fail(*burstiness, "expected a positive number (vLLM's --burstiness: 1 is a Poisson process, below 1 burstier)");
-  }
-  if (auto seed = r.optional("seed")) d.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  read_sends(r, d.request_rate_per_s, d.burstiness, d.seed);
   const int64_t longest = static_cast<int64_t>(d.prefix_len) + random_input_lengths(d).max + random_output_lengths(d).max;
   if (longest > w.model.max_sequence_length)
     fail(output, "prefix_len + input_len and output_len within range_ratio can reach " + std::to_string(longest) +
@@ -170,14 +176,7 @@ void parse_sharegpt(const Field& field, ServingWorkload& w) {
   d.rows = table.rows;
   d.count = read_int(r.required("count"), 1, kMaxRequests);
   if (auto output = r.optional("output_len")) d.output_len = read_int(*output, 1, kMaxTokens);
-  d.request_rate_per_s = std::numeric_limits<double>::infinity();
-  if (auto rate = r.optional("request_rate")) d.request_rate_per_s = read_quantity(*rate, parse_rate_per_s);
-  if (auto burstiness = r.optional("burstiness")) {
-    d.burstiness = read_real(*burstiness);
-    if (!(d.burstiness > 0) || !std::isfinite(d.burstiness))
-      fail(*burstiness, "expected a positive number (vLLM's --burstiness: 1 is a Poisson process, below 1 burstier)");
-  }
-  if (auto seed = r.optional("seed")) d.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
+  read_sends(r, d.request_rate_per_s, d.burstiness, d.seed);
   std::vector<size_t> rows;
   w.requests = sampled_requests(d, &rows);
   if (w.requests.empty())
@@ -342,6 +341,12 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   }
   if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
   if (auto f = reader.optional("speculative")) c.speculative = parse_speculative(*f);
+  const auto preemption = reader.optional("preemption");
+  if (preemption)
+    c.preemption = read_choice<Preemption>(*preemption, {{"recompute", Preemption::Recompute}, {"swap", Preemption::Swap}});
+  const auto swap_space = reader.optional("swap_space");
+  if (swap_space && c.preemption != Preemption::Swap)
+    fail(*swap_space, "applies to preemption: swap; expected preemption: swap beside it");
   if (auto f = reader.optional("router"))
     c.router = read_choice<Router>(*f, {{"shared_queue", Router::SharedQueue},
                                         {"round_robin", Router::RoundRobin},
@@ -357,6 +362,15 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
   const double blocks = std::floor((hbm - weights) / (c.block_size * kv_per_token));
   c.kv_blocks = static_cast<long long>(std::clamp(blocks, 0.0, 1e15));
+  if (c.preemption == Preemption::Swap) {
+    // vLLM's swap_space: host memory a device keeps for swapped blocks, default 4 GiB.
+    const double per_chip = swap_space ? static_cast<double>(read_quantity(*swap_space, parse_bytes)) : 4.0 * (1 << 30);
+    c.swap_blocks = static_cast<long long>(
+        std::floor(per_chip * server.chips_per_slice() / (c.block_size * kv_per_token)));
+    if (c.servers > 1 && c.router == Router::SharedQueue)
+      fail(*preemption, "a swapped sequence's cache waits on its server's host, so it must come back to that server; "
+                        "expected a router (round_robin, least_outstanding or kv_aware) with several servers");
+  }
   c.slots = c.max_num_seqs;
   long long longest = 0;
   for (const auto& r : w.requests) longest = std::max<long long>(longest, static_cast<long long>(r.prompt_tokens) + r.output_tokens);
@@ -540,7 +554,8 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
 
   if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
   else
-    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative"})
+    for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative", "preemption",
+                             "swap_space"})
       if (auto field = reader.optional(key))
         fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
                          " batches by max_batch and prefill_batch");
