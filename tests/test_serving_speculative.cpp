@@ -63,7 +63,7 @@ TEST_CASE("speculative acceptance: the rate's inverse, and the draws follow P(A 
       const double p = acceptance_probability_for_rate(rate, k);
       CHECK(expected_accepted_drafts(p, k) / k == Approx(rate).epsilon(1e-12));
     }
-  SpeculativeDecoding spec{5, 0.7, 11};
+  SpeculativeDecoding spec{DraftMethod::Ngram, 5, 0.7, 11};
   const int draws = 40000;
   std::vector<int> at_least(6, 0);
   for (int i = 0; i < draws; ++i) {
@@ -79,8 +79,8 @@ TEST_CASE("speculative acceptance: the rate's inverse, and the draws follow P(A 
   }
   // Counter-based: the same request and step draw the same whatever came before.
   CHECK(accepted_drafts(spec, 3, 17, 5) == accepted_drafts(spec, 3, 17, 5));
-  CHECK(accepted_drafts({5, 0.0, 1}, 3, 17, 5) == 0);
-  CHECK(accepted_drafts({5, 1.0, 1}, 3, 17, 5) == 5);
+  CHECK(accepted_drafts({DraftMethod::Ngram, 5, 0.0, 1}, 3, 17, 5) == 0);
+  CHECK(accepted_drafts({DraftMethod::Ngram, 5, 1.0, 1}, 3, 17, 5) == 5);
 }
 
 TEST_CASE("speculative steps: k + 1 tokens with logits at each, drafts cut at the response's end", "[serving][speculative]") {
@@ -223,4 +223,62 @@ TEST_CASE("the speculative vLLM scenario: its acceptance formula, every token on
   CHECK(ratio > 1.3);
   CHECK(ratio < 3.0);
   CHECK(spec["mixed_step_time_s"].get<double>() > plain["mixed_step_time_s"].get<double>());
+}
+
+TEST_CASE("a draft model: its passes priced as its own mixed steps, added to the same steps as the ngram run's",
+          "[serving][speculative][scenario]") {
+  const auto draft = podsim_test::run_summary("serving_llama3_70b_vllm_spec_draft_v6e_8", "", "spec-draft");
+  const auto ngram = podsim_test::run_summary("serving_llama3_70b_vllm_spec_ngram_v6e_8", "", "spec-ngram-2");
+  CHECK(draft["kv_cache_blocks"] == 13464);   // both models' weights and caches in HBM (the scenario's comment)
+  CHECK(draft["workload"]["speculative"]["model"] == "llama3-8b");
+  // The same steps (the same draws, decisions at step ends in the same order), each longer by
+  // the draft's passes.
+  REQUIRE(draft["mixed_steps"] == ngram["mixed_steps"]);
+  CHECK(draft["spec_decode_num_accepted_tokens"] == ngram["spec_decode_num_accepted_tokens"]);
+  const double steps = draft["mixed_steps"].get<double>();
+  const double drafting = draft["spec_decode_draft_time_s"].get<double>();
+  CHECK(drafting > 0);
+  CHECK(draft["mixed_step_time_s"].get<double>() * steps ==
+        Approx(ngram["mixed_step_time_s"].get<double>() * steps + drafting).epsilon(1e-9));
+  // Each step's drafting reads the 8B's weights 4 times at least: 4 x 16.06e9 B / 8 chips over
+  // v6e's 1.64e12 B/s.
+  CHECK(drafting / steps >= 4 * 16.06e9 / 8 / 1.64e12);
+  CHECK(draft["tpot_s"]["mean"].get<double>() > ngram["tpot_s"]["mean"].get<double>());
+}
+
+TEST_CASE("a draft model: bad input located", "[serving][speculative][scenario]") {
+  using podsim_test::replaced_in;
+  using podsim_test::require_error;
+  const std::string base = R"(version: 1
+hardware: {preset: v6e}
+topology: {mesh: {X: 2, Y: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  policy: mixed
+  speculative:
+    method: draft_model
+    model: llama3-8b
+    num_speculative_tokens: 4
+    acceptance_rate: 0.6
+  requests:
+    random: {count: 10, input_len: 1000, output_len: 1000}
+)";
+  const Scenario s = load_scenario_text(base, podsim_test::kScenarioFile);
+  REQUIRE(s.serving().draft_model.has_value());
+  CHECK(s.serving().draft_model->name == "llama3-8b");
+  CHECK(s.serving().config.speculative.method == DraftMethod::DraftModel);
+  // No model: named at the method.
+  require_error(replaced_in(base, "    model: llama3-8b\n", ""), "workload.speculative.method", "draft_model", "    method:");
+  // A model for ngram: named at the model.
+  require_error(replaced_in(base, "method: draft_model", "method: ngram"), "workload.speculative.model", "llama3-8b",
+                "    model: llama3-8b");
+  // An EAGLE-like head of one layer with 4 KV heads cannot shard over 8 chips by heads.
+  require_error(replaced_in(base, "model: llama3-8b", "model: {preset: llama3-8b, layers: 1, kv_heads: 4}"),
+                "workload.speculative.model", "{preset: llama3-8b, layers: 1, kv_heads: 4}", "    model: {");
+  // A draft whose context is shorter than a request.
+  require_error(replaced_in(base, "model: llama3-8b", "model: {preset: llama3-8b, max_sequence_length: 1024}"),
+                "workload.speculative",
+                "{method: draft_model, model: {preset: llama3-8b, max_sequence_length: 1024}, num_speculative_tokens: 4, ...}",
+                "    method:");
 }

@@ -503,7 +503,9 @@ class Simulation {
     for (const auto& [r, n] : server.scheduled) shape.logit_rows += verifying(live_[r], n) ? n : 1;
     const double swap = server.swap_tokens > 0 ? costs_.kv_swap_s(server.swap_tokens) : 0.0;
     totals_.swap_s += swap;
-    const double d = costs_.mixed_s(shape) + swap;
+    const double draft = draft_passes_s(shape, server);
+    totals_.spec_draft_s += draft;
+    const double d = costs_.mixed_s(shape) + swap + draft;
     server.busy = true;
     server.step = StepKind::Mixed;
     StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
@@ -524,6 +526,22 @@ class Simulation {
   }
   bool verifying(const Live& l, long long n) const {
     return config_.speculative.enabled() && l.generated > 0 && l.pending() == 1 && n > 1;
+  }
+
+  // A draft model's passes after the step (SpeculativeDecoding::method): the sequences whose
+  // step completes what they had to compute and that have tokens left after the one it emits
+  // decode next, so the drafter proposes for them, over their caches as the step leaves them.
+  double draft_passes_s(const StepShape& shape, const Server& server) const {
+    if (!config_.speculative.enabled() || config_.speculative.method != DraftMethod::DraftModel) return 0.0;
+    int sequences = 0;
+    double context = 0;
+    for (const auto& [r, n] : server.scheduled) {
+      const Live& l = live_[r];
+      if (n < l.pending() || l.generated + 1 >= l.record.request.output_tokens) continue;
+      ++sequences;
+      context += static_cast<double>(l.computed + n);
+    }
+    return sequences > 0 ? costs_.draft_s(shape, sequences, context) : 0.0;
   }
 
   // The full blocks of a request's prefix a cache can hold for it: all but its last prompt
@@ -675,6 +693,8 @@ ServingTotals simulate_serving(const std::vector<Request>& requests, const Servi
     if (config.max_num_batched_tokens < 1 || config.max_num_seqs < 1 || config.block_size < 1 || config.kv_blocks < 1)
       throw std::invalid_argument("mixed steps need a token budget, sequences, and a KV cache of at least one block");
     if (!costs.mixed_s) throw std::invalid_argument("mixed steps need their cost");
+    if (config.speculative.enabled() && config.speculative.method == DraftMethod::DraftModel && !costs.draft_s)
+      throw std::invalid_argument("a draft model needs its passes' cost");
     if (config.preemption == Preemption::Swap && !costs.kv_swap_s)
       throw std::invalid_argument("swap preemption needs the swaps' cost");
     if (config.preemption == Preemption::Swap && config.servers > 1 && config.router == Router::SharedQueue)

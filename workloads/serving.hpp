@@ -105,6 +105,9 @@ struct StepCosts {
   std::function<double(const StepShape& shape)> mixed_s;
   // Copying `tokens` cached tokens between a server's HBM and its host, one way (swap).
   std::function<double(long long tokens)> kv_swap_s;
+  // Speculative decoding by a draft model: its passes after a step of `step`'s shape, which
+  // leaves `sequences` sequences decoding with `context_tokens` cached tokens in all.
+  std::function<double(const StepShape& step, int sequences, double context_tokens)> draft_s;
 };
 
 struct RequestRecord {
@@ -201,6 +204,7 @@ struct ServingTotals {
   // Speculative decoding, as vLLM counts it (spec_decode_num_drafts, _num_draft_tokens,
   // _num_accepted_tokens): sequence-steps that verified drafts, drafts verified, drafts accepted.
   long long spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+  double spec_draft_s = 0;   // the draft model's passes, all steps and servers
   // Swap preemption: preemptions that swapped out (the rest recomputed), and the seconds the
   // copies out and back in added to steps.
   long long swap_outs = 0;

@@ -4,6 +4,8 @@
 
 namespace podsim {
 
+const char* to_string(DraftMethod method) { return method == DraftMethod::DraftModel ? "draft_model" : "ngram"; }
+
 double expected_accepted_drafts(double p, int drafts) {
   double sum = 0, term = 1;
   for (int i = 0; i < drafts; ++i) sum += (term *= p);

@@ -1,7 +1,6 @@
 #pragma once
-// Speculative decoding as vLLM runs it under its v1 scheduler (speculative_config, method
-// "ngram": prompt lookup, drafted on the host at no accelerator cost): a decoding sequence
-// feeds its last sampled token and k draft tokens in one step; the target model's logits at
+// Speculative decoding as vLLM runs it under its v1 scheduler (speculative_config): a decoding
+// sequence feeds its last sampled token and k draft tokens in one step; the target model's logits at
 // each of those k + 1 positions verify the drafts in order, the first rejected one and every
 // one after it are dropped, and the step emits the accepted drafts plus one token sampled at
 // the first rejection (or after the last draft): 1 to k + 1 tokens, streamed together as one
@@ -16,7 +15,17 @@
 
 namespace podsim {
 
+// Who proposes the drafts. Ngram (prompt lookup) runs on the host: the accelerator only
+// verifies. DraftModel (vLLM's draft-model and EAGLE proposers) runs a smaller model on the same
+// chips after each step: one pass over the step's tokens (its own KV cache kept in step) and
+// k - 1 passes of one token a drafting sequence (StepCosts::draft_s); an EAGLE head is a
+// draft model of one layer.
+enum class DraftMethod { Ngram, DraftModel };
+
+const char* to_string(DraftMethod method);
+
 struct SpeculativeDecoding {
+  DraftMethod method = DraftMethod::Ngram;
   int num_tokens = 0;                  // k, vLLM's num_speculative_tokens; 0: off
   double acceptance_probability = 0;   // p, per draft, given the drafts before it accepted
   uint64_t seed = 0;                   // the draws' stream

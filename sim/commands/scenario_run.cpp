@@ -84,9 +84,18 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   ServingConfig priced = w.config;
   priced.slots = static_cast<int>(std::min<size_t>(static_cast<size_t>(priced.slots), w.requests.size()));
   run.costs->prepare(priced, w.requests, !split);
+  StepCosts costs = run.costs->costs();
+  if (w.draft_model) {
+    run.draft_costs = std::make_unique<ServingCostModel>(*w.draft_model, generate, generate, simulation_settings(scenario));
+    run.draft_costs->prepare(priced, w.requests, true);
+    costs.draft_s = [draft = run.draft_costs.get(), k = w.config.speculative.num_tokens](
+                        const StepShape& step, int sequences, double context) {
+      return draft_passes_s(*draft, step, sequences, context, k);
+    };
+  }
   ServingStatsSink stats(w.metric_percentiles, w.slo);
   ServingSinks sinks({&stats, outputs, requests_done ? &*requests_done : nullptr});
-  run.totals = simulate_serving(w.requests, w.config, run.costs->costs(), sinks);
+  run.totals = simulate_serving(w.requests, w.config, costs, sinks);
   if (requests_done) requests_done->report(requests_done->wall_s());
   run.generate_chips = w.generate_topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_server_topology.chips_per_slice() : 0;

@@ -346,6 +346,20 @@ double ServingCostModel::kv_swap_s(long long tokens) const {
          (role.model_degree * role.topology.chip.pcie_bandwidth_Bps);
 }
 
+double draft_passes_s(ServingCostModel& draft, const StepShape& step, int sequences, double context_tokens, int k) {
+  StepShape first = step;
+  first.logit_rows = sequences;
+  double total = draft.mixed_s(first);
+  for (int i = 1; i < k; ++i) {
+    StepShape next;
+    next.tokens = next.logit_rows = sequences;
+    next.kv_tokens = context_tokens + static_cast<double>(i) * sequences;
+    next.attended_tokens = next.kv_tokens;   // one row a sequence over its whole cache
+    total += draft.mixed_s(next);
+  }
+  return total;
+}
+
 StepCosts ServingCostModel::costs() {
   StepCosts c;
   c.prefill_s = [this](int batch, int chunk, int offset) { return prefill_s(batch, chunk, offset); };

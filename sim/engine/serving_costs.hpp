@@ -166,4 +166,11 @@ class ServingCostModel {
   double wall_s_ = 0;
 };
 
+// A draft model's passes after a step (speculative decoding, DraftMethod::DraftModel), priced
+// by `draft`, a cost model of the draft model on the same server: one pass over the step's
+// tokens (keeping its own cache in step with the model's) with logits for the `sequences`
+// that will decode, then k - 1 passes of one token each over their `context_tokens`, each
+// pass one longer. Every pass is a mixed step of the draft model (its shortcut and its proof).
+double draft_passes_s(ServingCostModel& draft, const StepShape& step, int sequences, double context_tokens, int k);
+
 }  // namespace podsim

@@ -72,10 +72,11 @@ Json serving_workload(const SummaryInputs& in) {
     if (w.config.preemption == Preemption::Swap) workload["swap_blocks"] = w.config.swap_blocks;
   }
   if (const SpeculativeDecoding& spec = w.config.speculative; spec.enabled())
-    workload["speculative"] = {{"method", "ngram"},
+    workload["speculative"] = {{"method", to_string(spec.method)},
                                {"num_speculative_tokens", spec.num_tokens},
                                {"acceptance_probability", spec.acceptance_probability},
                                {"expected_acceptance_rate", expected_accepted_drafts(spec.acceptance_probability, spec.num_tokens) / spec.num_tokens}};
+  if (w.draft_model) workload["speculative"]["model"] = w.draft_model->name;
   if (serving_disaggregated(in)) workload["prefill_topology"] = topology_json(w.prefill_topology);
   return workload;
 }
@@ -97,6 +98,8 @@ Json serving_slo(const SummaryInputs& in) {
 bool serving_mixed(const SummaryInputs& in) { return in.scenario.serving().config.policy == BatchingPolicy::Mixed; }
 
 bool serving_speculative(const SummaryInputs& in) { return in.scenario.serving().config.speculative.enabled(); }
+
+bool serving_draft_model(const SummaryInputs& in) { return in.scenario.serving().draft_model.has_value(); }
 
 bool serving_swaps(const SummaryInputs& in) {
   return serving_mixed(in) && in.scenario.serving().config.preemption == Preemption::Swap;

@@ -14,6 +14,7 @@ namespace podsim {
 
 struct ServingRun {
   std::unique_ptr<ServingCostModel> costs;
+  std::unique_ptr<ServingCostModel> draft_costs;   // speculative decoding's draft model, if any
   ServingTotals totals;
   int generate_chips = 0;     // per server
   int prefill_chips = 0;      // per prefill server (disaggregated)

@@ -90,6 +90,7 @@ Json busy_fraction(const SummaryInputs& in, bool prefill);
 bool serving_mixed(const SummaryInputs& in);
 bool serving_speculative(const SummaryInputs& in);
 bool serving_swaps(const SummaryInputs& in);
+bool serving_draft_model(const SummaryInputs& in);
 Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
 }  // namespace summary_parts
@@ -228,6 +229,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"spec_decode_num_accepted_tokens", "count", S, S, "draft tokens accepted (speculative decoding)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), in.serving->totals.spec_accepted_tokens); }},
     {"spec_decode_acceptance_rate", "fraction", S, S, "accepted over verified draft tokens (speculative decoding; benchmark_serving's acceptance rate)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), static_cast<double>(in.serving->totals.spec_accepted_tokens) / static_cast<double>(std::max(1LL, in.serving->totals.spec_draft_tokens))); }},
     {"spec_decode_mean_acceptance_length", "tokens", S, S, "tokens a verifying step emits for a sequence, 1 + accepted over drafts (speculative decoding; benchmark_serving's mean acceptance length)", [](const auto& in) -> Json { return present_if(p::serving_speculative(in), 1.0 + static_cast<double>(in.serving->totals.spec_accepted_tokens) / static_cast<double>(std::max(1LL, in.serving->totals.spec_drafts))); }},
+    {"spec_decode_draft_time_s", "s", S, S, "seconds the draft model's passes added to steps, all servers (speculative decoding, method draft_model)", [](const auto& in) -> Json { return present_if(p::serving_draft_model(in), in.serving->totals.spec_draft_s); }},
     {"prefill_steps", "count", S, None, "prefill steps run", [](const auto& in) -> Json { return in.serving->totals.prefill_steps; }},
     {"decode_steps", "count", S, None, "decode steps run", [](const auto& in) -> Json { return in.serving->totals.decode_steps; }},
     {"requests_per_s", "1/s", S, S, "requests finished per second", [](const auto& in) -> Json { return in.serving->stats.requests_per_s; }},

@@ -81,6 +81,9 @@ struct ServingWorkload {
   TopologySpec prefill_server_topology;   // one prefill server's chips; `prefill`'s axes index it
   int prefill_replicas_per_slice = 1;
   ServingConfig config;              // slots filled in by the loader (HBM limit or max_batch)
+  // Speculative decoding's draft model (method draft_model): on the generate server's chips
+  // under its plan, its weights and KV cache in HBM beside the model's.
+  std::optional<TransformerSpec> draft_model;
   std::vector<Request> requests;
   std::string requests_source;       // "poisson" or the trace's path
   int max_context = 0;               // longest padded prompt + output: what a slot must hold

@@ -77,7 +77,7 @@ std::vector<KeyTable> make_tables() {
        {"path", "count", "output_len", "request_rate", "burstiness", "seed"}},
       {M::Slo, "slo", "workload.slo", {"ttft", "tpot", "latency"}},
       {M::Speculative, "speculative", "workload.speculative",
-       {"method", "num_speculative_tokens", "acceptance_rate", "acceptance_probability", "seed"}},
+       {"method", "model", "num_speculative_tokens", "acceptance_rate", "acceptance_probability", "seed"}},
       {M::Prefill, "prefill", "workload.prefill",
        {"servers", "topology", "parallelism", "efficiency", "collective_matmul"}},
       {M::Perturbation, "perturbation", "perturbations[i]",

@@ -288,14 +288,25 @@ ServingWorkload::Slo parse_slo(const Field& field) {
 // method ngram (drafts proposed on the host, so the accelerator runs the verification alone),
 // num_speculative_tokens k, and the drafts' acceptance as vLLM reports it (acceptance_rate,
 // accepted over drafted) or per draft (acceptance_probability).
-SpeculativeDecoding parse_speculative(const Field& field) {
+void parse_speculative(const Field& field, ServingWorkload& w) {
   const MapReader r(field, SchemaMap::Speculative);
   r.reject_unknown();
+  SpeculativeDecoding& spec = w.config.speculative;
   const Field method = r.required("method");
-  if (read_string(method) != "ngram")
-    fail(method, "podsim prices drafts proposed on the host (vLLM's method ngram, prompt lookup); a draft model's or "
-                 "EAGLE head's own steps are not priced yet; expected ngram");
-  SpeculativeDecoding spec;
+  spec.method = read_choice<DraftMethod>(method, {{"ngram", DraftMethod::Ngram}, {"draft_model", DraftMethod::DraftModel}});
+  const auto model = r.optional("model");
+  if (model.has_value() != (spec.method == DraftMethod::DraftModel))
+    fail(model.value_or(method), model ? "applies to method draft_model; ngram drafts on the host with no model"
+                                       : "method draft_model needs the draft's model: a preset name or a model mapping "
+                                         "(an EAGLE head: a mapping of one layer)");
+  if (model) {
+    w.draft_model = parse_model_field(*model, kMaxTokens);
+    const TopologySpec& server = w.generate_topology;
+    if (!kv_batch_axes(*w.draft_model, w.generate, server).empty())
+      fail(*model, "the draft model runs on the server's model axes with its cache sharded by heads: its " +
+                       std::to_string(w.draft_model->kv_heads) + " KV heads do not cover the " +
+                       std::to_string(model_parallel_degree(w.generate, server)) + " chips; expected more KV heads");
+  }
   spec.num_tokens = read_int(r.required("num_speculative_tokens"), 1, 64);
   const auto rate = r.optional("acceptance_rate");
   const auto probability = r.optional("acceptance_probability");
@@ -307,7 +318,6 @@ SpeculativeDecoding parse_speculative(const Field& field) {
   if (!(value >= 0 && value <= 1)) fail(given, "expected a fraction in [0, 1]");
   spec.acceptance_probability = rate ? acceptance_probability_for_rate(value, spec.num_tokens) : value;
   if (auto seed = r.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
-  return spec;
 }
 
 // Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): the token budget, the running
@@ -340,7 +350,7 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
                "power-of-two tiles; expected a power of two (vLLM's TPU backend uses 16 to 256)");
   }
   if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
-  if (auto f = reader.optional("speculative")) c.speculative = parse_speculative(*f);
+  if (auto f = reader.optional("speculative")) parse_speculative(*f, w);
   const auto preemption = reader.optional("preemption");
   if (preemption)
     c.preemption = read_choice<Preemption>(*preemption, {{"recompute", Preemption::Recompute}, {"swap", Preemption::Swap}});
@@ -358,7 +368,12 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
     fail(budget.value_or(reader.required("policy")),
          "max_num_batched_tokens " + std::to_string(c.max_num_batched_tokens) + " is below max_num_seqs " +
              std::to_string(c.max_num_seqs) + "; expected at least one token a running sequence (as vLLM requires)");
-  const double weights = server_weight_bytes(w.model, w.generate, server);
+  // A draft model's weights and KV cache share HBM: its cache paged in the same blocks.
+  double weights = server_weight_bytes(w.model, w.generate, server);
+  if (w.draft_model) {
+    weights += server_weight_bytes(*w.draft_model, w.generate, server);
+    kv_per_token += kv_cache_bytes_per_token(*w.draft_model, w.generate.kv_bytes);
+  }
   const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
   const double blocks = std::floor((hbm - weights) / (c.block_size * kv_per_token));
   c.kv_blocks = static_cast<long long>(std::clamp(blocks, 0.0, 1e15));
@@ -374,6 +389,10 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   c.slots = c.max_num_seqs;
   long long longest = 0;
   for (const auto& r : w.requests) longest = std::max<long long>(longest, static_cast<long long>(r.prompt_tokens) + r.output_tokens);
+  if (w.draft_model && longest > w.draft_model->max_sequence_length)
+    fail(reader.required("speculative"), "a request of " + std::to_string(longest) + " tokens is longer than the draft " +
+                                             w.draft_model->name + "'s max_sequence_length of " +
+                                             std::to_string(w.draft_model->max_sequence_length));
   if (static_cast<double>(longest) > static_cast<double>(c.kv_blocks) * c.block_size)
     fail(reader.required("requests"), "a request of " + std::to_string(longest) + " tokens needs more than the " +
                                           std::to_string(c.kv_blocks) + " KV cache blocks of " +
