@@ -125,15 +125,16 @@ struct PriceCase {
   std::string description;
 };
 
-// Dense models cut to a few layers on v5e meshes of up to 8 chips (lines and rings), their
-// KV heads covering the model axes as policy mixed requires; steps of 1 to 4096 tokens mixing
+// Dense models and an MoE model (Mixtral 8x7B, its experts over the model axes) cut to a few
+// layers on v5e meshes of up to 8 chips (lines and rings), their KV heads covering the model
+// axes as policy mixed requires; steps of 1 to 4096 tokens mixing
 // decode rows (contexts up to 8k; half the shapes with up to 7 speculative drafts a row) and
 // prompt chunks (offsets up to 4k).
 PriceCase generate(uint64_t seed, int index) {
   podsim_test::Rng rng = podsim_test::case_rng(seed, index);
   PriceCase c;
-  const char* models[] = {"llama2-7b", "llama3-8b", "llama3-70b"};
-  c.model = *find_model_preset(models[rng.below(3)]);
+  const char* models[] = {"llama2-7b", "llama3-8b", "llama3-70b", "mixtral-8x7b"};
+  c.model = *find_model_preset(models[rng.below(4)]);
   c.model.layers = 2 + rng.below(3);
   const std::vector<std::vector<int>> meshes = {{1}, {2}, {4}, {8}, {2, 2}, {2, 4}, {4, 2}};
   const auto& sizes = meshes[rng.below(static_cast<int>(meshes.size()))];
