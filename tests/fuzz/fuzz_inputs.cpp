@@ -1,6 +1,6 @@
 // Seeded mutation fuzzing of the three readers of user files: the scenario loader
 // (load_scenario_text, with and without --set overrides), the request-trace parser
-// (parse_request_trace) and the expert-load parser (parse_expert_loads). The promise under test (design.md, habit 3): whatever the bytes, a
+// (parse_request_trace, its prefix columns too) and the expert-load parser (parse_expert_loads). The promise under test (design.md, habit 3): whatever the bytes, a
 // reader returns a value or throws podsim::InputError (a located message, exit status 2) — never
 // another exception, a crash, a sanitizer report or a hang — and what it returns is in range.
 //
@@ -490,6 +490,9 @@ void check_requests(const std::vector<podsim::Request>& requests, int max_tokens
     require(std::isfinite(r.arrival_s) && r.arrival_s >= last, "arrivals are not finite and non-decreasing");
     require(r.prompt_tokens >= 1 && r.output_tokens >= 1, "a request has no tokens");
     require(static_cast<int64_t>(r.prompt_tokens) + r.output_tokens <= max_tokens, "a request is longer than the model's context");
+    require(r.prefix_id >= -1 && r.prefix_tokens >= 0 && r.prefix_tokens <= r.prompt_tokens &&
+                (r.prefix_id >= 0) == (r.prefix_tokens > 0),
+            "a shared prefix without an id, or longer than its prompt");
     last = r.arrival_s;
   }
 }
@@ -841,7 +844,7 @@ int main(int argc, char** argv) {
     for (int m = 0, n = 1 + rng.below(6); m < n; ++m) {
       std::string before = input;
       if (o.target == "scenario") mutate_scenario(rng, input, texts, keys);
-      else if (o.target == "trace") mutate_csv(rng, input, texts, {"arrival_s", "prompt_tokens", "output_tokens"});
+      else if (o.target == "trace") mutate_csv(rng, input, texts, {"arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens"});
       else mutate_csv(rng, input, texts, {"layer", "*", "expert_0", "3", "2,1", "0,0,0"});
       // Inputs stay under kMaxInputBytes: stacked duplications would otherwise grow them to
       // hundreds of megabytes, and the fuzzer would spend its minute in yaml-cpp's tokenizer.
