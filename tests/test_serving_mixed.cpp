@@ -414,6 +414,9 @@ TEST_CASE("swap preemption: a preempted sequence's cache goes to the host and ba
     double busy = 0;
     for (const auto& s : run.steps) busy += s.end_s - s.start_s;
     CHECK(busy == Approx(token_costs + run.swap_s));
+    double recorded = 0;   // each step's share, as the trace's spans show it
+    for (const auto& s : run.steps) recorded += s.swap_s;
+    CHECK(recorded == Approx(run.swap_s));
   }
   SECTION("no room on the host: recomputed, as without swap") {
     config.swap_blocks = 1;

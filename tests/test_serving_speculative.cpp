@@ -126,6 +126,33 @@ TEST_CASE("speculative steps: k + 1 tokens with logits at each, drafts cut at th
   }
 }
 
+TEST_CASE("a draft model's passes: after the steps that leave sequences decoding, in those steps' durations",
+          "[serving][speculative]") {
+  Recorded rec = recording_costs();
+  std::vector<std::pair<int, double>> asked;   // (sequences, context) of each drafting
+  rec.costs.draft_s = [&asked](const StepShape&, int sequences, double context) {
+    asked.emplace_back(sequences, context);
+    return 0.002 * sequences;
+  };
+  ServingConfig config = speculative(3, 1.0);
+  config.speculative.method = DraftMethod::DraftModel;
+  const auto run = simulate_serving({{0, 0.0, 100, 10}, {1, 0.0, 50, 1}}, config, rec.costs);
+  // Step 1 prefills both prompts: request 0 decodes next (its cache 100 tokens), request 1 is
+  // done with its one token. Then 1 + 3 drafts twice (all accepted), then the last token with
+  // no draft left to make.
+  REQUIRE(asked.size() == 3);
+  CHECK(asked[0] == std::pair<int, double>{1, 100});
+  CHECK(asked[1] == std::pair<int, double>{1, 104});
+  CHECK(asked[2] == std::pair<int, double>{1, 108});
+  double drafting = 0;
+  for (const auto& s : run.steps) {
+    drafting += s.draft_s;
+    CHECK(s.end_s - s.start_s == Approx(0.01 + 1e-5 * s.tokens + s.draft_s));
+  }
+  CHECK(drafting == Approx(3 * 0.002));
+  CHECK(run.spec_draft_s == Approx(drafting));
+}
+
 TEST_CASE("speculative steps: acceptance at the configured rate, every output once, through preemption",
           "[serving][speculative]") {
   const int k = 4;

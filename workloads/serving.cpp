@@ -510,6 +510,8 @@ class Simulation {
     server.step = StepKind::Mixed;
     StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
     record.kv_blocks_used = server.cache.in_use();   // held or pinned, as the summary counts them
+    record.draft_s = draft;
+    record.swap_s = swap;
     sink_.step(record);
     push(now_ + d, EventKind::StepDone, s, 0);
     totals_.mixed_busy_s += d;

@@ -141,6 +141,8 @@ struct StepRecord {
   int batch = 0;                    // sequences (decode, mixed), prompts (prefill), 1 (transfer)
   double tokens = 0;                // tokens produced (decode), prefilled incl. padding, moved, or through the weights (mixed)
   long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks held or pinned during the step (not evictable ones)
+  // Mixed: of the step's duration, a draft model's passes and swap preemption's copies.
+  double draft_s = 0, swap_s = 0;
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests

@@ -53,9 +53,11 @@ void ServingFileSink::step(const StepRecord& s) {
   if (!trace_.accepting()) return;
   const int pid = s.on_prefill_server ? kPrefillPid : kServersPid;
   const int tid = s.kind == StepKind::KvTransfer ? 2 * s.server + 1 : 2 * s.server;
-  if (!trace_.span(kind_name(s.kind), kind_name(s.kind), pid, tid, s.start_s, s.end_s,
-                   TraceArgs().add("batch", s.batch).add("tokens", s.tokens)))
-    return;
+  TraceArgs args = TraceArgs().add("batch", s.batch).add("tokens", s.tokens);
+  // Of a mixed step's time, what speculative drafting and swap copies took (only when some).
+  if (s.draft_s > 0) args.add("draft_s", s.draft_s);
+  if (s.swap_s > 0) args.add("swap_s", s.swap_s);
+  if (!trace_.span(kind_name(s.kind), kind_name(s.kind), pid, tid, s.start_s, s.end_s, args)) return;
   if (s.kind == StepKind::Decode)
     trace_.counter("decode batch " + std::to_string(s.server), pid, s.start_s, TraceArgs().add("sequences", s.batch));
   if (s.kind == StepKind::Mixed) {
