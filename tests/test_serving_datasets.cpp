@@ -13,6 +13,7 @@
 #include "scratch.hpp"
 #include "sim/scenario/input_error.hpp"
 #include "sim/scenario/request_trace.hpp"
+#include "sim/commands/run_command.hpp"
 #include "sim/report/summary_fields.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/requests.hpp"
@@ -184,4 +185,9 @@ TEST_CASE("the S2 scenario (JetStream LLaMA-2 7B on v5e-8): its formulas hold, e
   // 2000 prompts at once on 96 slots: the generate steps run full until the queue drains, so
   // the mean batch is near 96 and the decode steps near 2000 x 1023 / 96.
   CHECK(summary["decode_steps"].get<double>() == Approx(2000.0 * 1023 / 96).epsilon(0.02));
+  // What validate --measured and calibrate compare: the same summary, written to no file.
+  RunCommandOptions options;
+  options.reproducible = true;
+  const auto unwritten = nlohmann::json::parse(simulate_summary_json(scenario, options));
+  CHECK(unwritten["output_token_throughput_per_s"] == summary["output_token_throughput_per_s"]);
 }
