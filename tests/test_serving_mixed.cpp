@@ -340,6 +340,23 @@ TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill, unused pr
   }
 }
 
+TEST_CASE("the prefix scenario at a prefix share of one half: the hit rate the block arithmetic gives",
+          "[serving][mixed][prefix][scenario]") {
+  const std::string share = "--set workload.requests.random.prefix_share=0.5";
+  const Scenario loaded = load_scenario(podsim_test::source_path("scenarios/serving_llama3_8b_prefix_cache_v5e_2x2.yaml"),
+                                        {{"workload.requests.random.prefix_share", "0.5"}});
+  int shared = 0;
+  for (const auto& r : loaded.serving().requests) shared += r.prefix_id >= 0;
+  const auto summary = podsim_test::run_summary("serving_llama3_8b_prefix_cache_v5e_2x2", share, "prefix-share");
+  // Every shared request but each prefix's first finds its 2000 tokens cached (the scenario's
+  // comment), over 400 prompts of 2200 tokens looked up.
+  const double arithmetic = (shared - 8) * 2000.0 / (400 * 2200.0);
+  CHECK(shared > 160);
+  CHECK(shared < 240);
+  CHECK(summary["prefix_cache_hit_rate"].get<double>() <= arithmetic + 1e-9);
+  CHECK(summary["prefix_cache_hit_rate"].get<double>() >= arithmetic * 0.97);
+}
+
 TEST_CASE("routers: round robin, least outstanding, and prefix-aware routing over servers", "[serving][mixed][router]") {
   auto with_prefix = [](int id, double arrival, int prefix) {
     Request r{id, arrival, 600, 40};

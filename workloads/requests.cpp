@@ -72,7 +72,8 @@ std::vector<Request> random_requests(const RandomDataset& dataset) {
     r.arrival_s = t;
     r.prompt_tokens = dataset.prefix_len + std::max(1, draw(rng, input));   // a prompt has a token
     r.output_tokens = draw(rng, output);
-    if (dataset.prefix_len > 0) {
+    // Drawn only when used, so a share of 1 keeps the stream of draws (and requests) as before.
+    if (dataset.prefix_len > 0 && (dataset.prefix_share >= 1 || unit(prefix_rng) < dataset.prefix_share)) {
       r.prefix_id = dataset.prefixes > 1 ? draw(prefix_rng, {0, dataset.prefixes - 1}) : 0;
       r.prefix_tokens = dataset.prefix_len;
     }

@@ -56,6 +56,10 @@ struct RandomDataset {
   double range_ratio = 0;       // --random-range-ratio
   int prefix_len = 0;           // --random-prefix-len
   int prefixes = 1;             // distinct prefixes, each request's drawn uniformly (vLLM: one)
+  // The share of requests whose prefix is a shared one; the others start with prefix_len
+  // tokens of their own, which no other request has (vLLM: all shared). How a workload's hit
+  // rate is set: about share x (1 - prefixes / requests) of the prefix tokens hit.
+  double prefix_share = 1;
   double request_rate_per_s = 0;   // --request-rate; 0 or infinity: all at once
   double burstiness = 1;        // --burstiness
   uint64_t seed = 0;            // --seed

@@ -465,6 +465,8 @@ class Simulation {
            static_cast<int>(server.running.size()) < config_.max_num_seqs) {
       const int r = waiting.front();
       Live& l = live_[r];
+      // vLLM looks every new or recomputed request up in the prefix cache, prefix or not.
+      const bool lookup = config_.prefix_caching && l.computed == 0;
       const long long hit = use_prefix(server, l);
       const long long n = std::min(l.pending(), budget);
       if (!server.cache.grow(l.blocks, l.computed + n - l.hit_tokens, now_)) {
@@ -478,7 +480,7 @@ class Simulation {
         l.swapped = false;
       }
       totals_.prefix_hit_tokens += static_cast<double>(hit);
-      totals_.prefix_query_tokens += l.pinned ? l.record.request.prompt_tokens : 0;
+      totals_.prefix_query_tokens += lookup ? l.record.request.prompt_tokens : 0;
       waiting.pop_front();
       server.running.push_back(r);
       server.scheduled.emplace_back(r, static_cast<int>(n));

@@ -200,8 +200,9 @@ struct ServingTotals {
   long long kv_blocks = 0;               // one server's
   long long peak_kv_blocks_used = 0;     // the most any server held at once
   double mean_kv_blocks_used = 0;        // per server, over first arrival to the end
-  // Prefix caching: prompt tokens looked up at admission (readmissions too) and those found
-  // cached (vLLM's prefix cache hit rate is hits / queries).
+  // Prefix caching: prompt tokens looked up at admission (every request's, with a prefix or
+  // not, readmissions by recompute too) and those found cached (vLLM's prefix cache hit rate
+  // is hits / queries).
   double prefix_query_tokens = 0, prefix_hit_tokens = 0;
   // Speculative decoding, as vLLM counts it (spec_decode_num_drafts, _num_draft_tokens,
   // _num_accepted_tokens): sequence-steps that verified drafts, drafts verified, drafts accepted.

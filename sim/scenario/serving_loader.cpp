@@ -155,6 +155,11 @@ Field parse_random(const Field& field, ServingWorkload& w) {
     d.prefixes = read_int(*prefixes, 1, kMaxRequests);
     if (d.prefix_len == 0) fail(*prefixes, "applies with prefix_len > 0: the prompts share no prefix");
   }
+  if (auto share = r.optional("prefix_share")) {
+    d.prefix_share = read_real(*share);
+    if (!(d.prefix_share >= 0 && d.prefix_share <= 1)) fail(*share, "expected a fraction in [0, 1] of the requests");
+    if (d.prefix_len == 0) fail(*share, "applies with prefix_len > 0: the prompts share no prefix");
+  }
   read_sends(r, d.request_rate_per_s, d.burstiness, d.seed);
   const int64_t longest = static_cast<int64_t>(d.prefix_len) + random_input_lengths(d).max + random_output_lengths(d).max;
   if (longest > w.model.max_sequence_length)
