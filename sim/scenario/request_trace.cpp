@@ -124,14 +124,16 @@ LengthTable parse_rows(const std::string& text, const std::string& path, bool ar
 std::vector<Request> parse_request_trace(const std::string& text, const std::string& path, int max_tokens,
                                          const std::string& model_name) {
   LengthTable table = parse_rows(text, path, true);
-  for (size_t i = 0; i < table.rows.size(); ++i) {
-    const Request& r = table.rows[i];
-    if (static_cast<int64_t>(r.prompt_tokens) + r.output_tokens > max_tokens)
-      throw InputError({path, table.lines[i], table.prompt_column}, "prompt_tokens + output_tokens",
-                       std::to_string(r.prompt_tokens) + " + " + std::to_string(r.output_tokens),
-                       "longer than " + model_name + "'s max_sequence_length of " + std::to_string(max_tokens));
-  }
+  for (size_t i = 0; i < table.rows.size(); ++i) require_fits_model(table, path, i, table.rows[i], max_tokens, model_name);
   return std::move(table.rows);
+}
+
+void require_fits_model(const LengthTable& table, const std::string& path, size_t row, const Request& request,
+                        int max_tokens, const std::string& model_name) {
+  if (static_cast<int64_t>(request.prompt_tokens) + request.output_tokens <= max_tokens) return;
+  throw InputError({path, table.lines[row], table.prompt_column}, "prompt_tokens + output_tokens",
+                   std::to_string(request.prompt_tokens) + " + " + std::to_string(request.output_tokens),
+                   "longer than " + model_name + "'s max_sequence_length of " + std::to_string(max_tokens));
 }
 
 std::vector<Request> read_request_trace(const std::string& path, int max_tokens, const std::string& model_name) {

@@ -31,4 +31,9 @@ struct LengthTable {
 LengthTable read_length_table(const std::string& path);
 LengthTable parse_length_table(const std::string& text, const std::string& path);
 
+// Throws InputError at `row`'s line of the table when `request` (that row's, or sampled from it)
+// is longer than the model's context of `max_tokens`.
+void require_fits_model(const LengthTable& table, const std::string& path, size_t row, const Request& request,
+                        int max_tokens, const std::string& model_name);
+
 }  // namespace podsim

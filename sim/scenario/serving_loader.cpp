@@ -187,14 +187,8 @@ void parse_sharegpt(const Field& field, ServingWorkload& w) {
   if (w.requests.empty())
     fail(r.required("path"), "no row of the " + std::to_string(table.rows.size()) + " passes vLLM's pruning (prompt and "
                              "output at least 4 tokens, prompt at most 1024, both at most 2048); expected some that do");
-  for (size_t i = 0; i < w.requests.size(); ++i) {
-    const Request& q = w.requests[i];
-    if (static_cast<int64_t>(q.prompt_tokens) + q.output_tokens > w.model.max_sequence_length)
-      throw InputError({path, table.lines[rows[i]], table.prompt_column}, "prompt_tokens + output_tokens",
-                       std::to_string(q.prompt_tokens) + " + " + std::to_string(q.output_tokens),
-                       "longer than " + w.model.name + "'s max_sequence_length of " +
-                           std::to_string(w.model.max_sequence_length));
-  }
+  for (size_t i = 0; i < w.requests.size(); ++i)
+    require_fits_model(table, path, rows[i], w.requests[i], w.model.max_sequence_length, w.model.name);
   w.requests_source = read_string(r.required("path"));
 }
 
