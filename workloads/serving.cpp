@@ -10,17 +10,17 @@
 
 namespace podsim {
 
-const char* to_string(BatchingPolicy policy) {
-  switch (policy) {
-    case BatchingPolicy::Static: return "static";
-    case BatchingPolicy::Interleaved: return "interleaved";
-    case BatchingPolicy::Continuous: return "continuous";
-    case BatchingPolicy::Disaggregated: return "disaggregated";
-    case BatchingPolicy::Mixed: return "mixed";
-    case BatchingPolicy::JetStream: return "jetstream";
-  }
-  return "?";
+const NamedValues<BatchingPolicy>& batching_policy_names() {
+  static const NamedValues<BatchingPolicy> names = {{"static", BatchingPolicy::Static},
+                                                    {"interleaved", BatchingPolicy::Interleaved},
+                                                    {"continuous", BatchingPolicy::Continuous},
+                                                    {"disaggregated", BatchingPolicy::Disaggregated},
+                                                    {"mixed", BatchingPolicy::Mixed},
+                                                    {"jetstream", BatchingPolicy::JetStream}};
+  return names;
 }
+
+const char* to_string(BatchingPolicy policy) { return name_of(batching_policy_names(), policy); }
 
 std::vector<int> prefill_chunks(int prompt_tokens, const std::vector<int>& buckets) {
   const int largest = buckets.back();
@@ -43,19 +43,22 @@ int padded_prompt_tokens(int prompt_tokens, const std::vector<int>& buckets) {
   return full * largest + *std::lower_bound(buckets.begin(), buckets.end(), left);
 }
 
-const char* to_string(Preemption preemption) {
-  return preemption == Preemption::Swap ? "swap" : "recompute";
+const NamedValues<Preemption>& preemption_names() {
+  static const NamedValues<Preemption> names = {{"recompute", Preemption::Recompute}, {"swap", Preemption::Swap}};
+  return names;
 }
 
-const char* to_string(Router router) {
-  switch (router) {
-    case Router::SharedQueue: return "shared_queue";
-    case Router::RoundRobin: return "round_robin";
-    case Router::LeastOutstanding: return "least_outstanding";
-    case Router::KvAware: return "kv_aware";
-  }
-  return "?";
+const char* to_string(Preemption preemption) { return name_of(preemption_names(), preemption); }
+
+const NamedValues<Router>& router_names() {
+  static const NamedValues<Router> names = {{"shared_queue", Router::SharedQueue},
+                                            {"round_robin", Router::RoundRobin},
+                                            {"least_outstanding", Router::LeastOutstanding},
+                                            {"kv_aware", Router::KvAware}};
+  return names;
 }
+
+const char* to_string(Router router) { return name_of(router_names(), router); }
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "workloads/inference.hpp"
+#include "workloads/named_values.hpp"
 #include "workloads/requests.hpp"
 #include "workloads/speculative.hpp"
 
@@ -27,6 +28,7 @@ enum class BatchingPolicy {
   // 7B's 1,024 tokens on v5e-8: 0.16 ms beside a prefill of tens of ms) is not priced.
   JetStream,
 };
+const NamedValues<BatchingPolicy>& batching_policy_names();   // as `policy:` spells them
 const char* to_string(BatchingPolicy policy);
 
 // How requests reach a policy-mixed fleet's servers (replicas). SharedQueue: one queue every
@@ -36,6 +38,7 @@ const char* to_string(BatchingPolicy policy);
 // holds most of the request's prefix (prefix-aware routing, as llm-d and vLLM's production
 // stack do), least outstanding among equals. A preempted request stays on its server.
 enum class Router { SharedQueue, RoundRobin, LeastOutstanding, KvAware };
+const NamedValues<Router>& router_names();   // as `router:` spells them
 const char* to_string(Router router);
 
 // What a preempted sequence (policy mixed) keeps. Recompute: nothing; readmitted, it prefills
@@ -44,6 +47,7 @@ const char* to_string(Router router);
 // when it is readmitted, as part of those steps (vLLM v0 runs the swap ops before the step's
 // forward pass); when the host's swap space has no room, it is recomputed.
 enum class Preemption { Recompute, Swap };
+const NamedValues<Preemption>& preemption_names();   // as `preemption:` spells them
 const char* to_string(Preemption preemption);
 
 struct ServingConfig {

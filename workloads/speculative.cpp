@@ -4,7 +4,12 @@
 
 namespace podsim {
 
-const char* to_string(DraftMethod method) { return method == DraftMethod::DraftModel ? "draft_model" : "ngram"; }
+const NamedValues<DraftMethod>& draft_method_names() {
+  static const NamedValues<DraftMethod> names = {{"ngram", DraftMethod::Ngram}, {"draft_model", DraftMethod::DraftModel}};
+  return names;
+}
+
+const char* to_string(DraftMethod method) { return name_of(draft_method_names(), method); }
 
 double expected_accepted_drafts(double p, int drafts) {
   double sum = 0, term = 1;

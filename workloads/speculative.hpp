@@ -13,6 +13,8 @@
 // (p + p^2 + ... + p^k) / k for k drafts a step, which acceptance_probability_for_rate inverts.
 #include <cstdint>
 
+#include "workloads/named_values.hpp"
+
 namespace podsim {
 
 // Who proposes the drafts. Ngram (prompt lookup) runs on the host: the accelerator only
@@ -22,6 +24,7 @@ namespace podsim {
 // draft model of one layer.
 enum class DraftMethod { Ngram, DraftModel };
 
+const NamedValues<DraftMethod>& draft_method_names();   // as `speculative.method:` spells them
 const char* to_string(DraftMethod method);
 
 struct SpeculativeDecoding {

@@ -292,7 +292,7 @@ void parse_speculative(const Field& field, ServingWorkload& w) {
   r.reject_unknown();
   SpeculativeDecoding& spec = w.config.speculative;
   const Field method = r.required("method");
-  spec.method = read_choice<DraftMethod>(method, {{"ngram", DraftMethod::Ngram}, {"draft_model", DraftMethod::DraftModel}});
+  spec.method = read_choice(method, draft_method_names());
   const auto model = r.optional("model");
   if (model.has_value() != (spec.method == DraftMethod::DraftModel))
     fail(model.value_or(method), model ? "applies to method draft_model; ngram drafts on the host with no model"
@@ -352,15 +352,12 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   if (auto f = reader.optional("speculative")) parse_speculative(*f, w);
   const auto preemption = reader.optional("preemption");
   if (preemption)
-    c.preemption = read_choice<Preemption>(*preemption, {{"recompute", Preemption::Recompute}, {"swap", Preemption::Swap}});
+    c.preemption = read_choice(*preemption, preemption_names());
   const auto swap_space = reader.optional("swap_space");
   if (swap_space && c.preemption != Preemption::Swap)
     fail(*swap_space, "applies to preemption: swap; expected preemption: swap beside it");
   if (auto f = reader.optional("router"))
-    c.router = read_choice<Router>(*f, {{"shared_queue", Router::SharedQueue},
-                                        {"round_robin", Router::RoundRobin},
-                                        {"least_outstanding", Router::LeastOutstanding},
-                                        {"kv_aware", Router::KvAware}});
+    c.router = read_choice(*f, router_names());
   const auto budget = reader.optional("max_num_batched_tokens");
   if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
   if (c.max_num_batched_tokens < c.max_num_seqs)
@@ -536,14 +533,7 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
   w.prefill = w.generate;
   if (auto e = reader.optional("prefill_efficiency")) w.prefill.efficiency = read_fraction(*e);
   ServingConfig& c = w.config;
-  if (auto policy = reader.optional("policy")) {
-    c.policy = read_choice<BatchingPolicy>(*policy, {{"static", BatchingPolicy::Static},
-                                                    {"interleaved", BatchingPolicy::Interleaved},
-                                                    {"continuous", BatchingPolicy::Continuous},
-                                                    {"disaggregated", BatchingPolicy::Disaggregated},
-                                                    {"mixed", BatchingPolicy::Mixed},
-                                                    {"jetstream", BatchingPolicy::JetStream}});
-  }
+  if (auto policy = reader.optional("policy")) c.policy = read_choice(*policy, batching_policy_names());
   const bool split = c.policy == BatchingPolicy::Disaggregated;
   // `servers:` counts slices; each holds replicas_per_slice servers, at most kMaxServers in all.
   const auto servers_field = reader.optional("servers");
