@@ -523,17 +523,15 @@ class Simulation {
     ++totals_.mixed_steps;
   }
 
-  // Speculative decoding: the drafts a decoding sequence proposes (none for a prompt's chunk
-  // and none past its last output token), and whether a step of its `n` tokens verifies some
-  // (then each of the n rows computes logits).
+  // Speculative decoding: a decoding sequence (its next token to feed is a sampled one, not a
+  // prompt's) proposes drafts, none past its last output token; a step of its `n` tokens
+  // verifies n - 1 of them (then each of the n rows computes logits).
+  bool decoding(const Live& l) const { return l.generated > 0 && l.pending() == 1; }
   long long drafts(const Live& l) const {
-    const int k = config_.speculative.num_tokens;
-    if (k == 0 || l.generated == 0 || l.pending() != 1) return 0;
-    return std::min<long long>(k, l.record.request.output_tokens - l.generated - 1);
+    if (!config_.speculative.enabled() || !decoding(l)) return 0;
+    return std::min<long long>(config_.speculative.num_tokens, l.record.request.output_tokens - l.generated - 1);
   }
-  bool verifying(const Live& l, long long n) const {
-    return config_.speculative.enabled() && l.generated > 0 && l.pending() == 1 && n > 1;
-  }
+  bool verifying(const Live& l, long long n) const { return config_.speculative.enabled() && decoding(l) && n > 1; }
 
   // A draft model's passes after the step (SpeculativeDecoding::method): the sequences whose
   // step completes what they had to compute and that have tokens left after the one it emits

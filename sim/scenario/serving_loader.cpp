@@ -284,9 +284,10 @@ ServingWorkload::Slo parse_slo(const Field& field) {
 }
 
 // Speculative decoding (workloads/speculative.hpp) under vLLM's speculative_config names:
-// method ngram (drafts proposed on the host, so the accelerator runs the verification alone),
-// num_speculative_tokens k, and the drafts' acceptance as vLLM reports it (acceptance_rate,
-// accepted over drafted) or per draft (acceptance_probability).
+// method ngram (drafts proposed on the host, so the accelerator runs the verification alone)
+// or draft_model with its model (run on the server's chips, its weights and cache in HBM:
+// parse_mixed), num_speculative_tokens k, and the drafts' acceptance as vLLM reports it
+// (acceptance_rate, accepted over drafted) or per draft (acceptance_probability).
 void parse_speculative(const Field& field, ServingWorkload& w) {
   const MapReader r(field, SchemaMap::Speculative);
   r.reject_unknown();
