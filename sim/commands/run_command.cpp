@@ -243,10 +243,16 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
   files.add("operations.csv", operations_csv(run));
   TraceOptions trace_options;
   if (training) trace_options.hbm_used_bytes = training->memory.total_bytes;
+  if (training)
+    for (const ChipBreakdown& view : training->views) trace_options.keep_chips.push_back(view.chip);
   if (inference) trace_options.hbm_used_bytes = inference->layout.memory_per_chip_bytes;
   TraceStats trace_stats;
   std::string trace = trace_json(run, options.record_hops ? TraceDetail::Hops : TraceDetail::Collectives,
                                  trace_options, &trace_stats);
+  if (trace_stats.chips_left_out > 0)
+    spdlog::warn("trace: {} chips drawn, {} left out (Perfetto's web UI opens about {} spans); kept chip 0, the "
+                 "slowest, the critical and the perturbed chips, and an even sample",
+                 trace_stats.chips_traced, trace_stats.chips_left_out, kMaxTracedSpans);
   if (trace_stats.hop_flows_omitted > 0)
     spdlog::warn("trace: {} hop arrows drawn, {} left out (at most {}, or between chips not traced)",
                  trace_stats.hop_flows, trace_stats.hop_flows_omitted, trace_options.max_hop_flows);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/formulas.hpp"
+#include "topology/topology.hpp"
 #include "workloads/program.hpp"
 
 namespace podsim {
@@ -47,9 +48,21 @@ struct OperationResult {
   std::string category;        // the role as outputs name it (category_name)
   int layer = -1;
   int repeat = 1;
-  double time_s = 0;           // per repetition: last chip's end - first chip's start, averaged
+  // Per repetition, averaged: compute, the median chip's time; a collective, its slowest
+  // instance from the last chip's entry to the last chip's end (its wait for late peers left
+  // out); a send, its longest transfer (chip_times.hpp).
+  double time_s = 0;
   double start_s = 0;          // first chip's start, first repetition
   double end_s = 0;            // last chip's end, last repetition
+  // Over the chips where it runs, each chip's span less its wait for peers, averaged over
+  // repetitions: the median chip's, the most and the (lowest real) chip that spent it; and
+  // the wait for peers likewise (collectives; 0 otherwise).
+  double chip_time_median_s = 0;
+  double chip_time_max_s = 0;
+  ChipId chip_time_max_chip = 0;
+  double wait_for_peers_median_s = 0;
+  double wait_for_peers_max_s = 0;
+  ChipId wait_for_peers_max_chip = 0;
   // Where the op runs (ProgramOp::present_at_position on position_axis; empty: everywhere).
   // Its figures count those chips only; elsewhere its spans are instants to skip.
   int position_axis = -1;

@@ -1,6 +1,7 @@
 #include "sim/engine/run.hpp"
 
 #include "sim/engine/native_replay.hpp"
+#include "sim/engine/chip_times.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -85,6 +86,20 @@ const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) cons
   const ChipId sim_chip = reduction.representative(topology, simulated, real_chip);
   // spans are sorted by (op, repetition, chip) and hold every simulated chip.
   return replay.spans.at(first_span.at(op) + static_cast<size_t>(repetition) * simulated.chip_count() + sim_chip);
+}
+
+std::pair<double, ChipId> RunResult::last_entry(int op, int repetition, ChipId real_chip) const {
+  const ChipId sim_chip = reduction.representative(topology, simulated, real_chip);
+  double entered = 0;
+  ChipId last = 0;
+  if (peers.latest_entry(op, repetition, sim_chip, entered, last) && last >= 0) return {entered, real_of_simulated.at(last)};
+  return {span(op, repetition, real_chip).start_s, real_chip};
+}
+
+double RunResult::wait_for_peers_s(int op, int repetition, ChipId real_chip) const {
+  const SpanRecord& s = span(op, repetition, real_chip);
+  const double entered = last_entry(op, repetition, real_chip).first;
+  return std::clamp(entered - s.start_s, 0.0, s.end_s - s.start_s);
 }
 
 bool RunResult::present(int op, ChipId real_chip) const {
@@ -294,6 +309,7 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
     replay_options.engine = why.empty() ? ReplayEngine::Native : ReplayEngine::SimGrid;
   }
   run.engine = replay_options.engine == ReplayEngine::Native ? "native" : "simgrid";
+  for (const Endpoint& e : registry.endpoints()) pending.endpoint_chip.push_back(e.chip);
   pending.child = start_replay(sim, registry.endpoints(), ops, replay_options);
   return pending;
 }
@@ -382,6 +398,17 @@ std::vector<std::vector<std::pair<double, double>>> op_extents(const Program& pr
   return extent;
 }
 
+// Which real chips each simulated chip stands for: the lowest, and how many.
+void map_simulated_chips(RunResult& run) {
+  run.real_of_simulated.assign(run.simulated.chip_count(), -1);
+  run.chips_of_simulated.assign(run.simulated.chip_count(), 0);
+  for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
+    const ChipId sim = run.reduction.representative(run.topology, run.simulated, chip);
+    if (run.real_of_simulated[sim] < 0) run.real_of_simulated[sim] = chip;
+    run.chips_of_simulated[sim] += 1;
+  }
+}
+
 }  // namespace
 
 RunResult finish_program(PendingRun& pending) {
@@ -404,6 +431,11 @@ RunResult finish_program(PendingRun& pending) {
     offset += static_cast<size_t>(op.repeat) * sim.chip_count();
   }
 
+  map_simulated_chips(run);
+  std::vector<const OpPlan*> plan_of_op;
+  for (const ReplayOp& op : ops) plan_of_op.push_back(op.plan);
+  run.peers = peer_entries(program, plan_of_op, pending.endpoint_chip, sim, run.replay.spans);
+
   const double w_uni = topology.chip.neighbor_bandwidth_Bps() * settings.link_efficiency;
   const auto extent = op_extents(program, run);
   for (size_t i = 0; i < program.size(); ++i) {
@@ -416,14 +448,19 @@ RunResult finish_program(PendingRun& pending) {
     result.repeat = op.repeat;
     result.position_axis = op.position_axis;
     result.present_at_position = op.present_at_position;
-    double sum = 0;
     result.start_s = 1e300;
     for (const auto& [first, last] : extent[i]) {
-      sum += last - first;
       result.start_s = std::min(result.start_s, first);
       result.end_s = std::max(result.end_s, last);
     }
-    result.time_s = sum / op.repeat;
+    const ChipTimes times = chip_times(program, run, static_cast<int>(i));
+    result.time_s = times.time_s;
+    result.chip_time_median_s = times.median_s;
+    result.chip_time_max_s = times.max_s;
+    result.chip_time_max_chip = times.max_chip;
+    result.wait_for_peers_median_s = times.wait_median_s;
+    result.wait_for_peers_max_s = times.wait_max_s;
+    result.wait_for_peers_max_chip = times.wait_max_chip;
     if (op.is(ProgramOpKind::Send)) {
       result.time_s = send_time_s(run, op, static_cast<int>(i));
       result.work = describe_send(result, program, static_cast<int>(i), topology, run);

@@ -7,12 +7,14 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "collectives/formulas.hpp"
 #include "collectives/symmetry.hpp"
 #include "sim/engine/operation_result.hpp"
+#include "sim/engine/peer_entries.hpp"
 #include "sim/engine/replay.hpp"
 #include "workloads/program.hpp"
 
@@ -44,11 +46,20 @@ struct RunResult {
 
   std::vector<size_t> first_span;      // index in replay.spans of each op's first span
   std::string engine;                  // "native" or "simgrid", as used
+  PeerEntries peers;                   // when each collective instance's last chip entered it
+  std::vector<ChipId> real_of_simulated;        // the lowest real chip each simulated chip stands for
+  std::vector<long long> chips_of_simulated;    // how many real chips each stands for
 
   // Span of (op, repetition) on a real chip.
   const SpanRecord& span(int op, int repetition, ChipId real_chip) const;
   // Whether op runs on a real chip (OperationResult::present_at_position).
   bool present(int op, ChipId real_chip) const;
+  // When the last chip of real_chip's instance of a collective entered it, and which chip (a
+  // real chip of the class that did, lowest first); compute and sends: the chip's own start.
+  std::pair<double, ChipId> last_entry(int op, int repetition, ChipId real_chip) const;
+  // What a late peer added to the chip's span of (op, repetition): the time from its entry to
+  // its instance's last entry, at most the span (docs/modelling.md, "Waiting for peers").
+  double wait_for_peers_s(int op, int repetition, ChipId real_chip) const;
 };
 
 struct SimulationSettings {
@@ -78,6 +89,7 @@ struct PendingRun {
   std::optional<RunResult> run;        // the meshes and reduction; finish_program adds the rest
   std::vector<OpPlan> plans;
   std::vector<ReplayOp> ops;
+  std::vector<ChipId> endpoint_chip;   // the chip of each endpoint the plans name
   ReplayOptions replay_options;
   ReplayChild child;
 };

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/csv_text.hpp"
 #include "sim/report/price.hpp"
 #include "sim/report/summary_writer.hpp"
 #include "sim/scenario/units.hpp"
@@ -146,6 +147,21 @@ Json per_layer(const SummaryInputs& in) {
   return layers;
 }
 
+Json chip_views(const SummaryInputs& in) {
+  Json views = Json::array();
+  for (const ChipBreakdown& v : in.training->views) {
+    views.push_back({{"view", v.view},
+                     {"chip", in.run->topology.chip_name(v.chip)},
+                     {"compute_time_s", v.compute_time_s},
+                     {"exposed_comm_s", v.exposed_comm_s},
+                     {"wait_for_peers_s", v.wait_for_peers_s},
+                     {"exposed_comm_by_axis_s", object_of(v.exposed_comm_by_axis_s)},
+                     {"exposed_comm_by_category_s", object_of(v.exposed_comm_by_category_s)},
+                     {"wait_for_peers_by_axis_s", object_of(v.wait_for_peers_by_axis_s)}});
+  }
+  return views;
+}
+
 Json inference_workload(const SummaryInputs& in) {
   const auto& plan = in.scenario.inference().plan;
   const InferenceReport& r = *in.inference;
@@ -179,6 +195,15 @@ Json operations(const SummaryInputs& in) {
     o["time_s"] = op.time_s;
     o["start_s"] = op.start_s;
     o["end_s"] = op.end_s;
+    const Topology& topo = in.run->topology;
+    o["chip_time_median_s"] = op.chip_time_median_s;
+    o["chip_time_max_s"] = op.chip_time_max_s;
+    o["chip_time_max_chip"] = topo.chip_name(op.chip_time_max_chip);
+    if (op.is(ProgramOpKind::Collective)) {
+      o["wait_for_peers_median_s"] = op.wait_for_peers_median_s;
+      o["wait_for_peers_max_s"] = op.wait_for_peers_max_s;
+      o["wait_for_peers_max_chip"] = topo.chip_name(op.wait_for_peers_max_chip);
+    }
     const TrafficResult* traffic = op.traffic();
     if (!traffic) {
       ops.push_back(o);
@@ -208,13 +233,24 @@ Json operations(const SummaryInputs& in) {
 
 }  // namespace summary_parts
 
+// time_s is the op's time (OperationResult::time_s); then how the chips spent it: the median
+// chip, the most and which chip, and a collective's wait for late peers likewise.
 std::string operations_csv(const RunResult& run) {
   std::string out =
-      "name,kind,axes,dcn,bytes,size_bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error\n";
+      "name,kind,axes,dcn,bytes,size_bytes,repeat,group_size,time_s,algbw_Bps,busbw_Bps,analytic_s,rel_error,"
+      "chip_time_median_s,chip_time_max_s,chip_time_max_chip,wait_for_peers_median_s,wait_for_peers_max_s,"
+      "wait_for_peers_max_chip\n";
+  const Topology& topo = run.topology;
   for (const auto& op : run.operations) {
+    std::string chips = "," + format("%.17g", op.chip_time_median_s) + "," + format("%.17g", op.chip_time_max_s) + "," +
+                        csv_field(topo.chip_name(op.chip_time_max_chip)) + ",";
+    chips += op.is(ProgramOpKind::Collective) ? format("%.17g", op.wait_for_peers_median_s) + "," +
+                                                    format("%.17g", op.wait_for_peers_max_s) + "," +
+                                                    csv_field(topo.chip_name(op.wait_for_peers_max_chip))
+                                              : ",,";
     const TrafficResult* t = op.traffic();
     if (!t) {
-      out += op.name + ",compute,,false,0,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,,\n";
+      out += op.name + ",compute,,false,0,0," + std::to_string(op.repeat) + ",1," + format("%.17g", op.time_s) + ",,,," + chips + "\n";
       continue;
     }
     std::string axes;
@@ -227,7 +263,7 @@ std::string operations_csv(const RunResult& run) {
     } else {
       out += ",";
     }
-    out += "\n";
+    out += chips + "\n";
   }
   return out;
 }
@@ -268,9 +304,15 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
                 std::string(to_string(scenario.hop_model)).c_str(), run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
   out += perturbations_line(run);
-  std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", "operation", "kind", "axes",
+  // Where chips spent an op differently (a perturbation, a late peer), the most a chip spent
+  // and the most a chip waited for peers are shown beside the op's time.
+  const bool chips_differ = std::any_of(run.operations.begin(), run.operations.end(), [](const OperationResult& op) {
+    return op.wait_for_peers_max_s > 0 || op.chip_time_max_s > op.chip_time_median_s * (1 + 1e-9);
+  });
+  std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s", "operation", "kind", "axes",
                 "bytes", "time", "algbw", "busbw", "book", "error");
   out += line;
+  out += chips_differ ? "  chip max (which)  peer wait max (which)\n" : "\n";
   for (const auto& op : run.operations) {
     static const TrafficResult kNoTraffic;   // compute: no axes, 0 bytes
     const TrafficResult& t = op.traffic() ? *op.traffic() : kNoTraffic;
@@ -286,7 +328,15 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
                   human_time(op.time_s).c_str(), human_bandwidth(t.algbw_Bps).c_str(),
                   human_bandwidth(t.busbw_Bps).c_str(), book.c_str(), err.c_str());
     out += line;
+    if (chips_differ) {
+      out.pop_back();
+      out += "  " + human_time(op.chip_time_max_s) + " (" + run.topology.chip_name(op.chip_time_max_chip) + ")";
+      if (op.is(ProgramOpKind::Collective))
+        out += "  " + human_time(op.wait_for_peers_max_s) + " (" + run.topology.chip_name(op.wait_for_peers_max_chip) + ")";
+      out += "\n";
+    }
   }
+  if (chips_differ) out += "time: compute, the median chip's; a collective, from its last chip's entry to its end\n";
   std::snprintf(line, sizeof line, "total simulated time %s, wall time %s\n", human_time(run.total_time_s).c_str(),
                 human_time(run.wall_time_s).c_str());
   out += line;
@@ -296,6 +346,45 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
 }  // namespace podsim
 
 namespace podsim {
+
+namespace {
+
+std::string seconds_by_key(const std::map<std::string, double>& values) {
+  std::string out;
+  for (const auto& [key, seconds] : values) out += " " + key + " " + human_time(seconds);
+  return out;
+}
+
+// One chip's step in words: compute, exposed communication by axis, the wait for late peers.
+std::string breakdown_line(const ChipBreakdown& v) {
+  std::string out = "compute " + human_time(v.compute_time_s) + ", exposed communication " + human_time(v.exposed_comm_s);
+  const std::string by_axis = seconds_by_key(v.exposed_comm_by_axis_s);
+  if (!by_axis.empty()) out += " (by axis:" + by_axis + ")";
+  if (v.wait_for_peers_s > 0) {
+    out += ", waiting for peers " + human_time(v.wait_for_peers_s) + " (in" + seconds_by_key(v.wait_for_peers_by_axis_s) + ")";
+  }
+  return out;
+}
+
+bool same_breakdown(const ChipBreakdown& a, const ChipBreakdown& b, double step_s) {
+  const double eps = 1e-6 * step_s;
+  return std::fabs(a.compute_time_s - b.compute_time_s) <= eps && std::fabs(a.exposed_comm_s - b.exposed_comm_s) <= eps &&
+         std::fabs(a.wait_for_peers_s - b.wait_for_peers_s) <= eps;
+}
+
+// Chip 0's line, then the slowest and the critical chip's where they differ from it.
+std::string breakdown_lines(const RunResult& run, const TrainingReport& r) {
+  const Topology& topo = run.topology;
+  std::string out = breakdown_line(r.views.at(0)) + (r.views.size() > 1 && r.views[1].chip != 0 ? " on chip 0\n" : "\n");
+  for (size_t i = 1; i < r.views.size(); ++i) {
+    const ChipBreakdown& v = r.views[i];
+    if (v.chip == 0 || same_breakdown(v, r.views[0], r.step_time_s)) continue;
+    out += "  " + v.view + " chip " + topo.chip_name(v.chip) + ": " + breakdown_line(v) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& r) {
   std::string out;
@@ -320,12 +409,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
     std::snprintf(line, sizeof line, "pipeline bubble %.1f%% of the first stage's span (waiting on other stages)\n", 100 * r.pipeline_bubble_fraction);
     out += line;
   }
-  std::string by_axis;
-  for (const auto& [axis, seconds] : r.exposed_comm_by_axis_s) by_axis += " " + axis + " " + human_time(seconds);
-  std::snprintf(line, sizeof line, "compute %s, exposed communication %s", human_time(r.compute_time_s).c_str(),
-                human_time(r.exposed_comm_s).c_str());
-  out += line;
-  out += by_axis.empty() ? "\n" : " (by axis:" + by_axis + ")\n";
+  out += breakdown_lines(run, r);
   if (r.moe) {
     const auto& m = r.moe_stats;
     std::snprintf(line, sizeof line,
@@ -350,7 +434,7 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
   std::snprintf(line, sizeof line, "memory peak on the timeline %s at %s (chip 0)\n",
                 human_bytes(r.memory_peak_bytes).c_str(), human_time(r.memory_peak_at_s).c_str());
   out += line;
-  std::snprintf(line, sizeof line, "layer %d (fwd+bwd)  %10s %10s %12s %12s\n", scenario.training().model.layers / 2,
+  std::snprintf(line, sizeof line, "layer %d (fwd+bwd, the median chip's time)\n%19s %10s %10s %12s %12s\n", scenario.training().model.layers / 2, "",
                 "T_math", "T_comms", "book T_math", "book T_comms");
   out += line;
   for (const auto& l : r.per_layer) {

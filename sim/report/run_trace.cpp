@@ -77,18 +77,48 @@ struct TraceLayout {
   int span_lane(ChipId chip, size_t op, int rep) const { return tracks[chip].span_lane[op_base[op] + rep]; }
 };
 
-// Which chips to draw: all, or on a large pod the first chip of each symmetry class.
-std::vector<bool> traced_chips(const RunResult& run) {
+// The spans one chip draws: every op's repetitions.
+size_t spans_per_chip(const RunResult& run) {
+  size_t n = 0;
+  for (const auto& op : run.operations) n += static_cast<size_t>(op.repeat);
+  return std::max<size_t>(n, 1);
+}
+
+// Which chips to draw: all; on a large pod the first chip of each symmetry class; and where
+// those are too many, the chips asked for, the perturbed ones, then every k-th class up to the
+// limits (lowest first, so the choice is the same every run).
+std::vector<bool> traced_chips(const RunResult& run, const TraceOptions& options, TraceStats& stats) {
   const Topology& topo = run.topology;
   const Topology& sim = run.simulated;
+  const size_t limit = std::min<size_t>(kMaxTracedChips, std::max<size_t>(1, kMaxTracedSpans / spans_per_chip(run)));
   std::vector<bool> traced(topo.chip_count(), true);
-  if (topo.chip_count() <= kMaxTracedChips) return traced;
-  std::vector<bool> seen(sim.chip_count(), false);
-  for (ChipId chip = 0; chip < topo.chip_count(); ++chip) {
-    const ChipId rep = run.reduction.representative(topo, sim, chip);
-    traced[chip] = !seen[rep];
-    seen[rep] = true;
+  if (static_cast<size_t>(topo.chip_count()) <= limit) {
+    stats.chips_traced = topo.chip_count();
+    return traced;
   }
+  std::vector<ChipId> classes = run.real_of_simulated;   // by simulated chip, the lowest real chip
+  std::fill(traced.begin(), traced.end(), false);
+  if (classes.size() <= limit) {
+    for (ChipId c : classes) traced[c] = true;
+    stats.chips_traced = classes.size();
+    return traced;
+  }
+  size_t kept = 0;
+  auto keep = [&](ChipId c) {
+    if (kept < limit && c >= 0 && c < topo.chip_count() && !traced[c]) {
+      traced[c] = true;
+      ++kept;
+    }
+  };
+  for (ChipId c : options.keep_chips) keep(run.real_of_simulated[run.reduction.representative(topo, sim, c)]);
+  for (ChipId c : classes)
+    if (topo.compute_slowdown(c) != 1.0) keep(c);
+  std::sort(classes.begin(), classes.end());
+  const size_t stride = std::max<size_t>(1, classes.size() / limit);
+  for (size_t i = 0; i < classes.size() && kept < limit; i += stride) keep(classes[i]);
+  for (size_t i = 0; i < classes.size() && kept < limit; ++i) keep(classes[i]);
+  stats.chips_traced = kept;
+  stats.chips_left_out = classes.size() - kept;
   return traced;
 }
 
@@ -117,8 +147,8 @@ ChipTracks chip_tracks(const TraceLayout& layout, ChipId chip) {
   return t;
 }
 
-TraceLayout trace_layout(const RunResult& run, TraceDetail detail) {
-  TraceLayout layout{run, run.topology, run.simulated, traced_chips(run), {}, {}, false, 0, {}, {}};
+TraceLayout trace_layout(const RunResult& run, TraceDetail detail, const TraceOptions& options, TraceStats& stats) {
+  TraceLayout layout{run, run.topology, run.simulated, traced_chips(run, options, stats), {}, {}, false, 0, {}, {}};
   const Topology& topo = layout.topo;
   const Topology& sim = layout.sim;
   // Hops are recorded on the simulated mesh and drawn on every traced chip that repeats their
@@ -165,6 +195,19 @@ void write_track_names(PerfettoTrace& trace, const TraceLayout& layout, ChipId c
   }
 }
 
+// Inside a collective's span, what a late peer added to it: its last wait_for_peers_s (the
+// part the collective would have been shorter by had the peer entered with the chip), naming
+// the chip that entered last. Below a nanosecond it would not show: none is drawn.
+void write_peer_wait(PerfettoTrace& trace, const RunResult& run, int op, int rep, ChipId chip, int pid, int tid) {
+  if (!run.operations[op].is(ProgramOpKind::Collective)) return;
+  const double wait = run.wait_for_peers_s(op, rep, chip);
+  if (wait < 1e-9) return;
+  const SpanRecord& span = run.span(op, rep, chip);
+  const ChipId last = run.last_entry(op, rep, chip).second;
+  trace.span("wait for peers", "wait_for_peers", pid, tid, span.end_s - wait, span.end_s,
+             TraceArgs().add("op", run.operations[op].name).add("last_to_enter", run.topology.chip_name(last)));
+}
+
 // A span per (op, repetition) on the chip, then the hops it receives, then its track names.
 void write_chip(PerfettoTrace& trace, const TraceLayout& layout, ChipId chip) {
   const RunResult& run = layout.run;
@@ -177,8 +220,9 @@ void write_chip(PerfettoTrace& trace, const TraceLayout& layout, ChipId chip) {
       TraceArgs args;
       args.add("repetition", rep);
       if (const TrafficResult* traffic = o.traffic()) args.add_g17("bytes", traffic->bytes);
-      trace.span(o.name, o.is(ProgramOpKind::Compute) ? o.category : o.kind_name(), pid, layout.tid(chip, layout.span_lane(chip, op, rep)),
-                 span.start_s, span.end_s, args);
+      const int tid = layout.tid(chip, layout.span_lane(chip, op, rep));
+      trace.span(o.name, o.is(ProgramOpKind::Compute) ? o.category : o.kind_name(), pid, tid, span.start_s, span.end_s, args);
+      write_peer_wait(trace, run, static_cast<int>(op), rep, chip, pid, tid);
     }
   }
   const auto& hops = layout.hops_of(chip);
@@ -316,18 +360,20 @@ void write_counters(PerfettoTrace& trace, const TraceLayout& layout, TraceDetail
 }  // namespace
 
 std::string trace_json(const RunResult& run, TraceDetail detail, const TraceOptions& options, TraceStats* stats) {
-  const TraceLayout layout = trace_layout(run, detail);
+  TraceStats counts;
+  const TraceLayout layout = trace_layout(run, detail, options, counts);
   std::string out;
   PerfettoTrace trace(out, "ns");
   for (int s = 0; s < layout.topo.slice_count(); ++s) trace.process_name(s, "slice " + std::to_string(s));
   for (ChipId chip = 0; chip < layout.topo.chip_count(); ++chip) {
     if (layout.traced[chip]) write_chip(trace, layout, chip);
   }
-  TraceStats counts;
   write_send_flows(trace, layout, counts);
   if (detail == TraceDetail::Hops) write_hop_flows(trace, layout, options, counts);
   write_counters(trace, layout, detail, options);
   trace.finish(TraceArgs()
+                    .add("chips_traced", counts.chips_traced)
+                    .add("chips_left_out", counts.chips_left_out)
                     .add("send_flows", counts.send_flows)
                     .add("hop_flows", counts.hop_flows)
                     .add("hop_flows_omitted", counts.hop_flows_omitted)

@@ -78,6 +78,7 @@ Json symmetry(const SummaryInputs& in);
 Json step_topology(const SummaryInputs& in);
 Json training_workload(const SummaryInputs& in);
 Json per_layer(const SummaryInputs& in);
+Json chip_views(const SummaryInputs& in);
 Json inference_workload(const SummaryInputs& in);
 Json operations(const SummaryInputs& in);
 Json serving_topology(const SummaryInputs& in);
@@ -140,10 +141,14 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"tokens_per_s_per_chip", "tokens/s/chip", T, T, "tokens trained per second per chip", [](const auto& in) -> Json { return in.training->tokens_per_s_per_chip; }, kCompareTokens},
     {"tflops_per_s_per_chip", "TFLOP/s/chip", T, None, "model TFLOP/s per chip", [](const auto& in) -> Json { return in.training->tflops_per_s_per_chip; }},
     {"parameters", "count", T, T, "the model's parameters", [](const auto& in) -> Json { return in.training->parameters; }},
+    {"breakdown_chip", "text", T, None, "the chip compute_time_s, exposed_comm_s and wait_for_peers_s describe (chip 0; chip_views has others)", [](const auto& in) -> Json { return in.run->topology.chip_name(0); }},
     {"compute_time_s", "s", T, T, "chip 0's compute in the step", [](const auto& in) -> Json { return in.training->compute_time_s; }},
-    {"exposed_comm_s", "s", T, T, "communication not hidden behind compute", [](const auto& in) -> Json { return in.training->exposed_comm_s; }, kCompareExposedComm},
+    {"exposed_comm_s", "s", T, T, "chip 0's communication not hidden behind compute, late peers left out (compute + exposed + wait for peers = the step)", [](const auto& in) -> Json { return in.training->exposed_comm_s; }, kCompareExposedComm},
     {"exposed_comm_by_axis_s.<axis>", "s", T, T, "exposed communication by mesh axis", [](const auto& in) -> Json { return object_of(in.training->exposed_comm_by_axis_s); }},
     {"exposed_comm_by_category_s.<category>", "s", T, T, "exposed communication by op category", [](const auto& in) -> Json { return object_of(in.training->exposed_comm_by_category_s); }},
+    {"wait_for_peers_s", "s", T, T, "chip 0's time blocked in collectives for peers that entered them late (a slow chip, or one it held up), and after its own last op for the step's last chip", [](const auto& in) -> Json { return in.training->wait_for_peers_s; }},
+    {"wait_for_peers_by_axis_s.<axis>", "s", T, T, "wait_for_peers_s by the axes of the collectives it waited in (step_end: after the chip's last op)", [](const auto& in) -> Json { return object_of(in.training->wait_for_peers_by_axis_s); }},
+    {"chip_views", "list", T, None, "the same breakdown for chip 0, the slowest chip (most compute) and the critical chip (most compute on the path the step's end waited along): view, chip, compute_time_s, exposed_comm_s, wait_for_peers_s and their splits", [](const auto& in) -> Json { return p::chip_views(in); }},
     {"moe.expert_parallelism", "count", T, None, "MoE models: chips an expert layer spans", [](const auto& in) -> Json { return present_if(in.training->moe, in.training->moe_stats.expert_degree); }},
     {"moe.experts_per_chip", "count", T, None, "MoE models: experts each chip holds", [](const auto& in) -> Json { return present_if(in.training->moe, in.training->moe_stats.experts_per_chip); }},
     {"moe.moe_layers", "count", T, None, "MoE models: layers with experts", [](const auto& in) -> Json { return present_if(in.training->moe, in.training->moe_stats.moe_layers); }},

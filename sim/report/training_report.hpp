@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/engine/run.hpp"
+#include "sim/report/chip_breakdown.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/training.hpp"
 
@@ -24,14 +25,19 @@ struct LayerCost {          // one block of a representative layer, fwd + bwd
 struct TrainingReport {
   std::string strategy;
   double step_time_s = 0;
-  double compute_time_s = 0;            // busy time of the compute units on one chip
-  double exposed_comm_s = 0;            // step time the compute units wait on communication
+  // Chip 0's breakdown (ChipBreakdown: compute + exposed + wait for peers = the step).
+  double compute_time_s = 0;            // busy time of its compute units
+  double exposed_comm_s = 0;            // step time its compute units wait on communication
   // exposed_comm_s split by mesh axis ("X", ...), "DCN", and "pipeline_bubble" or "other"
   // (waits on compute elsewhere); the parts sum to exposed_comm_s.
   std::map<std::string, double> exposed_comm_by_axis_s;
   // The same split by what the waits were for (the ops' categories: "fsdp_allgather",
   // "moe_dispatch", "moe_combine", ...; "other" for compute elsewhere).
   std::map<std::string, double> exposed_comm_by_category_s;
+  double wait_for_peers_s = 0;          // step time it waited for late peers
+  std::map<std::string, double> wait_for_peers_by_axis_s;
+  // Chip 0's, the slowest chip's and the critical chip's breakdowns, in that order.
+  std::vector<ChipBreakdown> views;
   double exposed_all_to_all_s = 0;      // MoE: exposed waits on the dispatch and combine AllToAlls
   double all_to_all_time_s = 0;         // MoE: chip 0's time inside them (overlapped or not)
   double mfu = 0;                       // useful FLOPs / (chips x peak x step time)
