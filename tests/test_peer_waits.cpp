@@ -191,3 +191,21 @@ TEST_CASE("a perturbed pod's trace keeps chip 0, the slow chip and a sample", "[
   CHECK(named.count("s0/chip(0,0,0) compute") == 1);
   CHECK(named.count("s0/chip(5,6,7) compute") == 1);
 }
+
+TEST_CASE("a decode step with a slow chip: the others' wait is not collective time", "[peer_waits][scenario]") {
+  // LLaMA-3 70B decode on a v5e 4x2, model parallel over all 8 chips, chip (1, 1) 1.3x slow: the
+  // step grows by about 0.3 of the rooflines, and chip 0 spends it waiting for the slow chip at
+  // each layer's collectives, not in them.
+  const auto uniform = podsim_test::run_summary("inference_llama3_70b_decode_v5e_4x2", "-q", "peer-waits-decode-u");
+  const auto slow = podsim_test::run_summary("inference_llama3_70b_decode_v5e_4x2",
+                                             "-q --set 'perturbations=[{chips: [1, 1], compute_slowdown: 1.3}]'",
+                                             "peer-waits-decode-s");
+  const double compute = uniform.at("compute_time_s");
+  CHECK(uniform.at("wait_for_peers_s").get<double>() == 0);
+  CHECK(slow.at("compute_time_s").get<double>() == Approx(compute).epsilon(1e-9));
+  CHECK(slow.at("exposed_comm_s").get<double>() <= uniform.at("exposed_comm_s").get<double>() * (1 + 1e-9));
+  CHECK(slow.at("wait_for_peers_s").get<double>() > 0.2 * compute);
+  CHECK(slow.at("wait_for_peers_s").get<double>() <= 0.3 * compute * (1 + 1e-9));
+  CHECK(slow.at("compute_time_s").get<double>() + slow.at("exposed_comm_s").get<double>() +
+            slow.at("wait_for_peers_s").get<double>() == Approx(slow.at("decode_step_time_s").get<double>()).epsilon(1e-9));
+}

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/report/chip_breakdown.hpp"
+
 namespace podsim {
 
 InferenceReport inference_report(const InferencePlan& plan, const InferenceLayout& layout, const Program& program,
@@ -14,7 +16,8 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
     if (program[i].is(ProgramOpKind::Compute)) r.compute_time_s += run.span(static_cast<int>(i), 0, 0).end_s -
                                                                        run.span(static_cast<int>(i), 0, 0).start_s;
   }
-  r.exposed_comm_s = std::max(0.0, r.step_time_s - r.compute_time_s);
+  r.wait_for_peers_s = chip_breakdown(program, run, 0, false, "chip 0").wait_for_peers_s;
+  r.exposed_comm_s = std::max(0.0, r.step_time_s - r.compute_time_s - r.wait_for_peers_s);
   int dispatches = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& op = program[i];

@@ -10,7 +10,10 @@ struct InferenceReport {
   bool decode = true;
   double step_time_s = 0;        // decode_step_time_s or prefill_time_s
   double compute_time_s = 0;     // the rooflines, summed (one chip)
-  double exposed_comm_s = 0;     // step - compute: the collectives on the critical path
+  double exposed_comm_s = 0;     // step - compute - wait: the collectives on the critical path
+  // Chip 0's time blocked in collectives for peers that entered late, and after its last op
+  // for the step's last chip (chip_breakdown.hpp); 0 where chips run alike.
+  double wait_for_peers_s = 0;
   double tokens_per_s = 0;       // decode: batch / step; prefill: prompt tokens / step
   double tokens_per_s_per_chip = 0;
   // MoE models (ops of category "experts"): the routed experts' compute over the step on a chip

@@ -471,11 +471,12 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                 sharding.c_str());
   out += line;
   out += perturbations_line(run);
-  std::snprintf(line, sizeof line, "%s %s (rule of thumb %s): rooflines %s, collectives on the critical path %s\n",
+  std::snprintf(line, sizeof line, "%s %s (rule of thumb %s): rooflines %s, collectives on the critical path %s",
                 r.decode ? "step" : "prefill", human_time(r.step_time_s).c_str(),
                 human_time(r.layout.rule_of_thumb_s).c_str(), human_time(r.compute_time_s).c_str(),
                 human_time(r.exposed_comm_s).c_str());
   out += line;
+  out += r.wait_for_peers_s > 0 ? ", waiting for peers " + human_time(r.wait_for_peers_s) + " (chip 0)\n" : "\n";
   std::snprintf(line, sizeof line, "%.0f tokens/s, %.1f tokens/s/chip; KV cache %s per token; max batch %d\n",
                 r.tokens_per_s, r.tokens_per_s_per_chip, human_bytes(r.layout.kv_cache_bytes_per_token).c_str(),
                 r.layout.max_batch);
