@@ -306,9 +306,9 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
   out += perturbations_line(run);
   // Where chips spent an op differently (a perturbation, a late peer), the most a chip spent
   // and the most a chip waited for peers are shown beside the op's time.
-  const bool chips_differ = std::any_of(run.operations.begin(), run.operations.end(), [](const OperationResult& op) {
-    return op.wait_for_peers_max_s > 0 || op.chip_time_max_s > op.chip_time_median_s * (1 + 1e-9);
-  });
+  const bool chips_differ =
+      !run.topology.spec().perturbations.empty() ||
+      std::any_of(run.operations.begin(), run.operations.end(), [](const OperationResult& op) { return op.wait_for_peers_max_s > 0; });
   std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s", "operation", "kind", "axes",
                 "bytes", "time", "algbw", "busbw", "book", "error");
   out += line;
@@ -372,14 +372,20 @@ bool same_breakdown(const ChipBreakdown& a, const ChipBreakdown& b, double step_
          std::fabs(a.wait_for_peers_s - b.wait_for_peers_s) <= eps;
 }
 
-// Chip 0's line, then the slowest and the critical chip's where they differ from it.
+// The critical chip's line (the headline), then chip 0's and the slowest chip's where they
+// differ from it.
 std::string breakdown_lines(const RunResult& run, const TrainingReport& r) {
   const Topology& topo = run.topology;
-  std::string out = breakdown_line(r.views.at(0)) + (r.views.size() > 1 && r.views[1].chip != 0 ? " on chip 0\n" : "\n");
-  for (size_t i = 1; i < r.views.size(); ++i) {
+  const ChipBreakdown& headline = r.views.back();
+  std::string out = breakdown_line(headline);
+  const bool others = std::any_of(r.views.begin(), r.views.end() - 1, [&](const ChipBreakdown& v) {
+    return !same_breakdown(v, headline, r.step_time_s);
+  });
+  out += others ? " (critical chip " + topo.chip_name(headline.chip) + ")\n" : "\n";
+  for (size_t i = 0; i + 1 < r.views.size(); ++i) {
     const ChipBreakdown& v = r.views[i];
-    if (v.chip == 0 || same_breakdown(v, r.views[0], r.step_time_s)) continue;
-    out += "  " + v.view + " chip " + topo.chip_name(v.chip) + ": " + breakdown_line(v) + "\n";
+    if (same_breakdown(v, headline, r.step_time_s) || (i > 0 && v.chip == r.views[0].chip)) continue;
+    out += "  " + v.view + (i > 0 ? " chip " + topo.chip_name(v.chip) : "") + ": " + breakdown_line(v) + "\n";
   }
   return out;
 }

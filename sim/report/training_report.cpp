@@ -133,15 +133,19 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   headline_figures(report, workload, layout, program, run);
   const bool pipeline = layout.pipeline_stages > 1;
   const ChipBreakdown chip0 = chip_breakdown(program, run, 0, pipeline, "chip 0");
-  report.compute_time_s = chip0.compute_time_s;
-  report.exposed_comm_s = chip0.exposed_comm_s;
-  report.exposed_comm_by_axis_s = chip0.exposed_comm_by_axis_s;
-  report.exposed_comm_by_category_s = chip0.exposed_comm_by_category_s;
-  report.wait_for_peers_s = chip0.wait_for_peers_s;
-  report.wait_for_peers_by_axis_s = chip0.wait_for_peers_by_axis_s;
   report.views.push_back(chip0);
   report.views.push_back(chip_breakdown(program, run, slowest_chip(program, run), pipeline, "slowest"));
   report.views.push_back(chip_breakdown(program, run, critical_chip(program, run), pipeline, "critical"));
+  // The headline is the critical chip's: its compute, exposed communication and waits add up
+  // to the step the others waited for (chip 0 where the chips run alike).
+  const ChipBreakdown& headline = report.views.back();
+  report.breakdown_chip = headline.chip;
+  report.compute_time_s = headline.compute_time_s;
+  report.exposed_comm_s = headline.exposed_comm_s;
+  report.exposed_comm_by_axis_s = headline.exposed_comm_by_axis_s;
+  report.exposed_comm_by_category_s = headline.exposed_comm_by_category_s;
+  report.wait_for_peers_s = headline.wait_for_peers_s;
+  report.wait_for_peers_by_axis_s = headline.wait_for_peers_by_axis_s;
   report.moe = workload.model.moe.has_value();
   report.moe_stats = layout.moe;
   all_to_all_figures(report, program, run);

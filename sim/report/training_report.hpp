@@ -25,7 +25,9 @@ struct LayerCost {          // one block of a representative layer, fwd + bwd
 struct TrainingReport {
   std::string strategy;
   double step_time_s = 0;
-  // Chip 0's breakdown (ChipBreakdown: compute + exposed + wait for peers = the step).
+  // The critical chip's breakdown (ChipBreakdown: compute + exposed + wait for peers = the
+  // step), the chip the step waited on; chip 0 where the chips run alike.
+  ChipId breakdown_chip = 0;
   double compute_time_s = 0;            // busy time of its compute units
   double exposed_comm_s = 0;            // step time its compute units wait on communication
   // exposed_comm_s split by mesh axis ("X", ...), "DCN", and "pipeline_bubble" or "other"
