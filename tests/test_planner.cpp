@@ -550,3 +550,26 @@ TEST_CASE("plan.csv: no memory for a plan that cannot be built, the real one for
   CHECK(too_big > 0);
   CHECK(unsimulated >= impossible + too_big);
 }
+
+TEST_CASE("a pod on which no plan can be built is refused with the first plan's reason, not a sentinel size",
+          "[planner]") {
+  // One sequence, which no data axis divides; 3 heads and an odd d_ff, which no tensor axis of
+  // the 4x4 (nor a block of 2) divides; 2 layers, which no 4-stage pipeline holds.
+  Scenario s = small_pod("planner-nothing-builds");
+  s.training().plan.global_batch_tokens = s.training().plan.sequence_length;
+  s.training().model.heads = 3;
+  s.training().model.kv_heads = 3;
+  s.training().model.d_ff = 11007;
+  const auto result = plan_training(s, nullptr);
+  for (const auto& c : result.candidates) CHECK_FALSE(c.feasible);
+  try {
+    require_some_plan_fits(s, result);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find("cannot be laid out on this pod by any plan the planner searches (the first: ") != std::string::npos);
+    CHECK(message.find(result.candidates.front().error) != std::string::npos);
+    CHECK(message.find("e+") == std::string::npos);
+  }
+}
