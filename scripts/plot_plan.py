@@ -37,10 +37,12 @@ def step_panel(ax, rows, top):
     ax.invert_yaxis()
     ax.set_xlabel(f"step time ({unit})")
     from matplotlib.patches import Patch
-    ax.legend(handles=[Patch(facecolor="tab:blue", edgecolor="tab:blue", label="simulated step"),
-                       Patch(facecolor="white", edgecolor="tab:blue", hatch="//",
-                             label="not simulated (bounded out or over the budget): its lower bound, compute alone")],
-              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(shown) + 2)), ncol=2, frameon=False)
+    handles = [Patch(facecolor="tab:blue", edgecolor="tab:blue", label="simulated step")]
+    if not all(true(r, "simulated") for r in shown):
+        handles.append(Patch(facecolor="white", edgecolor="tab:blue", hatch="//",
+                             label="not simulated (bounded out or over the budget): its lower bound, compute alone"))
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(shown) + 2)),
+              ncol=2, frameon=False)
     ax.set_title(f"step time of the first {len(shown)} plans by rank (shorter is better)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
 
@@ -61,6 +63,14 @@ def memory_panel(ax, rows, hbm_bytes):
     if hbm_bytes:
         ax.axhline(hbm_bytes / GIB, color="black", linestyle="--", linewidth=1, label=f"HBM {hbm_bytes / GIB:.1f} GiB")
     ax.set_yscale("log")
+    # Sizes as numbers (20, 50, 100), not powers of ten: a plan's memory is read off the axis.
+    from matplotlib.ticker import FuncFormatter
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    low, high = ax.get_ylim()
+    digits = "23456789" if high / low < 10 else "25"   # within a decade every minor tick, else 2s and 5s
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in digits else ""))
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("rank")
     ax.set_ylabel("memory per chip (GiB, log scale)")
     impossible = len(rows) - len(with_memory)
