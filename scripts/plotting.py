@@ -55,6 +55,8 @@ def save(fig, path):
     all, by a rename over a regular file (a link's target) or nothing; through to a character
     device or FIFO (-o /dev/null); a directory, block device or socket is refused (exit 2)."""
     fig.tight_layout()
+    for a, b in overlapping_labels(fig):
+        print(f"podsim: warning: {path}: labels '{a}' and '{b}' overlap", file=sys.stderr)
     fmt = os.path.splitext(path)[1][1:].lower() or "png"
     try:
         mode = os.stat(path).st_mode   # follows a symbolic link
@@ -82,6 +84,18 @@ def save(fig, path):
                 os.remove(temporary)
             raise
     print(f"wrote {path}")
+
+
+def overlapping_labels(fig):
+    """Pairs of annotation texts (a point's label) whose boxes overlap as drawn: a script that
+    labels points says so when it wrote two on top of each other."""
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for ax in fig.axes:
+        for text in ax.texts:
+            if text.get_visible() and text.get_text():
+                boxes.append((text.get_text(), text.get_window_extent(renderer)))
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
 
 
 def swept_columns(rows, exclude=()):

@@ -1,12 +1,19 @@
 // The planner simulates every plan and ranks them: fitting plans first, fastest first.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 
+#include "sim/commands/plan_inputs.hpp"
 #include "sim/commands/planner.hpp"
+#include "sim/scenario/schema_keys.hpp"
 #include "cli_helpers.hpp"
 #include "planner_pods.hpp"
 #include "scratch.hpp"
@@ -352,4 +359,217 @@ TEST_CASE("podsim plan as a Slurm job array: the tasks and --collect give plan -
   const auto no_dir = podsim_test::run_podsim("plan " + scenario + " --emit slurm");
   CHECK(no_dir.exit_code == 2);
   CHECK(no_dir.err.find("expected -o DIR") != std::string::npos);
+}
+
+namespace {
+
+// The planner tests' pod (planner_pods.hpp) as a scenario file, with `extra` lines under workload.
+std::string pod_file(const std::filesystem::path& dir, const std::string& name, const std::string& extra) {
+  const std::string path = (dir / (name + ".yaml")).string();
+  std::ofstream out(path);
+  out << "version: 1\nname: plan-keys\nhardware: {preset: v5p}\ntopology: {mesh: {X: 4, Y: 4}}\n"
+         "workload:\n  kind: training\n  model: {preset: llama2-7b, layers: 2}\n  batch_tokens: 65536\n"
+         "  sequence_length: 1024\n  attention_flops: false\n"
+      << extra;
+  return path;
+}
+
+std::vector<std::string> candidate_keys(const Scenario& s) {
+  std::vector<std::string> keys;
+  for (const auto& c : planner_candidates(s, 0).all)
+    keys.push_back(c.label + " " + symmetry_key(s.topology, c.plan) + (c.feasible ? "" : " " + c.error));
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("the planner ignores every key it searches: each alone leaves the candidates as they were", "[planner]") {
+  // A value of each ignored key, most of which the loader would refuse beside the others (64
+  // sequences do not split 3 ways; zero needs data axes, a schedule a pipeline): ignored, they
+  // refuse nothing. A key added to the list needs a value here.
+  const std::map<std::string, std::string> values = {
+      {"parallelism.data", "[X, Y]"},         {"parallelism.fsdp", "true"},
+      {"parallelism.tensor", "[X]"},          {"parallelism.zero", "2"},
+      {"parallelism.expert", "[X]"},          {"parallelism.pipeline", "Y"},
+      {"parallelism.schedule", "interleaved_1f1b"}, {"parallelism.virtual_stages", "4"},
+      {"microbatches", "3"},                  {"checkpointing", "none"},
+      {"remat_policy", "minimal"},            {"remat", "{query_proj: offload}"},
+      {"parallelism.context", "X"},           {"parallelism.dcn_sync", "after_backward"}};
+  const auto dir = podsim_test::made_dir("plan-ignored-keys");
+  const std::vector<std::string> base = candidate_keys(load_planner_scenario(pod_file(dir, "base", ""), {}));
+  for (const auto& key : planner_ignored_keys()) {
+    INFO(key);
+    REQUIRE(values.count(key) == 1);
+    const size_t dot = key.find('.');
+    const std::string yaml = dot == std::string::npos ? "  " + key + ": " + values.at(key) + "\n"
+                                                      : "  parallelism:\n    " + key.substr(dot + 1) + ": " + values.at(key) + "\n";
+    const Scenario s = load_planner_scenario(pod_file(dir, key, yaml), {});
+    CHECK(candidate_keys(s) == base);
+    // The same value by --set.
+    const Scenario set = load_planner_scenario(pod_file(dir, "set", ""), {{"workload." + key, values.at(key)}});
+    CHECK(candidate_keys(set) == base);
+  }
+  // Every listed key is one a training scenario has; the help lists the others as taken.
+  const auto& workload = key_table(SchemaMap::WorkloadTraining).keys;
+  const auto& parallelism = key_table(SchemaMap::TrainingParallelism).keys;
+  for (const auto& key : planner_ignored_keys()) {
+    const bool nested = key.rfind("parallelism.", 0) == 0;
+    const auto& keys = nested ? parallelism : workload;
+    CHECK(std::find(keys.begin(), keys.end(), nested ? key.substr(12) : key) != keys.end());
+  }
+  CHECK(planner_taken_keys().size() + planner_ignored_keys().size() == workload.size() - 2 + parallelism.size());
+}
+
+TEST_CASE("podsim plan: the scenario's split, microbatches and checkpointing change neither the winner nor plan.csv",
+          "[planner][cli]") {
+  // Issue 42: microbatches: 4 beside FSDP over X and Y started every search at 4 microbatches
+  // (and left out the splits whose data axes 4 x 16 sequences do not divide), so the winner changed.
+  const auto dir = podsim_test::made_dir("plan-scenario-keys");
+  const auto plan = [&](const std::string& name, const std::string& extra) {
+    const auto r = podsim_test::run_podsim("plan " + pod_file(dir, name, extra) + " -o " + (dir / name).string());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return std::make_pair(r.out.substr(r.out.find("\n")), podsim_test::read_file(dir / name / "plan.csv"));
+  };
+  const auto base = plan("mb1", "  microbatches: 1\n");
+  // plan.png beside plan.csv, drawn as compare draws compare.png (no matplotlib: no PNG, and why).
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+    CHECK(base.first.find("wrote " + (dir / "mb1" / "plan.png").string()) != std::string::npos);
+    CHECK(podsim_test::read_file(dir / "mb1" / "plan.png").substr(1, 3) == "PNG");
+  } else {
+    CHECK(base.first.find("python3-matplotlib is not installed") != std::string::npos);
+  }
+  for (const auto& [name, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"mb4-fsdp", "  microbatches: 4\n  parallelism: {data: [X, Y], fsdp: true}\n"},
+           {"mb2-tp", "  microbatches: 2\n  checkpointing: none\n  parallelism: {data: [Y], tensor: [X]}\n"},
+           {"pipeline", "  microbatches: 8\n  parallelism: {data: [X], pipeline: Y, schedule: gpipe}\n"}}) {
+    INFO(name);
+    const auto other = plan(name, extra);
+    CHECK(other.second == base.second);
+    CHECK(other.first.substr(0, other.first.find("wrote")) == base.first.substr(0, base.first.find("wrote")));
+  }
+}
+
+TEST_CASE("podsim plan --help lists the workload keys the planner takes and those it searches, from the code's list",
+          "[planner][cli]") {
+  const auto help = podsim_test::run_podsim("plan --help");
+  REQUIRE(help.exit_code == 0);
+  CHECK(help.out.find("parallelism block is ignored") == std::string::npos);
+  const size_t taken_at = help.out.find("The planner takes");
+  const size_t ignored_at = help.out.find("It ignores these workload keys");
+  REQUIRE(taken_at != std::string::npos);
+  REQUIRE(ignored_at > taken_at);
+  // Taken: the words of the lines after the heading; ignored: the keys of each line ending in a
+  // colon (what the planner does instead is indented below it).
+  std::vector<std::string> taken, ignored;
+  std::stringstream taken_text(help.out.substr(taken_at, ignored_at - taken_at));
+  std::string line;
+  std::getline(taken_text, line);
+  for (std::string word; taken_text >> word;) taken.push_back(word);
+  std::stringstream ignored_text(help.out.substr(ignored_at));
+  std::getline(ignored_text, line);
+  while (std::getline(ignored_text, line) && line.rfind("  ", 0) == 0) {
+    if (line.rfind("   ", 0) == 0) continue;   // what the planner does instead
+    std::stringstream keys(line.substr(2, line.rfind(':') - 2));
+    for (std::string key; std::getline(keys, key, ',');) ignored.push_back(key.substr(key.find_first_not_of(' ')));
+  }
+  CHECK(taken == planner_taken_keys());
+  CHECK(ignored == planner_ignored_keys());
+  for (const std::string key : {"model", "batch_tokens", "sequence_length", "parallelism.tensor_overlap"})
+    CHECK(std::find(taken.begin(), taken.end(), key) != taken.end());
+  for (const std::string key : {"microbatches", "parallelism.data", "checkpointing"})
+    CHECK(std::find(ignored.begin(), ignored.end(), key) != ignored.end());
+}
+
+TEST_CASE("plan.csv: no memory for a plan that cannot be built, the real one for a plan that does not fit, no step "
+          "for a plan not simulated",
+          "[planner]") {
+  // 2 layers cannot fill 4 pipeline stages (the first test above): impossible, no layout, no
+  // memory. With 1 GiB of HBM, plain data parallelism over 16 chips holds every weight (2 B a
+  // parameter of 0.66 B) and fits under no policy or ZeRO stage: its leanest memory is a real layout's.
+  Scenario s = small_pod("planner-csv-cells");
+  s.topology.chip.hbm_bytes = 1024.0 * 1024 * 1024;
+  const auto result = plan_training(s, nullptr, {}, 3);
+  const std::string csv = planner_csv(result);
+  std::vector<std::vector<std::string>> rows;
+  std::stringstream in(csv);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (const char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(std::exchange(cell, ""));
+      else cell += c;
+    }
+    cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  const auto& header = rows.front();
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const size_t memory = column("memory_per_chip_bytes"), step = column("step_time_s"), error = column("error");
+  int impossible = 0, too_big = 0, unsimulated = 0;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    INFO("row " << r << ": " << row[1]);
+    REQUIRE(row.size() == header.size());
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (header[c] == "plan" || header[c] == "error") continue;
+      INFO(header[c] << " = " << row[c]);
+      CHECK(row[c].size() <= 24);   // a number a spreadsheet reads, or a word
+      if (row[c].empty() || row[c] == "true" || row[c] == "false" || header[c] == "checkpointing") continue;
+      char* end = nullptr;
+      std::strtod(row[c].c_str(), &end);
+      CHECK(*end == '\0');
+    }
+    const bool feasible = row[column("feasible")] == "true", simulated = row[column("simulated")] == "true";
+    if (!feasible) {
+      ++impossible;
+      CHECK(row[memory].empty());
+      CHECK_FALSE(row[error].empty());
+    } else {
+      REQUIRE_FALSE(row[memory].empty());
+      const double bytes = std::stod(row[memory]);
+      CHECK(bytes > 0);
+      if (row[column("fits_hbm")] == "false") {
+        ++too_big;
+        CHECK(bytes > s.topology.chip.hbm_bytes);
+      }
+    }
+    if (!simulated) {
+      ++unsimulated;
+      CHECK(row[step].empty());
+      CHECK(row[column("mfu")].empty());
+    } else {
+      CHECK(std::stod(row[step]) > 0);
+    }
+  }
+  CHECK(impossible == 12);
+  CHECK(too_big > 0);
+  CHECK(unsimulated >= impossible + too_big);
+}
+
+TEST_CASE("a pod on which no plan can be built is refused with the first plan's reason, not a sentinel size",
+          "[planner]") {
+  // One sequence, which no data axis divides; 3 heads and an odd d_ff, which no tensor axis of
+  // the 4x4 (nor a block of 2) divides; 2 layers, which no 4-stage pipeline holds.
+  Scenario s = small_pod("planner-nothing-builds");
+  s.training().plan.global_batch_tokens = s.training().plan.sequence_length;
+  s.training().model.heads = 3;
+  s.training().model.kv_heads = 3;
+  s.training().model.d_ff = 11007;
+  const auto result = plan_training(s, nullptr);
+  for (const auto& c : result.candidates) CHECK_FALSE(c.feasible);
+  try {
+    require_some_plan_fits(s, result);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find("cannot be laid out on this pod by any plan the planner searches (the first: ") != std::string::npos);
+    CHECK(message.find(result.candidates.front().error) != std::string::npos);
+    CHECK(message.find("e+") == std::string::npos);
+  }
 }

@@ -27,6 +27,21 @@ int run_script(const std::string& args) {
   return std::system(("python3 " + source_path("scripts/") + args + " >/dev/null 2>&1").c_str());
 }
 
+// `python3 <args>`'s exit status and what it printed.
+CommandResult run_python(const std::string& args) {
+  const auto dir = made_dir("python-output");
+  const int status =
+      std::system(("python3 " + args + " >" + (dir / "out").string() + " 2>" + (dir / "err").string()).c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = read_file(dir / "out");
+  result.err = read_file(dir / "err");
+  fs::remove_all(dir);
+  return result;
+}
+
+CommandResult run_script_output(const std::string& args) { return run_python(source_path("scripts/") + args); }
+
 }  // namespace
 
 TEST_CASE("sweep values split on commas outside brackets, the grid's last axis varies fastest", "[sweep]") {
@@ -355,4 +370,85 @@ TEST_CASE("every plot script writes a non-empty PNG", "[sweep][plots]") {
   require_png(out / "trace.png");
   // A CSV of the wrong kind is a message, not a traceback.
   CHECK(run_script("plot_pareto.py " + (out / "validate.csv").string() + " -o " + (out / "x.png").string()) != 0);
+}
+
+TEST_CASE("plot_pareto: points that do not fit stand apart from the lines, a rule line per distinct curve, labels "
+          "apart", "[sweep][plots]") {
+  if (!have_matplotlib()) {
+    WARN("python3-matplotlib is not installed (scripts/install-deps.sh installs it): plot scripts not tested");
+    return;
+  }
+  // README's tour, step 6, with fewer batches: at 8192 tokens of context a batch of 240 does
+  // not fit a v5e 4x4's HBM; the rule of thumb depends on the context, not on collective matmuls.
+  const auto out = fresh_dir("pareto-plot");
+  REQUIRE(run_podsim("sweep " + source_path("scenarios/inference_llama3_70b_pareto_v5e_4x4.yaml") +
+                     " --set workload.context_length=2048,8192 --set workload.collective_matmul=false,true"
+                     " --set workload.batch=1,4,16,240 -q -o " + out.string())
+              .exit_code == 0);
+  const std::string csv = (out / "sweep.csv").string();
+  const std::string check =
+      "import csv, sys; sys.path.insert(0, '" + source_path("scripts") + "'); import plotting, plot_pareto as p\n"
+      "rows = plotting.ok_rows('" + csv + "')\n"
+      "assert any(not p.fits(r) for r in rows), 'expected a point that does not fit'\n"
+      "fig = p.draw(plotting.pyplot(), rows)\n"
+      "ax = fig.axes[0]\n"
+      "for line in ax.get_lines():\n"
+      "    label = line.get_label()\n"
+      "    if not label.startswith('simulated, '): continue\n"
+      "    group = dict(kv.split('=') for kv in label[len('simulated, '):].split(', '))\n"
+      "    fitting = [r for r in rows if p.fits(r) and all(r['workload.' + k] == v for k, v in group.items())]\n"
+      "    assert len(line.get_xdata()) == len(fitting), (label, len(line.get_xdata()), len(fitting))\n"
+      "rules = [l for l in ax.get_legend().get_lines() if 'rule of thumb' in str(l.get_label())]\n"
+      "texts = [t.get_text() for t in ax.get_legend().get_texts() if t.get_text().startswith('rule of thumb')]\n"
+      "assert texts == ['rule of thumb, context_length=2048', 'rule of thumb, context_length=8192'], texts\n"
+      "styles = [str(l.get_linestyle()) for l in ax.get_lines() if l.get_label().startswith('rule of thumb')]\n"
+      "assert len(set(styles)) == 2, styles\n"
+      "assert plotting.overlapping_labels(fig) == [], plotting.overlapping_labels(fig)\n"
+      "assert sorted(t.get_text() for t in ax.texts) == ['B=1', 'B=16', 'B=240', 'B=4'], [t.get_text() for t in ax.texts]\n";
+  std::ofstream(out / "check.py") << check;
+  const auto checked = run_python((out / "check.py").string());
+  INFO(checked.err);
+  CHECK(checked.exit_code == 0);
+  const auto drawn = run_script_output("plot_pareto.py " + csv + " -o " + (out / "pareto.png").string());
+  CHECK(drawn.exit_code == 0);
+  CHECK(drawn.err.find("overlap") == std::string::npos);
+  require_png(out / "pareto.png");
+}
+
+TEST_CASE("plot_trace --chips draws the chips named, and names a chip the trace lacks with the chips it has",
+          "[sweep][plots]") {
+  if (!have_matplotlib()) {
+    WARN("python3-matplotlib is not installed (scripts/install-deps.sh installs it): plot scripts not tested");
+    return;
+  }
+  // The slow chip (1, 2, 3) of a 4x4x4 is chip 1 + 4 x 2 + 16 x 3 = 57 (X varies fastest).
+  const auto out = fresh_dir("trace-chips");
+  REQUIRE(run_podsim("run " + source_path("scenarios/perturbation_slow_chip_fsdp_v5p_4x4x4.yaml") + " -q -o " +
+                     (out / "run").string())
+              .exit_code == 0);
+  const std::string trace = (out / "run" / "trace.json").string();
+  const auto drawn = run_script_output("plot_trace.py " + trace + " --chips 57,0 -o " + (out / "slow.png").string());
+  INFO(drawn.err);
+  CHECK(drawn.exit_code == 0);
+  require_png(out / "slow.png");
+  // Every track of chip 57, then of chip 0 (tids chip x 1000 + lane: sim/report/run_trace.cpp).
+  std::ofstream(out / "check.py")
+      << "import json, sys; sys.path.insert(0, '" + source_path("scripts") + "'); import plot_trace as p\n"
+         "events = json.load(open('" + trace + "'))['traceEvents']\n"
+         "names = {(e['pid'], e['tid']): e['args']['name'] for e in events if e.get('name') == 'thread_name'}\n"
+         "spans = [e for e in events if e.get('ph') == 'X']\n"
+         "tracks = p.drawn_tracks(spans, names, 0, 1e18, '57,0')\n"
+         "assert [k[1] // 1000 for k in tracks] == sorted([k[1] // 1000 for k in tracks], reverse=True), tracks\n"
+         "assert {k[1] // 1000 for k in tracks} == {0, 57}, tracks\n"
+         "assert len(tracks) == len({k for k in names if k[1] // 1000 in (0, 57)}), tracks\n";
+  const auto checked = run_python((out / "check.py").string());
+  INFO(checked.err);
+  CHECK(checked.exit_code == 0);
+  const auto missing = run_script_output("plot_trace.py " + trace + " --chips 0,64 -o " + (out / "x.png").string());
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("chip 64 is not in the trace; its chips: 0-63") != std::string::npos);
+  CHECK_FALSE(fs::exists(out / "x.png"));
+  const auto malformed = run_script_output("plot_trace.py " + trace + " --chips 0,slow -o " + (out / "x.png").string());
+  CHECK(malformed.exit_code == 2);
+  CHECK(malformed.err.find("'slow' is not a chip") != std::string::npos);
 }

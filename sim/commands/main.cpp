@@ -23,6 +23,7 @@
 #include "sim/commands/calibration_report.hpp"
 #include "sim/commands/validate_measured.hpp"
 #include "sim/commands/perf.hpp"
+#include "sim/commands/plan_inputs.hpp"
 #include "sim/commands/planner.hpp"
 #include "sim/commands/plan_slurm.hpp"
 #include "sim/commands/run_command.hpp"
@@ -403,6 +404,23 @@ int validate_command(const std::string& csv_path, bool quick, double prediction_
   return 1;
 }
 
+// plan.csv, written whole; plan.png, drawn from it after (draw_plan_plot), goes with it: an
+// older one would show other plans if the plot fails.
+void write_plan_csv(const PlannerResult& result, const std::string& out_dir) {
+  OutputFiles files(out_dir, "-o");
+  files.owns({"plan.csv", "plan.png"});
+  files.add("plan.csv", planner_csv(result));
+  files.commit();
+}
+
+// plan.png beside plan.csv (scripts/plot_plan.py), with the chip's HBM as its memory line.
+void draw_plan_plot(const Scenario& scenario, const std::string& out_dir) {
+  const std::string png = out_dir + "/plan.png";
+  char hbm[32];
+  std::snprintf(hbm, sizeof hbm, "%.17g", scenario.topology.chip.hbm_bytes);
+  draw_plot("plot_plan.py", {out_dir + "/plan.csv", "-o", png, "--hbm-bytes", hbm, "--title", scenario.name}, png);
+}
+
 // `plan --emit slurm`, `--task N`, `--collect`: the plan's simulations as a Slurm job array
 // (plan_slurm.hpp).
 struct PlanArrayRequest {
@@ -429,20 +447,19 @@ int plan_array_command(const Scenario& scenario, const std::string& scenario_pat
     const PlannerResult result = collect_plan(scenario, inputs, out_dir);
     std::cout << shown(planner_table(scenario, result, top));
     require_some_plan_fits(scenario, result);
-    OutputFiles files(out_dir, "-o");
-    files.add("plan.csv", planner_csv(result));
-    files.commit();
-    outputs.files = {files.path("plan.csv")};
+    write_plan_csv(result, out_dir);
+    outputs.files = {out_dir + "/plan.csv"};
   }
   std::cout << shown(outputs.text) << "wrote ";
   for (size_t i = 0; i < outputs.files.size(); ++i) std::cout << (i > 0 ? ", " : "") << shown(outputs.files[i]);
   std::cout << "\n";
+  if (request.collect) draw_plan_plot(scenario, out_dir);
   return 0;
 }
 
 int plan_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                  int top, bool exhaustive, double budget_s, int jobs, const PlanArrayRequest& array) {
-  const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  const Scenario scenario = load_planner_scenario(scenario_path, parse_overrides(sets));
   require_training(scenario);
   if (!array.emit.empty() || array.task || array.collect)
     return plan_array_command(scenario, scenario_path, sets, out_dir, top, array);
@@ -450,11 +467,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   if (!out_dir.empty()) ensure_directory(out_dir, "-o");
   // plan.csv holds the ranking so far after every simulated plan (written whole, then renamed),
   // so an interrupted plan keeps what it found.
-  auto write_csv = [&](const PlannerResult& so_far) {
-    OutputFiles files(out_dir);
-    files.add("plan.csv", planner_csv(so_far));
-    files.commit();
-  };
+  auto write_csv = [&](const PlannerResult& so_far) { write_plan_csv(so_far, out_dir); };
   std::function<void(const PlannerResult&)> partial;
   if (!out_dir.empty()) partial = write_csv;
   // Simulate until the first `top` (10 by default) are certain; --exhaustive simulates all.
@@ -467,6 +480,7 @@ int plan_command(const std::string& scenario_path, const std::vector<std::string
   if (!out_dir.empty()) {
     write_csv(result);
     std::cout << "wrote " << shown(out_dir) << "/plan.csv\n";
+    draw_plan_plot(scenario, out_dir);
   }
   return 0;
 }
@@ -754,7 +768,9 @@ int main(int argc, char** argv) {
 
   auto* plan = app.add_subcommand("plan", "rank parallelism plans for a training scenario by simulated step time");
   std::string plan_scenario, plan_out;
-  plan->add_option("scenario", plan_scenario, "training scenario YAML (its parallelism block is ignored)")->required();
+  plan->add_option("scenario", plan_scenario, "training scenario YAML (the keys the planner searches are ignored: below)")
+      ->required();
+  plan->footer(planner_keys_help());
   plan->add_option("-o,--output", plan_out, "also write plan.csv here (rewritten as each plan ends)");
   std::vector<std::string> plan_sets;
   plan->add_option("--set", plan_sets, "override a scenario value: key=value (dotted key, YAML value)");

@@ -1,8 +1,11 @@
 #include "sim/commands/plan_candidates.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <stdexcept>
+
+#include "sim/commands/plan_inputs.hpp"
 
 namespace podsim {
 namespace {
@@ -179,10 +182,11 @@ bool axis_swaps_are_symmetries(const TopologySpec& topology) {
 
 std::vector<PlanCandidate> axis_splits(const Scenario& scenario) {
   const TrainingWorkload& w = scenario.training();
+  const TrainingPlan base = planner_base(w.plan);
   std::vector<PlanCandidate> out;
-  add_data_tensor_splits(w.plan, scenario.topology, out);
-  add_block_tensor_splits(w.plan, scenario.topology, out);
-  add_pipeline_splits(w.plan, scenario.topology, out);
+  add_data_tensor_splits(base, scenario.topology, out);
+  add_block_tensor_splits(base, scenario.topology, out);
+  add_pipeline_splits(base, scenario.topology, out);
   if (w.model.moe) return with_expert_axes(scenario, std::move(out));
   return out;
 }
@@ -199,7 +203,8 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
   for (auto& c : splits) {
     PlanCandidate leanest = c;
     leanest.simulated = false;
-    leanest.report.memory.total_bytes = 1e300;
+    // No layout yet: no memory (plan.csv leaves the cell empty if none is ever built).
+    leanest.report.memory.total_bytes = std::numeric_limits<double>::infinity();
     bool fits = false, built = false;
     // The scenario's own zero: is a starting point like its other parallelism keys: searched over.
     const bool zero = !c.plan.fsdp && !c.plan.data_axes.empty() && !w.model.moe;
@@ -229,6 +234,7 @@ std::vector<PlanCandidate> with_memory_search(const Scenario& scenario, std::vec
           if (!layout.fits_hbm) continue;
           PlanCandidate v = c;
           v.plan = plan;
+          v.report.memory = layout.memory;   // plan.csv's, where it is not simulated (bounded out)
           v.label += memory_label(plan, name);
           out.push_back(std::move(v));
           found = true;

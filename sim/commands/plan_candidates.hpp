@@ -35,7 +35,8 @@ struct PlanCandidate {
 // axes; a pipeline over each axis (1F1B and interleaved x2) with the other axes split into data
 // and tensor axes, unless an MoE model has dense layers; for an MoE model, each split also with
 // expert parallelism over each whole data axis the experts divide. The scenario's own plan is
-// the base of each (its batch, dtypes, efficiencies).
+// the base of each (its batch, dtypes, efficiencies) with every field the planner searches at
+// its default (planner_base, plan_inputs.hpp).
 std::vector<PlanCandidate> axis_splits(const Scenario& scenario);
 
 // Each split under each checkpointing policy (none, book, block) with the fewest microbatches

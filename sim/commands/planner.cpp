@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
+#include "sim/commands/plan_inputs.hpp"
 #include "sim/commands/plan_ranking.hpp"
 #include "sim/commands/plan_schedule.hpp"
 #include "sim/commands/preflight_check.hpp"
@@ -12,8 +15,11 @@
 namespace podsim {
 
 PlannerCandidates planner_candidates(const Scenario& scenario, double budget_s) {
-  // A model too long to build even one program of is refused before any candidate is made.
-  check_program_size(scenario, {});
+  // A model too long to build even one program of is refused before any candidate is made (at
+  // the searches' start: one microbatch, no pipeline).
+  Scenario base = scenario;
+  base.training().plan = planner_base(scenario.training().plan);
+  check_program_size(base, {});
   PlannerCandidates out;
   out.all = without_mirrors(scenario.topology, with_memory_search(scenario, axis_splits(scenario)));
   out.order = simulation_order(scenario, out.all, budget_s);
@@ -152,6 +158,30 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
   return out;
 }
 
+namespace {
+
+// A number, or an empty cell where the plan has none (a spreadsheet reads an empty cell as no
+// value, where a 0 would read as a measured one).
+std::string number_cell(bool present, const char* format, double value) {
+  if (!present) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+// The columns a simulation gives: empty for a plan not simulated. Memory comes from the plan's
+// layout, simulated or not; a plan that cannot be built has none (its reason is in `error`).
+std::string measured_cells(const PlanCandidate& c) {
+  const TrainingReport& r = c.report;
+  const bool memory = std::isfinite(r.memory.total_bytes);
+  return number_cell(c.simulated, "%.9g", r.step_time_s) + "," + number_cell(c.simulated, "%.6f", r.mfu) + "," +
+         number_cell(c.simulated, "%.6f", r.hfu) + "," + number_cell(c.simulated, "%.3f", r.tokens_per_s_per_chip) +
+         "," + number_cell(c.simulated, "%.9g", r.exposed_comm_s) + "," +
+         number_cell(memory, "%.0f", r.memory.total_bytes) + "," + (r.fits_hbm ? "true" : "false") + ",";
+}
+
+}  // namespace
+
 std::string planner_csv(const PlannerResult& result) {
   std::string out =
       "rank,plan,feasible,simulated,mirrors,microbatches,checkpointing,step_time_s,mfu,hfu,tokens_per_s_per_chip,"
@@ -164,27 +194,17 @@ std::string planner_csv(const PlannerResult& result) {
     const char* policy = c.plan.checkpointing == Checkpointing::None   ? "none"
                          : c.plan.checkpointing == Checkpointing::Book ? "book"
                                                                        : "block";
-    std::snprintf(buf, sizeof buf, "%d,\"%s\",%s,%s,%d,%d,%s,%.9g,%.6f,%.6f,%.3f,%.9g,%.0f,%s,", rank, c.label.c_str(),
-                  c.feasible ? "true" : "false", c.simulated ? "true" : "false", c.mirrors, c.plan.microbatches, policy,
-                  c.report.step_time_s, c.report.mfu, c.report.hfu, c.report.tokens_per_s_per_chip,
-                  c.report.exposed_comm_s, c.report.memory.total_bytes, c.report.fits_hbm ? "true" : "false");
-    out += buf;
+    std::snprintf(buf, sizeof buf, "%d,\"%s\",%s,%s,%d,%d,%s,", rank, c.label.c_str(), c.feasible ? "true" : "false",
+                  c.simulated ? "true" : "false", c.mirrors, c.plan.microbatches, policy);
+    out += buf + measured_cells(c);
     std::snprintf(buf, sizeof buf, "%.9g,%s,%.3g,%s,", c.lower_bound_s, c.bounded ? "true" : "false",
                   c.estimated_wall_s, c.over_budget ? "true" : "false");
     out += buf;
     // With workload.token_budget: the run's days and, at the chip-hour price, its cost (empty
     // cells for plans not simulated, or without a budget).
-    if (c.simulated && c.report.steps_to_train > 0) {
-      std::snprintf(buf, sizeof buf, "%.6g,", c.report.time_to_train_s / 86400);
-      out += buf;
-      if (c.report.training_cost_usd > 0) {
-        std::snprintf(buf, sizeof buf, "%.6g", c.report.training_cost_usd);
-        out += buf;
-      }
-      out += ",";
-    } else {
-      out += ",,";
-    }
+    const bool run = c.simulated && c.report.steps_to_train > 0;
+    out += number_cell(run, "%.6g", c.report.time_to_train_s / 86400) + "," +
+           number_cell(run && c.report.training_cost_usd > 0, "%.6g", c.report.training_cost_usd) + ",";
     out += "\"" + c.error + "\"\n";
   }
   return out;
@@ -198,12 +218,17 @@ void require_training(const Scenario& scenario) {
 }
 
 void require_some_plan_fits(const Scenario& scenario, const PlannerResult& result) {
-  double smallest = 1e300;
+  double smallest = std::numeric_limits<double>::infinity();
   bool any_fits = false;
   for (const auto& c : result.candidates) {
     if (!c.feasible) continue;
     any_fits = any_fits || c.report.fits_hbm;
     smallest = std::min(smallest, c.report.memory.total_bytes);
+  }
+  if (!any_fits && !std::isfinite(smallest)) {
+    const std::string reason = result.candidates.empty() ? "no plans" : result.candidates.front().error;
+    throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training().model.name,
+                     "cannot be laid out on this pod by any plan the planner searches (the first: " + reason + ")");
   }
   if (!any_fits) {
     throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training().model.name,

@@ -391,6 +391,25 @@ class FileReferenceTest(unittest.TestCase):
         self.assertGreater(len(report["plans"]), 0)
         self.assertEqual(report["plans"][0]["rank"], 1)
 
+    def test_plan_ignores_the_keys_it_searches_and_types_its_columns(self):
+        scenario = podsim.load_dict(self.TRAINING, base_dir="sc")
+        report = podsim.plan(scenario, budget_s=5)
+        # 8 sequences do not split over 4 replicas x 3 microbatches: the loader refuses that in a
+        # run, the planner searches microbatches itself and drops it (as `podsim plan` does).
+        other = podsim.plan(scenario, overrides={"workload.microbatches": 3, "workload.parallelism.fsdp": True},
+                            budget_s=5)
+        self.assertEqual(other["plans"], report["plans"])
+        for plan in report["plans"]:
+            memory = plan["memory_per_chip_bytes"]
+            if plan["feasible"]:
+                self.assertIsInstance(memory, int)
+            else:
+                self.assertIsNone(memory)   # a plan that cannot be built has no layout
+            if plan["simulated"]:
+                self.assertIsInstance(plan["step_time_s"], float)
+            else:
+                self.assertIsNone(plan["step_time_s"])
+
 
 class ConverterTest(unittest.TestCase):
     """Python values the YAML writer cannot take: a ValueError naming the key path, never a crash."""
