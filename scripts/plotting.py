@@ -30,8 +30,9 @@ def arguments(doc, input_name, default_output):
 
 
 def ok_rows(path):
-    """A sweep's or compare's rows whose point ran ("status" ok)."""
-    return [r for r in read_rows(path) if r.get("status") == "ok"]
+    """A sweep's or compare's rows whose point ran: status ok, or does_not_fit (a plan beyond HBM,
+    simulated anyway with --allow-oom, so its figures are there)."""
+    return [r for r in read_rows(path) if r.get("status") in ("ok", "does_not_fit")]
 
 
 def read_rows(path):

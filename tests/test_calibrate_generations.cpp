@@ -14,6 +14,7 @@
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
 #include "sim/commands/calibration_report.hpp"
+#include "sim/commands/memory_fit.hpp"
 #include "sim/commands/run_command.hpp"
 #include "sim/scenario/calibration_files.hpp"
 #include "sim/scenario/published_figures.hpp"
@@ -158,9 +159,8 @@ TEST_CASE("simulations side by side give each scenario's summary to the byte, in
   // A plan refused before its run throws as it does alone, whatever runs beside it.
   std::vector<Scenario> bad = scenarios;
   bad[3].topology.chip.hbm_bytes = 1e6;
-  bad[3].training().strict_memory = true;
-  CHECK_THROWS_AS(simulate_summary_json(bad[3], run), InputError);
-  CHECK_THROWS_AS(simulate_summaries_json(bad, run, 2), InputError);
+  CHECK_THROWS_AS(simulate_summary_json(bad[3], run), DoesNotFitHbm);
+  CHECK_THROWS_AS(simulate_summaries_json(bad, run, 2), DoesNotFitHbm);
 }
 
 TEST_CASE("published figures convert to the step time their scenario implies", "[calibrate][generations]") {

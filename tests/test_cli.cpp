@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli_helpers.hpp"
+#include "sim/scenario/units.hpp"
 
 using namespace podsim_test;
 namespace fs = std::filesystem;
@@ -287,7 +288,7 @@ TEST_CASE("validate fails when its predictions are wrong: the check can fail", "
   CHECK(run_podsim("validate --quick --skew-predictions 0.005").exit_code == 0);
 }
 
-TEST_CASE("a training plan that does not fit: reported, or an error with --strict", "[cli]") {
+TEST_CASE("a plan that does not fit HBM is an error (exit 1) with its breakdown, --allow-oom simulates it", "[cli]") {
   const auto input = write_scenario("nofit.yaml", R"(version: 1
 hardware: {preset: v5p}
 topology: {mesh: {X: 2}, wraparound: {X: true}}
@@ -300,21 +301,42 @@ workload:
 )");
   // 13e9 parameters replicated with Adam: 12 bytes each, far over 96 GB.
   const auto out = fresh_dir("nofit-out");
-  auto reported = run_podsim("run " + input.string() + " -o " + out.string());
-  INFO(reported.err);
-  REQUIRE(reported.exit_code == 0);
-  CHECK(reported.out.find("DOES NOT FIT") != std::string::npos);
-  const auto strict_out = fresh_dir("nofit-strict");
-  auto strict = run_podsim("run " + input.string() + " -o " + strict_out.string() + " --strict");
-  CHECK(strict.exit_code == 2);
-  // The flag set it, so the flag is blamed; set in the file, the file's key is.
-  CHECK(strict.err.find("command line: key '--strict'") != std::string::npos);
-  CHECK_FALSE(fs::exists(strict_out / "summary.json"));
-  const auto in_file = write_scenario("nofit-file.yaml", read_file(input) + "  strict_memory: true\n");
-  auto file_strict = run_podsim("run " + in_file.string() + " -o " + strict_out.string());
-  CHECK(file_strict.exit_code == 2);
-  CHECK(file_strict.err.find("nofit-file.yaml:") != std::string::npos);
-  CHECK(file_strict.err.find("key 'workload.strict_memory'") != std::string::npos);
+  auto refused = run_podsim("run " + input.string() + " -o " + out.string());
+  INFO(refused.err);
+  // Issue 42: it printed DOES NOT FIT and exited 0.
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("the DP plan does not fit HBM: it needs ") != std::string::npos);
+  CHECK(refused.err.find("per chip, more than " + podsim::human_hbm(96e9, 0.05)) != std::string::npos);
+  for (const char* part : {"params ", "grads ", "optimizer ", "activations ", "To fit: parallelism.fsdp: true",
+                           "checkpointing: block", "--allow-oom", "workload.strict_memory: false"})
+    CHECK(refused.err.find(part) != std::string::npos);
+  CHECK_FALSE(fs::exists(out / "summary.json"));
+  auto allowed = run_podsim("run " + input.string() + " -o " + out.string() + " --allow-oom");
+  REQUIRE(allowed.exit_code == 0);
+  CHECK(allowed.out.find("of " + podsim::human_hbm(96e9, 0.05) + " (DOES NOT FIT)") != std::string::npos);
+  CHECK(read_file(out / "summary.json").find("\"fits_hbm\": false") != std::string::npos);
+  // The file may opt in; --strict overrules it; --strict beside --allow-oom contradicts it.
+  const auto in_file = write_scenario("nofit-file.yaml", read_file(input) + "  strict_memory: false\n");
+  CHECK(run_podsim("run " + in_file.string() + " -o " + out.string()).exit_code == 0);
+  CHECK(run_podsim("run " + in_file.string() + " -o " + out.string() + " --strict").exit_code == 1);
+  CHECK(run_podsim("run " + input.string() + " -o " + out.string() + " --strict --allow-oom").exit_code == 2);
+}
+
+TEST_CASE("an inference batch that does not fit HBM is an error naming the batch that fits", "[cli]") {
+  // llama3-70b in int8 on 8 v5e chips: 70.6 GB of weights, and 512 caches of 8192 tokens at
+  // 163,840 B a token, against 8 x 16 GB less 5%.
+  const auto input = write_scenario("nofit-inference.yaml", R"(version: 1
+hardware: {preset: v5e}
+topology: {mesh: {X: 8}}
+workload: {kind: inference, model: llama3-70b, weights: int8, kv_cache: int8, batch: 512, context_length: 8192,
+           parallelism: {model: [X]}}
+)");
+  auto refused = run_podsim("run " + input.string() + " -o " + fresh_dir("nofit-inf").string());
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("a batch of 512 does not fit HBM") != std::string::npos);
+  CHECK(refused.err.find(podsim::human_hbm(16e9, 0.05)) != std::string::npos);
+  CHECK(refused.err.find("To fit: workload.batch of at most ") != std::string::npos);
 }
 
 TEST_CASE("plan: a model that fits nowhere is an error", "[cli]") {
@@ -448,8 +470,14 @@ workload:
   const auto r = run_podsim("run " + input.string() + " -o " + fresh_dir("huge-dff-out").string());
   INFO(r.out << r.err);
   CHECK(r.out.find("smallest slice 0 chips") == std::string::npos);
-  if (r.exit_code == 0) CHECK(r.out.find("no slice of up to 8192 chips holds the weights") != std::string::npos);
-  else CHECK(r.exit_code == 2);
+  // Refused as not fitting HBM (issue 42), saying the weights alone do not; with --allow-oom the
+  // table says no slice holds them.
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("the weights alone do not") != std::string::npos);
+  const auto allowed = run_podsim("run " + input.string() + " -o " + fresh_dir("huge-dff-out").string() + " --allow-oom");
+  CHECK(allowed.out.find("smallest slice 0 chips") == std::string::npos);
+  if (allowed.exit_code == 0) CHECK(allowed.out.find("no slice of up to 8192 chips holds the weights") != std::string::npos);
+  else CHECK(allowed.exit_code == 2);
 }
 
 TEST_CASE("messages name the --set, the form of a size, a directory, an -o that is a file", "[cli]") {

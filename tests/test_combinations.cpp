@@ -707,8 +707,8 @@ workload:
   CHECK(w.hbm_slots % 4 == 0);
   const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   const double per_chip = param_count(w.model) * w.generate.weight_bytes / 8 + w.hbm_slots / 4.0 * w.max_context * kv / 2;
-  CHECK(per_chip <= w.generate_topology.chip.hbm_bytes);
-  CHECK(per_chip + 4 / 4.0 * w.max_context * kv / 2 > w.generate_topology.chip.hbm_bytes);   // 4 more do not fit
+  CHECK(per_chip <= w.generate_topology.chip.usable_hbm_bytes());
+  CHECK(per_chip + 4 / 4.0 * w.max_context * kv / 2 > w.generate_topology.chip.usable_hbm_bytes());   // 4 more do not fit
 
   const ServerRole role = server_role(w.generate_topology, w.generate);
   ServingCostModel costs(w.model, role, role, {});

@@ -219,7 +219,9 @@ TEST_CASE("setting a row's member equals loading its key, on every chip a run re
   const Scenario base = load_scenario(path);
   for (const HardwareParameter& row : hardware_parameters()) {
     INFO(row.key);
-    const double value = row.fit ? (row.fit->low + row.fit->high) / 2 : (row.valid.low + row.valid.high) / 2;
+    // Unfitted rows near the low end of their range: half of HBM as headroom would leave this
+    // scenario's generate server no room for its batch of 32.
+    const double value = row.fit ? (row.fit->low + row.fit->high) / 2 : row.valid.low + (row.valid.high - row.valid.low) / 32;
     const Scenario loaded = load_scenario(path, {{row.scenario_key, row.yaml_text(value)}});
     Scenario set = base;
     row.set(set, value);

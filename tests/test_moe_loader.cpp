@@ -417,7 +417,7 @@ TEST_CASE("MoE serving: expert axes and routing reach both plans", "[scenario][m
     const Scenario s = load_scenario_text(kServing, kScenarioFile);
     const auto& w = s.serving();
     const double kv = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
-    const double free = 8 * s.topology.chip.hbm_bytes - server_weight_bytes(w.model, w.generate, s.topology);
+    const double free = 8 * s.topology.chip.usable_hbm_bytes() - server_weight_bytes(w.model, w.generate, s.topology);
     CHECK(w.config.slots == 2 * static_cast<int>(std::floor(free / 2 / (w.max_context * kv))));
   }
 }

@@ -224,6 +224,10 @@ TEST_CASE("generated mixed steps: the price equals the whole-step replay at the 
 TEST_CASE("the vLLM-shaped scenario: no preemption at 64 or 128 in flight, the client's limit held",
           "[serving][mixed][scenario]") {
   const std::string scenario = podsim_test::source_path("scenarios/serving_llama3_70b_vllm_mixed_v6e_8.yaml");
+  // 8 chips' HBM less the headroom, less the bf16 weights, in blocks of 16 tokens of 327,680 B.
+  const double blocks = std::floor((8 * podsim::find_chip_preset("v6e")->usable_hbm_bytes() -
+                                    2 * podsim::param_count(*podsim::find_model_preset("llama3-70b"))) /
+                                   (16 * 327680.0));
   for (int concurrency : {64, 128}) {
     INFO("max_concurrency " << concurrency);
     const auto dir = podsim_test::made_dir("mixed-" + std::to_string(concurrency));
@@ -231,10 +235,11 @@ TEST_CASE("the vLLM-shaped scenario: no preemption at 64 or 128 in flight, the c
                                              std::to_string(concurrency) + " -o " + dir.string());
     REQUIRE(run.exit_code == 0);
     const auto summary = nlohmann::json::parse(podsim_test::read_file(dir / "summary.json"));
-    CHECK(summary["preemptions"] == 0);   // at most 125 blocks a sequence x 128 < 21,914
-    CHECK(summary["kv_cache_blocks"] == 21914);
+    REQUIRE(125.0 * 128 < blocks);
+    CHECK(summary["preemptions"] == 0);   // at most 125 blocks a sequence x 128 < blocks
+    CHECK(summary["kv_cache_blocks"] == blocks);
     CHECK(summary["workload"]["max_concurrency"] == concurrency);
-    CHECK(summary["kv_cache_peak_usage"].get<double>() <= 125.0 * concurrency / 21914);
+    CHECK(summary["kv_cache_peak_usage"].get<double>() <= 125.0 * concurrency / blocks);
     CHECK(summary["mixed_steps"].get<long long>() >= 977);   // the token budget's bound (the scenario's comment)
     // From requests.csv: never more sent and unfinished than the limit.
     std::istringstream csv(podsim_test::read_file(dir / "requests.csv"));
@@ -274,7 +279,10 @@ workload:
     random: {count: 10, input_len: 1000, output_len: 1000}
 )";
   const Scenario s = load_scenario_text(base, podsim_test::kScenarioFile);
-  CHECK(s.serving().config.kv_blocks == 21914);
+  // HBM less the headroom, less the bf16 weights, over 16-token blocks of 327,680 B a token.
+  const double usable = 8 * s.topology.chip.usable_hbm_bytes();
+  CHECK(s.serving().config.kv_blocks ==
+        static_cast<long long>(std::floor((usable - 2 * podsim::param_count(s.serving().model)) / (16 * 327680.0))));
   CHECK(s.serving().config.block_size == 16);
   CHECK(s.serving().max_context == 2000);   // prompts as they are: no bucket padding (1024 + 1000 padded)
   // vLLM refuses a budget below the sequences it may run.
@@ -288,9 +296,15 @@ workload:
   CHECK(load_scenario_text(replaced_in(base, "max_num_seqs: 256", "router: least_outstanding"), podsim_test::kScenarioFile)
             .serving()
             .config.router == Router::LeastOutstanding);
-  // No room for a request: 8 v5e chips of 16 GB hold less than the 141 GB of bf16 weights.
-  require_error(replaced_in(base, "preset: v6e", "preset: v5e"), "workload.requests.random.output_len", "1000",
-                "    random:");
+  // 8 v5e chips of 16 GB hold less than the 141 GB of bf16 weights: the weights are named, not the
+  // requests (issue 42).
+  require_error(replaced_in(base, "preset: v6e", "preset: v5e"), "workload.model", "llama3-70b", "model: llama3-70b");
+  // No room for a request: int8 weights (70.55e9 B) fit 8 x 9.35e9 B less 5% with 0.5e9 B to
+  // spare, less than one request's 2000 tokens of 327,680 B.
+  const std::string tight = replaced_in(replaced_in(base, "preset: v6e", "preset: v5e, overrides: {hbm_capacity: \"9.35 GB\"}"),
+                                        "model: llama3-70b", "model: llama3-70b\n  weights: int8");
+  require_error(tight, "workload.requests.random.output_len", "1000", "    random:");
+  CHECK(podsim_test::contains(podsim_test::error_from(tight).what(), "expected shorter requests"));
 }
 
 TEST_CASE("prefix caching: a cached prefix's full blocks skip prefill, unused prefixes are evicted LRU",
@@ -452,7 +466,10 @@ TEST_CASE("the swap scenario: the cache's blocks, swaps within the host's space,
   };
   const auto swap = summary_of("swap");
   const auto recompute = summary_of("recompute");
-  CHECK(swap["kv_cache_blocks"] == 22859);
+  // 4 chips' HBM less the headroom, less the bf16 weights, in blocks of 16 tokens of 131,072 B.
+  CHECK(swap["kv_cache_blocks"] == std::floor((4 * podsim::find_chip_preset("v5e")->usable_hbm_bytes() -
+                                               2 * podsim::param_count(*podsim::find_model_preset("llama3-8b"))) /
+                                              (16 * 131072.0)));
   CHECK(swap["workload"]["swap_blocks"] == 8192);   // 4 x 4 GiB over 16 x 131,072 B
   CHECK(swap["swap_preemptions"].get<long long>() > 0);
   CHECK(swap["swap_preemptions"].get<long long>() <= swap["preemptions"].get<long long>());

@@ -7,6 +7,8 @@
 #include "scenario_errors.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/units.hpp"
+#include "workloads/model_spec.hpp"
 #include "topology/sub_mesh.hpp"
 
 using namespace podsim;
@@ -114,7 +116,7 @@ TEST_CASE("serving replicas: impossible layouts are located errors", "[serving][
   // One replica's HBM must hold the weights: 70.55 GB of int8 on 4 chips of 16 GB does not.
   const std::string small = replaced_in(replaced_in(kServing, "{X: 8, Y: 2}", "{X: 4, Y: 4}"),
                                         "{model: [X], replica: [Y]}", "{model: [X], replica: [Y]}");
-  CHECK(contains(error_from(small).what(), "does not fit beside"));
+  CHECK(contains(error_from(small).what(), "the weights alone"));
   // More servers than the limit once the replicas multiply them.
   const std::string many = replaced_in(kServing, "{model: [X], replica: [Y]}", "{model: [X], replica: [Y]}\n  servers: 60000");
   require_error(many, "workload.servers", "60000", "servers:");
@@ -128,4 +130,28 @@ TEST_CASE("serving replicas: impossible layouts are located errors", "[serving][
   // Likewise max_batch beyond what HBM holds, with a large product of slots and context.
   const std::string slots = replaced_in(kServing, "  requests:", "  max_batch: 10000000\n  requests:");
   require_error(slots, "workload.max_batch", "10000000", "max_batch:");
+}
+
+TEST_CASE("serving weights beyond a server's HBM are named, not the requests' lengths", "[serving][scenario]") {
+  // Issue 42: llama3-405b in bf16 on v6e-8 was blamed on output_tokens ("shorter requests"), but its
+  // weights alone, 2 bytes x its parameters, exceed 8 x 32e9 bytes of HBM less the headroom.
+  const std::string big = replaced_in(
+      replaced_in(replaced_in(replaced_in(kServing, "{preset: v5e}", "{preset: v6e}"), "{X: 8, Y: 2}", "{X: 8}"),
+                  "model: llama3-70b\n  weights: int8\n  kv_cache: int8", "model: llama3-405b"),
+      "{model: [X], replica: [Y]}", "{model: [X]}");
+  const Scenario probe = load_scenario_text(replaced_in(big, "{preset: v6e}", "{preset: v6e, overrides: {hbm_capacity: \"1 TiB\"}}"),
+                                            kScenarioFile);
+  const double weights = 2.0 * podsim::param_count(probe.serving().model);
+  const double usable = 8 * 32e9 * (1 - 0.05);
+  REQUIRE(weights > usable);
+  require_error(big, "workload.model", "llama3-405b", "model: llama3-405b");
+  const std::string message = error_from(big).what();
+  INFO(message);
+  CHECK(contains(message, "the weights alone, " + podsim::human_bytes(weights) + " of llama3-405b in bf16"));
+  CHECK(contains(message, podsim::human_hbm(8 * 32e9, 0.05)));
+  CHECK(contains(message, "more than " + std::to_string(static_cast<int>(std::ceil(weights / (32e9 * 0.95)))) + " chips"));
+  // int8 halves them, still too big for 8 chips; int4 quarters them and fits.
+  CHECK(contains(message, "weights: int8 (" + podsim::human_bytes(weights / 2) + ", still too big)"));
+  CHECK(contains(message, "weights: int4 (" + podsim::human_bytes(weights / 4) + ", fits)"));
+  CHECK_FALSE(contains(message, "shorter requests"));
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "scenario_errors.hpp"
 #include "sim/commands/sweep.hpp"
 
 using namespace podsim_test;
@@ -63,8 +64,12 @@ TEST_CASE("a sweep runs every point, records failures, and resumes", "[sweep]") 
                            " --set topology.mesh.X=2,8,0 --set topology.mesh.Y=4,8 -o " + out.string();
   const auto first = run_podsim(args);
   INFO(first.err);
-  REQUIRE(first.exit_code == 0);
+  // A sweep with failed points exits 1 and names the first (issue 42: it exited 0 saying "2 failed").
+  REQUIRE(first.exit_code == 1);
   CHECK(first.out.find("6 points: 0 already done, 6 run (2 failed") != std::string::npos);
+  CHECK(first.err.find("2 of 6 points failed") != std::string::npos);
+  CHECK(first.err.find("the first, point 4 (topology.mesh.X=0 topology.mesh.Y=4): ") != std::string::npos);
+  CHECK(first.err.find("expected a whole number from 1 to 4096") != std::string::npos);
   const auto csv = read_file(out / "sweep.csv");
   CHECK(lines(csv) == 7);
   CHECK(csv.find("topology.mesh.X,topology.mesh.Y,status,error") != std::string::npos);
@@ -75,6 +80,7 @@ TEST_CASE("a sweep runs every point, records failures, and resumes", "[sweep]") 
   const auto summary_time = fs::last_write_time(out / "points" / "00000" / "summary.json");
   const auto again = run_podsim(args);
   CHECK(again.out.find("6 points: 6 already done, 0 run") != std::string::npos);
+  CHECK(again.exit_code == 1);   // the failures found done are still failures
   CHECK(fs::last_write_time(out / "points" / "00000" / "summary.json") == summary_time);
   fs::remove_all(out / "points" / "00003");
   CHECK(run_podsim(args).out.find("5 already done, 1 run") != std::string::npos);
@@ -451,4 +457,38 @@ TEST_CASE("plot_trace --chips draws the chips named, and names a chip the trace 
   const auto malformed = run_script_output("plot_trace.py " + trace + " --chips 0,slow -o " + (out / "x.png").string());
   CHECK(malformed.exit_code == 2);
   CHECK(malformed.err.find("'slow' is not a chip") != std::string::npos);
+
+TEST_CASE("sweep and compare mark a point whose plan does not fit HBM does_not_fit, with its figures", "[sweep]") {
+  const auto out = fresh_dir("sweep-oom");
+  fs::create_directories(out);
+  // llama2-13b on 4 v5p chips: replicated, 12 B a parameter (156 GB) does not fit 96 GB less the
+  // headroom; with FSDP a quarter of it and one sequence's activations a chip do.
+  std::ofstream(out / "s.yaml") << R"(version: 1
+hardware: {preset: v5p}
+topology: {mesh: {X: 4}}
+workload:
+  kind: training
+  model: llama2-13b
+  batch_tokens: 16384
+  sequence_length: 4096
+  parallelism: {data: [X], fsdp: true}
+)";
+  const auto r = run_podsim("sweep " + (out / "s.yaml").string() + " --set workload.parallelism.fsdp=true,false -o " +
+                            (out / "run").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);   // not a failure: simulated, and marked
+  CHECK(r.out.find("1 do not fit HBM") != std::string::npos);
+  const auto csv = read_file(out / "run" / "sweep.csv");
+  CHECK(csv.find("\n0,true,ok,,") != std::string::npos);
+  CHECK(csv.find("\n1,false,does_not_fit,,") != std::string::npos);
+  CHECK(lines(csv) == 3);
+  // compare runs its points the same way: the row has its figures and says it does not fit.
+  std::ofstream(out / "replicated.yaml") << podsim_test::replaced_in(read_file(out / "s.yaml"), "fsdp: true", "fsdp: false");
+  const auto c = run_podsim("compare " + (out / "replicated.yaml").string() + " --topologies 4 -o " + (out / "cmp").string());
+  INFO(c.err);
+  CHECK(c.exit_code == 0);
+  const auto compare_csv = read_file(out / "cmp" / "compare.csv");
+  INFO(compare_csv);
+  CHECK(compare_csv.find("4,v5p,does_not_fit,,4,") != std::string::npos);
+  CHECK(c.out.find("(does not fit HBM)") != std::string::npos);
 }

@@ -16,6 +16,15 @@ constexpr double kHopLatency_s = 1e-6;
 // One link to each neighbour along an axis; the per-link numbers below are the book's
 // "per link" figures (tpus.md:L203-L212), so no multiplier is needed.
 constexpr int kLinksPerNeighbor = 1;
+// HBM a run cannot fill with its own arrays (XLA's temporaries, the runtime, fragmentation): 5%.
+// Bounds: the runtime's own reservation is under 1% (v4: bytes_limit 34088157184 of 32 GiB,
+// pytorch/xla #7086); vLLM's TPU backend leaves 10% by default (gpu_memory_utilization 0.9,
+// vllm-project/tpu-inference #1419), more than real runs need: JetStream's measured LLaMA-2 7B
+// server on v5e-8 (scenarios/real/s2) fills 91% of HBM with weights and 96 caches of 2048
+// tokens, and MaxText's measured m5 run 96.8% by podsim's count. Not the book's: its arithmetic
+// counts all of HBM (a scenario reproducing it sets hardware.overrides.hbm_headroom: 0).
+// docs/reference/hardware.md, "HBM headroom".
+constexpr double kHbmHeadroom = 0.05;
 
 std::vector<ChipSpec> make_presets() {
   std::vector<ChipSpec> presets;
@@ -152,6 +161,7 @@ std::vector<ChipSpec> make_presets() {
     presets.push_back(std::move(c));
   }
 
+  for (ChipSpec& c : presets) c.hbm_headroom = kHbmHeadroom;
   return presets;
 }
 

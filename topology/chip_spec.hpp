@@ -30,6 +30,12 @@ struct ChipSpec {
   // gives one.
   double fp8_flops_per_s = 0;
   double hbm_bytes = 0;             // HBM capacity per chip
+  // The share of hbm_bytes a run's own arrays may not count on: XLA's temporary buffers (fusion
+  // outputs, collective staging), the runtime's reservation and fragmentation. Every fit check
+  // (training, inference, serving's KV cache) counts usable_hbm_bytes(). A fraction, as vLLM's
+  // gpu_memory_utilization and JAX's XLA_PYTHON_CLIENT_MEM_FRACTION state it, so one figure
+  // holds for every capacity (docs/reference/hardware.md, "HBM headroom").
+  double hbm_headroom = 0;
   double hbm_bandwidth_Bps = 0;     // HBM bandwidth per chip
   double ici_bandwidth_Bps = 0;     // one ICI link, one direction
   int ici_links_per_neighbor = 1;   // parallel links to each neighbour along an axis (bandwidth adds)
@@ -68,6 +74,8 @@ struct ChipSpec {
   bool mxu_padding = false;         // the ideal machine: every FLOP of every shape counts
   ComputeModel compute_model = ComputeModel::Book;
 
+  // The HBM a run's weights, optimizer state, activations and caches may fill.
+  double usable_hbm_bytes() const { return hbm_bytes * (1 - hbm_headroom); }
   // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
   double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }
   // The HBM bandwidth kernels achieve: hbm_bandwidth_Bps x hbm_efficiency.

@@ -1,5 +1,7 @@
 #include "topology/cloud_slices.hpp"
 
+#include <algorithm>
+
 namespace podsim {
 
 namespace {
@@ -58,6 +60,55 @@ std::optional<CloudSlice> find_cloud_slice(std::string_view name) {
 std::vector<std::string> cloud_slice_names() {
   std::vector<std::string> out;
   for (const Entry& e : entries()) out.emplace_back(e.name);
+  return out;
+}
+
+namespace {
+
+// Sorted sizes without the axes of size 1: 2x4 and 4x2x1 are one slice.
+std::vector<int> canonical(std::vector<int> shape) {
+  shape.erase(std::remove(shape.begin(), shape.end(), 1), shape.end());
+  std::sort(shape.begin(), shape.end());
+  return shape;
+}
+
+// v4 and v5p slices beyond the listed ones are made of whole 4x4x4 cubes
+// (cloud.google.com/tpu/docs/types-topologies: "A, B, C ... all integer multiples of 4"; v5p:
+// "most (but not all) full cube shapes", the largest job 96 cubes, 6144 chips).
+bool whole_cubes(std::string_view chip, const std::vector<int>& shape) {
+  if (chip != "v5p" && chip != "v4p") return false;
+  long long chips = 1;
+  for (int size : shape) {
+    if (size % 4 != 0) return false;
+    chips *= size;
+  }
+  return shape.size() == 3 && chips <= 6144;
+}
+
+}  // namespace
+
+std::optional<bool> cloud_offers_shape(std::string_view chip, std::vector<int> shape) {
+  shape = canonical(std::move(shape));
+  bool listed = false;
+  for (const Entry& e : entries()) {
+    if (chip != e.chip) continue;
+    listed = true;
+    if (canonical(e.shape) == shape) return true;
+  }
+  if (whole_cubes(chip, shape)) return true;
+  return listed || chip == "v4p" ? std::optional<bool>(false) : std::nullopt;
+}
+
+std::string cloud_shapes_text(std::string_view chip) {
+  std::string out;
+  for (const Entry& e : entries()) {
+    if (chip != e.chip) continue;
+    std::string dims;
+    for (int size : e.shape) dims += (dims.empty() ? "" : "x") + std::to_string(size);
+    out += (out.empty() ? "" : ", ") + std::string(e.name) + " (" + dims + ")";
+  }
+  if (chip == "v5p" || chip == "v4p")
+    out += std::string(out.empty() ? "" : ", and ") + "3D shapes of whole 4x4x4 cubes up to 6144 chips";
   return out;
 }
 

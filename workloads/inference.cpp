@@ -293,15 +293,17 @@ Program inference_program(const TransformerSpec& model, const InferencePlan& who
   // Context parallelism: the weights on every context chip, each prompt's cache split over them.
   const int cp = context_degree(plan, topology);
   layout.memory_per_chip_bytes = (weights_per_group + kv_batch_bytes / (ep * cp)) / y;
-  layout.fits_hbm = layout.memory_per_chip_bytes <= chip.hbm_bytes;
+  // HBM less the chip's headroom (chip_spec.hpp): what weights and caches may fill.
+  const double hbm = chip.usable_hbm_bytes();
+  layout.fits_hbm = layout.memory_per_chip_bytes <= hbm;
   // Clamped before the conversion: a double beyond int's range is undefined behaviour to cast.
-  const double max_batch = ep * std::floor(cp * (y * chip.hbm_bytes - weights_per_group) /
+  const double max_batch = ep * std::floor(cp * (y * hbm - weights_per_group) /
                                            (context * layout.kv_cache_bytes_per_token));
   layout.max_batch = static_cast<int>(std::clamp(max_batch, 0.0, double(std::numeric_limits<int>::max())));
   std::vector<int> powers_of_two;
   for (int chips = 1; chips <= 8192; chips *= 2) powers_of_two.push_back(chips);
   const auto smallest = smallest_slice(model, plan.weight_bytes, plan.kv_bytes, static_cast<int>(context),
-                                       chip.hbm_bytes, powers_of_two);
+                                       hbm, powers_of_two);
   layout.smallest_slice_chips = smallest.chips;
   layout.smallest_slice_kv_caches = smallest.kv_caches;
   const double p_matmul = matmul_flops_per_token_forward(model) / 2;   // weights a token passes through

@@ -358,7 +358,7 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   }
 
   layout_sharding_and_memory(model, plan, topology, layout);
-  layout.fits_hbm = layout.memory.fits(chip.hbm_bytes);
+  layout.fits_hbm = layout.memory.fits(chip.usable_hbm_bytes());   // HBM less its headroom (chip_spec.hpp)
   return layout;
 }
 

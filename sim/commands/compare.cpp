@@ -99,8 +99,11 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* 
     // compare leaves an earlier run's there), and a point killed or never started says so.
     const bool done = point_done(options.out_dir, point.index, point_inputs(sweep, point));
     if (done && fs::exists(dir / "summary.json")) {
-      row.status = "ok";
-      fill_metrics(nlohmann::json::parse(read_text_file((dir / "summary.json").string())), row);
+      // Points run with --allow-oom (sweep.cpp): a plan that does not fit HBM has its figures,
+      // under its own status.
+      const auto summary = nlohmann::json::parse(read_text_file((dir / "summary.json").string()));
+      row.status = summary.value("fits_hbm", true) ? "ok" : "does_not_fit";
+      fill_metrics(summary, row);
     } else if (done) {
       row.status = "error";
       row.error = read_message((dir / "error.txt").string());
@@ -128,7 +131,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       summary_compare_field(kCompareTokens) + "\n";
   for (const auto& r : rows) {
     auto opt = [](bool has, double v) { return has ? csv_number(v) : std::string(); };
-    const bool ok = r.status == "ok";   // a row that did not run has no figures, not zeros
+    // A row that did not run has no figures, not zeros; one that does not fit HBM ran.
+    const bool ok = r.status == "ok" || r.status == "does_not_fit";
     out += csv_field(r.topology) + "," + r.chip + "," + r.status + "," + csv_field(r.error) + "," + opt(ok, r.chips) +
            "," + r.wraparound + "," + opt(ok, r.diameter_hops) + "," + opt(ok, r.bisection_links) + "," +
            opt(r.has_hops, r.hops) + "," + r.time_metric + "," + opt(ok, r.time_s) + "," + opt(r.has_algbw, r.algbw_Bps) + "," +
@@ -146,7 +150,7 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
                 "MFU", "tokens/s/chip");
   out += buf;
   for (const auto& r : rows) {
-    if (r.status != "ok") {
+    if (r.status != "ok" && r.status != "does_not_fit") {
       std::snprintf(buf, sizeof buf, "%-10s %-5s %s: %s\n", r.topology.c_str(), r.chip.c_str(), r.status.c_str(),
                     r.error.c_str());
       out += buf;
@@ -164,6 +168,7 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
                   r.has_exposed ? human_time(r.exposed_comm_s).c_str() : "-",
                   mfu, tokens);
     out += buf;
+    if (r.status == "does_not_fit") out.insert(out.size() - 1, "  (does not fit HBM)");
   }
   return out;
 }

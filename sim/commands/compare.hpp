@@ -33,7 +33,8 @@ struct CompareRow {
   bool has_algbw = false, has_exposed = false, has_mfu = false, has_tokens = false;
 };
 
-// Runs the comparison; writes compare.csv. A row's status is ok, error (its message), or, as in
+// Runs the comparison; writes compare.csv. A row's status is ok, does_not_fit (simulated with
+// --allow-oom: its figures, for a plan that does not fit HBM), error (its message), or, as in
 // sweep.csv, interrupted (killed by a signal) or missing (never started, or run on other inputs),
 // with a message and no figures. `scenario_name` is set to the scenario's name.
 std::vector<CompareRow> run_compare(const CompareOptions& options, std::string* scenario_name = nullptr);

@@ -119,6 +119,17 @@ std::vector<ScenarioOverride> parse_overrides(const std::vector<std::string>& se
   return overrides;
 }
 
+// A sweep with a failed point failed: a script must not read its CSV as complete. The first
+// failure is printed (the others are in sweep.csv), as make names the first target that failed.
+int failed_points_exit(const SweepCounts& rows, size_t points) {
+  std::string message = rows.first_error;   // the point's own stderr line, "podsim: error: ..."
+  if (message.rfind("podsim: error: ", 0) == 0) message.erase(0, std::string("podsim: error: ").size());
+  std::cerr << "podsim: error: " << rows.failed << " of " << points << " points failed (each one's error is in "
+            << "sweep.csv); the first, point " << rows.first_failed << " (" << terminal_safe(rows.first_failed_sets)
+            << "): " << terminal_safe(message) << "\n";
+  return 1;
+}
+
 int sweep_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                   int jobs, const std::string& emit, bool collect, std::optional<int> point) {
   SweepOptions options;
@@ -150,6 +161,7 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
     std::cout << "wrote " << shown(out_dir) << "/sweep.csv: " << points - counts.missing << " of " << points << " points";
     if (counts.missing > 0) std::cout << " (" << counts.missing << " not run yet, interrupted, or run on other inputs)";
     std::cout << "\n";
+    if (counts.failed > 0) return failed_points_exit(counts, points);
     return counts.missing > 0 ? 1 : 0;
   }
   handle_stop_signals();
@@ -159,11 +171,13 @@ int sweep_command(const std::string& scenario_path, const std::vector<std::strin
   std::cout << progress.points << (progress.points == 1 ? " point: " : " points: ") << progress.already_done << " already done, " << progress.ran
             << " run (" << progress.failed << " failed";
   if (progress.interrupted > 0) std::cout << ", " << progress.interrupted << " killed by a signal";
+  if (progress.rows.does_not_fit > 0) std::cout << "; " << progress.rows.does_not_fit << " do not fit HBM";
   std::cout << ", recorded in sweep.csv)\nwrote " << shown(out_dir) << "/sweep.csv\n";
   if (progress.succeeded == 0) {
     std::cerr << "podsim: error: no point of the sweep succeeded (each point's error is in sweep.csv)\n";
     return 1;
   }
+  if (progress.rows.failed > 0) return failed_points_exit(progress.rows, progress.points);
   return 0;
 }
 
@@ -214,7 +228,8 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
   const std::string csv = out_dir + "/compare.csv", png = out_dir + "/compare.png";
   std::cout << "wrote " << shown(csv) << "\n";
   if (stop_requested()) return interrupted_exit(csv);
-  if (std::none_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.status == "ok"; })) {
+  if (std::none_of(rows.begin(), rows.end(),
+                   [](const CompareRow& r) { return r.status == "ok" || r.status == "does_not_fit"; })) {
     std::cerr << "podsim: error: no run of the comparison succeeded (each one's error is in the table and compare.csv)\n";
     return 1;
   }
@@ -271,15 +286,19 @@ int draws_command(const Scenario& scenario, const DrawsRequest& request, const s
 
 int run_command(const std::string& scenario_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& fidelity, const std::string& engine, const std::string& detail, bool reproducible,
-                bool strict, bool trace_gzip, const PreflightLimits& limits, const DrawsRequest& draws) {
-  const Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+                bool allow_oom, bool strict, bool trace_gzip, const PreflightLimits& limits, const DrawsRequest& draws) {
+  Scenario scenario = load_scenario(scenario_path, parse_overrides(sets));
+  for (const std::string& warning : scenario.warnings) spdlog::warn("{}", terminal_safe(warning));
+  // --strict refuses a plan that does not fit even where the file says strict_memory: false.
+  if (strict && scenario.kind() == WorkloadKind::Training) scenario.training().strict_memory = true;
+  if (strict && scenario.kind() == WorkloadKind::Inference) scenario.inference().strict_memory = true;
   require_output_directory(out_dir, "-o");
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.engine = engine == "native" ? ReplayEngine::Native
                    : engine == "simgrid" ? ReplayEngine::SimGrid
                                          : ReplayEngine::Auto;
-  options.strict = strict;
+  options.allow_oom = allow_oom;
   options.limits = limits;
   if (draws.draws > 0) return draws_command(scenario, draws, scenario_path, sets, out_dir, options);
   if (!draws.emit.empty() || draws.task || draws.collect)
@@ -689,8 +708,16 @@ int main(int argc, char** argv) {
   run->add_flag("--reproducible", reproducible, "write wall_time_s as 0 so outputs are byte-identical");
   bool trace_gzip = false;
   run->add_flag("--trace-gzip", trace_gzip, "write the trace gzipped, as trace.json.gz (Perfetto opens it directly)");
-  bool strict = false;
-  run->add_flag("--strict", strict, "training: a plan that does not fit in HBM is an error (exit 2), not a report");
+  bool allow_oom = false, strict = false;
+  auto* allow_oom_flag =
+      run->add_flag("--allow-oom", allow_oom,
+                    "simulate a training or inference plan that does not fit in HBM (less the chip's headroom) "
+                    "anyway, reported as fits_hbm: false; without it such a plan is an error (exit 1)");
+  // Issue 42 made refusing the default; --strict stays, for old scripts and to overrule a file's
+  // strict_memory: false. Beside --allow-oom it contradicts it.
+  run->add_flag("--strict", strict, "refuse a plan that does not fit HBM even where the file says "
+                                    "workload.strict_memory: false (refusing is the default since issue 42)")
+      ->excludes(allow_oom_flag);
   std::vector<std::string> run_sets;
   run->add_option("--set", run_sets, "override a scenario value: key=value (dotted key, YAML value)");
   std::string max_memory, max_time;
@@ -888,7 +915,8 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) {
       if (task_option->count() > 0) run_draws.task = run_task;
-      return run_command(scenario_path, run_sets, out_dir, fidelity, engine, detail, reproducible, strict, trace_gzip,
+      return run_command(scenario_path, run_sets, out_dir, fidelity, engine, detail, reproducible, allow_oom, strict,
+                         trace_gzip,
                          preflight_limits(max_memory, max_time), run_draws);
     }
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);

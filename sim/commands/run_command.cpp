@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 
+#include "sim/commands/memory_fit.hpp"
 #include "sim/commands/preflight_check.hpp"
 #include "sim/commands/scenario_run.hpp"
 #include "sim/engine/child_process.hpp"
@@ -64,8 +65,8 @@ struct Simulated {
   std::optional<InferenceReport> inference;
 };
 
-// An inference scenario's program; with --strict, a batch that does not fit HBM is an error.
-Program inference_run_program(const Scenario& scenario, const RunCommandOptions& command, InferenceLayout& layout) {
+// An inference scenario's program.
+Program inference_run_program(const Scenario& scenario, InferenceLayout& layout) {
   const InferenceWorkload& w = scenario.inference();
   Program program;
   try {
@@ -73,34 +74,17 @@ Program inference_run_program(const Scenario& scenario, const RunCommandOptions&
   } catch (const std::invalid_argument& e) {
     throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible inference plan: ") + e.what());
   }
-  if (command.strict && !layout.fits_hbm) {
-    throw InputError(scenario.location_of("workload.batch"), "workload.batch", std::to_string(w.plan.batch),
-                     "(--strict) needs " + human_bytes(layout.memory_per_chip_bytes) + " per chip, more than " +
-                         human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM (max batch " +
-                         std::to_string(layout.max_batch) + ")");
-  }
   return program;
 }
 
-// A training scenario's program; --strict sets workload.strict_memory (the report says so), and
-// a plan that then does not fit HBM is an error.
-Program training_run_program(Scenario& scenario, const RunCommandOptions& command, TrainingLayout& layout) {
-  TrainingWorkload& w = scenario.training();
-  // An error the flag causes blames the flag, not a key the file does not have.
-  const bool strict_from_flag = command.strict && !w.strict_memory;
-  if (command.strict) w.strict_memory = true;
+// A training scenario's program.
+Program training_run_program(const Scenario& scenario, TrainingLayout& layout) {
+  const TrainingWorkload& w = scenario.training();
   Program program;
   try {
     program = training_program(w.model, w.plan, scenario.topology, layout);
   } catch (const std::invalid_argument& e) {
     throw InputError({scenario.path, 0, 0}, "workload", "", std::string("impossible training plan: ") + e.what());
-  }
-  if (w.strict_memory && !layout.fits_hbm) {
-    const SourceLocation where = strict_from_flag ? SourceLocation{"command line", 0, 0}
-                                                  : scenario.location_of("workload.strict_memory");
-    throw InputError(where, strict_from_flag ? "--strict" : "workload.strict_memory", "true",
-                     layout.strategy + " needs " + human_bytes(layout.memory.total_bytes) + " per chip, more than " +
-                         human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
   }
   return program;
 }
@@ -116,11 +100,15 @@ void prepare(Scenario& scenario, const RunCommandOptions& command, Prepared& out
   check_program_size(scenario, command.limits);
   switch (scenario.kind()) {
     case WorkloadKind::Collectives: out.program = collectives_program(scenario); break;
-    case WorkloadKind::Training: out.program = training_run_program(scenario, command, out.layout); break;
-    case WorkloadKind::Inference: out.program = inference_run_program(scenario, command, out.inference_layout); break;
+    case WorkloadKind::Training: out.program = training_run_program(scenario, out.layout); break;
+    case WorkloadKind::Inference: out.program = inference_run_program(scenario, out.inference_layout); break;
     case WorkloadKind::Serving: throw std::logic_error("a serving run has no one program: serve_to_directory runs it");
   }
   preflight_check(scenario, out.program, command.fidelity, command.limits, command.engine);
+  // After the preflight, whose refusal (a run too large to simulate, exit 2) says more about a
+  // giant plan; a plan that does not fit HBM is refused unless allowed (memory_fit.hpp).
+  if (scenario.kind() == WorkloadKind::Training) check_training_fits(scenario, out.layout, command.allow_oom);
+  if (scenario.kind() == WorkloadKind::Inference) check_inference_fits(scenario, out.inference_layout, command.allow_oom);
 }
 
 RunOptions run_options(const RunCommandOptions& command) {

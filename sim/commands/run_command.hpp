@@ -19,7 +19,9 @@ struct RunCommandOptions {
   bool record_hops = false;     // --trace-detail hops
   bool reproducible = false;    // wall_time_s written as 0
   bool trace_gzip = false;      // trace.json.gz instead of trace.json (not for serving runs)
-  bool strict = false;          // a training or inference plan that does not fit HBM is an InputError
+  // A training or inference plan that does not fit HBM is simulated anyway (--allow-oom); else it
+  // throws DoesNotFitHbm (sim/commands/memory_fit.hpp) unless its workload.strict_memory is false.
+  bool allow_oom = false;
   // While the simulation runs (RunOptions::progress); a serving run reports requests done.
   std::function<void(const SimulationProgress&)> progress;
   std::function<void(const SimulationProgress&)> serving_progress;
@@ -31,7 +33,8 @@ struct RunCommandOutputs {
   std::vector<std::string> files;    // the paths written, in the order the CLI names them
 };
 
-// Throws InputError for a plan that cannot be built (or, with `strict`, does not fit).
+// Throws InputError for a plan that cannot be built, DoesNotFitHbm for one that does not fit HBM
+// (unless allowed: RunCommandOptions::allow_oom, workload.strict_memory: false).
 RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir, const RunCommandOptions& options);
 
 // The summary.json a run would write, without writing anything (a calibration evaluates its

@@ -136,9 +136,11 @@ bool point_done(const std::string& out_dir, int index, const std::string& inputs
 
 namespace {
 
+// --allow-oom: a point whose plan does not fit HBM is still simulated, so its row has the memory
+// and the times beside status does_not_fit (a sweep maps where plans stop fitting).
 std::vector<std::string> point_args(const SweepOptions& o, const SweepPoint& p) {
   std::vector<std::string> args = {o.podsim_binary, "run", o.scenario_path, "-o", point_dir(o.out_dir, p.index),
-                                   "--reproducible"};
+                                   "--reproducible", "--allow-oom"};
   for (const auto& s : p.overrides) {
     args.push_back("--set");
     args.push_back(s.key + "=" + s.value);
@@ -267,7 +269,8 @@ SweepProgress run_sweep(const SweepOptions& options) {
       options.on_progress(progress.already_done + progress.ran, progress.points, elapsed / progress.ran * left);
     }
   }
-  progress.succeeded = collect_sweep(options, inputs).ok;
+  progress.rows = collect_sweep(options, inputs);
+  progress.succeeded = progress.rows.ok + progress.rows.does_not_fit;
   return progress;
 }
 
@@ -294,16 +297,23 @@ SweepCounts collect_sweep(const SweepOptions& options, const std::vector<std::st
       if (fs::exists(dir / "interrupted.txt")) error[p.index] = read_message((dir / "interrupted.txt").string());
       ++counts.missing;
     } else if (fs::exists(dir / "summary.json")) {
-      status[p.index] = "ok";
-      flatten(nlohmann::ordered_json::parse(read_text_file((dir / "summary.json").string())), "", 0, metrics[p.index]);
+      const auto summary = nlohmann::ordered_json::parse(read_text_file((dir / "summary.json").string()));
+      const bool fits = summary.value("fits_hbm", true);
+      status[p.index] = fits ? "ok" : "does_not_fit";
+      ++(fits ? counts.ok : counts.does_not_fit);
+      flatten(summary, "", 0, metrics[p.index]);
       for (const auto& [key, value] : metrics[p.index]) {
         if (seen.insert(key).second) columns.push_back(key);
       }
-      ++counts.ok;
     } else {
       status[p.index] = "error";
       error[p.index] = read_message((dir / "error.txt").string());
-      ++counts.failed;
+      if (counts.failed++ == 0) {
+        counts.first_failed = p.index;
+        counts.first_error = error[p.index];
+        for (size_t a = 0; a < p.overrides.size(); ++a)
+          counts.first_failed_sets += (a > 0 ? " " : "") + p.overrides[a].key + "=" + p.overrides[a].value;
+      }
     }
   }
   std::string csv = "point";

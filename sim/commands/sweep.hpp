@@ -56,18 +56,26 @@ std::string point_inputs(const SweepOptions& options, const SweepPoint& point);
 std::string scenario_inputs(const std::string& path, const std::vector<ScenarioOverride>& overrides);
 bool point_done(const std::string& out_dir, int index, const std::string& inputs);
 
+struct SweepCounts {
+  int ok = 0, failed = 0, missing = 0;   // missing: not run, interrupted, or run on other inputs
+  // Points whose run reported a plan that does not fit HBM (run with --allow-oom, so their
+  // figures and memory are in sweep.csv): not failures, not ok either.
+  int does_not_fit = 0;
+  // The first failed point (-1: none), its --set values and its message, for the sweep's error.
+  int first_failed = -1;
+  std::string first_failed_sets, first_error;
+};
+
 struct SweepProgress {
   int points = 0, already_done = 0, ran = 0, failed = 0, interrupted = 0;
   int succeeded = 0;   // points with a summary after the run, whether run now or before
+  SweepCounts rows;    // sweep.csv's rows after the run, whether run now or before
 };
 
 // Runs the points not yet done, `jobs` at a time, then writes sweep.csv.
 SweepProgress run_sweep(const SweepOptions& options);
 // Runs one point (a Slurm array task) and records a failure as its error.txt.
 void run_sweep_point(const SweepOptions& options, int index);
-struct SweepCounts {
-  int ok = 0, failed = 0, missing = 0;   // missing: not run, interrupted, or run on other inputs
-};
 // Merges the points' outputs into <out>/sweep.csv (a point run on other inputs is missing).
 SweepCounts collect_sweep(const SweepOptions& options);
 // Same, with each point's point_inputs already worked out (run_sweep has them).

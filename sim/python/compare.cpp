@@ -58,7 +58,7 @@ void bind_compare(py::module_& m) {
 the rows of compare.csv as dicts: topology, chip, status, error, chips, wraparound,
 diameter_hops, bisection_links, hops, time_metric, time_s, algbw_Bps, exposed_comm_s, mfu,
 tokens_per_s_per_chip (None where a workload has no such figure, and in a row that did not
-run). status: 'ok', 'error', or as for podsim.sweep 'interrupted' or 'missing'; on Ctrl-C the
+run). status: 'ok', 'does_not_fit', 'error', or as for podsim.sweep 'interrupted' or 'missing'; on Ctrl-C the
 points under way are killed, compare.csv in output_dir records them, and KeyboardInterrupt is
 raised.
 

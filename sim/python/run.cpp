@@ -1,6 +1,7 @@
 #include "sim/python/run.hpp"
 
 #include <filesystem>
+#include <spdlog/spdlog.h>
 
 #include "sim/commands/run_command.hpp"
 #include "sim/python/call_lock.hpp"
@@ -17,16 +18,18 @@ namespace podsim::python {
 namespace {
 
 RunResultObject run(const py::object& scenario_or_path, const py::object& overrides, const std::string& fidelity,
-                    const std::string& trace_detail, bool strict, bool reproducible, const py::object& output_dir) {
+                    const std::string& trace_detail, bool allow_oom, bool /*strict*/, bool reproducible,
+                    const py::object& output_dir) {
   if (fidelity != "auto" && fidelity != "full")
     throw py::value_error("podsim.run: fidelity '" + fidelity + "'; expected 'auto' (symmetry-reduced where exact) or 'full'");
   if (trace_detail != "collectives" && trace_detail != "hops")
     throw py::value_error("podsim.run: trace_detail '" + trace_detail + "'; expected 'collectives' or 'hops'");
   const LoadedScenario s = as_scenario(scenario_or_path, overrides);
+  for (const std::string& warning : s.scenario.warnings) spdlog::warn("{}", warning);   // as `podsim run` logs them
   RunCommandOptions options;
   options.fidelity = fidelity == "full" ? Fidelity::Full : Fidelity::Auto;
   options.record_hops = trace_detail == "hops";
-  options.strict = strict;
+  options.allow_oom = allow_oom;
   options.reproducible = reproducible;
   const WorkDir dir(optional_path(output_dir));
   const bool serving = s.scenario.kind() == WorkloadKind::Serving;
@@ -84,7 +87,8 @@ void bind_run(py::module_& m) {
       });
 
   m.def("run", &run, py::arg("scenario"), py::arg("overrides") = py::none(), py::kw_only(),
-        py::arg("fidelity") = "auto", py::arg("trace_detail") = "collectives", py::arg("strict") = false,
+        py::arg("fidelity") = "auto", py::arg("trace_detail") = "collectives", py::arg("allow_oom") = false,
+        py::arg("strict") = false,
         py::arg("reproducible") = false, py::arg("output_dir") = py::none(),
         R"(Simulate a scenario as `podsim run` does and return a podsim.Result.
 
@@ -92,10 +96,14 @@ scenario: a podsim.Scenario or the path of a scenario file.
 overrides: {dotted key: value} applied before the scenario is checked (`--set`).
 fidelity: 'auto' (symmetry-reduced where provably exact) or 'full' (every chip).
 trace_detail: 'collectives' or 'hops' (every hop in trace.json).
-strict: a training or inference plan that does not fit in HBM raises InputError.
+allow_oom: simulate a training or inference plan that does not fit in HBM (less the chip's
+  headroom) anyway, as `podsim run --allow-oom`; by default it raises RuntimeError with the
+  memory breakdown and what to change (unless the scenario says workload.strict_memory: false).
+strict: accepted and ignored: refusing such a plan is the default since issue 42.
 reproducible: summary['wall_time_s'] is 0, so equal inputs give equal results.
 output_dir: keep summary.json, trace.json and the CSV files there (default: not kept).
-Raises podsim.InputError for bad input, RuntimeError if the simulation fails.)");
+Raises podsim.InputError for bad input, RuntimeError if the plan does not fit or the simulation
+fails.)");
 }
 
 }  // namespace podsim::python

@@ -78,7 +78,8 @@ py::list sweep(const py::object& scenario_or_path, const py::dict& grid, const p
     record["parameters"] = ordered;
     record["status"] = row["status"];
     record["error"] = row["error"];
-    record["summary"] = row["status"].cast<std::string>() == "ok" ? json_value(summaries[p.index]) : py::none();
+    const std::string status = row["status"].cast<std::string>();
+    record["summary"] = status == "ok" || status == "does_not_fit" ? json_value(summaries[p.index]) : py::none();
     out.append(record);
   }
   return out;
@@ -91,7 +92,8 @@ void bind_sweep(py::module_& m) {
         py::arg("output_dir") = py::none(), py::arg("jobs") = 0, py::arg("podsim_binary") = "",
         R"(Run a scenario over the Cartesian grid of values, as `podsim sweep` does, and return one
 dict per point in grid order (the last key varies fastest):
-{'point': index, 'parameters': {key: value}, 'status': 'ok' | 'error' | 'interrupted',
+{'point': index, 'parameters': {key: value},
+ 'status': 'ok' | 'does_not_fit' (simulated anyway: a plan that does not fit HBM) | 'error' | 'interrupted',
  'error': the point's message or None, 'summary': its summary.json as a dict, or None}.
 
 scenario: a podsim.Scenario or the path of a scenario file.

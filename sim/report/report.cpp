@@ -430,8 +430,9 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
   if (r.memory.gathered_weights_bytes > 0) in_flight += ", gathered weights " + human_bytes(r.memory.gathered_weights_bytes);
   if (r.memory.ring_blocks_bytes > 0) in_flight += ", ring blocks " + human_bytes(r.memory.ring_blocks_bytes);
   std::snprintf(line, sizeof line,
-                "memory per chip %s of %s HBM (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s\n",
-                human_bytes(r.memory.total_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
+                "memory per chip %s of %s (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s\n",
+                human_bytes(r.memory.total_bytes).c_str(),
+                human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom).c_str(),
                 r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),
                 human_bytes(r.memory.grads_bytes).c_str(), human_bytes(r.memory.optimizer_bytes).c_str(),
                 human_bytes(r.memory.activations_bytes).c_str(), human_bytes(r.memory.logits_bytes).c_str(),
@@ -492,8 +493,9 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
   if (r.layout.smallest_slice_chips > 0)
     std::snprintf(smallest, sizeof smallest, "smallest slice %d chips with room for %d caches",
                   r.layout.smallest_slice_chips, r.layout.smallest_slice_kv_caches);
-  std::snprintf(line, sizeof line, "memory per chip %s of %s HBM (%s); %s\n",
-                human_bytes(r.layout.memory_per_chip_bytes).c_str(), human_bytes(scenario.topology.chip.hbm_bytes).c_str(),
+  std::snprintf(line, sizeof line, "memory per chip %s of %s (%s); %s\n",
+                human_bytes(r.layout.memory_per_chip_bytes).c_str(),
+                human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom).c_str(),
                 r.layout.fits_hbm ? "fits" : "DOES NOT FIT", smallest);
   out += line;
   return out;

@@ -78,6 +78,12 @@ std::vector<HardwareParameter> built_in_rows() {
                       "room for hypothetical chips"},
        std::nullopt,   // not fitted: no shipped measurement has weight-only quantised weights
        0.0, "weights per second converted from int8/int4 to bf16 before bf16 matmuls"},
+      {"hbm_headroom", "hardware.overrides.hbm_headroom", &ChipSpec::hbm_headroom, nullptr, U::Fraction,
+       ParameterRange{0, 0.9, false,
+                      "a share of HBM: none (the book's arithmetic) up to 90%, beyond which no plan keeps room "
+                      "for its weights"},
+       std::nullopt,   // not fitted: no shipped measurement has a memory figure
+       std::nullopt, "share of HBM kept free for XLA's temporary buffers, the runtime and fragmentation"},
   };
 }
 

@@ -57,6 +57,9 @@ ModelParallelAxes parse_model_parallelism(const Field& parallelism, const Topolo
   if (auto model_axes = reader.optional("model")) {
     out.model = parse_whole_axes(*model_axes, topology, used, "model", "expected whole mesh axes for model parallelism");
     out.model_given = true;
+    int degree = 1;
+    for (int a : out.model) degree *= topology.axes[a].size;
+    require_whole_heads(*model_axes, model, degree);
   }
   if (auto model_d = reader.optional("model_d")) {
     // 2D weight-stationary (inference.md Question 7): D over these axes, F or heads over model.
@@ -152,6 +155,7 @@ InferenceWorkload parse_inference(const MapReader& reader, const TopologySpec& t
     }
   }
   if (auto routing = reader.optional("routing")) plan.routing = parse_routing(*routing, workload.model, false);
+  if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
   return workload;
 }
 

@@ -5,6 +5,8 @@
 #include "sim/scenario/perturbation_loader.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -266,8 +268,20 @@ double read_factor(const Field& field, const std::string& what) {
   return value;
 }
 
-// A compute_slowdown factor, written or a straggler draw's: from 0.001 to 1e6.
+// A compute_slowdown factor, written or a straggler draw's: from 0.001 to 1e6. "30%" is a
+// percentage slower, which people write (issue 42): the message gives the factor it means.
 double read_slowdown(const Field& field) {
+  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
+  if (!text.empty() && text.back() == '%') {
+    double percent = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, percent);
+    if (ec == std::errc() && end == text.data() + text.size() - 1 && percent > -100) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, "%g", 1 + percent / 100);
+      fail(field, "a percentage, not a factor: compute time is multiplied by compute_slowdown, so " + text +
+                      " slower is compute_slowdown: " + factor + "; expected a factor, e.g. " + factor);
+    }
+  }
   const double value = read_factor(field, "compute time is multiplied by it, e.g. 1.5");
   if (value < 1e-3 || value > 1e6) fail(field, "out of range; expected a factor from 0.001 to 1e6 (compute time is multiplied by it)");
   return value;

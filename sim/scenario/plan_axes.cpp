@@ -118,4 +118,29 @@ std::vector<int> parse_expert_axes(const Field& field, const TopologySpec& topol
   return parsed.axes;
 }
 
+namespace {
+
+bool splits_whole_heads(const TransformerSpec& model, int degree) {
+  if (model.heads % degree != 0) return false;
+  if (model.attention != AttentionKind::Gqa) return true;   // MLA's latent is whole on every shard
+  return model.kv_heads % degree == 0 || degree % model.kv_heads == 0;
+}
+
+}  // namespace
+
+void require_whole_heads(const yaml_fields::Field& field, const TransformerSpec& model, int degree) {
+  if (model.attention == AttentionKind::None || splits_whole_heads(model, degree)) return;
+  std::string working;
+  for (int d = 1; d <= model.heads; ++d)
+    if (splits_whole_heads(model, d)) working += (working.empty() ? "" : ", ") + std::to_string(d);
+  const bool query = model.heads % degree != 0;
+  const std::string heads = query ? std::to_string(model.heads) + " query heads"
+                                  : std::to_string(model.kv_heads) + " KV heads";
+  yaml_fields::fail(field, std::to_string(degree) + " chips of tensor parallelism split the " + heads + " of " +
+                               model.name + " unevenly (" + std::to_string(model.heads) + " query, " +
+                               std::to_string(model.kv_heads) +
+                               " KV heads; fewer KV heads than chips must divide their number); heads are whole on "
+                               "a chip, as MaxText requires; expected a degree among " + working);
+}
+
 }  // namespace podsim::detail

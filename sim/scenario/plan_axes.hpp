@@ -48,4 +48,11 @@ using ExpertAxisCheck = std::function<void(int axis, const yaml_fields::Field& i
 std::vector<int> parse_expert_axes(const yaml_fields::Field& field, const TopologySpec& topology,
                                    const TransformerSpec& model, const ExpertAxisCheck& check);
 
+// Tensor (model) parallelism over `degree` chips splits attention heads whole: the query heads
+// must divide by it, and GQA's KV heads must divide by it or divide it (each KV head then
+// copied degree / KV times, as vLLM pads them). MaxText refuses the uneven split ("Attention
+// heads are atomic under tensor parallelism", layers/attentions.py _validate_kv_head_sharding);
+// the error at `field` names the counts and the degrees that work.
+void require_whole_heads(const yaml_fields::Field& field, const TransformerSpec& model, int degree);
+
 }  // namespace podsim::detail

@@ -65,6 +65,7 @@ struct CollectivesWorkload {
 struct InferenceWorkload {
   TransformerSpec model;
   InferencePlan plan;
+  bool strict_memory = true;        // a batch that does not fit HBM is an error (false: simulated anyway)
 };
 
 // A `serving` workload: requests through batching policies on model servers (slices).
@@ -102,7 +103,9 @@ struct ServingWorkload {
 struct TrainingWorkload {
   TransformerSpec model;
   TrainingPlan plan;
-  bool strict_memory = false;       // a plan that does not fit HBM is an error, not a report
+  // A plan that does not fit HBM is an error (`podsim run` exits 1 with the breakdown); false
+  // (or --allow-oom) simulates it anyway and reports fits_hbm: false.
+  bool strict_memory = true;
   double token_budget = 0;          // tokens a whole run trains on (0: not given): time to train
 };
 
@@ -139,6 +142,10 @@ struct Scenario {
   size_t fixed_perturbations = 0;
   std::vector<Expectation> expectations;
   CompareSpec compare;
+  // What the loader found worth a word but not an error, each located ("file:line: key ...: ..."):
+  // an override far from its preset's figure, a mesh no Cloud TPU slice has. The commands log
+  // them as warnings (`podsim run`, the Python module's run); loading stays silent.
+  std::vector<std::string> warnings;
   // Where some keys were written ("topology.slices", "workload.microbatches", "topology",
   // "workload", ...: see record_locations), for errors found after loading.
   std::map<std::string, SourceLocation> locations;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 
 #include "sim/scenario/builtin_profiles.hpp"
 #include "sim/scenario/calibration_files.hpp"
+#include "sim/scenario/far_overrides.hpp"
 #include "sim/scenario/file_references.hpp"
 #include "sim/scenario/hardware_parameters.hpp"
 #include "sim/scenario/input_file.hpp"
@@ -89,28 +91,56 @@ void apply_host_overrides(const MapReader& overrides, ChipSpec& chip) {
   }
 }
 
-void apply_overrides(const Field& field, ChipSpec& chip) {
+// A number without a unit reads in the base unit (95 is 95 bytes): say so where that put it
+// out of range (issue 42: hbm_capacity: 95 meant GB).
+std::string bare_number_hint(const Field& field, OverrideQuantity quantity) {
+  const std::string text = field.node.IsScalar() ? field.node.Scalar() : "";
+  char* end = nullptr;
+  std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || *end != '\0') return "";
+  const char* unit = quantity == OverrideQuantity::Bytes       ? " B"
+                     : quantity == OverrideQuantity::Bandwidth ? " B/s"
+                     : quantity == OverrideQuantity::Ops       ? " OP/s"
+                                                               : " FLOP/s";
+  const char* suffix = quantity == OverrideQuantity::Bytes       ? " GB"
+                       : quantity == OverrideQuantity::Bandwidth ? " GB/s"
+                       : quantity == OverrideQuantity::Ops       ? " TOP/s"
+                                                                 : " TFLOP/s";
+  return "; a number without a unit is in" + std::string(unit) + " (" + text + " is " + text + unit +
+         "): give the unit, e.g. \"" + text + suffix + "\"";
+}
+
+void apply_overrides(const Field& field, ChipSpec& chip, std::vector<std::string>& warnings) {
   const MapReader overrides(field, SchemaMap::HardwareOverrides);
   overrides.reject_unknown();
+  const ChipSpec preset = chip;
   // Each value valid on its own can still break what is derived from it (15000 PiB of HBM
   // overflowed the max batch; 1e-300 B/s stalled SimGrid), so every override stays within a
-  // range around real chips, wide enough for any hypothetical one.
-  auto set = [&](std::string_view key, double& target, auto parse, double low, double high, const char* range) {
+  // range around real chips, wide enough for any hypothetical one; one far from the preset's
+  // figure is kept with a warning (far_overrides.hpp).
+  using Q = OverrideQuantity;
+  auto set = [&](std::string_view key, double ChipSpec::*member, auto parse, double low, double high, const char* range,
+                 OverrideQuantity quantity) {
     if (auto value = overrides.optional(key)) {
-      target = read_quantity(*value, parse);
-      if (!(target >= low && target <= high)) fail(*value, std::string("out of range; expected ") + range);
+      const double read = read_quantity(*value, parse);
+      if (!(read >= low && read <= high))
+        fail(*value, std::string("out of range; expected ") + range + bare_number_hint(*value, quantity));
+      chip.*member = read;
+      if (auto warning = far_override_warning(value->key, read, preset.*member, preset.name, quantity))
+        warnings.push_back(located(*value, *warning));
     }
   };
   const char* bandwidths = "1 kB/s to 1 PB/s";
-  set("ici_bandwidth", chip.ici_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  set("hbm_bandwidth", chip.hbm_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  set("hbm_capacity", chip.hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); }, 1048576.0,
-      1125899906842624.0, "1 MiB to 1 PiB");
-  set("bf16_flops", chip.bf16_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
-  set("int8_ops", chip.int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s");
-  set("fp8_flops", chip.fp8_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s");
-  set("dcn_bandwidth_per_host", chip.dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
-  set("pcie_bandwidth", chip.pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths);
+  set("ici_bandwidth", &ChipSpec::ici_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths, Q::Bandwidth);
+  set("hbm_bandwidth", &ChipSpec::hbm_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths, Q::Bandwidth);
+  set("hbm_capacity", &ChipSpec::hbm_bytes, [](std::string_view text) { return double(parse_bytes(text)); }, 1048576.0,
+      1125899906842624.0, "1 MiB to 1 PiB", Q::Bytes);
+  set("bf16_flops", &ChipSpec::bf16_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s", Q::Flops);
+  set("int8_ops", &ChipSpec::int8_ops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MOP/s to 1 EOP/s", Q::Ops);
+  set("fp8_flops", &ChipSpec::fp8_flops_per_s, parse_flops_per_s, 1e6, 1e18, "1 MFLOP/s to 1 EFLOP/s", Q::Flops);
+  set("dcn_bandwidth_per_host", &ChipSpec::dcn_bandwidth_per_host_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths,
+      Q::Bandwidth);
+  set("pcie_bandwidth", &ChipSpec::pcie_bandwidth_Bps, parse_bandwidth_Bps, 1e3, 1e15, bandwidths, Q::Bandwidth);
   // The calibration parameters among the overrides: their units and ranges are their rows'.
   for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
     if (auto value = overrides.optional(row->scenario_leaf())) row->set(chip, row->read(*value));
@@ -191,11 +221,11 @@ void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scen
     apply_profile_parameters(*builtin_profile(*name), hardware, chip, scenario);
 }
 
-ChipSpec parse_hardware(const Field& field) {
+ChipSpec parse_hardware(const Field& field, std::vector<std::string>& warnings) {
   const MapReader hardware(field, SchemaMap::Hardware);
   hardware.reject_unknown();
   ChipSpec chip = read_preset(hardware.required("preset"));
-  if (auto overrides = hardware.optional("overrides")) apply_overrides(*overrides, chip);
+  if (auto overrides = hardware.optional("overrides")) apply_overrides(*overrides, chip, warnings);
   return chip;
 }
 
@@ -362,6 +392,25 @@ TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
   }
   if (auto split = reader.optional("split")) parse_splits(*split, topology);
   return topology;
+}
+
+// A mesh no Cloud TPU slice has (3x5x7 of v5p) is simulated, with a word: it may be a slip, and
+// no one can rent it.
+void warn_unoffered_mesh(const Field& topology, Scenario& scenario) {
+  std::vector<int> shape;
+  std::string dims;
+  for (const MeshAxis& axis : scenario.topology.axes) {
+    shape.push_back(axis.size);
+    dims += (dims.empty() ? "" : "x") + std::to_string(axis.size);
+  }
+  const std::string& chip = scenario.topology.chip.name;
+  // A mesh of fewer axes than the chip's torus is a line or plane within some slice (a ring's
+  // scenario), not a slice of its own: nothing to judge.
+  if (static_cast<int>(shape.size()) < scenario.topology.chip.max_torus_dims) return;
+  if (cloud_offers_shape(chip, shape).value_or(true)) return;
+  scenario.warnings.push_back(located(MapReader(topology, SchemaMap::Topology).required("mesh"),
+                                      "topology.mesh " + dims + " is no Cloud TPU " + chip + " slice (" + chip +
+                                          " offers " + cloud_shapes_text(chip) + "); simulated as given"));
 }
 
 // ---- simulation ----
@@ -796,7 +845,7 @@ Scenario parse_document(const Field& root) {
   const auto name = top.optional("name");
   scenario.name = name ? read_string(*name) : default_name(root.where.file);
   if (auto description = top.optional("description")) scenario.description = read_string(*description);
-  ChipSpec chip = parse_hardware(top.required("hardware"));
+  ChipSpec chip = parse_hardware(top.required("hardware"), scenario.warnings);
   // A calibration profile (docs/calibration.md) replaces the ideal machine's parameters; the
   // scenario's own hardware.overrides and simulation keys still win over it.
   if (auto profile = MapReader(top.required("hardware"), SchemaMap::Hardware).optional("profile"))
@@ -804,6 +853,7 @@ Scenario parse_document(const Field& root) {
   else
     apply_default_profile(top.required("hardware"), chip, scenario);
   scenario.topology = parse_topology(top.required("topology"), chip);
+  warn_unoffered_mesh(top.required("topology"), scenario);
   if (auto simulation = top.optional("simulation")) parse_simulation(*simulation, scenario);
   check_derived_links(top, scenario);
   parse_workload(top.required("workload"), scenario);
@@ -857,6 +907,25 @@ void check_single_document(const std::string& text, const std::string& path) {
   }
 }
 
+// The 1-based line of the first tab in a line's indentation, up to line `last` (0: anywhere);
+// 0 when none.
+int first_indenting_tab(const std::string& text, int last) {
+  int line = 1;
+  bool indent = true;
+  for (char c : text) {
+    if (last > 0 && line > last) break;
+    if (c == '\n') {
+      ++line;
+      indent = true;
+    } else if (indent && c == '\t') {
+      return line;
+    } else if (c != ' ') {
+      indent = false;
+    }
+  }
+  return 0;
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& path) {
   try {
     check_single_document(text, path);
@@ -865,7 +934,14 @@ YAML::Node parse_yaml(const std::string& text, const std::string& path) {
     throw InputError(locate(path, error.mark), "", "",
                      "malformed YAML: nested more than " + std::to_string(error.depth()) + " levels deep");
   } catch (const YAML::Exception& error) {   // ParserException and DeepRecursion carry a mark
-    throw InputError(locate(path, error.mark), "", "", "malformed YAML: " + error.msg);
+    // YAML forbids tabs in indentation, and yaml-cpp's message does not say a tab is the cause
+    // (issue 42): point at the tab itself.
+    const SourceLocation where = locate(path, error.mark);
+    if (const int tab = first_indenting_tab(text, where.line))
+      throw InputError({path, tab, 0}, "", "",
+                       "malformed YAML: this line is indented with a tab; YAML indents with spaces only, so "
+                       "replace the tab with spaces (the parser said: " + error.msg + ")");
+    throw InputError(where, "", "", "malformed YAML: " + error.msg);
   }
 }
 

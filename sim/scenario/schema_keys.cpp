@@ -48,7 +48,7 @@ std::vector<KeyTable> make_tables() {
         "master_weights", "gradients", "quantization", "quantization_local_shard_count"}},
       {M::WorkloadInference, "workload_inference", "workload (kind: inference)",
        {"kind", "model", "phase", "batch", "context_length", "prompt_length", "weights", "kv_cache", "compute",
-        "efficiency", "attention_flops", "parallelism", "collective_matmul", "routing"}},
+        "efficiency", "attention_flops", "parallelism", "collective_matmul", "routing", "strict_memory"}},
       {M::WorkloadServing, "workload_serving", "workload (kind: serving)",
        {"kind", "model", "weights", "kv_cache", "compute", "efficiency", "prefill_efficiency", "attention_flops",
         "parallelism", "policy", "servers", "max_batch", "prefill_batch", "prompt_buckets", "requests", "prefill",

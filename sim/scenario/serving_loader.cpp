@@ -320,6 +320,38 @@ void parse_speculative(const Field& field, ServingWorkload& w) {
   if (auto seed = r.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
 }
 
+// A server's HBM as its fit checks count it: "238.4 GiB HBM less 5% headroom".
+std::string server_hbm_text(const TopologySpec& server) {
+  return human_hbm(server.chips_per_slice() * server.chip.hbm_bytes, server.chip.hbm_headroom);
+}
+
+const char* weight_dtype_name(double weight_bytes) {
+  return weight_bytes >= 2 ? "bf16" : weight_bytes >= 1 ? "int8/fp8" : "int4";
+}
+
+// The weights alone beyond a server's HBM: no request length can help, so the message names the
+// weights, the chips they need and the narrower dtypes that fit (issue 42: 405B on v6e-8 was
+// blamed on output_tokens).
+void require_weights_fit(const Field& model_field, const ServingWorkload& w, double weights) {
+  const TopologySpec& server = w.generate_topology;
+  const double per_chip = server.chip.usable_hbm_bytes();
+  if (weights < server.chips_per_slice() * per_chip) return;
+  std::string narrower;
+  for (double bytes : {1.0, 0.5}) {
+    const double scaled = weights * bytes / w.generate.weight_bytes;
+    if (bytes < w.generate.weight_bytes)
+      narrower += std::string(narrower.empty() ? "" : ", ") + "weights: " + (bytes == 1 ? "int8" : "int4") + " (" +
+                  human_bytes(scaled) + (scaled < server.chips_per_slice() * per_chip ? ", fits" : ", still too big") + ")";
+  }
+  fail(model_field, "the weights alone, " + human_bytes(weights) + " of " + w.model.name + " in " +
+                        weight_dtype_name(w.generate.weight_bytes) + ", exceed the " + server_hbm_text(server) +
+                        " of a server's " + std::to_string(server.chips_per_slice()) + " " + server.chip.name +
+                        " chips, whatever the requests; expected a server of more than " +
+                        std::to_string(static_cast<long long>(std::ceil(weights / per_chip))) +
+                        " chips (the weights alone fill that many; the KV cache needs room beside them)" +
+                        (narrower.empty() ? std::string() : ", or narrower weights (" + narrower + ")"));
+}
+
 // Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): the token budget, the running
 // sequences, and the paged KV cache HBM holds beside the weights.
 void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& w) {
@@ -371,7 +403,9 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
     weights += server_weight_bytes(*w.draft_model, w.generate, server);
     kv_per_token += kv_cache_bytes_per_token(*w.draft_model, w.generate.kv_bytes);
   }
-  const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
+  // vLLM's KV cache is gpu_memory_utilization of the memory less the weights; podsim's headroom
+  // is that share's complement (chip_spec.hpp).
+  const double hbm = server.chips_per_slice() * server.chip.usable_hbm_bytes();
   const double blocks = std::floor((hbm - weights) / (c.block_size * kv_per_token));
   c.kv_blocks = static_cast<long long>(std::clamp(blocks, 0.0, 1e15));
   if (c.preemption == Preemption::Swap) {
@@ -394,7 +428,8 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
     fail(reader.required("requests"), "a request of " + std::to_string(longest) + " tokens needs more than the " +
                                           std::to_string(c.kv_blocks) + " KV cache blocks of " +
                                           std::to_string(c.block_size) + " tokens " + human_bytes(hbm - weights) +
-                                          " of HBM beside the weights holds; expected shorter requests or a larger slice");
+                                          " beside the weights holds (of " + server_hbm_text(server) +
+                                          "); expected shorter requests or a larger slice");
 }
 
 // The decode slots HBM holds beside the weights (and max_batch, at most that). Returns the KV
@@ -411,7 +446,8 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
   const double kv_per_token = kv_cache_bytes_per_token(w.model, w.generate.kv_bytes);
   // Expert parallelism copies all but the routed experts into every expert-parallel group.
   const double weights = server_weight_bytes(w.model, w.generate, server);
-  const double hbm = server.chips_per_slice() * server.chip.hbm_bytes;
+  require_weights_fit(reader.required("model"), w, weights);
+  const double hbm = server.chips_per_slice() * server.chip.usable_hbm_bytes();
   // Clamped before the conversion: a small model beside a large HBM fits more sequences than an
   // int holds (16 chips of 1 PiB, 256 B a sequence: 7e13), a conversion C++ leaves undefined
   // (clang's UBSan reports it; x86 gave INT_MIN, and 2 tokens "did not fit" in 16,384 TiB).
@@ -427,9 +463,10 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
   w.hbm_slots = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(kMaxRequests)));
   if (w.hbm_slots < 1) {
     const Field where = output_field.value_or(reader.required("requests"));
-    fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens does not fit beside " +
-                    human_bytes(weights) + " of weights in " + human_bytes(hbm) +
-                    " of HBM; expected shorter requests, smaller dtypes or a larger slice");
+    fail(where, "a sequence of " + std::to_string(w.max_context) + " tokens needs " +
+                    human_bytes(w.max_context * kv_per_token) + " of KV cache, more than the " +
+                    human_bytes(hbm - weights) + " left beside " + human_bytes(weights) + " of weights in " +
+                    server_hbm_text(server) + "; expected shorter requests, a smaller kv_cache dtype or a larger slice");
   }
   c.slots = w.hbm_slots;
   if (auto max_batch = reader.optional("max_batch")) {
@@ -437,7 +474,7 @@ double size_slots(const MapReader& reader, const std::optional<Field>& output_fi
     if (c.slots > w.hbm_slots)
       fail(*max_batch, "needs " + human_bytes(weights + static_cast<double>(c.slots) * w.max_context * kv_per_token) +
                            " of HBM for sequences of up to " + std::to_string(w.max_context) + " tokens, more than " +
-                           human_bytes(hbm) + "; expected at most " + std::to_string(w.hbm_slots));
+                           server_hbm_text(server) + "; expected at most " + std::to_string(w.hbm_slots));
   }
   return kv_per_token;
 }
@@ -501,7 +538,7 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
     c.prefill_servers = servers_in(c.prefill_servers, w.prefill_replicas_per_slice, prefill.value_or(reader.self()),
                                    "prefill slices");
     const TopologySpec& prefill_server = w.prefill_server_topology;
-    const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.hbm_bytes;
+    const double prefill_hbm = prefill_server.chips_per_slice() * prefill_server.chip.usable_hbm_bytes();
     // In doubles: a prefill batch of 10^7 prompts of 8,192 tokens overflows an int. Under 2D
     // weight-stationary sharding the batch is padded to a multiple of the D axes' chips, each
     // padding prompt's cache written as a real one's.
@@ -514,7 +551,7 @@ void parse_prefill_servers(const MapReader& reader, const TopologySpec& topology
       fail(reader.optional("prefill_batch").value_or(prefill.value_or(reader.self())),
            "a prefill server needs " + human_bytes(need) + " for the weights and " + std::to_string(prompts) +
                " prompts of " + std::to_string(longest) + " tokens" + (prompts > c.prefill_batch ? " (padded)" : "") +
-               ", more than its " + human_bytes(prefill_hbm) + " of HBM");
+               ", more than its " + server_hbm_text(prefill_server));
   }
 }
 

@@ -31,6 +31,7 @@ using detail::kMaxModelDim;
 using detail::parse_expert_axes;
 using detail::parse_one_whole_axis;
 using detail::parse_plan_axes;
+using detail::require_whole_heads;
 constexpr double kMaxBatchTokens = 9007199254740992.0;   // 2^53: every whole number is exact
 
 // Pipeline chunks (stages x virtual stages) must each get at least one layer (uneven counts
@@ -99,6 +100,11 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     auto parsed = parse_plan_axes(*tensor, topology, used, "tensor");
     plan.tensor_axes = parsed.axes;
     plan.tensor_slices = parsed.slices;
+    int degree = 1;
+    for (size_t i = 0; i < parsed.axes.size(); ++i)
+      degree *= !parsed.slices.empty() && parsed.slices[i].size != 0 ? parsed.slices[i].size
+                                                                     : topology.axes[parsed.axes[i]].size;
+    require_whole_heads(*tensor, model, degree);
   }
   if (auto expert = reader.optional("expert")) {
     plan.expert_axes = parse_expert_axes(*expert, topology, model, [&](int axis, const Field& item) {

@@ -484,6 +484,13 @@ std::string human_bytes(double bytes) {
   return scaled(bytes, units, 5, 1024.0, "%.4g");
 }
 
+std::string human_hbm(double hbm_bytes, double headroom) {
+  if (!(headroom > 0)) return human_bytes(hbm_bytes) + " HBM";
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.4g%%", 100 * headroom);
+  return human_bytes(hbm_bytes) + " HBM less " + percent + " headroom";
+}
+
 std::string human_time(double seconds) {
   if (seconds == 0) return "0 s";
   // Past an hour, hours and days (a preflight estimate, a long serving run), still parseable.

@@ -72,6 +72,9 @@ void check_sharding_rank(const Sharding& sharding, const ArrayShape& array);
 // The way back, for people: "8 MiB", "372.8 us", "45 GB/s" (4 significant digits). Input
 // errors quote sizes in these (a plan that does not fit HBM), as do the tables.
 std::string human_bytes(double bytes);
+// HBM as a fit check counts it: "89.41 GiB HBM less 5% headroom" ("89.41 GiB HBM" without one;
+// ChipSpec::hbm_headroom), so every message and table says the headroom is counted.
+std::string human_hbm(double hbm_bytes, double headroom);
 // "p99", "p99.9", "p50": how summaries and expectations name a percentile (vLLM's names).
 std::string percentile_name(double percent);
 std::string human_time(double seconds);

@@ -43,6 +43,11 @@ std::string render(const YAML::Node& node, int depth) {
   throw InputError(field.where, field.key, render(field.node, 0), expected);
 }
 
+std::string located(const Field& field, const std::string& text) {
+  return field.where.file + (field.where.line > 0 ? ":" + std::to_string(field.where.line) : std::string()) + ": " +
+         text;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string text;
   for (const auto& item : items) text += (text.empty() ? "" : std::string(separator)) + item;

@@ -42,6 +42,9 @@ std::string render(const YAML::Node& node, int depth);
 // Throws an InputError about `field`: its location, key and value, and what was expected.
 [[noreturn]] void fail(const Field& field, const std::string& expected);
 
+// "<file>:<line>: <text>": a warning about `field`, located as its errors are.
+std::string located(const Field& field, const std::string& text);
+
 // The items separated by `separator`.
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 

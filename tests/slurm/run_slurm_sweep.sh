@@ -104,7 +104,10 @@ status=$?
 [ -d "$out/points" ] ||
   skip "Slurm ran none of the array's tasks (sbatch status $status): $(tail -n 3 "$work/slurmd.log" 2>/dev/null)"
 [ "$status" -eq 0 ] || fail "the job array did not finish (status $status): $(cat "$out"/slurm-*.out 2>/dev/null)"
-"$podsim" sweep "$scenario" --set topology.mesh.Y=2,4,0 -o "$out" --collect || fail "podsim sweep --collect"
+# A failed point fails the collected sweep (exit 1), naming the first failure (issue 42).
+collected=$("$podsim" sweep "$scenario" --set topology.mesh.Y=2,4,0 -o "$out" --collect 2>&1)
+[ $? -eq 1 ] || fail "podsim sweep --collect with a failed point did not exit 1: $collected"
+echo "$collected" | grep -q "the first, point 2 (topology.mesh.Y=0)" || fail "no first failure named: $collected"
 csv="$out/sweep.csv"
 [ "$(grep -c ',ok,' "$csv")" -eq 2 ] || fail "expected 2 ok rows in $csv: $(cat "$csv")"
 [ "$(grep -c '^2,0,error,' "$csv")" -eq 1 ] || fail "expected 1 error row in $csv: $(cat "$csv")"
