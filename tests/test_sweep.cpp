@@ -457,6 +457,7 @@ TEST_CASE("plot_trace --chips draws the chips named, and names a chip the trace 
   const auto malformed = run_script_output("plot_trace.py " + trace + " --chips 0,slow -o " + (out / "x.png").string());
   CHECK(malformed.exit_code == 2);
   CHECK(malformed.err.find("'slow' is not a chip") != std::string::npos);
+}
 
 TEST_CASE("sweep and compare mark a point whose plan does not fit HBM does_not_fit, with its figures", "[sweep]") {
   const auto out = fresh_dir("sweep-oom");
