@@ -517,6 +517,8 @@ class Simulation {
     record.kv_blocks_used = server.cache.in_use();   // held or pinned, as the summary counts them
     record.draft_s = draft;
     record.swap_s = swap;
+    record.decode_only = std::all_of(server.scheduled.begin(), server.scheduled.end(),
+                                     [&](const auto& scheduled) { return decoding(live_[scheduled.first]); });
     sink_.step(record);
     push(now_ + d, EventKind::StepDone, s, 0);
     totals_.mixed_busy_s += d;

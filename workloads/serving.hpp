@@ -147,6 +147,9 @@ struct StepRecord {
   long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks held or pinned during the step (not evictable ones)
   // Mixed: of the step's duration, a draft model's passes and swap preemption's copies.
   double draft_s = 0, swap_s = 0;
+  // Mixed: every sequence in the step decodes (no prompt's chunk, no recompute), so the step is
+  // a decode step as the other policies run them (summary.json's decode_step_time_s).
+  bool decode_only = false;
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests

@@ -87,6 +87,7 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   StepCosts costs = run.costs->costs();
   if (w.draft_model) {
     run.draft_costs = std::make_unique<ServingCostModel>(*w.draft_model, generate, generate, simulation_settings(scenario));
+    run.draft_costs->price_draft_passes();
     run.draft_costs->prepare(priced, w.requests, true);
     costs.draft_s = [draft = run.draft_costs.get(), k = w.config.speculative.num_tokens](
                         const StepShape& step, int sequences, double context) {

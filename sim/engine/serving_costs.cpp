@@ -435,7 +435,8 @@ void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
 void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated,
                                bool every_batch) {
   const auto wall_start = std::chrono::steady_clock::now();
-  if (config.policy == BatchingPolicy::Mixed) {
+  mixed_ = config.policy == BatchingPolicy::Mixed;
+  if (mixed_) {
     // Mixed steps are replayed as the simulation asks for them, their attention shifted from
     // every row at the longest context a request reaches (its prompt and output, unpadded).
     reference_context_ = 0;

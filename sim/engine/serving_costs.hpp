@@ -108,8 +108,14 @@ class ServingCostModel {
   int prefill_batch_multiple() const { return prefill_multiple_; }
   const CommTable& decode_comm() const { return decode_comm_; }
   size_t decode_shapes() const { return whole_steps_ ? decode_steps_.size() : decode_comm_.size(); }
-  // Whole steps: decode steps whose attention was shorter than its stagger, replayed as they are.
+  // Whole steps: decode (or mixed) steps whose attention was shorter than its stagger, replayed
+  // as they are.
   long long decode_steps_replayed_whole() const { return decode_exact_replays_; }
+  // A draft model's cost model (speculative decoding): its replays are the draft's passes.
+  void price_draft_passes() { draft_ = true; }
+  // The summary.json field that counts those replays (serving_report.cpp writes each), which
+  // the warning at the first one names.
+  const char* replays_counted_in() const;
   bool whole_steps() const { return whole_steps_; }
   long long collectives_replayed() const { return collectives_replayed_; }
   size_t prefill_shapes() const { return prefill_.size(); }
@@ -160,7 +166,9 @@ class ServingCostModel {
   WholeDecode replay_reference(const StepShape& shape);
   double shift_or_replay(const WholeDecode& reference, const StepShape& actual);
   long long decode_exact_replays_ = 0;
-  // Counts a decode step replayed at its own context; warns at the first (serving_whole_steps.cpp).
+  bool mixed_ = false;   // policy mixed: every step is a mixed step (prepare)
+  bool draft_ = false;
+  // Counts a step replayed at its own context or shape; warns at the first (serving_whole_steps.cpp).
   void note_exact_replay();
   long long collectives_replayed_ = 0;
   double wall_s_ = 0;

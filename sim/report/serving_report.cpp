@@ -125,11 +125,16 @@ Json serving_trace(const SummaryInputs& in) {
 
 Json step_costs(const SummaryInputs& in) {
   const ServingCostModel& costs = *in.serving->costs;
-  if (serving_mixed(in))
-    return Json{{"priced_by", "whole steps, shifted by attention (mixed)"},
-                {"mixed_steps_replayed_at_own_shape", costs.decode_steps_replayed_whole()},
-                {"collectives_replayed", costs.collectives_replayed()},
-                {"mixed_shapes", costs.mixed_shapes()}};
+  if (serving_mixed(in)) {
+    Json j = {{"priced_by", "whole steps, shifted by attention (mixed)"},
+              {"mixed_steps_replayed_at_own_shape", costs.decode_steps_replayed_whole()},
+              {"collectives_replayed", costs.collectives_replayed()},
+              {"mixed_shapes", costs.mixed_shapes()}};
+    // The draft model's passes are mixed steps of its own cost model, counted apart.
+    if (const ServingCostModel* draft = in.serving->draft_costs.get())
+      j["draft_model_steps_replayed_at_own_shape"] = draft->decode_steps_replayed_whole();
+    return j;
+  }
   Json j = {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
             {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
             {"collectives_replayed", costs.collectives_replayed()},
