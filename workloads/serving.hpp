@@ -112,6 +112,10 @@ struct StepCosts {
   // Speculative decoding by a draft model: its passes after a step of `step`'s shape, which
   // leaves `sequences` sequences decoding with `context_tokens` cached tokens in all.
   std::function<double(const StepShape& step, int sequences, double context_tokens)> draft_s;
+  // Servers whose chips differ (perturbations): the (generate, or colocated) server s prices its
+  // prefill, decode and mixed steps and its draft passes by per_server[s]; KV transfers and
+  // swaps by these. Empty: every server by these.
+  std::vector<StepCosts> per_server;
 };
 
 struct RequestRecord {

@@ -123,7 +123,22 @@ Json serving_trace(const SummaryInputs& in) {
   return trace;
 }
 
-Json step_costs(const SummaryInputs& in) {
+// Servers whose chips differ replay every step at its own shape on their own mesh
+// (serving_costs.hpp): how many servers, and the steps they replayed.
+void perturbed_server_costs(const ServingRun& run, Json& j) {
+  long long servers = 0, steps = 0;
+  for (const auto& costs : run.server_costs) {
+    if (!costs) continue;
+    ++servers;
+    steps += costs->steps_replayed();
+  }
+  if (servers == 0) return;
+  j["perturbed_servers"] = servers;
+  j["perturbed_server_steps_replayed"] = steps;
+}
+
+// How the shared step costs were priced.
+Json uniform_step_costs(const SummaryInputs& in) {
   const ServingCostModel& costs = *in.serving->costs;
   if (serving_mixed(in)) {
     Json j = {{"priced_by", "whole steps, shifted by attention (mixed)"},
@@ -146,6 +161,12 @@ Json step_costs(const SummaryInputs& in) {
   if (costs.pads_2d_batches())
     j["batch_padded_to_multiple_of"] = {{"prefill", costs.prefill_batch_multiple()},
                                         {"decode", costs.decode_batch_multiple()}};
+  return j;
+}
+
+Json step_costs(const SummaryInputs& in) {
+  Json j = uniform_step_costs(in);
+  perturbed_server_costs(*in.serving, j);
   return j;
 }
 

@@ -258,7 +258,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"prefill_busy_fraction", "fraction", S, None, "prefill servers' busy share of the run", [](const auto& in) -> Json { return p::busy_fraction(in, true); }},
     {"peak_requests_in_memory", "count", S, None, "records the run held at once", [](const auto& in) -> Json { return in.serving->totals.peak_records_held; }},
     {"trace", "object", S, None, "with a trace: events written, complete, and until_s when it stopped at its cap", [](const auto& in) -> Json { return p::serving_trace(in); }},
-    {"step_costs", "object", S, None, "how steps were priced: priced_by, steps replayed at their own context or shape (decode_steps_replayed_at_own_context, or under policy mixed mixed_steps_replayed_at_own_shape, and draft_model_steps_replayed_at_own_shape with a draft model), collectives replayed, shapes", [](const auto& in) -> Json { return p::step_costs(in); }},
+    {"step_costs", "object", S, None, "how steps were priced: priced_by, steps replayed at their own context or shape (decode_steps_replayed_at_own_context, or under policy mixed mixed_steps_replayed_at_own_shape, and draft_model_steps_replayed_at_own_shape with a draft model), collectives replayed, shapes; with perturbations, perturbed_servers and perturbed_server_steps_replayed (each of their steps replayed at its own shape)", [](const auto& in) -> Json { return p::step_costs(in); }},
   };
   return rows;
 }
