@@ -386,12 +386,5 @@ TEST_CASE("perturbations: bad entries name file, line, key and value", "[scenari
     const auto text = with(kEntry, "  slow: {chips: [0, 0, 0]}\n");
     require_error(text, "perturbations", "{slow: {chips: [0, 0, 0]}}", "slow:", "expected a list");
   }
-  SECTION("a serving workload") {
-    const std::string serving =
-        "version: 1\nhardware: {preset: v5e}\ntopology: {mesh: {X: 4, Y: 4}}\n"
-        "perturbations:\n  - chips: [0, 0]\n    compute_slowdown: 2\n"
-        "workload:\n  kind: serving\n  model: llama3-70b\n  weights: int8\n  kv_cache: int8\n"
-        "  requests:\n    poisson: {rate: \"3 /s\", count: 10, prompt_tokens: 256, output_tokens: 64}\n";
-    require_error(serving, "perturbations", "[{chips: [0, 0], compute_slowdown: 2}]", "chips: [0, 0]", "not serving");
-  }
+
 }

@@ -23,6 +23,7 @@
 #include "seeded_rng.hpp"
 #include "whole_step_replay.hpp"
 #include "sim/engine/serving_costs.hpp"
+#include "sim/report/serving_stats.hpp"
 #include "workloads/serving.hpp"
 
 using namespace podsim;
@@ -66,6 +67,36 @@ TEST_CASE("mixed steps: a long prompt in chunks of the budget, then one token a 
   CHECK(r.end_s == Approx(run.steps[5].end_s));
   CHECK(run.inter_token_s.size() == 3);
   CHECK(run.peak_kv_blocks_used == (5000 + 3 + 15) / 16);   // the prompt and three fed outputs
+}
+
+TEST_CASE("policy mixed: the decode step time is the mean of the steps that decode only", "[serving][mixed]") {
+  // A step that carries a prompt's chunk (here at least 2 tokens, one logit row a sequence) has
+  // more tokens than logit rows, and costs 10 ms; a step of decode tokens alone costs 1 ms. So
+  // the mean over decode-only steps is 1 ms exactly, whatever their number; it was 0 (no step of
+  // kind Decode runs under policy mixed).
+  StepCosts costs = linear_costs();
+  costs.mixed_s = [](const StepShape& s) { return s.tokens > s.logit_rows ? 0.010 : 0.001; };
+  std::vector<Request> requests;
+  for (int i = 0; i < 12; ++i) requests.push_back({i, 0.004 * i, 40 + 7 * i, 3 + i % 5});
+  ServingConfig config = mixed(2048, 4, 1000);
+  config.prefix_caching = false;   // every prompt token computed: no chunk shrinks to one token
+  const auto run = simulate_serving(requests, config, costs);
+  ServingStatsSink stats({50}, {});
+  long long decode_only = 0, with_prompts = 0;
+  for (const auto& step : run.steps) {
+    stats.step(step);
+    const double d = step.end_s - step.start_s;
+    decode_only += std::fabs(d - 0.001) < 1e-12;
+    with_prompts += std::fabs(d - 0.010) < 1e-12;
+  }
+  REQUIRE(decode_only + with_prompts == static_cast<long long>(run.steps.size()));
+  REQUIRE(decode_only > 0);
+  REQUIRE(with_prompts > 0);
+  const ServingStats st = stats.finish(run, 1);
+  CHECK(st.decode_step.count == static_cast<uint64_t>(decode_only));
+  CHECK(st.decode_step.mean == Approx(0.001).epsilon(1e-12));
+  CHECK(st.prefill_step.count == 0);
+  CHECK(st.mixed_step.count == run.steps.size());
 }
 
 TEST_CASE("mixed steps: decode tokens and a waiting prompt's chunk share a step, up to the limits",

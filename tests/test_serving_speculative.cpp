@@ -12,6 +12,10 @@
 #include "run_summary.hpp"
 #include "scenario_errors.hpp"
 #include "scratch.hpp"
+#include "sim/commands/scenario_run.hpp"
+#include "sim/engine/serving_costs.hpp"
+#include "sim/report/report.hpp"
+#include "sim/report/serving_report.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/serving.hpp"
 
@@ -275,6 +279,42 @@ TEST_CASE("a draft model: its passes priced as its own mixed steps, added to the
   // v6e's 1.64e12 B/s.
   CHECK(drafting / steps >= 4 * 16.06e9 / 8 / 1.64e12);
   CHECK(draft["tpot_s"]["mean"].get<double>() > ngram["tpot_s"]["mean"].get<double>());
+}
+
+TEST_CASE("policy mixed with a draft model: the summary has the fields its warnings name, and no zeros for "
+          "steps it does not run", "[serving][speculative][scenario]") {
+  // A cost model's first step replayed at its own shape warns naming the summary field that
+  // counts such steps (replays_counted_in): the mixed steps' and the draft model's passes' must
+  // each be in the summary (the warning named decode_steps_replayed_at_own_context, which a
+  // mixed run's summary does not have). 24 requests keep it short.
+  const Scenario s = load_scenario(podsim_test::source_path("scenarios/serving_llama3_70b_vllm_spec_draft_v6e_8.yaml"),
+                                   {{"workload.requests.random.count", "24"}});
+  const ServingRun run = run_serving(s);
+  const auto summary = nlohmann::json::parse(serving_summary_json(s, run, {}));
+  auto has_path = [&](const std::string& dotted) {
+    const nlohmann::json* at = &summary;
+    for (size_t start = 0; start <= dotted.size();) {
+      const size_t dot = std::min(dotted.find('.', start), dotted.size());
+      const std::string key = dotted.substr(start, dot - start);
+      if (!at->is_object() || !at->contains(key)) return false;
+      at = &(*at)[key];
+      start = dot + 1;
+    }
+    return at->is_number_integer();
+  };
+  REQUIRE(run.draft_costs);
+  CHECK(has_path(run.costs->replays_counted_in()));
+  CHECK(has_path(run.draft_costs->replays_counted_in()));
+  CHECK(std::string(run.costs->replays_counted_in()) != run.draft_costs->replays_counted_in());
+  // No prefill step runs under policy mixed: no prefill_time_s rather than 0; the decode step
+  // time is the steps that decode only, which a run of 1000-token outputs has.
+  CHECK_FALSE(summary.contains("prefill_time_s"));
+  REQUIRE(summary.contains("decode_step_time_s"));
+  const double decode_s = summary["decode_step_time_s"].get<double>();
+  CHECK(decode_s > 0);
+  // A step reads the 70B's weights once at least: 70.6e9 parameters of a byte or more, over 8
+  // chips at v6e's 1.64e12 B/s each.
+  CHECK(decode_s >= 70.6e9 / 8 / 1.64e12);
 }
 
 TEST_CASE("a draft model: bad input located", "[serving][speculative][scenario]") {

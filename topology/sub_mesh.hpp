@@ -15,4 +15,13 @@ namespace podsim {
 // perturbations or more than one slice.
 TopologySpec sub_mesh(const TopologySpec& slice, const std::vector<int>& kept_axes);
 
+// The slice's perturbations that fall on one sub-mesh's chips, as perturbations of the
+// sub-mesh: the chips at `position` (a coordinate per slice axis; only the axes left out are
+// read) along the axes left out, in the first slice. A box keeps its ranges on the kept axes
+// where it holds that position on the others; a link along an axis left out joins two
+// sub-meshes, which no collective of either crosses, and is dropped. Throws
+// std::invalid_argument for NIC perturbations (a sub-mesh's host NIC is shared with others).
+std::vector<Perturbation> sub_mesh_perturbations(const TopologySpec& slice, const std::vector<int>& kept_axes,
+                                                 const std::vector<int>& position);
+
 }  // namespace podsim

@@ -314,7 +314,7 @@ class Simulation {
       }
     }
     const int batch = static_cast<int>(server.prefilling.size());
-    const double d = costs_.prefill_s(batch, chunk, offset);
+    const double d = costs_at(s, prefill_pool).prefill_s(batch, chunk, offset);
     server.members = server.prefilling;
     begin(server, s, prefill_pool, StepKind::Prefill, d, batch, static_cast<double>(batch) * chunk);
     totals_.prefill_busy_s += d;
@@ -326,7 +326,7 @@ class Simulation {
     const auto& batch = config_.policy == BatchingPolicy::Static ? server.static_batch : server.active;
     double context = 0;
     for (int r : batch) context += live_[r].record.request.prompt_tokens + live_[r].generated;
-    const double d = costs_.decode_s(static_cast<int>(batch.size()), context);
+    const double d = costs_at(s, false).decode_s(static_cast<int>(batch.size()), context);
     server.members = server.active;
     begin(server, s, false, StepKind::Decode, d, static_cast<int>(batch.size()),
           static_cast<double>(server.active.size()));
@@ -508,15 +508,17 @@ class Simulation {
     for (const auto& [r, n] : server.scheduled) shape.logit_rows += verifying(live_[r], n) ? n : 1;
     const double swap = server.swap_tokens > 0 ? costs_.kv_swap_s(server.swap_tokens) : 0.0;
     totals_.swap_s += swap;
-    const double draft = draft_passes_s(shape, server);
+    const double draft = draft_passes_s(shape, server, s);
     totals_.spec_draft_s += draft;
-    const double d = costs_.mixed_s(shape) + swap + draft;
+    const double d = costs_at(s, false).mixed_s(shape) + swap + draft;
     server.busy = true;
     server.step = StepKind::Mixed;
     StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
     record.kv_blocks_used = server.cache.in_use();   // held or pinned, as the summary counts them
     record.draft_s = draft;
     record.swap_s = swap;
+    record.decode_only = std::all_of(server.scheduled.begin(), server.scheduled.end(),
+                                     [&](const auto& scheduled) { return decoding(live_[scheduled.first]); });
     sink_.step(record);
     push(now_ + d, EventKind::StepDone, s, 0);
     totals_.mixed_busy_s += d;
@@ -536,7 +538,7 @@ class Simulation {
   // A draft model's passes after the step (SpeculativeDecoding::method): the sequences whose
   // step completes what they had to compute and that have tokens left after the one it emits
   // decode next, so the drafter proposes for them, over their caches as the step leaves them.
-  double draft_passes_s(const StepShape& shape, const Server& server) const {
+  double draft_passes_s(const StepShape& shape, const Server& server, int s) const {
     if (!config_.speculative.enabled() || config_.speculative.method != DraftMethod::DraftModel) return 0.0;
     int sequences = 0;
     double context = 0;
@@ -546,7 +548,7 @@ class Simulation {
       ++sequences;
       context += static_cast<double>(l.computed + n);
     }
-    return sequences > 0 ? costs_.draft_s(shape, sequences, context) : 0.0;
+    return sequences > 0 ? costs_at(s, false).draft_s(shape, sequences, context) : 0.0;
   }
 
   // The full blocks of a request's prefix a cache can hold for it: all but its last prompt
@@ -653,6 +655,10 @@ class Simulation {
   const std::vector<Request>& requests_;
   const ServingConfig& config_;
   const StepCosts& costs_;
+  // Server s's own costs where its chips differ; a disaggregated prefill server's are the shared ones.
+  const StepCosts& costs_at(int s, bool prefill_pool) const {
+    return prefill_pool || costs_.per_server.empty() ? costs_ : costs_.per_server.at(static_cast<size_t>(s));
+  }
   ServingSink& sink_;
   size_t next_arrival_ = 0;
   int in_flight_ = 0;             // sent, last token not yet out

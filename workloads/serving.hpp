@@ -112,6 +112,10 @@ struct StepCosts {
   // Speculative decoding by a draft model: its passes after a step of `step`'s shape, which
   // leaves `sequences` sequences decoding with `context_tokens` cached tokens in all.
   std::function<double(const StepShape& step, int sequences, double context_tokens)> draft_s;
+  // Servers whose chips differ (perturbations): the (generate, or colocated) server s prices its
+  // prefill, decode and mixed steps and its draft passes by per_server[s]; KV transfers and
+  // swaps by these. Empty: every server by these.
+  std::vector<StepCosts> per_server;
 };
 
 struct RequestRecord {
@@ -147,6 +151,9 @@ struct StepRecord {
   long long kv_blocks_used = -1;    // mixed: the server's KV cache blocks held or pinned during the step (not evictable ones)
   // Mixed: of the step's duration, a draft model's passes and swap preemption's copies.
   double draft_s = 0, swap_s = 0;
+  // Mixed: every sequence in the step decodes (no prompt's chunk, no recompute), so the step is
+  // a decode step as the other policies run them (summary.json's decode_step_time_s).
+  bool decode_only = false;
 };
 
 // Receives a serving run's records as they become final, so a run of millions of requests

@@ -1,4 +1,4 @@
-// podsim command line: run, compare, sweep, perf, validate, plan, calibrate, presets, bench.
+// podsim command line: run, compare, sweep, perf, validate, plan, calibrate, capacity, presets, bench.
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/commands/bench.hpp"
+#include "sim/commands/capacity.hpp"
 #include "sim/engine/child_process.hpp"
 #include "sim/commands/cli_suggest.hpp"
 #include "sim/commands/compare.hpp"
@@ -234,6 +235,38 @@ int compare_command(const std::string& scenario_path, const std::string& topolog
     return 1;
   }
   draw_plot("plot_compare.py", {csv, "-o", png, "--title", name}, png);
+  return 0;
+}
+
+// A rate option ("20 /s", as scenarios write rates); 0 when not given.
+double rate_option(const char* name, const std::string& text) {
+  if (text.empty()) return 0;
+  double rate = 0;
+  try {
+    rate = parse_rate_per_s(text);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"command line", 0, 0}, name, text, std::string(e.what()) + "; expected a rate, e.g. \"20 /s\"");
+  }
+  if (!std::isfinite(rate)) throw InputError({"command line", 0, 0}, name, text, "expected a finite rate, e.g. \"20 /s\"");
+  return rate;
+}
+
+// `podsim capacity`: the options read, the search (capacity.cpp), the table, and capacity.png
+// drawn from capacity.csv as compare's plot is.
+int capacity_command(CapacityOptions options, const std::vector<std::string>& slos, const std::vector<std::string>& sets,
+                     const std::vector<std::string>& rates, const std::string& out_dir) {
+  for (const auto& text : slos) options.slos.push_back(parse_latency_slo(text));
+  options.overrides = parse_overrides(sets);
+  options.rate_start_per_s = rate_option("--rate-start", rates[0]);
+  options.rate_min_per_s = rate_option("--rate-min", rates[1]);
+  options.rate_max_per_s = rate_option("--rate-max", rates[2]);
+  require_output_directory(out_dir, "-o");
+  options.on_simulation = [](const std::string& line) { spdlog::info("capacity: {}", line); };
+  const CapacityReport report = run_capacity(options, out_dir);
+  std::cout << shown(capacity_table(report, options));
+  const std::string csv = out_dir + "/capacity.csv", png = out_dir + "/capacity.png";
+  std::cout << "wrote " << shown(csv) << " and " << shown(out_dir) << "/capacity.json\n";
+  draw_plot("plot_capacity.py", {csv, "-o", png, "--title", report.scenario_name}, png);
   return 0;
 }
 
@@ -878,6 +911,28 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("-j,--jobs", calibrate_jobs, "simulations at once (default: all cores); the fit is the same for any")
       ->check(non_negative_whole);
 
+  auto* capacity = app.add_subcommand(
+      "capacity", "the highest request rate a serving scenario meets its latency SLOs at; capacity.csv, .json, .png");
+  std::string capacity_scenario, capacity_out = "out/capacity", rate_start, rate_min, rate_max;
+  std::vector<std::string> capacity_slos, capacity_sets;
+  CapacityOptions capacity_options;
+  capacity->add_option("scenario", capacity_scenario, "serving scenario YAML (its requests sent at a rate)")->required();
+  capacity->add_option("--slo", capacity_slos, "a bound to meet, METRIC_STATISTIC<=TIME: ttft, tpot, itl or e2e; mean, "
+                                              "median or pN; e.g. 'ttft_p99<=200ms' (repeatable; all must hold)")
+      ->required();
+  capacity->add_option("--precision", capacity_options.precision,
+                       "rates tested are the start times (1 + this)^k: the answer is within this of the limit")
+      ->capture_default_str();
+  capacity->add_option("--rate-start", rate_start, "the first rate simulated, e.g. \"10 /s\" (default: the scenario's)");
+  capacity->add_option("--rate-min", rate_min, "the lowest rate tried (default: the start / 1000)");
+  capacity->add_option("--rate-max", rate_max, "the highest rate tried (default: the start x 1000)");
+  capacity->add_option("--servers", capacity_options.servers,
+                       "values of workload.servers to search each, e.g. 1,2,4 (the start scaled by each)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  capacity->add_option("--set", capacity_sets, "override a scenario value: key=value (dotted key, YAML value)");
+  capacity->add_option("-o,--output", capacity_out, "output directory")->capture_default_str();
+
   auto* presets = app.add_subcommand("presets", "list chip presets with units");
   auto* bench = app.add_subcommand("bench", "pod-scale speed benchmark");
   bool compare_naive = false;
@@ -918,6 +973,11 @@ int main(int argc, char** argv) {
       return run_command(scenario_path, run_sets, out_dir, fidelity, engine, detail, reproducible, allow_oom, strict,
                          trace_gzip,
                          preflight_limits(max_memory, max_time), run_draws);
+    }
+    if (capacity->parsed()) {
+      capacity_options.scenario_path = capacity_scenario;
+      return capacity_command(capacity_options, capacity_slos, capacity_sets, {rate_start, rate_min, rate_max},
+                              capacity_out);
     }
     if (compare->parsed()) return compare_command(compare_scenario, topologies, compare_chips, compare_out, compare_jobs);
     if (sweep->parsed()) return sweep_command(sweep_scenario, sweep_sets, sweep_out, jobs, emit, collect,

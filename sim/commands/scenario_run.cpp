@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 
+#include "topology/sub_mesh.hpp"
+
 namespace podsim {
 namespace {
 
@@ -33,6 +35,69 @@ class RequestProgress : public ServingSink {
   SimulationProgress progress_;
   double reported_s_ = 0;
 };
+
+// Server `replica` of the first slice (replicas numbered over the replica axes, the first
+// fastest, as chips are): its mesh with the slice's perturbations that fall on its chips.
+TopologySpec perturbed_server(const Scenario& scenario, int replica) {
+  const ServingWorkload& w = scenario.serving();
+  const TopologySpec& slice = scenario.topology;
+  std::vector<int> kept, position(slice.axes.size(), 0);
+  for (int a = 0; a < static_cast<int>(slice.axes.size()); ++a) {
+    const bool in_server = std::any_of(w.generate_topology.axes.begin(), w.generate_topology.axes.end(),
+                                       [&](const MeshAxis& m) { return m.name == slice.axes[a].name; });
+    if (in_server) {
+      kept.push_back(a);
+    } else {
+      position[a] = replica % slice.axes[a].size;
+      replica /= slice.axes[a].size;
+    }
+  }
+  TopologySpec server = w.generate_topology;
+  server.perturbations = sub_mesh_perturbations(slice, kept, position);
+  return server;
+}
+
+// The step costs of a server whose chips differ: its own cost models on its perturbed mesh.
+StepCosts perturbed_server_costs(const Scenario& scenario, const TopologySpec& server, const ServingConfig& priced,
+                                 ServingRun& run) {
+  const ServingWorkload& w = scenario.serving();
+  auto& model = run.server_costs.emplace_back(std::make_unique<ServingCostModel>(
+      w.model, server_role(server, w.prefill), server_role(server, w.generate), simulation_settings(scenario)));
+  model->prepare(priced, w.requests, true);
+  StepCosts costs = model->costs();
+  run.server_draft_costs.emplace_back();
+  if (w.draft_model) {
+    auto& draft = run.server_draft_costs.back();
+    draft = std::make_unique<ServingCostModel>(*w.draft_model, server_role(server, w.generate),
+                                               server_role(server, w.generate), simulation_settings(scenario));
+    draft->price_draft_passes();
+    draft->prepare(priced, w.requests, true);
+    costs.draft_s = [d = draft.get(), k = w.config.speculative.num_tokens](const StepShape& step, int sequences,
+                                                                            double context) {
+      return draft_passes_s(*d, step, sequences, context, k);
+    };
+  }
+  return costs;
+}
+
+// Each server of the first slice whose chips the perturbations select gets its own costs; the
+// others, and the servers of the other slices (copies of the uniform slice), share `costs`.
+void price_perturbed_servers(const Scenario& scenario, const ServingConfig& priced, StepCosts& costs,
+                             ServingRun& run) {
+  const ServingWorkload& w = scenario.serving();
+  if (scenario.topology.perturbations.empty()) return;
+  std::vector<StepCosts> per_server(static_cast<size_t>(w.config.servers), costs);
+  for (int r = 0; r < std::min(w.replicas_per_slice, w.config.servers); ++r) {
+    const TopologySpec server = perturbed_server(scenario, r);
+    if (server.perturbations.empty()) {
+      run.server_costs.emplace_back();
+      run.server_draft_costs.emplace_back();
+      continue;
+    }
+    per_server[static_cast<size_t>(r)] = perturbed_server_costs(scenario, server, priced, run);
+  }
+  costs.per_server = std::move(per_server);
+}
 
 }  // namespace
 
@@ -87,12 +152,14 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   StepCosts costs = run.costs->costs();
   if (w.draft_model) {
     run.draft_costs = std::make_unique<ServingCostModel>(*w.draft_model, generate, generate, simulation_settings(scenario));
+    run.draft_costs->price_draft_passes();
     run.draft_costs->prepare(priced, w.requests, true);
     costs.draft_s = [draft = run.draft_costs.get(), k = w.config.speculative.num_tokens](
                         const StepShape& step, int sequences, double context) {
       return draft_passes_s(*draft, step, sequences, context, k);
     };
   }
+  price_perturbed_servers(scenario, priced, costs, run);
   ServingStatsSink stats(w.metric_percentiles, w.slo);
   ServingSinks sinks({&stats, outputs, requests_done ? &*requests_done : nullptr});
   run.totals = simulate_serving(w.requests, w.config, costs, sinks);

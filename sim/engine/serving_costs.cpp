@@ -276,6 +276,7 @@ ServingCostModel::ServingCostModel(const TransformerSpec& model, ServerRole pref
   decode_multiple_ = expert_parallel_degree(generate_role_.plan, generate_role_.topology) *
                      d_batch_degree(model_, generate_role_.plan, generate_role_.topology);
   prefill_multiple_ = d_batch_degree(model_, prefill_role_.plan, prefill_role_.topology);
+  every_step_ = !prefill_role_.topology.perturbations.empty() || !generate_role_.topology.perturbations.empty();
   prefill_whole_ = whole_steps_ || prefill_role_.plan.context_axis >= 0;
   pads_2d_ = prefill_multiple_ > 1 || d_batch_degree(model_, generate_role_.plan, generate_role_.topology) > 1;
   for (ServerRole* role : {&prefill_role_, &generate_role_})
@@ -286,6 +287,12 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   const PrefillShape key{batch, chunk, offset};
   if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
   const auto wall_start = std::chrono::steady_clock::now();
+  if (every_step_) {
+    const int padded = (batch + prefill_multiple_ - 1) / prefill_multiple_ * prefill_multiple_;
+    const double seconds = own_shape_s(prefill_role_, prefill_shape(padded, chunk, offset));
+    wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return prefill_[key] = seconds;
+  }
   if (prefill_whole_) {
     const double seconds = whole_prefill_s(batch, chunk, offset);
     wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -309,14 +316,30 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
   return prefill_[key] = layers_s + c.unembed_s;
 }
 
+double ServingCostModel::own_shape_s(const ServerRole& role, const StepShape& shape) {
+  const auto key = std::make_tuple(shape.decode, shape.tokens, shape.attended_tokens, shape.kv_tokens, shape.logit_rows);
+  if (auto it = own_shape_steps_.find(key); it != own_shape_steps_.end()) return it->second;
+  const Program program = inference_step_program(model_, role.plan, role.topology, shape);
+  for (const auto& op : program) collectives_replayed_ += op.is(ProgramOpKind::Collective);
+  return own_shape_steps_[key] = run_program(role.topology, settings_, program, {}).total_time_s;
+}
+
 double ServingCostModel::mixed_s(const StepShape& shape) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const double seconds = whole_mixed_s(shape);
+  const double seconds = every_step_ ? own_shape_s(generate_role_, shape) : whole_mixed_s(shape);
   wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return seconds;
 }
 
 double ServingCostModel::decode_s(int batch, double context_tokens) {
+  if (every_step_) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    StepShape shape = decode_shape(padded_groups(batch) * decode_multiple_, 0);
+    shape.attended_tokens = shape.kv_tokens = context_tokens;
+    const double seconds = own_shape_s(generate_role_, shape);
+    wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return seconds;
+  }
   if (whole_steps_) {
     const auto wall_start = std::chrono::steady_clock::now();
     const double seconds = whole_decode_s(batch, context_tokens);
@@ -435,7 +458,10 @@ void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
 void ServingCostModel::prepare(const ServingConfig& config, const std::vector<Request>& requests, bool colocated,
                                bool every_batch) {
   const auto wall_start = std::chrono::steady_clock::now();
-  if (config.policy == BatchingPolicy::Mixed) {
+  mixed_ = config.policy == BatchingPolicy::Mixed;
+  if (every_step_) {
+    // Nothing to replay ahead: each step is replayed as the simulation asks for it.
+  } else if (mixed_) {
     // Mixed steps are replayed as the simulation asks for them, their attention shifted from
     // every row at the longest context a request reaches (its prompt and output, unpadded).
     reference_context_ = 0;

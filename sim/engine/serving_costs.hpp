@@ -45,6 +45,12 @@
 // A context-parallel prefill server (disaggregated) prices its prefill steps whole as well: each
 // shape replayed as kind: inference's context-parallel prefill of that shape (ring attention
 // over the context axis); its generate servers keep their own pricing.
+//
+// A server whose chips differ (a slow chip, a degraded link: its topology's perturbations)
+// prices every step by replaying it whole at its own shape under its topology, once per
+// distinct shape: the shortcuts above assume every chip computes alike (the layer shortcut's
+// compute and the decode shift's attention come from one chip's roofline), and the replay is
+// what the perturbed pod does. Exact, and a replay a distinct step.
 #include <map>
 #include <memory>
 #include <tuple>
@@ -108,9 +114,18 @@ class ServingCostModel {
   int prefill_batch_multiple() const { return prefill_multiple_; }
   const CommTable& decode_comm() const { return decode_comm_; }
   size_t decode_shapes() const { return whole_steps_ ? decode_steps_.size() : decode_comm_.size(); }
-  // Whole steps: decode steps whose attention was shorter than its stagger, replayed as they are.
+  // Whole steps: decode (or mixed) steps whose attention was shorter than its stagger, replayed
+  // as they are.
   long long decode_steps_replayed_whole() const { return decode_exact_replays_; }
+  // A draft model's cost model (speculative decoding): its replays are the draft's passes.
+  void price_draft_passes() { draft_ = true; }
+  // The summary.json field that counts those replays (serving_report.cpp writes each), which
+  // the warning at the first one names.
+  const char* replays_counted_in() const;
   bool whole_steps() const { return whole_steps_; }
+  // Its chips differ: every step replayed at its own shape (above).
+  bool replays_every_step() const { return every_step_; }
+  long long steps_replayed() const { return static_cast<long long>(own_shape_steps_.size()); }
   long long collectives_replayed() const { return collectives_replayed_; }
   size_t prefill_shapes() const { return prefill_.size(); }
   size_t kv_transfer_shapes() const { return kv_transfer_.size(); }
@@ -160,7 +175,13 @@ class ServingCostModel {
   WholeDecode replay_reference(const StepShape& shape);
   double shift_or_replay(const WholeDecode& reference, const StepShape& actual);
   long long decode_exact_replays_ = 0;
-  // Counts a decode step replayed at its own context; warns at the first (serving_whole_steps.cpp).
+  bool mixed_ = false;   // policy mixed: every step is a mixed step (prepare)
+  bool every_step_ = false;   // perturbed servers: every step replayed at its own shape
+  // Those replays, by (decode, tokens, attended tokens, cached tokens, logit rows) of the step's shape.
+  std::map<std::tuple<bool, double, double, double, double>, double> own_shape_steps_;
+  double own_shape_s(const ServerRole& role, const StepShape& shape);
+  bool draft_ = false;
+  // Counts a step replayed at its own context or shape; warns at the first (serving_whole_steps.cpp).
   void note_exact_replay();
   long long collectives_replayed_ = 0;
   double wall_s_ = 0;

@@ -159,15 +159,25 @@ void ServingCostModel::replay_whole_decode(int rows) {
   decode_steps_[rows] = replay_reference(decode_shape(rows * decode_multiple_, reference_context_));
 }
 
+const char* ServingCostModel::replays_counted_in() const {
+  if (draft_) return "step_costs.draft_model_steps_replayed_at_own_shape";
+  return mixed_ ? "step_costs.mixed_steps_replayed_at_own_shape" : "step_costs.decode_steps_replayed_at_own_context";
+}
+
 // Collective matmuls at serving's decode batches: the attention halves rarely outlast the
 // gather beside them, so most steps are replayed (serving_qwen3_235b_v5e_4x8.yaml with
-// collective_matmul: true, measured: about 3 hours against 8 s). Exact, but say so once.
+// collective_matmul: true, measured: about 3 hours against 8 s). Exact, but say so once, naming
+// the steps as the run has them and the summary field that counts them.
 void ServingCostModel::note_exact_replay() {
-  if (decode_exact_replays_++ == 0)
-    spdlog::warn("serving {}: a decode step's attention cannot be shifted by context; each such step is replayed at "
-                 "its own context, up to about a second each on pod-sized servers (summary.json counts them: "
-                 "step_costs.decode_steps_replayed_at_own_context)",
-                 model_.name);
+  if (decode_exact_replays_++ > 0) return;
+  const char* steps = draft_ ? "of the draft model's passes" : mixed_ ? "mixed steps" : "decode steps";
+  const char* from = draft_ || mixed_ ? "the step of the same token count with every sequence at the longest context"
+                                      : "the step of the same batch with every sequence at the longest context";
+  const char* own = draft_ || mixed_ ? "shape" : "context";
+  spdlog::warn("serving {}: some {} attend for less time than the collectives before their attention are staggered "
+               "across chips, so they cannot be priced by shifting {}; each such step is replayed at its own {}, up "
+               "to about a second each on pod-sized servers (summary.json counts them: {})",
+               model_.name, steps, from, own, replays_counted_in());
 }
 
 double ServingCostModel::whole_decode_s(int batch, double context_tokens) {

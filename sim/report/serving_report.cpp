@@ -123,13 +123,33 @@ Json serving_trace(const SummaryInputs& in) {
   return trace;
 }
 
-Json step_costs(const SummaryInputs& in) {
+// Servers whose chips differ replay every step at its own shape on their own mesh
+// (serving_costs.hpp): how many servers, and the steps they replayed.
+void perturbed_server_costs(const ServingRun& run, Json& j) {
+  long long servers = 0, steps = 0;
+  for (const auto& costs : run.server_costs) {
+    if (!costs) continue;
+    ++servers;
+    steps += costs->steps_replayed();
+  }
+  if (servers == 0) return;
+  j["perturbed_servers"] = servers;
+  j["perturbed_server_steps_replayed"] = steps;
+}
+
+// How the shared step costs were priced.
+Json uniform_step_costs(const SummaryInputs& in) {
   const ServingCostModel& costs = *in.serving->costs;
-  if (serving_mixed(in))
-    return Json{{"priced_by", "whole steps, shifted by attention (mixed)"},
-                {"mixed_steps_replayed_at_own_shape", costs.decode_steps_replayed_whole()},
-                {"collectives_replayed", costs.collectives_replayed()},
-                {"mixed_shapes", costs.mixed_shapes()}};
+  if (serving_mixed(in)) {
+    Json j = {{"priced_by", "whole steps, shifted by attention (mixed)"},
+              {"mixed_steps_replayed_at_own_shape", costs.decode_steps_replayed_whole()},
+              {"collectives_replayed", costs.collectives_replayed()},
+              {"mixed_shapes", costs.mixed_shapes()}};
+    // The draft model's passes are mixed steps of its own cost model, counted apart.
+    if (const ServingCostModel* draft = in.serving->draft_costs.get())
+      j["draft_model_steps_replayed_at_own_shape"] = draft->decode_steps_replayed_whole();
+    return j;
+  }
   Json j = {{"priced_by", costs.whole_steps() ? "whole steps" : "layers"},
             {"decode_steps_replayed_at_own_context", costs.decode_steps_replayed_whole()},
             {"collectives_replayed", costs.collectives_replayed()},
@@ -141,6 +161,12 @@ Json step_costs(const SummaryInputs& in) {
   if (costs.pads_2d_batches())
     j["batch_padded_to_multiple_of"] = {{"prefill", costs.prefill_batch_multiple()},
                                         {"decode", costs.decode_batch_multiple()}};
+  return j;
+}
+
+Json step_costs(const SummaryInputs& in) {
+  Json j = uniform_step_costs(in);
+  perturbed_server_costs(*in.serving, j);
   return j;
 }
 

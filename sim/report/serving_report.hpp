@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/engine/serving_costs.hpp"
 #include "sim/report/perfetto_trace.hpp"
@@ -15,6 +16,9 @@ namespace podsim {
 struct ServingRun {
   std::unique_ptr<ServingCostModel> costs;
   std::unique_ptr<ServingCostModel> draft_costs;   // speculative decoding's draft model, if any
+  // Servers whose chips the scenario's perturbations select: their own step costs (and their
+  // draft model's), by server index; null for the others.
+  std::vector<std::unique_ptr<ServingCostModel>> server_costs, server_draft_costs;
   ServingTotals totals;
   int generate_chips = 0;     // per server
   int prefill_chips = 0;      // per prefill server (disaggregated)

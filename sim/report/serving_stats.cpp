@@ -7,7 +7,7 @@ ServingStatsSink::ServingStatsSink(std::vector<double> percents, ServingWorkload
 
 void ServingStatsSink::step(const StepRecord& s) {
   if (s.kind == StepKind::Prefill) prefill_step_.add(s.end_s - s.start_s);
-  if (s.kind == StepKind::Decode) decode_step_.add(s.end_s - s.start_s);
+  if (s.kind == StepKind::Decode || (s.kind == StepKind::Mixed && s.decode_only)) decode_step_.add(s.end_s - s.start_s);
   if (s.kind == StepKind::Mixed) mixed_step_.add(s.end_s - s.start_s);
 }
 

@@ -13,7 +13,8 @@ namespace podsim {
 struct ServingStats {
   Distribution ttft, tpot, latency, per_token_latency, queueing;   // per request (tpot: output > 1)
   Distribution itl;                                                // per token after a request's first
-  Distribution prefill_step, decode_step, mixed_step;              // per step
+  Distribution prefill_step, decode_step, mixed_step;              // per step (policy mixed: decode_step
+                                                                   // of the mixed steps that decode only)
   double span_s = 0;            // first arrival to last token
   double requests_per_s = 0, tokens_per_s = 0, tokens_per_s_per_chip = 0;   // tokens: output tokens
   // vLLM benchmark_serving's totals: prompt tokens (as given, not padded) and output tokens;

@@ -218,8 +218,10 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"total_time_s", "s", S, S, "when the last request finished", [](const auto& in) -> Json { return in.serving->totals.end_s; }},
     {"max_batch", "count", S, S, "slots per server", [](const auto& in) -> Json { return in.scenario.serving().config.slots; }},
     {"kv_cache_bytes_per_token", "bytes/token", S, S, "the KV cache one token takes", [](const auto& in) -> Json { return p::serving_kv_cache_bytes_per_token(in); }},
-    {"prefill_time_s", "s", S, S, "the mean prefill step as simulated", [](const auto& in) -> Json { return in.serving->stats.prefill_step.mean; }},
-    {"decode_step_time_s", "s", S, S, "the mean decode step as simulated", [](const auto& in) -> Json { return in.serving->stats.decode_step.mean; }},
+    // Policy mixed runs no prefill step: a prompt's chunks share a step's pass over the weights
+    // with the decoding sequences, and a step's time has no prompt share of its own.
+    {"prefill_time_s", "s", S, S, "the mean prefill step as simulated (not under policy mixed, whose prompts share mixed steps with decodes)", [](const auto& in) -> Json { return present_if(!p::serving_mixed(in), in.serving->stats.prefill_step.mean); }},
+    {"decode_step_time_s", "s", S, S, "the mean decode step as simulated (policy mixed: of its steps that decode only, no prompt chunk in them; absent if none did)", [](const auto& in) -> Json { return present_if(!p::serving_mixed(in) || in.serving->stats.decode_step.count > 0, in.serving->stats.decode_step.mean); }},
     {"mixed_step_time_s", "s", S, S, "the mean mixed step as simulated (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->stats.mixed_step.mean); }},
     {"mixed_steps", "count", S, None, "mixed steps run (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.mixed_steps); }},
     {"preemptions", "count", S, S, "running sequences returned to the queue for want of KV blocks, recomputed when readmitted (policy mixed)", [](const auto& in) -> Json { return present_if(p::serving_mixed(in), in.serving->totals.preemptions); }},
@@ -262,7 +264,7 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"prefill_busy_fraction", "fraction", S, None, "prefill servers' busy share of the run", [](const auto& in) -> Json { return p::busy_fraction(in, true); }},
     {"peak_requests_in_memory", "count", S, None, "records the run held at once", [](const auto& in) -> Json { return in.serving->totals.peak_records_held; }},
     {"trace", "object", S, None, "with a trace: events written, complete, and until_s when it stopped at its cap", [](const auto& in) -> Json { return p::serving_trace(in); }},
-    {"step_costs", "object", S, None, "how steps were priced: priced_by, decode steps replayed at their own context, collectives replayed, shapes", [](const auto& in) -> Json { return p::step_costs(in); }},
+    {"step_costs", "object", S, None, "how steps were priced: priced_by, steps replayed at their own context or shape (decode_steps_replayed_at_own_context, or under policy mixed mixed_steps_replayed_at_own_shape, and draft_model_steps_replayed_at_own_shape with a draft model), collectives replayed, shapes; with perturbations, perturbed_servers and perturbed_server_steps_replayed (each of their steps replayed at its own shape)", [](const auto& in) -> Json { return p::step_costs(in); }},
   };
   return rows;
 }

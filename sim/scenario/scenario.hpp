@@ -87,6 +87,10 @@ struct ServingWorkload {
   std::optional<TransformerSpec> draft_model;
   std::vector<Request> requests;
   std::string requests_source;       // "poisson" or the trace's path
+  // The rate the requests are sent at (open loop; infinity: all at once) and the key that sets
+  // it, which `podsim capacity` varies; 0 and empty for a trace, whose arrivals are its own.
+  double request_rate_per_s = 0;
+  std::string request_rate_key;
   int max_context = 0;               // longest padded prompt + output: what a slot must hold
   int hbm_slots = 0;                 // sequences of max_context that fit beside the weights
   // The percentiles each latency distribution reports (vLLM's --metric-percentiles).

@@ -832,6 +832,26 @@ void record_locations(const MapReader& top, Scenario& scenario) {
   }
 }
 
+// Serving: the perturbations select chips of the scenario's slice (the first, of `servers:`
+// slices), and each server holding one prices its steps on its own perturbed mesh
+// (sim/commands/scenario_run.cpp). A host NIC (shared by the replicas on its host, and carrying
+// disaggregated KV transfers priced once for every server pair) and random stragglers (drawn
+// per run, for --draws of a step) are not modelled per server; nor are disaggregated prefill
+// slices, whose chips the topology does not describe.
+void check_serving_perturbations(const Field& perturbations, const Scenario& scenario) {
+  if (scenario.serving().config.policy == BatchingPolicy::Disaggregated)
+    fail(perturbations, "perturbations of serving apply to colocated servers (their steps replayed on each perturbed "
+                        "server's chips); policy disaggregated prices its prefill slices and KV transfers once for "
+                        "every server; expected another policy or no perturbations");
+  for (const Field& entry : read_list(perturbations)) {
+    const MapReader reader(entry, SchemaMap::Perturbation);
+    for (const char* key : {"nics", "stragglers"})
+      if (auto field = reader.optional(key))
+        fail(*field, std::string("serving servers take slow chips and degraded links (chips:, links:); ") + key +
+                         " are not modelled per server; expected chips: or links:");
+  }
+}
+
 Scenario parse_document(const Field& root) {
   const MapReader top(root, SchemaMap::Document);
   Scenario scenario;
@@ -858,11 +878,7 @@ Scenario parse_document(const Field& root) {
   check_derived_links(top, scenario);
   parse_workload(top.required("workload"), scenario);
   if (auto perturbations = top.optional("perturbations")) {
-    // A serving run prices one step shape once and reuses it on every server and step: there
-    // is no one chip to slow down.
-    if (scenario.kind() == WorkloadKind::Serving)
-      fail(*perturbations, "perturbations apply to collectives, training and inference workloads, not serving "
-                           "(its step costs are shared by every server); expected no perturbations block");
+    if (scenario.kind() == WorkloadKind::Serving) check_serving_perturbations(*perturbations, scenario);
     auto parsed = detail::parse_perturbations(*perturbations, scenario.topology, scenario.link_efficiency);
     scenario.topology.perturbations = std::move(parsed.fixed);
     scenario.fixed_perturbations = scenario.topology.perturbations.size();

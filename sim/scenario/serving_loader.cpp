@@ -168,6 +168,8 @@ Field parse_random(const Field& field, ServingWorkload& w) {
                      std::to_string(w.model.max_sequence_length));
   w.requests = random_requests(d);
   w.requests_source = "random";
+  w.request_rate_per_s = d.request_rate_per_s;
+  w.request_rate_key = "workload.requests.random.request_rate";
   return output;
 }
 
@@ -190,6 +192,8 @@ void parse_sharegpt(const Field& field, ServingWorkload& w) {
   for (size_t i = 0; i < w.requests.size(); ++i)
     require_fits_model(table, path, rows[i], w.requests[i], w.model.max_sequence_length, w.model.name);
   w.requests_source = read_string(r.required("path"));
+  w.request_rate_per_s = d.request_rate_per_s;
+  w.request_rate_key = "workload.requests.sharegpt.request_rate";
 }
 
 // Fills w.requests (and the client's concurrency limit); returns the generated output length's
@@ -230,6 +234,8 @@ std::optional<Field> parse_requests(const Field& field, ServingWorkload& w) {
                      w.model.name + "'s max_sequence_length of " + std::to_string(w.model.max_sequence_length));
   w.requests = poisson_requests(arrivals);
   w.requests_source = "poisson";
+  w.request_rate_per_s = arrivals.rate_per_s;
+  w.request_rate_key = "workload.requests.poisson.rate";
   return output;
 }
 
