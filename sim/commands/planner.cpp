@@ -131,6 +131,9 @@ std::string planner_table(const Scenario& scenario, const PlannerResult& result,
     }
     out += line;
   }
+  const ChipSpec& chip = scenario.topology.chip;
+  out += "memory: per chip, fits against " + human_hbm(chip.hbm_bytes, chip.hbm_headroom) +
+         " (the headroom kept for XLA's temporaries and fragmentation: hardware.overrides.hbm_headroom)\n";
   if (top > 0 && static_cast<int>(result.candidates.size()) > top) {
     std::snprintf(line, sizeof line, "... %zu more (plan.csv with -o lists them all)\n", result.candidates.size() - top);
     out += line;
@@ -233,7 +236,8 @@ void require_some_plan_fits(const Scenario& scenario, const PlannerResult& resul
   if (!any_fits) {
     throw InputError({scenario.path, 0, 0}, "workload.model", scenario.training().model.name,
                      "fits nowhere on this pod: the leanest plan needs " + human_bytes(smallest) +
-                         " per chip, more than " + human_bytes(scenario.topology.chip.hbm_bytes) + " of HBM");
+                         " per chip, more than " +
+                         human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom));
   }
 }
 
