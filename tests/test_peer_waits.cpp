@@ -162,6 +162,19 @@ TEST_CASE("LLaMA-3 8B on a v5p 4x4x4 with a slow chip: per-chip times and waits 
     CHECK(views[i].at("exposed_comm_s").get<double>() == Approx(u.at("exposed_comm_s").get<double>()).epsilon(0.01));
     CHECK(views[i].at("wait_for_peers_s").get<double>() < 0.01 * step);
   }
+  // By category too: chip 0 waits in the FSDP gathers and the tensor-parallel collectives.
+  CHECK(chip0.at("wait_for_peers_by_category_s").size() >= 2);
+  // One Z link at half bandwidth instead: the ring that crosses it is slower, and that is link
+  // time on its own chips (the critical chip's Z); chip 0, whose rings do not cross it, waits
+  // for them and is exposed no more than undisturbed.
+  const std::string link = base + "perturbations:\n  - {name: half, links: {chip: [1, 2, 3], direction: \"+Z\"}, "
+                                  "bandwidth_scale: 0.5}\n";
+  write_file(dir / "link.yaml", link);
+  const auto l = run("link");
+  const auto& link_chip0 = l.at("chip_views")[0];
+  CHECK(link_chip0.at("exposed_comm_s").get<double>() <= 1.35 * u.at("exposed_comm_s").get<double>());
+  CHECK(link_chip0.at("wait_for_peers_s").get<double>() > 0.5 * (l.at("step_time_s").get<double>() - u.at("step_time_s").get<double>()));
+  CHECK(l.at("exposed_comm_by_axis_s").at("Z").get<double>() > 1.5 * u.at("exposed_comm_by_axis_s").at("Z").get<double>());
   // The trace draws the waits inside the collectives, naming the chip that entered last.
   const auto trace = nlohmann::json::parse(podsim_test::read_file(dir / "slow" / "trace.json"));
   int waits = 0;

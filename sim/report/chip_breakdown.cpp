@@ -91,7 +91,7 @@ class ExposedTime {
     const Blocker last = last_on_chip(program_, run_, chip, own_end);
     if (own_end > busy_until) charge(busy_until, own_end, last);
     const double step = run_.total_time_s;
-    if (step > std::max(busy_until, own_end)) wait({"step_end"}, step - std::max(busy_until, own_end));
+    if (step > std::max(busy_until, own_end)) wait({"step_end"}, "step_end", step - std::max(busy_until, own_end));
     out_.exposed_comm_s = std::max(0.0, step - out_.compute_time_s - out_.wait_for_peers_s);
   }
 
@@ -101,9 +101,10 @@ class ExposedTime {
     for (const auto& a : axes) out_.exposed_comm_by_axis_s[a] += seconds / axes.size();
     out_.exposed_comm_by_category_s[category] += seconds;
   }
-  void wait(const std::vector<std::string>& axes, double seconds) {
+  void wait(const std::vector<std::string>& axes, const std::string& category, double seconds) {
     if (seconds <= 0) return;
     for (const auto& a : axes) out_.wait_for_peers_by_axis_s[a] += seconds / axes.size();
+    out_.wait_for_peers_by_category_s[category] += seconds;
     out_.wait_for_peers_s += seconds;
   }
 
@@ -131,8 +132,9 @@ class ExposedTime {
         const double tail_from = span.end_s - run_.wait_for_peers_s(d, rep, blocker.chip);
         late = std::max(0.0, std::min(to, span.end_s) - std::max(began, tail_from));
       }
-      wait(axes, late);
-      add(axes, std::string(role_name(program_[d].role)), to - began - late);
+      const std::string category(role_name(program_[d].role));
+      wait(axes, category, late);
+      add(axes, category, to - began - late);
       if (program_[d].is(ProgramOpKind::Send)) {
         in_bubble += to - began;
         to = began;

@@ -28,6 +28,7 @@ struct ChipBreakdown {
   // the step.
   double wait_for_peers_s = 0;
   std::map<std::string, double> wait_for_peers_by_axis_s;
+  std::map<std::string, double> wait_for_peers_by_category_s;   // by the collectives' categories
   // Between its compute ops, the waits' pipeline shares: (when, seconds), for the bubble.
   std::vector<std::pair<double, double>> pipeline_waits;
   std::vector<int> computes;        // its compute ops in time order

@@ -157,7 +157,8 @@ Json chip_views(const SummaryInputs& in) {
                      {"wait_for_peers_s", v.wait_for_peers_s},
                      {"exposed_comm_by_axis_s", object_of(v.exposed_comm_by_axis_s)},
                      {"exposed_comm_by_category_s", object_of(v.exposed_comm_by_category_s)},
-                     {"wait_for_peers_by_axis_s", object_of(v.wait_for_peers_by_axis_s)}});
+                     {"wait_for_peers_by_axis_s", object_of(v.wait_for_peers_by_axis_s)},
+                     {"wait_for_peers_by_category_s", object_of(v.wait_for_peers_by_category_s)}});
   }
   return views;
 }

@@ -146,6 +146,7 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   report.exposed_comm_by_category_s = headline.exposed_comm_by_category_s;
   report.wait_for_peers_s = headline.wait_for_peers_s;
   report.wait_for_peers_by_axis_s = headline.wait_for_peers_by_axis_s;
+  report.wait_for_peers_by_category_s = headline.wait_for_peers_by_category_s;
   report.moe = workload.model.moe.has_value();
   report.moe_stats = layout.moe;
   all_to_all_figures(report, program, run);

@@ -38,6 +38,7 @@ struct TrainingReport {
   std::map<std::string, double> exposed_comm_by_category_s;
   double wait_for_peers_s = 0;          // step time it waited for late peers
   std::map<std::string, double> wait_for_peers_by_axis_s;
+  std::map<std::string, double> wait_for_peers_by_category_s;
   // Chip 0's, the slowest chip's and the critical chip's breakdowns, in that order.
   std::vector<ChipBreakdown> views;
   double exposed_all_to_all_s = 0;      // MoE: exposed waits on the dispatch and combine AllToAlls
