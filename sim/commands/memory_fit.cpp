@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/report/report.hpp"
 #include "sim/scenario/units.hpp"
 
 namespace podsim {
@@ -39,15 +40,9 @@ std::string training_changes(const TrainingPlan& plan, const MemoryBreakdown& m)
 
 std::string training_does_not_fit(const Scenario& scenario, const TrainingLayout& layout) {
   const MemoryBreakdown& m = layout.memory;
-  std::string in_flight;
-  if (m.gathered_weights_bytes > 0) in_flight += ", gathered weights " + human_bytes(m.gathered_weights_bytes);
-  if (m.ring_blocks_bytes > 0) in_flight += ", ring blocks " + human_bytes(m.ring_blocks_bytes);
   return run_named(scenario) + "the " + layout.strategy + " plan does not fit HBM: it needs " +
-         human_bytes(m.total_bytes) + " per chip, more than " + limit_text(scenario.topology.chip) +
-         ": params " + human_bytes(m.params_bytes) + ", grads " + human_bytes(m.grads_bytes) + ", optimizer " +
-         human_bytes(m.optimizer_bytes) + ", activations " + human_bytes(m.activations_bytes) + ", logits " +
-         human_bytes(m.logits_bytes) + in_flight + ". To fit: " +
-         training_changes(scenario.training().plan, m) + kAnyway;
+         human_bytes(m.total_bytes) + " per chip, more than " + limit_text(scenario.topology.chip) + ": " +
+         memory_breakdown_text(m) + ". To fit: " + training_changes(scenario.training().plan, m) + kAnyway;
 }
 
 std::string inference_does_not_fit(const Scenario& scenario, const InferenceLayout& layout) {

@@ -393,6 +393,15 @@ std::string breakdown_lines(const RunResult& run, const TrainingReport& r) {
 
 }  // namespace
 
+std::string memory_breakdown_text(const MemoryBreakdown& m) {
+  std::string out = "params " + human_bytes(m.params_bytes) + ", grads " + human_bytes(m.grads_bytes) + ", optimizer " +
+                    human_bytes(m.optimizer_bytes) + ", activations " + human_bytes(m.activations_bytes) +
+                    ", logits " + human_bytes(m.logits_bytes);
+  if (m.gathered_weights_bytes > 0) out += ", gathered weights " + human_bytes(m.gathered_weights_bytes);
+  if (m.ring_blocks_bytes > 0) out += ", ring blocks " + human_bytes(m.ring_blocks_bytes);
+  return out;
+}
+
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& r) {
   std::string out;
   char line[512];
@@ -427,17 +436,9 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                   m.busiest_chip_over_mean, m.max_busiest_chip_over_mean);
     out += line;
   }
-  std::string in_flight;
-  if (r.memory.gathered_weights_bytes > 0) in_flight += ", gathered weights " + human_bytes(r.memory.gathered_weights_bytes);
-  if (r.memory.ring_blocks_bytes > 0) in_flight += ", ring blocks " + human_bytes(r.memory.ring_blocks_bytes);
-  std::snprintf(line, sizeof line,
-                "memory per chip %s of %s (%s): params %s, grads %s, optimizer %s, activations %s, logits %s%s\n",
-                human_bytes(r.memory.total_bytes).c_str(),
+  std::snprintf(line, sizeof line, "memory per chip %s of %s (%s): %s\n", human_bytes(r.memory.total_bytes).c_str(),
                 human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom).c_str(),
-                r.fits_hbm ? "fits" : "DOES NOT FIT", human_bytes(r.memory.params_bytes).c_str(),
-                human_bytes(r.memory.grads_bytes).c_str(), human_bytes(r.memory.optimizer_bytes).c_str(),
-                human_bytes(r.memory.activations_bytes).c_str(), human_bytes(r.memory.logits_bytes).c_str(),
-                in_flight.c_str());
+                r.fits_hbm ? "fits" : "DOES NOT FIT", memory_breakdown_text(r.memory).c_str());
   out += line;
   std::snprintf(line, sizeof line, "memory peak on the timeline %s at %s (chip 0)\n",
                 human_bytes(r.memory_peak_bytes).c_str(), human_time(r.memory_peak_at_s).c_str());

@@ -21,6 +21,9 @@ std::string summary_json(const Scenario& scenario, const RunResult& run, const R
                          const TrainingReport* training = nullptr, const InferenceReport* inference = nullptr);
 std::string operations_csv(const RunResult& run);
 std::string summary_table(const Scenario& scenario, const RunResult& run);
+// A training plan's memory per chip by part, as the run table and the does-not-fit error print
+// it: "params 6.061 MiB, grads ..., logits 93.75 MiB[, gathered weights ...][, ring blocks ...]".
+std::string memory_breakdown_text(const MemoryBreakdown& memory);
 std::string training_table(const Scenario& scenario, const RunResult& run, const TrainingReport& report);
 std::string inference_table(const Scenario& scenario, const RunResult& run, const InferenceReport& report);
 

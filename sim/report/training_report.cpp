@@ -132,10 +132,19 @@ TrainingReport training_report(const TrainingWorkload& workload, const TrainingL
   TrainingReport report;
   headline_figures(report, workload, layout, program, run);
   const bool pipeline = layout.pipeline_stages > 1;
-  const ChipBreakdown chip0 = chip_breakdown(program, run, 0, pipeline, "chip 0");
-  report.views.push_back(chip0);
-  report.views.push_back(chip_breakdown(program, run, slowest_chip(program, run), pipeline, "slowest"));
-  report.views.push_back(chip_breakdown(program, run, critical_chip(program, run), pipeline, "critical"));
+  // A chip already shown (the slowest is often the critical one, and both are chip 0 where
+  // the chips run alike) is walked once.
+  auto add_view = [&](ChipId chip, const std::string& view) {
+    const auto same = std::find_if(report.views.begin(), report.views.end(),
+                                   [&](const ChipBreakdown& v) { return v.chip == chip; });
+    ChipBreakdown breakdown = same != report.views.end() ? *same : chip_breakdown(program, run, chip, pipeline, view);
+    breakdown.view = view;
+    report.views.push_back(std::move(breakdown));
+  };
+  add_view(0, "chip 0");
+  add_view(slowest_chip(program, run), "slowest");
+  add_view(critical_chip(program, run), "critical");
+  const ChipBreakdown& chip0 = report.views.front();
   // The headline is the critical chip's: its compute, exposed communication and waits add up
   // to the step the others waited for (chip 0 where the chips run alike).
   const ChipBreakdown& headline = report.views.back();
