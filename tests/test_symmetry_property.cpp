@@ -115,6 +115,25 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
     INFO("reduced to " << reduced.simulated.chip_count() << " of " << full.topology.chip_count() << " chips; "
                        << wrong << " spans differ, first: " << first);
     CHECK(wrong == 0);
+    // What the reports read off the spans agrees too: each op's time, its median and most over
+    // the chips (chip_times.hpp: a median weighted by the simulated chips' classes on the
+    // reduced mesh) and each chip's wait for peers (from its instance's last entry).
+    const double tolerance = 1e-9 * full.total_time_s;
+    auto near = [&](double a, double b) { return std::abs(a - b) <= tolerance; };
+    int figures_wrong = 0;
+    for (int op = 0; op < static_cast<int>(c.program.size()); ++op) {
+      const OperationResult& r = reduced.operations[op];
+      const OperationResult& f = full.operations[op];
+      if (!near(r.time_s, f.time_s) || !near(r.chip_time_median_s, f.chip_time_median_s) ||
+          !near(r.chip_time_max_s, f.chip_time_max_s) || !near(r.wait_for_peers_median_s, f.wait_for_peers_median_s) ||
+          !near(r.wait_for_peers_max_s, f.wait_for_peers_max_s)) {
+        ++figures_wrong;
+      }
+      for (ChipId chip = 0; chip < full.topology.chip_count(); ++chip)
+        if (!near(reduced.wait_for_peers_s(op, 0, chip), full.wait_for_peers_s(op, 0, chip))) ++figures_wrong;
+    }
+    INFO(figures_wrong << " op figures or chip waits differ");
+    CHECK(figures_wrong == 0);
   }
   // The generator must exercise the reduction, not only meshes it leaves whole.
   if (only < 0) {
