@@ -351,7 +351,6 @@ double send_time_s(const RunResult& run, const ProgramOp& op, int i) {
     double rep_longest = 0;
     for (ChipId chip = 0; chip < run.topology.chip_count(); ++chip) {
       if (!present_on(op, run.topology, chip)) continue;
-      if (!present_on(op, run.topology, chip)) continue;
       const auto& span = run.span(i, rep, chip);
       rep_longest = std::max(rep_longest, span.end_s - span.start_s);
     }
