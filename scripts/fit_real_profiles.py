@@ -86,6 +86,15 @@ def residual_lines(text):
     return section_lines(text, "  residuals:", "    ")
 
 
+def evidence_lines(text):
+    """fit.evidence as calibrate wrote it: each fitted parameter's sd and the rows that inform it
+    (their share of its information), which validate reads to mark a row the sole evidence for
+    its parameter (docs/calibration.md, "Prediction intervals")."""
+    lines = section_lines(text, "  evidence:", "    ")
+    header = [l for l in text.splitlines() if l.startswith("  evidence:")]
+    return header + lines if lines else []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--podsim", default="build/podsim")
@@ -150,7 +159,9 @@ def main():
             merged += [l.replace("; shared by every profile of the fit", "; shared by every generation")
                        for l in parameter_lines(text)]
             merged += dcn
-            merged += ["fit:", "  measurements: " + MEASUREMENTS, "  residuals:"]
+            merged += ["fit:", "  measurements: " + MEASUREMENTS]
+            merged += evidence_lines(text)   # stage 1's: the DCN values are read, not fitted
+            merged += ["  residuals:"]
             merged += residual_lines(text)
             if name in second:
                 merged += residual_lines(second[name][1])

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "cli_helpers.hpp"
 #include "sim/commands/calibrate.hpp"
@@ -243,7 +244,8 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
   std::ifstream in(dir / "m.csv");
   std::string header, line;
   std::getline(in, header);
-  CHECK(header == "name,profile,field,measured,default_predicted,default_error,profile_predicted,profile_error,published");
+  CHECK(header == "name,profile,field,measured,default_predicted,default_error,profile_predicted,profile_error,published,"
+                  "group,sole_evidence,low_80,high_80,low_95,high_95");
   int rows = 0;
   while (std::getline(in, line)) {
     ++rows;
@@ -253,9 +255,11 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
       const auto profile = load_profile(source_path("scenarios/profiles/v5e_book.yaml"));
       REQUIRE(profile.hop_model == HopModel::Additive);
       const double predicted = 3 * (profile.parameters.at("hop_latency") + 32768 / (profile.parameters.at("link_efficiency") * 4.5e10));
-      // The column before the last (published, empty for a field row).
-      const std::string before_published = line.substr(0, line.rfind(','));
-      const double profile_error = std::stod(before_published.substr(before_published.rfind(',') + 1));
+      // The eighth column (profile_error).
+      std::string cell;
+      std::stringstream cells(line);
+      for (int column = 0; column < 8; ++column) std::getline(cells, cell, ',');
+      const double profile_error = std::stod(cell);
       CHECK(profile_error == Approx(predicted / 8e-6 - 1).epsilon(1e-6));
     }
   }

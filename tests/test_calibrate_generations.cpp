@@ -3,6 +3,7 @@
 // TFLOP/s per chip) as measurements; validate --measured with a profile per row.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <filesystem>
@@ -339,6 +340,20 @@ TEST_CASE("calibrate writes a profile per generation and validate --measured pre
   CHECK(p.chip == "v5p");
   CHECK(e.parameters.at("compute_overhead") == p.parameters.at("compute_overhead"));
   CHECK(podsim_test::read_file(dir / "out" / "gen-e.yaml").find("shared by every profile") != std::string::npos);
+  // fit.evidence (fit_evidence.hpp): gen-e's own matmul efficiency is informed by gen-e's rows
+  // (r0-r3) alone, none of them its sole evidence; the shared cost per op by rows of both.
+  REQUIRE(e.evidence.count("matmul_efficiency"));
+  const auto& matmul = e.evidence.at("matmul_efficiency").shares;
+  CHECK_FALSE(matmul.empty());
+  for (const auto& [row, share] : matmul) {
+    CHECK((row == "r0" || row == "r1" || row == "r2" || row == "r3"));
+    CHECK(share < kSoleEvidenceShare);
+  }
+  REQUIRE(e.evidence.count("compute_overhead"));
+  const auto& shared = e.evidence.at("compute_overhead").shares;
+  CHECK(std::any_of(shared.begin(), shared.end(), [](const auto& r) { return r.first < "r4"; }));
+  CHECK(std::any_of(shared.begin(), shared.end(), [](const auto& r) { return r.first >= "r4"; }));
+  CHECK(e.evidence.at("compute_overhead").shares == p.evidence.at("compute_overhead").shares);
   const auto validate = podsim_test::run_podsim("validate --measured " + (dir / "m.yaml").string() + " --profiles " +
                                                 (dir / "out").string() + " --csv " + (dir / "m.csv").string());
   REQUIRE(validate.exit_code == 0);
@@ -346,7 +361,10 @@ TEST_CASE("calibrate writes a profile per generation and validate --measured pre
   std::string line;
   std::getline(in, line);
   std::map<std::string, int> by_profile;
-  while (std::getline(in, line)) ++by_profile[line.substr(line.find(',') + 1, 5)];
+  while (std::getline(in, line)) {
+    ++by_profile[line.substr(line.find(',') + 1, 5)];
+    CHECK(line.find("\",fit,") != std::string::npos);   // each row is one its profile was fit on
+  }
   CHECK(by_profile == std::map<std::string, int>{{"gen-e", 4}, {"gen-p", 4}});
   // One profile file for rows of two profiles is refused; so is a directory missing one of them.
   CHECK(podsim_test::run_podsim("validate --measured " + (dir / "m.yaml").string() + " --profile " +

@@ -406,6 +406,9 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   JointFitter fitter(problem, result.simulations);
   auto parameters = fitter.at(best->u);
   fitter.standard_deviations(*best, all.size(), parameters);
+  std::vector<std::string> row_names;
+  for (const auto& m : problem.rows) row_names.push_back(m.name);
+  fitter.evidence(*best, row_names, parameters);
   for (size_t i = 0; i < all.size(); ++i) result.rows[i].fitted_predicted = result.rows[i].measured * (1 + best->residuals[i]);
   if (options.leave_one_out) leave_one_out(fitter, *best, problem, options.fit.size(), result, options);
   assemble(result, problem, names, parameters);

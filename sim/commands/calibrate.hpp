@@ -7,6 +7,7 @@
 // parameter gets a standard deviation from the joint Jacobian at the optimum, and each row a
 // leave-one-out prediction (the joint fit redone without it).
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct CalibrationParameter {
   bool shared = false;     // fitted as one value for every profile (--shared)
   bool fixed = false;      // not fitted: a value measured elsewhere (--fix), applied and written out
   HardwareParameter row;   // its unit, and the member a candidate value sets
+  // Fitted: each row's share of the parameter's information (fit_evidence.hpp), by row name;
+  // the rows with a share of at least 1% are written to the profile's fit.evidence.
+  std::map<std::string, double> evidence;
   // Fitted within 1% of its range's width of a bound: the data pushed it to the edge of what is
   // physical, so the value is a limit, not a measurement.
   bool at_bound() const;

@@ -106,6 +106,26 @@ std::string parameters_yaml(const CalibratedProfile& profile) {
   return out;
 }
 
+// Each fitted parameter's sd and the rows that inform it: their share of its information
+// (fit_evidence.hpp), rows under 1% left out. What validate marks sole evidence reads this.
+std::string evidence_yaml(const CalibratedProfile& profile) {
+  std::string out;
+  for (const auto& p : profile.parameters) {
+    if (!p.fitted) continue;
+    std::string rows;
+    for (const auto& [row, share] : p.evidence) {
+      if (!(share >= 0.01)) continue;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", share);
+      rows += (rows.empty() ? "" : ", ") + row + ": " + text;
+    }
+    out += "    " + p.name + ": {sd: " + (std::isfinite(p.sd) ? number_text(p.sd) : std::string("null")) + ", rows: {" + rows + "}}\n";
+  }
+  if (out.empty()) return "";
+  return "  evidence:   # each fitted parameter: its sd, and each row's share of its information (1 - var / var "
+         "without the row; 1: nothing else identifies it; docs/calibration.md)\n" + out;
+}
+
 std::string fit_yaml(const MeasurementFile& file, const CalibrationResult& r, const CalibratedProfile& profile) {
   const ErrorSummary& e = profile.errors;
   std::string at_bound;
@@ -120,7 +140,7 @@ std::string fit_yaml(const MeasurementFile& file, const CalibrationResult& r, co
                                                            "measurements than fitted parameters + 1)")) +
                     "\n  at_bound: [" + at_bound + "]" +
                     (at_bound.empty() ? "" : "   # fitted within 1% of its range's width of a bound: a limit, not a measurement") +
-                    "\n  residuals:\n";
+                    "\n" + evidence_yaml(profile) + "  residuals:\n";
   for (size_t i : profile.rows) {
     const auto& row = r.rows[i];
     out += "    " + row.name + ": {measured: " + number_text(row.measured) + ", fitted: " + number_text(row.fitted_predicted) +

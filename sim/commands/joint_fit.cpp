@@ -6,43 +6,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sim/commands/fit_evidence.hpp"
+
 namespace podsim {
 namespace {
 
 double logistic(double u) { return 1 / (1 + std::exp(-u)); }
 
-std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
-  const size_t n = a.size();
-  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
-  for (size_t i = 0; i < n; ++i) inv[i][i] = 1;
-  for (size_t c = 0; c < n; ++c) {
-    size_t pivot = c;
-    for (size_t r = c + 1; r < n; ++r)
-      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-    std::swap(a[c], a[pivot]);
-    std::swap(inv[c], inv[pivot]);
-    if (std::abs(a[c][c]) < 1e-300) return {};
-    const double d = a[c][c];
-    for (size_t k = 0; k < n; ++k) {
-      a[c][k] /= d;
-      inv[c][k] /= d;
-    }
-    for (size_t r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c];
-      for (size_t k = 0; k < n; ++k) {
-        a[r][k] -= f * a[c][k];
-        inv[r][k] -= f * inv[c][k];
-      }
-    }
-  }
-  return inv;
-}
-
 // The solution of a x = b, through the inverse (the matrices here are the fit's few coordinates
 // square); zeros when a is singular, which the damping of the steps keeps it from being.
 std::vector<double> solve(const std::vector<std::vector<double>>& a, const std::vector<double>& b) {
-  const auto inv = inverse(a);
+  const auto inv = matrix_inverse(a);
   std::vector<double> x(b.size(), 0.0);
   if (inv.empty()) return x;
   for (size_t i = 0; i < b.size(); ++i)
@@ -149,6 +123,7 @@ JointFit JointFitter::fit(std::vector<double> u, const std::vector<int>& use) {
         for (size_t q = 0; q < n; ++q) a[p][q] += j[i][p] * j[i][q];
       }
     best.jtj = a;
+    best.jacobian = j;
     bool improved = false;
     for (int attempt = 0; attempt < 8 && !improved; ++attempt) {
       auto m = a;
@@ -193,7 +168,7 @@ void JointFitter::standard_deviations(const JointFit& fit, size_t rows,
   for (size_t k = 0; k < n; ++k) each(k, [](CalibrationParameter& q) { q.sd = std::numeric_limits<double>::quiet_NaN(); });
   const double dof = static_cast<double>(rows) - static_cast<double>(n);
   if (n == 0 || dof <= 0 || fit.jtj.empty()) return;
-  const auto cov = inverse(fit.jtj);
+  const auto cov = matrix_inverse(fit.jtj);
   if (cov.empty()) return;
   const double s2 = fit.cost / dof;
   for (size_t k = 0; k < n; ++k) {
@@ -201,6 +176,18 @@ void JointFitter::standard_deviations(const JointFit& fit, size_t rows,
     const double deviation = std::sqrt(std::max(0.0, s2 * cov[k][k]));
     each(k, [&](CalibrationParameter& q) { q.sd = (q.high - q.low) * l * (1 - l) * deviation; });
   }
+}
+
+void JointFitter::evidence(const JointFit& fit, const std::vector<std::string>& row_names,
+                           std::vector<std::vector<CalibrationParameter>>& out) const {
+  const auto shares = information_shares(fit.jacobian);
+  if (shares.empty()) return;   // J^T J singular: no parameter is identified, nothing to say
+  for (size_t k = 0; k < coordinates_.size(); ++k)
+    for (size_t p = 0; p < out.size(); ++p) {
+      if (coordinates_[k].profile >= 0 && coordinates_[k].profile != static_cast<int>(p)) continue;
+      auto& evidence = out[p][coordinates_[k].parameter].evidence;
+      for (size_t i = 0; i < shares.size() && i < row_names.size(); ++i) evidence[row_names[i]] = shares[i][k];
+    }
 }
 
 }  // namespace podsim

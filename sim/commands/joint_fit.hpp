@@ -6,6 +6,7 @@
 // relative errors over the rows used; each coordinate lives inside its parameter's fit range
 // through a logistic map. A row is predicted under its own profile's parameters, so a
 // profile's coordinate moves only that profile's rows (its Jacobian column simulates no other).
+#include <string>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -28,6 +29,7 @@ struct JointFit {
   std::vector<double> residuals;   // relative errors of the rows used, in their order
   double cost = 0;                 // sum of squares
   std::vector<std::vector<double>> jtj;   // J^T J at the optimum
+  std::vector<std::vector<double>> jacobian;   // J (rows used x coordinates) it was made from
 };
 
 class JointFitter {
@@ -45,6 +47,10 @@ class JointFitter {
   // One standard deviation per fitted parameter, s^2 (J^T J)^-1 with s^2 = cost / (rows - coordinates),
   // through the logistic's slope; NaN where not estimable (no degrees of freedom, J^T J singular).
   void standard_deviations(const JointFit& fit, size_t rows, std::vector<std::vector<CalibrationParameter>>& out) const;
+  // Which rows inform each fitted parameter (fit_evidence.hpp), by the rows' names (`use`'s order
+  // is the fit's): every profile's parameters get their coordinate's shares.
+  void evidence(const JointFit& fit, const std::vector<std::string>& row_names,
+                std::vector<std::vector<CalibrationParameter>>& out) const;
 
  private:
   struct Coordinate {

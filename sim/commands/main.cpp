@@ -381,13 +381,16 @@ std::string write_file_at(const std::string& path, const std::string& content, c
 
 // validate --measured: each measurement against the ideal machine and its profile.
 int validate_measured_command(const std::string& measured, const ProfileChoice& profiles, const std::string& csv_path,
-                              const std::string& markdown_path, const std::string& plot_path, int jobs) {
+                              const std::string& markdown_path, const std::string& plot_path, int jobs, bool held_out) {
   const MeasurementFile file = load_measurements(measured);
   check_profile_choice(file, profiles);
   if (!csv_path.empty()) require_file_destination(csv_path, "--csv");
   if (!markdown_path.empty()) require_file_destination(markdown_path, "--markdown");
   if (!plot_path.empty()) require_file_destination(plot_path, "--plot");
-  const auto rows = compare_measurements(file, profiles, all_cores_unless(jobs));
+  if (held_out && !profiles.any())
+    throw InputError({"command line", 0, 0}, "--held-out", "",
+                     "held out of which fit? expected it with --profile FILE or --profiles DIR");
+  const auto rows = compare_measurements(file, profiles, all_cores_unless(jobs), held_out);
   std::cout << shown(measured_table(file, profiles, rows));
   if (!markdown_path.empty()) {
     const std::string written = write_file_at(markdown_path, measured_markdown(file, rows), "--markdown");
@@ -819,6 +822,10 @@ int main(int argc, char** argv) {
   validate->add_option("--plot", plot_path,
                        "with --measured: also draw predicted against measured (PNG: one colour per profile, y = x, "
                        "+-10% bands; scripts/plot_measured.py)");
+  bool held_out = false;
+  validate->add_flag("--held-out", held_out,
+                     "with --measured: every row is one no profile was fit on (a row in a profile's fit.residuals "
+                     "is refused); rows are split into fit and held out either way, each with its intervals' coverage");
   int validate_jobs = 0;
   validate->add_option("-j,--jobs", validate_jobs, "with --measured: simulations at once (default: all cores)")
       ->check(non_negative_whole);
@@ -985,10 +992,12 @@ int main(int argc, char** argv) {
     if (validate->parsed() && measured_path.empty() && !markdown_path.empty())
       throw InputError({"command line", 0, 0}, "--markdown", markdown_path,
                        "a table of measurements; expected it with --measured FILE");
+    if (validate->parsed() && measured_path.empty() && held_out)
+      throw InputError({"command line", 0, 0}, "--held-out", "", "a check of measurements; expected it with --measured FILE");
     if (validate->parsed() && measured_path.empty() && !plot_path.empty())
       throw InputError({"command line", 0, 0}, "--plot", plot_path,
                        "a plot of measurements; expected it with --measured FILE");
-    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path, plot_path, validate_jobs);
+    if (validate->parsed() && !measured_path.empty()) return validate_measured_command(measured_path, measured_profiles, csv_path, markdown_path, plot_path, validate_jobs, held_out);
     if (validate->parsed()) return validate_command(csv_path, quick, prediction_skew);
     if (presets->parsed()) return presets_command();
     if (perf->parsed()) {

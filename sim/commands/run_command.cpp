@@ -13,6 +13,7 @@
 #include "sim/engine/replay.hpp"
 #include "sim/report/gzip.hpp"
 #include "sim/report/output_files.hpp"
+#include "sim/report/prediction_report.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/run_trace.hpp"
 #include "sim/report/serving_files.hpp"
@@ -49,7 +50,7 @@ RunCommandOutputs serve_to_directory(const Scenario& scenario, const std::string
                  run.trace->events, human_time(run.trace->until_s), human_time(run.totals.end_s));
   files.add("summary.json", serving_summary_json(scenario, run, {options.reproducible}));
   files.commit();
-  return {serving_table(scenario, run),
+  return {serving_table(scenario, run) + prediction_interval_text(scenario, serving_interval_quantities(run.stats)),
           {files.path("summary.json"), files.path("requests.csv"), files.path("steps.csv"), files.path("trace.json")}};
 }
 
@@ -248,9 +249,11 @@ RunCommandOutputs run_to_directory(Scenario scenario, const std::string& out_dir
   files.add(trace_name, command.trace_gzip ? gzip_compress(trace) : trace);
   trace.clear();
   files.commit();
-  return {training    ? training_table(scenario, run, *training)
-          : inference ? inference_table(scenario, run, *inference)
-                      : summary_table(scenario, run),
+  return {training    ? training_table(scenario, run, *training) +
+                            prediction_interval_text(scenario, training_interval_quantities(*training))
+          : inference ? inference_table(scenario, run, *inference) +
+                            prediction_interval_text(scenario, inference_interval_quantities(*inference))
+                      : summary_table(scenario, run) + prediction_interval_text(scenario, collectives_interval_quantities(run)),
           {files.path("summary.json"), files.path(trace_name), files.path("operations.csv")}};
 }
 

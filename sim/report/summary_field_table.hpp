@@ -94,6 +94,8 @@ bool serving_swaps(const SummaryInputs& in);
 bool serving_draft_model(const SummaryInputs& in);
 Json serving_trace(const SummaryInputs& in);
 Json step_costs(const SummaryInputs& in);
+Json prediction_error(const SummaryInputs& in);
+Json prediction_interval(const SummaryInputs& in);
 }  // namespace summary_parts
 
 // The rows, in storage a test may extend (ScopedSummaryField, summary_writer.hpp); everything
@@ -117,6 +119,8 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"launch_overhead_s", "s", All, None, "fixed cost per collective per chip before its first hop (simulation.launch_overhead)", [](const auto& in) -> Json { return in.scenario.launch_overhead_s; }},
     {"hop_latency_s", "s", All, None, "the chip's per-hop latency (its preset, overrides or profile)", [](const auto& in) -> Json { return in.scenario.topology.chip.hop_latency_s; }},
     {"calibration_profile", "text", All, None, "the calibration profile the run used: hardware.profile's, else the preset's built-in one (ideal: the book's machine)", [](const auto& in) -> Json { return in.scenario.profile; }},
+    {"prediction_error", "object", All, None, "the error the profile states for its predictions (docs/calibration.md, \"Prediction intervals\"): rows (the fit's rows whose left-out errors it is over), sole_evidence (rows left out of it, each the sole evidence for a parameter), rms_log_error (sqrt of the mean ln(measured / left out)^2), degrees_of_freedom; absent when the profile states none (the ideal machine, a fit without leave-one-out)", [](const auto& in) -> Json { return p::prediction_error(in); }},
+    {"prediction_interval.<quantity>.<bound>", "object", All, None, "each headline figure's interval at 80% and 95% (bounds low_80, high_80, low_95, high_95; quantities: total_time_s of collectives; step_time_s, mfu, tokens_per_s_per_chip of training; decode_step_time_s or prefill_time_s and tokens_per_s of inference; ttft_s_mean, tpot_s_mean, output_token_throughput_per_s of serving): the prediction times exp(-+ t rms_log_error), t Student's with degrees_of_freedom; absent with prediction_error", [](const auto& in) -> Json { return p::prediction_interval(in); }},
     // A simulated step or set of collectives.
     {"fidelity", "text", Run, None, "what was simulated: the full pod or a symmetry-reduced one", [](const auto& in) -> Json { return in.run->fidelity; }},
     {"simulated_chips", "count", Run, None, "chips the replay simulated", [](const auto& in) -> Json { return in.run->simulated.chip_count(); }},

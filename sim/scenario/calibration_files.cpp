@@ -285,18 +285,54 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
       p.parameters[key] = find_hardware_parameter(key)->read(field);
     }
   }
-  // What calibrate wrote about its fit; only the leave-one-out predictions are read back.
+  // What calibrate wrote about its fit: each row's residuals (the prediction interval is made of
+  // their left-out errors, prediction_error.hpp) and what informs each parameter.
   const YAML::Node fit = root["fit"];
+  auto number = [&](const YAML::Node& node, const std::string& key, const char* expected) {
+    double value = 0;
+    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !std::isfinite(value))
+      throw InputError(at(path, node), key, text_of(node), expected);
+    return value;
+  };
   if (const YAML::Node residuals = fit && fit.IsMap() ? fit["residuals"] : YAML::Node(YAML::NodeType::Undefined)) {
     if (!residuals.IsMap()) throw InputError(at(path, residuals), "fit.residuals", text_of(residuals), "expected a mapping of rows");
     for (const auto& kv : residuals) {
-      const YAML::Node loo = kv.second.IsMap() ? kv.second["leave_one_out"] : YAML::Node();
-      if (!loo) continue;
-      double value = 0;
-      if (!loo.IsScalar() || !YAML::convert<double>::decode(loo, value) || !std::isfinite(value))
-        throw InputError(at(path, loo), "fit.residuals." + kv.first.Scalar() + ".leave_one_out", text_of(loo),
-                         "expected a number (the row's leave-one-out prediction)");
-      p.leave_one_out[kv.first.Scalar()] = value;
+      const std::string key = "fit.residuals." + kv.first.Scalar();
+      if (!kv.second.IsMap())
+        throw InputError(at(path, kv.second), key, text_of(kv.second), "expected {measured: N, fitted: N, leave_one_out: N}");
+      ProfileResidual r;
+      for (const char* part : {"measured", "fitted"}) {
+        const YAML::Node node = kv.second[part];
+        if (!node) throw InputError(at(path, kv.second), key, text_of(kv.second), std::string("expected its ") + part + " value");
+        (part[0] == 'm' ? r.measured : r.fitted) = number(node, key + "." + part, "expected a number (the row's value)");
+      }
+      if (!(r.measured > 0))
+        throw InputError(at(path, kv.second["measured"]), key + ".measured", text_of(kv.second["measured"]),
+                         "expected a positive number (what was measured)");
+      if (const YAML::Node loo = kv.second["leave_one_out"]) {
+        r.leave_one_out = number(loo, key + ".leave_one_out", "expected a number (the row's leave-one-out prediction)");
+        p.leave_one_out[kv.first.Scalar()] = *r.leave_one_out;
+      }
+      p.residuals[kv.first.Scalar()] = r;
+    }
+  }
+  if (const YAML::Node evidence = fit && fit.IsMap() ? fit["evidence"] : YAML::Node(YAML::NodeType::Undefined)) {
+    if (!evidence.IsMap()) throw InputError(at(path, evidence), "fit.evidence", text_of(evidence), "expected a mapping of parameters");
+    for (const auto& kv : evidence) {
+      const std::string key = "fit.evidence." + kv.first.Scalar();
+      if (!kv.second.IsMap() || !kv.second["rows"] || !kv.second["rows"].IsMap())
+        throw InputError(at(path, kv.second), key, text_of(kv.second), "expected {sd: N, rows: {ROW: SHARE, ...}}");
+      ParameterEvidence e;
+      if (const YAML::Node sd = kv.second["sd"]; sd && !(sd.IsNull() || text_of(sd) == "null"))
+        e.sd = number(sd, key + ".sd", "expected a number (the parameter's standard deviation) or null");
+      for (const auto& row : kv.second["rows"]) {
+        const double share = number(row.second, key + ".rows." + row.first.Scalar(), "expected a share in [0, 1]");
+        if (share < 0 || share > 1)
+          throw InputError(at(path, row.second), key + ".rows." + row.first.Scalar(), text_of(row.second),
+                           "expected a share in [0, 1] (of the parameter's information)");
+        e.shares[row.first.Scalar()] = share;
+      }
+      p.evidence[kv.first.Scalar()] = e;
     }
   }
   return p;

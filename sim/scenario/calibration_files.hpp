@@ -12,6 +12,7 @@
 
 #include "collectives/collective.hpp"
 #include "sim/scenario/input_error.hpp"
+#include "sim/scenario/prediction_error.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace podsim {
@@ -77,6 +78,11 @@ struct CalibrationProfile {
   std::map<std::string, double> parameters;  // by HardwareParameter::key, SI units
   // The fit's leave-one-out prediction of each row it recorded one for (fit.residuals), by name.
   std::map<std::string, double> leave_one_out;
+  // Every row of fit.residuals, by name: what the profile's prediction interval is made from
+  // (prediction_error.hpp), and which rows of a measurement file it was fit on.
+  std::map<std::string, ProfileResidual> residuals;
+  // fit.evidence: each fitted parameter's sd and the rows that inform it (calibrate writes it).
+  std::map<std::string, ParameterEvidence> evidence;
 };
 
 CalibrationProfile load_profile(const std::string& path);

@@ -11,6 +11,7 @@
 
 #include "collectives/collective.hpp"
 #include "sim/scenario/input_error.hpp"
+#include "sim/scenario/prediction_error.hpp"
 #include "topology/stragglers.hpp"
 #include "topology/topology.hpp"
 #include "workloads/inference.hpp"
@@ -138,6 +139,9 @@ struct Scenario {
   // scenario names none (ideal where podsim ships none for the preset).
   std::string profile = "ideal";
   ProfileSource profile_source = ProfileSource::Default;
+  // The error the applied profile states for its predictions (its fit's left-out errors): every
+  // headline figure of the run is printed with its interval. None for the ideal machine.
+  std::optional<PredictionError> prediction_error;
   Workload workload;                // exactly one kind; the loader builds the kind the file names
   // The `perturbations` entries drawn at random (topology/stragglers.hpp), drawn into
   // topology.perturbations after its `fixed_perturbations` entries written by hand (draw 0 at

@@ -178,6 +178,7 @@ void apply_profile_parameters(const CalibrationProfile& profile, const Field& ha
   if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
+  scenario.prediction_error = profile_prediction_error(profile);
   chip.source += " (calibration profile " + profile.name + ")";
 }
 
@@ -189,6 +190,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   const std::string named = read_string(field);
   if (named == kIdealProfile) {   // the preset as the book gives it
     scenario.profile = kIdealProfile;
+    scenario.prediction_error.reset();
     return;
   }
   const bool builtin = names_builtin_profile(named);
@@ -216,6 +218,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
 void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scenario) {
   scenario.profile_source = ProfileSource::Default;
   scenario.profile = kIdealProfile;
+  scenario.prediction_error.reset();
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (const auto name = builtin_profile_for_chip(preset))
     apply_profile_parameters(*builtin_profile(*name), hardware, chip, scenario);

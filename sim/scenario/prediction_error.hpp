@@ -1,0 +1,81 @@
+#pragma once
+// The error a calibration profile states for its predictions, and the interval it puts around
+// one (issue 43; docs/calibration.md, "Prediction intervals"). The spread is the profile's own
+// out-of-sample error: each row of its fit predicted by the fit redone without it (the
+// `leave_one_out` of `fit.residuals`), as ln(measured / left-out prediction). A row that is the
+// sole evidence for a parameter says nothing about that spread (without it the parameter is
+// not identified, so its left-out prediction is arbitrary): such rows are named and left out.
+// With n rows of errors d_i ~ N(0, s^2), a new row's error over their RMS is Student's t with n
+// degrees of freedom, so the interval of coverage c is
+//     predicted x exp(-+ t_{n,(1+c)/2} sqrt(mean d_i^2)).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace podsim {
+
+struct CalibrationProfile;   // calibration_files.hpp
+
+// A row of a profile's fit (its `fit.residuals` entry): what was measured, what the fitted
+// profile predicts, and what the fit without the row predicts.
+struct ProfileResidual {
+  double measured = 0, fitted = 0;
+  std::optional<double> leave_one_out;
+};
+
+// The fit's record of what informs a fitted parameter (`fit.evidence`, written by calibrate):
+// its standard deviation and, per row, the share of the parameter's information that row
+// carries (1 - var / var without the row: 1 when nothing else identifies it).
+struct ParameterEvidence {
+  std::optional<double> sd;
+  std::map<std::string, double> shares;   // by row name
+};
+
+// A row is the sole evidence for a parameter when it carries at least this share of the
+// parameter's information: without it the parameter's variance grows more than tenfold (its sd
+// more than threefold). The leverage h of a row (its share of what the fit knows in its own
+// direction) reads the same: h >= 0.9.
+constexpr double kSoleEvidenceShare = 0.9;
+
+// The coverages an interval is stated at: 80% (one run in five outside) and 95%.
+constexpr double kIntervalCoverages[] = {0.8, 0.95};
+
+// A row's leverage from its residuals: in least squares a row's left-out residual is its fitted
+// one over (1 - h), so h = 1 - (measured - fitted) / (measured - left out). None without a
+// left-out prediction, or where it equals the measurement (within 1e-9 of it).
+std::optional<double> residual_leverage(const ProfileResidual& r);
+
+struct SoleEvidence {
+  std::string row;
+  std::string parameter;   // empty: found by the row's leverage (a profile without fit.evidence)
+};
+// The rows of `residuals` that are the sole evidence for a parameter: by `evidence` where the fit
+// recorded it (a share >= kSoleEvidenceShare), else by each row's leverage (>= the same).
+std::vector<SoleEvidence> sole_evidence_rows(const std::map<std::string, ProfileResidual>& residuals,
+                                             const std::map<std::string, ParameterEvidence>& evidence);
+
+struct PredictionError {
+  std::string profile;
+  std::vector<std::string> rows;            // the rows whose left-out errors it is over
+  std::vector<SoleEvidence> sole_evidence;  // rows left out of it, and why
+  double rms_log = 0;                       // sqrt(mean ln(measured / left out)^2)
+  // t_{n,(1+c)/2} rms_log: the half width of the interval of coverage c, in ln.
+  double half_width_log(double coverage) const;
+};
+
+// From a profile's fit: none when no row has a left-out prediction that is not sole evidence.
+std::optional<PredictionError> profile_prediction_error(const CalibrationProfile& profile);
+
+// Student's t quantile: the value below which a fraction p of the distribution with `dof`
+// degrees of freedom lies (dof >= 1, 0 < p < 1).
+double student_t_quantile(double p, int dof);
+
+struct PredictionInterval {
+  double low = 0, high = 0;
+};
+// The interval of coverage c around `predicted`: predicted x exp(-+ half width). A quantity
+// inverse to a time (MFU, a throughput) takes the time's interval inverted: the same ratios.
+PredictionInterval prediction_interval(double predicted, const PredictionError& error, double coverage);
+
+}  // namespace podsim
