@@ -76,6 +76,23 @@ TEST_CASE("which rows inform which parameter: each row's share of its informatio
   const auto mixed = information_shares({{1, 1}, {1, -1}, {1, 0}});
   CHECK(mixed[2][0] == Approx(1.0 / 3));
   CHECK(mixed[2][1] == 0.0);
+  // Sherman-Morrison against the variances computed directly, with and without each row.
+  const std::vector<std::vector<double>> j = {{1, 0.5, 0}, {0.2, 1, 0.3}, {0.7, -0.4, 1}, {1, 1, 1}, {0.1, 0, 2}};
+  const auto shares = information_shares(j);
+  auto variances = [](const std::vector<std::vector<double>>& rows) {
+    std::vector<std::vector<double>> jtj(3, std::vector<double>(3, 0.0));
+    for (const auto& r : rows)
+      for (size_t p = 0; p < 3; ++p)
+        for (size_t q = 0; q < 3; ++q) jtj[p][q] += r[p] * r[q];
+    return matrix_inverse(jtj);
+  };
+  const auto all = variances(j);
+  for (size_t i = 0; i < j.size(); ++i) {
+    auto without = j;
+    without.erase(without.begin() + static_cast<long>(i));
+    const auto v = variances(without);
+    for (size_t k = 0; k < 3; ++k) CHECK(shares[i][k] == Approx(1 - all[k][k] / v[k][k]).margin(1e-12));
+  }
   // Nothing identifies the second coordinate: no shares at all.
   CHECK(information_shares({{1, 0}, {2, 0}}).empty());
 }

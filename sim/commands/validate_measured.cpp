@@ -200,6 +200,26 @@ std::string comparison_line(const MeasuredComparison& r, std::vector<Rms*> sums)
   return line;
 }
 
+// The fit rows' left-out errors, sole-evidence rows apart (their left-out prediction is no test).
+std::string left_out_line(const std::vector<MeasuredComparison>& rows) {
+  double sum = 0, worst = 0;
+  size_t n = 0;
+  std::string sole;
+  for (const auto& r : rows) {
+    if (r.sole_evidence) sole += (sole.empty() ? "" : ", ") + r.name;
+    if (!r.leave_one_out_predicted || r.sole_evidence) continue;
+    const double e = std::abs(CalibratedMeasurement::error(*r.leave_one_out_predicted, r.measured));
+    sum += e;
+    worst = std::max(worst, e);
+    ++n;
+  }
+  if (n == 0) return "";
+  char line[256];
+  std::snprintf(line, sizeof line, "left out of their fits: mean |error| %.1f%%, worst %.1f%% over %zu rows", 100 * sum / n,
+                100 * worst, n);
+  return line + (sole.empty() ? std::string() : " (sole evidence for a parameter, not counted: " + sole + ")") + "\n";
+}
+
 }  // namespace
 
 std::string measured_table(const MeasurementFile& file, const ProfileChoice& profiles,
@@ -236,6 +256,7 @@ std::string measured_table(const MeasurementFile& file, const ProfileChoice& pro
   out += "overall " + all.line(profiles.any()) + "\n";
   if (profiles.any() && all_fit.rows > 0)
     out += "fit rows: " + all_fit.line(true) + "; intervals: " + interval_coverage(rows, true).text() + "\n";
+  if (profiles.any() && all_fit.rows > 0) out += left_out_line(rows);
   if (profiles.any() && all_held_out.rows > 0)
     out += "held-out rows: " + all_held_out.line(true) + "; intervals: " + interval_coverage(rows, false).text() + "\n";
   return out;

@@ -249,45 +249,12 @@ CalibrationProfile load_profile(const std::string& path) {
   return load_profile_text(read_input_file(path, "calibration profile", kMaxCalibrationFileBytes), path);
 }
 
-CalibrationProfile load_profile_text(const std::string& text, const std::string& path) {
-  const YAML::Node root = parse_text(text, path);
-  if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
-  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "compute_model", "parameters", "fit"});
-  check_version(path, root);
-  CalibrationProfile p;
-  p.path = path;
-  p.name = required_string(path, root, "name", "");
-  p.chip = required_string(path, root, "chip", "");
-  if (const YAML::Node model = root["hop_model"]) {
-    const std::string m = text_of(model);
-    if (m == "floor") p.hop_model = HopModel::Floor;
-    else if (m == "additive") p.hop_model = HopModel::Additive;
-    else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
-  }
-  if (const YAML::Node padding = root["mxu_padding"]) {
-    const std::string v = text_of(padding);
-    if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
-    p.mxu_padding = v == "true";
-  }
-  if (const YAML::Node model = root["compute_model"]) {
-    const std::string v = text_of(model);
-    if (v != "book" && v != "kernels") throw InputError(at(path, model), "compute_model", v, "expected book or kernels");
-    p.compute_model = v == "book" ? ComputeModel::Book : ComputeModel::Kernels;
-  }
-  if (const YAML::Node params = root["parameters"]) {
-    // The keys, units and ranges of hardware_parameters.cpp: one range for a profile and an override.
-    std::set<std::string> keys;
-    for (const HardwareParameter& row : hardware_parameters()) keys.insert(row.key);
-    check_keys(path, params, "parameters", keys);
-    for (const auto& kv : params) {
-      const std::string key = kv.first.Scalar();
-      const yaml_fields::Field field{kv.second, "parameters." + key, at(path, kv.second)};
-      p.parameters[key] = find_hardware_parameter(key)->read(field);
-    }
-  }
-  // What calibrate wrote about its fit: each row's residuals (the prediction interval is made of
-  // their left-out errors, prediction_error.hpp) and what informs each parameter.
-  const YAML::Node fit = root["fit"];
+namespace {
+
+// What calibrate wrote about its fit: each row's residuals (the prediction interval is made of
+// their left-out errors, prediction_error.hpp) and what informs each parameter. The rest of the
+// block (errors, at_bound) is for the reader.
+void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationProfile& p) {
   auto number = [&](const YAML::Node& node, const std::string& key, const char* expected) {
     double value = 0;
     if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !std::isfinite(value))
@@ -335,6 +302,47 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
       p.evidence[kv.first.Scalar()] = e;
     }
   }
+}
+
+}  // namespace
+
+CalibrationProfile load_profile_text(const std::string& text, const std::string& path) {
+  const YAML::Node root = parse_text(text, path);
+  if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "compute_model", "parameters", "fit"});
+  check_version(path, root);
+  CalibrationProfile p;
+  p.path = path;
+  p.name = required_string(path, root, "name", "");
+  p.chip = required_string(path, root, "chip", "");
+  if (const YAML::Node model = root["hop_model"]) {
+    const std::string m = text_of(model);
+    if (m == "floor") p.hop_model = HopModel::Floor;
+    else if (m == "additive") p.hop_model = HopModel::Additive;
+    else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
+  }
+  if (const YAML::Node padding = root["mxu_padding"]) {
+    const std::string v = text_of(padding);
+    if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
+    p.mxu_padding = v == "true";
+  }
+  if (const YAML::Node model = root["compute_model"]) {
+    const std::string v = text_of(model);
+    if (v != "book" && v != "kernels") throw InputError(at(path, model), "compute_model", v, "expected book or kernels");
+    p.compute_model = v == "book" ? ComputeModel::Book : ComputeModel::Kernels;
+  }
+  if (const YAML::Node params = root["parameters"]) {
+    // The keys, units and ranges of hardware_parameters.cpp: one range for a profile and an override.
+    std::set<std::string> keys;
+    for (const HardwareParameter& row : hardware_parameters()) keys.insert(row.key);
+    check_keys(path, params, "parameters", keys);
+    for (const auto& kv : params) {
+      const std::string key = kv.first.Scalar();
+      const yaml_fields::Field field{kv.second, "parameters." + key, at(path, kv.second)};
+      p.parameters[key] = find_hardware_parameter(key)->read(field);
+    }
+  }
+  read_fit_block(path, root["fit"], p);
   return p;
 }
 
