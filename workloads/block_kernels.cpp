@@ -84,15 +84,9 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
       if (ends(".attn") || ends(".layer")) attn = &blk;   // a parallel block: the layer's one block
       else if (blk.moe_layer < 0) mlp = &blk;
     }
-    // MLA attention keeps the book's block and its recompute (checkpointing's, rewritten only for
-    // GQA layers and layers without attention).
-    if (model.attention == AttentionKind::Mla) {
-      if (per_kernel && mlp) {
-        time_layer(nullptr, mlp, kernels, plan_of, times, true, false);
-        if (mlp->recompute_s > 0) mlp->recompute_s = mlp->forward_s;
-      }
-      continue;
-    }
+    // Under the book's compute model MLA attention keeps the book's block and its recompute
+    // (checkpointing's); under the kernels model its kernels (layer_kernels.hpp) time it as GQA's.
+    if (model.attention == AttentionKind::Mla && !per_kernel) continue;
     time_layer(attn, mlp, kernels, plan_of, times, per_kernel, true);
   }
   if (!per_kernel || blocks.empty() || blocks.back().layer != model.layers) return;

@@ -14,8 +14,8 @@ RematPolicy checkpointing_policy(Checkpointing checkpointing);
 
 // Rewrites the times, and the recompute, of the dense layers' blocks and the output projection
 // of `blocks` (model_blocks' list, forward order) for the chip's compute model and the plan's
-// policy. MoE layers' MLP blocks (router, shared and routed experts: moe_training.hpp) and MLA
-// attention keep the book's roofline. `tokens`: the chip's tokens per microbatch.
+// policy. MoE layers' MLP blocks (router, shared and routed experts: moe_training.hpp) keep the
+// book's roofline, and MLA attention does under the book's compute model. `tokens`: the chip's tokens per microbatch.
 void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const TransformerSpec& model,
                               const TrainingPlan& plan, double tokens, int tensor_degree, const ChipSpec& chip);
 

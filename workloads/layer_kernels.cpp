@@ -63,42 +63,56 @@ Kernel vector(std::string name, bool mlp, std::vector<std::string> inputs, std::
 // and its output; the chip's query and KV heads (KV heads fewer than the chips copied, one each).
 struct AttentionShape {
   Kernel kernel;
-  double heads = 0, kv_heads = 0, head_dim = 0, bytes = 0;
-  double mxu_head_dim = 0;   // the head dimension as the score matmuls run it
+  double heads = 0, kv_heads = 0, bytes = 0;
+  double qk_dim = 0, v_dim = 0;           // per head: what QK^T contracts, what AV outputs
+  double mxu_qk_dim = 0, mxu_v_dim = 0;   // the same as the score matmuls run them
+  // FLOPs per query head and key: QK^T and AV forward; backward FlashAttention-2's five
+  // (S = QK^T again, dP = dO V^T, dV = P^T dO over v; dQ = dS K, dK = dS^T Q over qk).
+  double forward_flops() const { return 2 * (mxu_qk_dim + mxu_v_dim); }
+  double flash_backward_factor() const { return (3 * mxu_qk_dim + 2 * mxu_v_dim) / (mxu_qk_dim + mxu_v_dim); }
 };
-// With mxu_padding, both score matmuls use the head dimension padded to the array: QK^T contracts
-// over it, AV outputs it (a head_dim of 128 on v6e's 256-wide MXU does half the work per pass).
+// With mxu_padding, each score matmul uses its head dimension padded to the array: QK^T contracts
+// over the query/key dimension, AV outputs the value's (a head_dim of 128 on v6e's 256-wide MXU
+// does half the work per pass). GQA: both are head_dim (the backward 2.5x the forward). MLA
+// (DeepSeek-V2 eqs. 16-18, MaxText's attention_mla.py at 3eb77db3, which hands splash attention
+// the materialised [N, d_h + d_h^R] queries and keys and [N, v] values): QK^T over
+// d_h + d_h^R = 192 (256 on every MXU), AV over v = 128 (256 on v6e's).
 AttentionShape attention_shape(const TransformerSpec& model, int y, const ChipSpec& chip) {
   AttentionShape s;
   s.heads = std::ceil(static_cast<double>(model.heads) / y);
-  s.kv_heads = std::ceil(static_cast<double>(model.kv_heads) / y);
-  s.head_dim = model.head_dim;
-  s.mxu_head_dim = chip.mxu_padding ? up(model.head_dim, chip.mxu_size) : model.head_dim;
+  const bool mla = model.attention == AttentionKind::Mla;
+  s.kv_heads = mla ? s.heads : std::ceil(static_cast<double>(model.kv_heads) / y);
+  s.qk_dim = mla ? static_cast<double>(model.mla.qk_nope_head_dim) + model.mla.qk_rope_head_dim : model.head_dim;
+  s.v_dim = mla ? model.mla.v_head_dim : model.head_dim;
+  s.mxu_qk_dim = chip.mxu_padding ? up(s.qk_dim, chip.mxu_size) : s.qk_dim;
+  s.mxu_v_dim = chip.mxu_padding ? up(s.v_dim, chip.mxu_size) : s.v_dim;
   s.bytes = model.activation_bytes;
   s.kernel.name = "context";
   s.kernel.kind = KernelKind::Attention;
-  s.kernel.inputs = {"rotary", "value_proj"};
-  s.kernel.backward_needs = {"rotary", "value_proj", "context"};
-  s.kernel.output_bytes_per_token = s.heads * s.head_dim * s.bytes;
+  const std::string queries = mla ? "query_proj" : "rotary", keys = mla ? "key_proj" : "rotary";
+  s.kernel.inputs = {queries, keys, "value_proj"};
+  s.kernel.backward_needs = {queries, keys, "value_proj", "context"};
+  s.kernel.output_bytes_per_token = s.heads * s.v_dim * s.bytes;
   return s;
 }
 
 Kernel flash_attention(const TransformerSpec& model, int y, double sequence, const AttentionRun& run,
                        const ChipSpec& chip) {
   const AttentionShape shape = attention_shape(model, y, chip);
-  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
+  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads;
+  const double qk = shape.qk_dim, v = shape.v_dim;
   const double block = std::min(sequence, run.block);
   const double blocks = std::ceil(sequence / block);
   const double keys = run.causal ? block * (blocks + 1) / 2 : block * blocks;
   const double passes = run.causal ? (blocks + 1) / 2 : blocks;   // K/V reads per query block
   Kernel f = shape.kernel;
-  f.flops_per_token = 4 * heads * shape.mxu_head_dim * keys;
-  f.backward_flops_factor = 2.5;
-  const double kv_reads = 2 * kv_heads * h * a * passes;
+  f.flops_per_token = heads * shape.forward_flops() * keys;
+  f.backward_flops_factor = shape.flash_backward_factor();
+  const double kv_reads = kv_heads * (qk + v) * a * passes;
   // Q read, O written, K and V read per block, the softmax statistics (fp32) written.
-  f.bytes_per_token = 2 * heads * h * a + kv_reads + heads * 4;
+  f.bytes_per_token = heads * (qk + v) * a + kv_reads + heads * 4;
   // Q, O, dO read, dQ written, K and V read per block, dK and dV written once.
-  f.backward_bytes_per_token = 4 * heads * h * a + kv_reads + 2 * kv_heads * h * a + heads * 4;
+  f.backward_bytes_per_token = heads * (2 * qk + 2 * v) * a + kv_reads + kv_heads * (qk + v) * a + heads * 4;
   return f;
 }
 
@@ -141,14 +155,62 @@ void append_mlp(std::vector<Kernel>& k, const TransformerSpec& m, int y, double 
 // scores' gradient.
 Kernel dot_product_attention(const TransformerSpec& model, int y, double sequence, const ChipSpec& chip) {
   const AttentionShape shape = attention_shape(model, y, chip);
-  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads, h = shape.head_dim;
+  const double a = shape.bytes, heads = shape.heads, kv_heads = shape.kv_heads;
   Kernel k = shape.kernel;
-  k.flops_per_token = 4 * heads * shape.mxu_head_dim * sequence;
+  k.flops_per_token = heads * shape.forward_flops() * sequence;
   const double scores = heads * sequence;
   // Q and K/V read, scores written (fp32) and read by the softmax, probabilities written and read.
-  k.bytes_per_token = heads * h * a + 2 * kv_heads * h * a + scores * (4 + 4 + a + a) + heads * h * a;
+  k.bytes_per_token = heads * shape.qk_dim * a + kv_heads * (shape.qk_dim + shape.v_dim) * a + scores * (4 + 4 + a + a) +
+                      heads * shape.v_dim * a;
   k.backward_bytes_per_token = 2 * k.bytes_per_token + scores * 4;
   return k;
+}
+
+// Multi-head latent attention as MaxText trains it (layers/attention_mla.py at 3eb77db3:
+// mla_query_projection :499-529, mla_kv_projection :638-658, mla_get_key_value :531-550), per
+// chip of a tensor group of y (the heads split, the latent down-projections replicated, as
+// matmul_shapes.hpp has them): the query latent (wq_a, its RMSNorm, wq_b up to the heads'
+// d_h + d_h^R), the rotary part of the query rotated and the query concatenated and scaled
+// ("query_proj"); the key/value latent and the shared rotary key (wkv_a, the latent's RMSNorm,
+// the key's rotation); wkv_b up to every head's d_h key and v value (the value a slice of it,
+// "value_proj"), the key concatenated with the rotary key broadcast to every head ("key_proj");
+// attention over the materialised heads (attention_shape: QK^T over d_h + d_h^R, AV over v);
+// the output projection. Each up-projection's output is written to HBM and read back by the
+// next kernel: per token the heads' queries and keys are N (d_h + d_h^R) values, the values N v,
+// where the latents are d_c' and d_c + d_h^R.
+void append_mla_attention(std::vector<Kernel>& k, const TransformerSpec& m, int y, double tokens, double sequence,
+                          const ChipSpec& chip, const AttentionRun& run) {
+  const double a = m.activation_bytes;
+  const double d = m.d_model;
+  const MlaSpec& mla = m.mla;
+  const double heads = std::ceil(static_cast<double>(m.heads) / y);
+  const double nope = mla.qk_nope_head_dim, rope = mla.qk_rope_head_dim, v = mla.v_head_dim;
+  const double q = heads * (nope + rope), kv_latent = mla.kv_lora_rank;
+  std::string query_in = "attn_norm";
+  if (mla.q_lora_rank > 0) {
+    const double q_latent = mla.q_lora_rank;
+    k.push_back(matmul("query_latent", false, {"attn_norm"}, d, q_latent, tokens, m, chip));
+    k.push_back(vector("query_latent_norm", false, {"query_latent"}, {"query_latent"}, 2 * q_latent * a,
+                       3 * q_latent * a, q_latent * a));
+    query_in = "query_latent_norm";
+  }
+  k.push_back(matmul("query_up", false, {query_in}, query_in == "attn_norm" ? d : mla.q_lora_rank, q, tokens, m, chip));
+  // The rotary part rotated, the heads concatenated and scaled: one pass over the queries.
+  k.push_back(vector("query_proj", false, {"query_up"}, {}, 2 * q * a, 2 * q * a, q * a));
+  k.push_back(matmul("kv_latent", false, {"attn_norm"}, d, kv_latent + rope, tokens, m, chip));
+  // The latent's RMSNorm and the shared rotary key's rotation.
+  k.push_back(vector("kv_latent_norm", false, {"kv_latent"}, {"kv_latent"}, 2 * (kv_latent + rope) * a,
+                     3 * (kv_latent + rope) * a, (kv_latent + rope) * a));
+  k.push_back(matmul("kv_up", false, {"kv_latent_norm"}, kv_latent, heads * (nope + v), tokens, m, chip));
+  // key = concat(key_nope, key_rope broadcast to every head): the heads' keys written whole.
+  k.push_back(vector("key_proj", false, {"kv_up", "kv_latent_norm"}, {}, heads * nope * a + rope * a + q * a,
+                     2 * q * a, q * a));
+  // value: a slice of wkv_b's output, no pass of its own.
+  k.push_back(vector("value_proj", false, {"kv_up"}, {}, 0, 0, heads * v * a));
+  if (sequence > 0) k.push_back(run.flash ? flash_attention(m, y, sequence, run, chip)
+                                          : dot_product_attention(m, y, sequence, chip));
+  k.push_back(matmul("out_proj", false, {"context"}, heads * v, d, tokens, m, chip));
+  k.back().output_bytes_per_token = d / y * a;
 }
 
 }  // namespace
@@ -166,6 +228,12 @@ std::vector<Kernel> layer_kernels(const TransformerSpec& m, int y, double tokens
   }
   // RMSNorm: reads x, writes its output; backward reads x and dY, writes dX.
   k.push_back(vector("attn_norm", false, {"layer_input"}, {"layer_input"}, 2 * dy * a, 3 * dy * a, dy * a));
+  if (m.attention == AttentionKind::Mla) {
+    append_mla_attention(k, m, y, tokens, sequence, chip, run);
+    k.push_back(vector("attn_residual", false, {"layer_input", "out_proj"}, {}, 3 * dy * a, 0, dy * a));
+    append_mlp(k, m, y, tokens, chip, "attn_residual");
+    return k;
+  }
   k.push_back(matmul("query_proj", false, {"attn_norm"}, d, q, tokens, m, chip));
   k.push_back(matmul("key_proj", false, {"attn_norm"}, d, kv, tokens, m, chip));
   k.push_back(matmul("value_proj", false, {"attn_norm"}, d, kv, tokens, m, chip));

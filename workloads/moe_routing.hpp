@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "workloads/grouped_matmul.hpp"
+
 namespace podsim {
 
 enum class RoutingKind {
@@ -58,6 +60,9 @@ struct MoeRouting {
   // the capacity dropped); false: buffers hold what is kept (dropless, uneven).
   bool pad_to_capacity = true;
   MoeDispatch dispatch = MoeDispatch::Grouped;
+  // Grouped dispatch under the kernels compute model: the grouped matmuls' tiles (MaxText's
+  // tile_batch_seq, tile_embed_dim, tile_mlp_dim).
+  GroupedMatmulTiling tiling;
 };
 
 // The loads of MoE layer `moe_layer` (0 = the first MoE layer) in sample `sample` (a step or a

@@ -7,6 +7,7 @@
 
 #include "workloads/block_kernels.hpp"
 #include "workloads/block_ops.hpp"
+#include "workloads/grouped_matmul.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_ops.hpp"
 #include "workloads/roofline.hpp"
@@ -77,8 +78,9 @@ double MoeTrainingBlocks::expert_forward_flops_per_chip() const {
 }
 
 int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
-                                 double passes, OpRole role, std::vector<int> after) {
+                                 ExpertPass pass, OpRole role, std::vector<int> after) {
   const ChipSpec& chip = topology_.chip;
+  const double passes = pass == ExpertPass::Backward ? 2.0 : 1.0;
   const double row_bytes = model_.d_model * model_.activation_bytes;
   auto seconds = [&](double rows) {
     // Every local expert's weights are read; each row goes in and out (twice backward).
@@ -90,12 +92,100 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
         rows / local_experts, mlp_weight_shapes(model_, model_.moe->expert_d_ff, layout_.tensor_degree), chip);
     return roofline_s(flops * padding, bytes, chip, plan_.matmul_efficiency);
   };
+  const bool grouped_kernels =
+      chip.compute_model == ComputeModel::Kernels && plan_.routing.dispatch == MoeDispatch::Grouped;
   std::vector<double> by_rank;
-  for (double rows : w.rows_per_rank) by_rank.push_back(seconds(rows));
+  for (int r = 0; r < static_cast<int>(w.rows_per_rank.size()); ++r)
+    by_rank.push_back(grouped_kernels ? grouped_expert_s(w, r, pass) : seconds(w.rows_per_rank[r]));
   layout_.moe.expert_compute_mean_s += std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
   layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
   return emit_expert_compute(b_, name, std::move(by_rank), passes * expert_forward_flops_per_chip(), expert_axes_,
                              std::move(after), block.layer, role);
+}
+
+// MaxText's sparse_matmul on one expert rank (layers/moe.py at 3eb77db3: permute :517-554,
+// sparse_matmul :771-1160, unpermute :556-589), each kernel its own roofline:
+//   - the source chip's permutation: its T tokens' k copies gathered into expert order
+//     (_sort_activations, a gather reading and writing T k rows of D), and back after the
+//     combine (T k rows of the scattered D/Y), then the weighted sum of each token's k outputs
+//     ("BKE,BK -> BE": T k rows read, T written); backward the same gathers (the custom sort
+//     VJP gathers by the inverse permutation) and the sum's gradients (dY read with the T k
+//     outputs, T k row gradients written);
+//   - with EP > 1 the received rows land in a buffer sized for the worst case,
+//     EP T min(E/EP, k) rows (:976-984, ragged_buffer_factor -1 at e591f30), which the local
+//     permutation gathers whole into local-expert order and back, and over which the grouped
+//     matmuls' lhs and the activation run (an elementwise op covers its whole array; the
+//     matmuls' tiles visit only the groups' rows);
+//   - the projections as grouped matmuls (grouped_matmul.hpp) over the rank's local experts'
+//     groups: up (tile_batch_seq, tile_embed_dim, tile_mlp_dim), down (tile_batch_seq,
+//     tile_mlp_dim, tile_embed_dim); backward each one's dY W^T (gmm) and X^T dY (tgmm);
+//   - the activation (silu(gate) x up): the up-projections read, one output written; backward
+//     those and dY read, their gradients written.
+double MoeTrainingBlocks::grouped_expert_s(const MoeLayerWork& w, int rank, ExpertPass pass) const {
+  const ChipSpec& chip = topology_.chip;
+  const MoeSpec& moe = *model_.moe;
+  const double eff = plan_.matmul_efficiency;
+  const double a = model_.activation_bytes;
+  const double y = layout_.tensor_degree;
+  const double d = model_.d_model, f = std::ceil(static_cast<double>(moe.expert_d_ff) / y);
+  const GroupedMatmulTiling& tiles = plan_.routing.tiling;
+  const int per_rank = moe.experts / std::max(1, w.ranks);
+  const bool padded = plan_.routing.spec.capacity_factor > 0 && plan_.routing.pad_to_capacity;
+  std::vector<double> groups;
+  for (int e = rank * per_rank; e < (rank + 1) * per_rank; ++e)
+    groups.push_back(padded ? static_cast<double>(w.loads.capacity) : static_cast<double>(w.loads.kept[e]));
+  const double tokens = layout_.tokens_per_microbatch;
+  const double k = moe.experts_per_token;
+  const double routed = tokens * k;   // the source chip's rows
+  const double ep = w.ranks;
+  const double buffer = ep > 1 ? ep * tokens * std::min<double>(per_rank, k) : w.rows_per_rank[rank];
+  const double m = std::max(buffer, w.rows_per_rank[rank]);
+  struct Product {
+    double k_dim, n_dim, tk, tn;
+  };
+  std::vector<Product> products;
+  for (int i = 0; i < (model_.gated_mlp ? 2 : 1); ++i) products.push_back({d, f, tiles.embed_dim, tiles.mlp_dim});
+  products.push_back({f, d, tiles.mlp_dim, tiles.embed_dim});
+  const bool forward = pass == ExpertPass::Forward;
+  const bool inputs = pass == ExpertPass::Backward || pass == ExpertPass::InputGradients;
+  const bool weights = pass == ExpertPass::Backward || pass == ExpertPass::WeightGradients;
+  double s = 0;
+  auto kernel = [&](double flops, double bytes) { s += roofline_s(flops, bytes, chip, eff); };
+  for (const Product& p : products) {
+    if (forward) {
+      const auto g = gmm_work(groups, m, p.k_dim, p.n_dim, tiles.batch_seq, p.tk, p.tn, a, chip);
+      kernel(g.mxu_flops, g.bytes);
+    }
+    if (inputs) {   // dY [m, N] @ W^T: contracts N (tile tk), writes K (tile tn)
+      const auto g = gmm_work(groups, m, p.n_dim, p.k_dim, tiles.batch_seq, p.tk, p.tn, a, chip);
+      kernel(g.mxu_flops, g.bytes);
+    }
+    if (weights) {
+      const auto g = tgmm_work(groups, p.k_dim, p.n_dim, tiles.batch_seq, p.tk, p.tn, a, chip);
+      kernel(g.mxu_flops, g.bytes);
+    }
+  }
+  // Weights kept in another dtype than the activations (fp32) are cast for the kernel
+  // (`kernel.astype(self.dtype)`, layers/moe.py:796): each pass that multiplies by them reads
+  // the rank's expert weights and writes them in bf16; the weight gradient is cast back.
+  if (model_.param_bytes != a) {
+    const double elements = per_rank * expert_params(model_) / y;
+    const double casts = (forward ? 1.0 : 0.0) + (inputs ? 1.0 : 0.0) + (weights ? 1.0 : 0.0);
+    kernel(0, casts * elements * (model_.param_bytes + a));
+  }
+  // The ZB-H1 W pass reads what the B pass left: the gathers and the activation go with B.
+  if (pass == ExpertPass::WeightGradients) return s;
+  const double ups = model_.gated_mlp ? 2.0 : 1.0;
+  kernel(0, (forward ? ups + 1 : 2 * ups + 1) * m * f * a);
+  const double out_d = d / y;
+  kernel(0, 2 * routed * d * a);                                    // permute (its gradient: the inverse gather)
+  kernel(0, 2 * routed * out_d * a);                                // unpermute
+  kernel(0, (forward ? routed + tokens : 2 * routed + tokens) * out_d * a);   // weighted sum of the k outputs
+  if (ep > 1) {
+    kernel(0, 2 * buffer * d * a);       // local permute of the received buffer
+    kernel(0, 2 * buffer * out_d * a);   // and back
+  }
+  return s;
 }
 
 int MoeTrainingBlocks::all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w,
@@ -138,7 +228,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward(const std::string& name, const
   const int placed = mask >= 0 ? mask : shared;
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, {placed}, OpRole::MoeDispatch);
   ops.expert_compute =
-      expert_op(name + ".experts", block, w, 1.0, role,
+      expert_op(name + ".experts", block, w, ExpertPass::Forward, role,
                 expert_inputs(name, block, {dispatch >= 0 ? dispatch : placed}, gather_after, gathered, &ops.expert_gather));
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   std::vector<int> done{combine >= 0 ? combine : ops.expert_compute};
@@ -167,7 +257,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward(const std::string& name, cons
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, inputs, OpRole::MoeCombine);
   // Split (ZB-H1): one pass of the two, dY W^T; the weight gradients wait for the W pass.
   const bool split = weight_fraction > 0;
-  ops.expert_compute = expert_op(name + ".experts", block, w, split ? 1.0 : 2.0, OpRole::Backward,
+  ops.expert_compute = expert_op(name + ".experts", block, w, split ? ExpertPass::InputGradients : ExpertPass::Backward, OpRole::Backward,
                                  expert_inputs(name, block, to_experts >= 0 ? std::vector<int>{to_experts} : inputs,
                                                gather_after, gathered, &ops.expert_gather));
   // The dispatch's mirror takes the input gradients home while the router and shared experts'
@@ -211,7 +301,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::forward_collective_matmul(const std::s
   const int dispatch = all_to_all(name + ".dispatch", block, w, false, placed, OpRole::MoeDispatch);
   Ops ops;
   placed.push_back(dispatch);
-  ops.expert_compute = expert_op(name + ".experts", block, w, 1.0, role,
+  ops.expert_compute = expert_op(name + ".experts", block, w, ExpertPass::Forward, role,
                                  expert_inputs(name, block, placed, gather_after, gathered, &ops.expert_gather));
   const int combine = all_to_all(name + ".combine", block, w, true, {ops.expert_compute}, OpRole::MoeCombine);
   // Einsum dispatch: the combine's einsum runs before the shared experts' out-projection.
@@ -248,7 +338,7 @@ MoeTrainingBlocks::Ops MoeTrainingBlocks::backward_collective_matmul(const std::
   const int to_experts = all_to_all(name + ".combine_grads", block, w, false, grads, OpRole::MoeCombine);
   Ops ops;
   ready.push_back(to_experts);
-  ops.expert_compute = expert_op(name + ".experts", block, w, weight_fraction > 0 ? 1.0 : 2.0, OpRole::Backward,
+  ops.expert_compute = expert_op(name + ".experts", block, w, weight_fraction > 0 ? ExpertPass::InputGradients : ExpertPass::Backward, OpRole::Backward,
                                  expert_inputs(name, block, ready, gather_after, gathered, &ops.expert_gather));
   const int home = all_to_all(name + ".dispatch_grads", block, w, true, {ops.expert_compute}, OpRole::MoeDispatch);
   std::vector<int> tail{ops.expert_compute};
@@ -305,7 +395,7 @@ MoeTrainingBlocks::WeightOps MoeTrainingBlocks::weight_gradients(const std::stri
                                                                   double weight_fraction) {
   const MoeLayerWork& w = work(block.moe_layer, microbatch);
   WeightOps ops;
-  ops.experts = expert_op(name + ".experts", block, w, 1.0, OpRole::Backward, std::move(after));
+  ops.experts = expert_op(name + ".experts", block, w, ExpertPass::WeightGradients, OpRole::Backward, std::move(after));
   ops.router_shared = b_.compute(name + ".router_shared", block.backward_s * weight_fraction,
                                  2 * block.forward_flops_per_chip * weight_fraction, {ops.experts}, block.layer,
                                  OpRole::Backward);

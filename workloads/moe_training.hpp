@@ -81,9 +81,15 @@ class MoeTrainingBlocks {
 
  private:
   const MoeLayerWork& work(int moe_layer, int microbatch);
-  // `passes` matmul passes over the rows (forward 1; backward 2: input and weight gradients).
-  int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, double passes, OpRole role,
+  // Which of the experts' products a pass runs: the forward, the whole backward (input and
+  // weight gradients), or ZB-H1's B (input gradients) and W (weight gradients) apart.
+  enum class ExpertPass { Forward, Backward, InputGradients, WeightGradients };
+  int expert_op(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, ExpertPass pass, OpRole role,
                 std::vector<int> after);
+  // Under the kernels compute model with grouped dispatch: what rank `rank`'s experts cost in
+  // `pass` as MaxText's sparse_matmul runs them (grouped_matmul.hpp: each projection's tiles,
+  // the activation, the permutation gathers and the weighted sum).
+  double grouped_expert_s(const MoeLayerWork& w, int rank, ExpertPass pass) const;
   int all_to_all(const std::string& name, const TrainingBlock& block, const MoeLayerWork& w, bool transposed,
                  std::vector<int> after, OpRole role);
   int tensor_collective(const std::string& name, const TrainingBlock& block, CollectiveKind kind, std::vector<int> after);

@@ -101,6 +101,19 @@ MoeRouting parse_routing(const Field& field, const TransformerSpec& model, bool 
   }
 
   read_expert_buffers(reader, moe, training, routing);
+  // MaxText's tiles for its grouped matmuls (base.yml:175-178 at 3eb77db3), priced by the
+  // kernels compute model; the einsum dispatch has no grouped matmul to tile.
+  for (const char* key : {"tile_batch_seq", "tile_embed_dim", "tile_mlp_dim"}) {
+    const auto value = reader.optional(key);
+    if (!value) continue;
+    if (routing.dispatch == MoeDispatch::Einsum)
+      fail(*value, std::string("tiles the grouped matmuls of dispatch: grouped (MaxText's sparse_matmul); expected no ") +
+                       key + " with dispatch: einsum");
+    const double tile = static_cast<double>(read_integer(*value, 1, 1 << 20));
+    GroupedMatmulTiling& t = routing.tiling;
+    (std::string(key) == "tile_batch_seq" ? t.batch_seq : std::string(key) == "tile_embed_dim" ? t.embed_dim : t.mlp_dim) =
+        tile;
+  }
   if (auto seed = reader.optional("seed")) spec.seed = static_cast<uint64_t>(read_integer(*seed, 0, INT64_MAX));
   return routing;
 }
