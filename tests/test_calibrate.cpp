@@ -159,6 +159,14 @@ TEST_CASE("bad measurement files get located errors", "[calibrate]") {
       {"a number beyond any measurement",
        "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", field: mfu, measured: 1e300}\n",
        "measurements[0].measured", "between 1e-12 and 1e15"},
+      // A number with a unit after it was read as the number (\"251.04 ms\" for a rate: 251.04).
+      {"a number followed by text",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", field: mfu, measured: \"251.04 ms\"}\n",
+       "measurements[0].measured", "expected a number"},
+      // A statistic of a time distribution is a time: it needs its unit.
+      {"a time statistic without a unit",
+       "version: 1\nmeasurements:\n  - {name: a, scenario: " + scenario + ", field: ttft_s.mean, measured: \"0.25\"}\n",
+       "measurements[0].measured", "unit"},
       {"empty list", "version: 1\nmeasurements: []\n", "measurements", "non-empty"},
       {"wrong version", "version: 2\nmeasurements: []\n", "version", "expected 1"}};
   for (const auto& c : cases) {

@@ -32,7 +32,7 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
     profiles.insert(m.profile);
   }
   CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
-  CHECK(file.measurements.size() == 28);   // 25 training steps, C1's psum, P1's decode step, S2's serving run
+  CHECK(file.measurements.size() == 34);   // 25 training steps, C1's psum, P1's decode step, S2's serving run, V6-S1's six
   // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
   // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
   // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
@@ -45,4 +45,6 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
   CHECK(step_s.at("P1") == Approx(4.7e-3));
   // A rate (a field ending in _per_s) is a number, not a time.
   CHECK(step_s.at("S2") == 3663);
+  CHECK(step_s.at("V6-S1-64-ttft") == Approx(251.04e-3));
+  CHECK(step_s.at("V6-S1-128-tput") == Approx(3544.46));
 }

@@ -541,3 +541,124 @@ workload:
             .config.servers == 2);
   require_error(replaced_in(base, "policy: mixed", "policy: continuous"), "workload.preemption", "swap", "  preemption:");
 }
+
+TEST_CASE("async scheduling: a request sent while a step runs joins the step after next, one step later than "
+          "without it",
+          "[serving][mixed][async]") {
+  // A step costs 10 ms + 10 us a token. A's prompt (10 tokens) is step 1, [0, 10.1 ms]; its
+  // first decode token step 2, [10.1, 20.11 ms]. B is sent at 15 ms, while step 2 runs.
+  const std::vector<Request> requests = {{0, 0.0, 10, 100}, {1, 0.015, 10, 2}};
+  ServingConfig config = mixed(64, 8, 1000);
+  const double step1 = 0.01 + 10e-5, decode = 0.01 + 1e-5, with_b = 0.01 + 11e-5;
+  SECTION("synchronous: B joins the next step, which starts when step 2 ends") {
+    const auto run = simulate_serving(requests, config, linear_costs());
+    CHECK(run.requests[1].prefill_start_s == Approx(step1 + decode).epsilon(1e-12));
+    CHECK(run.requests[1].first_token_s == Approx(step1 + decode + with_b).epsilon(1e-12));
+  }
+  SECTION("async: step 3 was scheduled when step 2 started, before B was sent: B joins step 4") {
+    config.async_scheduling = true;
+    const auto run = simulate_serving(requests, config, linear_costs());
+    CHECK(run.steps[2].tokens == 1);   // step 3: A's decode token alone
+    CHECK(run.requests[1].prefill_start_s == Approx(step1 + 2 * decode).epsilon(1e-12));
+    CHECK(run.requests[1].first_token_s == Approx(step1 + 2 * decode + with_b).epsilon(1e-12));
+    // Exactly one step (step 3) later than without async scheduling.
+    CHECK(run.requests[1].ttft_s() - (step1 + decode + with_b - 0.015) == Approx(decode).epsilon(1e-9));
+  }
+  SECTION("async, idle server: a request sent to an idle server starts at once") {
+    config.async_scheduling = true;
+    const auto run = simulate_serving({{0, 0.0, 10, 2}, {1, 1.0, 10, 2}}, config, linear_costs());
+    CHECK(run.requests[1].prefill_start_s == 1.0);
+  }
+}
+
+TEST_CASE("host overhead: a step lasts device + host, or max(device, host) under async scheduling",
+          "[serving][mixed][host]") {
+  // One request: its 10-token prompt, then two decode tokens: three steps of one sequence.
+  const std::vector<Request> one = {{0, 0.0, 10, 3}};
+  ServingConfig config = mixed(64, 8, 1000);
+  config.host_overhead_per_step_s = 0.002;
+  config.host_overhead_per_sequence_s = 0.001;
+  const double host = 0.002 + 0.001 * 1;
+  const double device[] = {0.01 + 10e-5, 0.01 + 1e-5, 0.01 + 1e-5};
+  SECTION("synchronous") {
+    const auto run = simulate_serving(one, config, linear_costs());
+    REQUIRE(run.steps.size() == 3);
+    for (int i = 0; i < 3; ++i)
+      CHECK(run.steps[i].end_s - run.steps[i].start_s == Approx(device[i] + host).epsilon(1e-12));
+  }
+  SECTION("async: the host's work hides behind the device's until it is the longer") {
+    config.async_scheduling = true;
+    auto run = simulate_serving(one, config, linear_costs());
+    for (int i = 0; i < 3; ++i) CHECK(run.steps[i].end_s - run.steps[i].start_s == Approx(device[i]).epsilon(1e-12));
+    config.host_overhead_per_step_s = 0.02;
+    run = simulate_serving(one, config, linear_costs());
+    for (int i = 0; i < 3; ++i) CHECK(run.steps[i].end_s - run.steps[i].start_s == Approx(0.021).epsilon(1e-12));
+  }
+  SECTION("policy jetstream: every prefill and generate step carries it, per sequence in the step") {
+    ServingConfig js;
+    js.policy = BatchingPolicy::JetStream;
+    js.slots = 4;
+    js.buckets = {16};
+    js.host_overhead_per_step_s = 0.002;
+    js.host_overhead_per_sequence_s = 0.001;
+    StepCosts costs = linear_costs();
+    costs.prefill_s = [](int, int, int) { return 0.005; };
+    costs.decode_s = [](int, double) { return 0.01; };
+    // Two prompts at 0: prefill A, generate A, prefill B, then generate A and B together.
+    const auto run = simulate_serving({{0, 0.0, 10, 3}, {1, 0.0, 10, 3}}, js, costs);
+    REQUIRE(run.steps.size() >= 4);
+    CHECK(run.steps[0].end_s - run.steps[0].start_s == Approx(0.005 + 0.003));
+    CHECK(run.steps[1].end_s - run.steps[1].start_s == Approx(0.01 + 0.003));
+    CHECK(run.steps[3].batch == 2);
+    CHECK(run.steps[3].end_s - run.steps[3].start_s == Approx(0.01 + 0.002 + 0.002));
+  }
+}
+
+TEST_CASE("policy mixed: vLLM's TPU defaults, max_model_len and async scheduling from a scenario",
+          "[serving][mixed][scenario]") {
+  using podsim_test::replaced_in;
+  using podsim_test::require_error;
+  const std::string base = R"(version: 1
+hardware: {preset: v6e}
+topology: {mesh: {X: 2, Y: 4}}
+workload:
+  kind: serving
+  model: llama3-70b
+  policy: mixed
+  max_num_batched_tokens: 512
+  requests:
+    random: {count: 10, input_len: 1000, output_len: 1000}
+)";
+  auto config = [](const std::string& text) {
+    return load_scenario_text(text, podsim_test::kScenarioFile).serving().config;
+  };
+  // vLLM sets max_num_seqs to min(256, max_num_batched_tokens) when it is not given.
+  CHECK(config(base).max_num_seqs == 256);
+  CHECK(config(replaced_in(base, "max_num_batched_tokens: 512", "max_num_batched_tokens: 128")).max_num_seqs == 128);
+  CHECK(config(base).block_size == 16);
+  CHECK_FALSE(config(base).async_scheduling);
+  // The page tpu-inference's Pallas backend takes: max_model_len / 16 rounded up to a power of
+  // two, within [16, 256]; 16 above 8192 tokens. A given block_size wins.
+  const auto with_len = [&](const char* len) {
+    return replaced_in(base, "max_num_batched_tokens: 512", std::string("max_num_batched_tokens: 512\n  max_model_len: ") + len);
+  };
+  CHECK(config(with_len("2048")).block_size == 2048 / 16);
+  CHECK(config(with_len("2000")).block_size == 2048 / 16);
+  CHECK(config(with_len("8192")).block_size == 256);
+  CHECK(config(with_len("9216")).block_size == 16);
+  CHECK(config(replaced_in(with_len("2048"), "  max_model_len: 2048", "  max_model_len: 2048\n  block_size: 32")).block_size == 32);
+  CHECK(config(replaced_in(base, "max_num_batched_tokens: 512", "max_num_batched_tokens: 512\n  async_scheduling: true"))
+            .async_scheduling);
+  // vLLM refuses a request longer than max_model_len: the key is named.
+  require_error(with_len("1500"), "workload.max_model_len", "1500", "  max_model_len:");
+  // vLLM's keys under another policy; a host overhead below zero.
+  const std::string continuous = replaced_in(replaced_in(base, "policy: mixed", "policy: continuous"),
+                                             "max_num_batched_tokens: 512", "async_scheduling: true");
+  require_error(continuous, "workload.async_scheduling", "true", "  async_scheduling:");
+  require_error(replaced_in(base, "max_num_batched_tokens: 512", "host_overhead_per_step: \"-2 ms\""),
+                "workload.host_overhead_per_step", "-2 ms", "  host_overhead_per_step:");
+  const auto host = config(replaced_in(base, "max_num_batched_tokens: 512",
+                                       "host_overhead_per_step: \"2 ms\"\n  host_overhead_per_sequence: \"50 us\""));
+  CHECK(host.host_overhead_per_step_s == Approx(2e-3));
+  CHECK(host.host_overhead_s(10) == Approx(2e-3 + 10 * 50e-6));
+}

@@ -91,6 +91,8 @@ struct Server {
   std::vector<std::pair<int, int>> scheduled;
   long long host_blocks = 0;      // swap: blocks its swapped sequences hold in host memory
   long long swap_tokens = 0;      // swap: tokens the step being scheduled copies out or in
+  double step_start_s = -1;       // mixed: its latest step's start and end (async scheduling)
+  double step_end_s = -1;
 };
 
 // A request between its arrival and the moment its record is passed on.
@@ -314,7 +316,8 @@ class Simulation {
       }
     }
     const int batch = static_cast<int>(server.prefilling.size());
-    const double d = costs_at(s, prefill_pool).prefill_s(batch, chunk, offset);
+    // The host's work between device steps (ServingConfig::host_overhead_s) adds to the step.
+    const double d = costs_at(s, prefill_pool).prefill_s(batch, chunk, offset) + config_.host_overhead_s(batch);
     server.members = server.prefilling;
     begin(server, s, prefill_pool, StepKind::Prefill, d, batch, static_cast<double>(batch) * chunk);
     totals_.prefill_busy_s += d;
@@ -326,7 +329,8 @@ class Simulation {
     const auto& batch = config_.policy == BatchingPolicy::Static ? server.static_batch : server.active;
     double context = 0;
     for (int r : batch) context += live_[r].record.request.prompt_tokens + live_[r].generated;
-    const double d = costs_at(s, false).decode_s(static_cast<int>(batch.size()), context);
+    const double d = costs_at(s, false).decode_s(static_cast<int>(batch.size()), context) +
+                     config_.host_overhead_s(static_cast<int>(batch.size()));
     server.members = server.active;
     begin(server, s, false, StepKind::Decode, d, static_cast<int>(batch.size()),
           static_cast<double>(server.active.size()));
@@ -450,24 +454,15 @@ class Simulation {
     p.computed = 0;
   }
 
-  void start_mixed(Server& server, int s) {
-    long long budget = config_.max_num_batched_tokens;
-    server.scheduled.clear();
-    server.swap_tokens = 0;
-    const long long preemptions = totals_.preemptions;
-    for (size_t i = 0; i < server.running.size() && budget > 0; ++i) {
-      const int r = server.running[i];
-      const long long n = std::min(live_[r].pending() + drafts(live_[r]), budget);
-      if (!grow_or_preempt(server, r, n)) break;
-      server.scheduled.emplace_back(r, static_cast<int>(n));
-      budget -= n;
-    }
-    // Waiting prompts join only in a step that preempted nothing.
+  // Waiting prompts' chunks, in arrival order, while the budget and max_num_seqs allow, of
+  // requests sent by `cutoff_s` (strictly before it if `strict`).
+  void admit_waiting(Server& server, long long& budget, double cutoff_s, bool strict) {
     std::deque<int>& waiting = queue_of(server);
-    while (totals_.preemptions == preemptions && !waiting.empty() && budget > 0 &&
-           static_cast<int>(server.running.size()) < config_.max_num_seqs) {
+    while (!waiting.empty() && budget > 0 && static_cast<int>(server.running.size()) < config_.max_num_seqs) {
       const int r = waiting.front();
       Live& l = live_[r];
+      const double sent = l.record.request.arrival_s;
+      if (strict ? sent >= cutoff_s : sent > cutoff_s) break;
       // vLLM looks every new or recomputed request up in the prefix cache, prefix or not.
       const bool lookup = config_.prefix_caching && l.computed == 0;
       const long long hit = use_prefix(server, l);
@@ -488,6 +483,29 @@ class Simulation {
       server.running.push_back(r);
       server.scheduled.emplace_back(r, static_cast<int>(n));
       budget -= n;
+    }
+  }
+
+  void start_mixed(Server& server, int s) {
+    long long budget = config_.max_num_batched_tokens;
+    server.scheduled.clear();
+    server.swap_tokens = 0;
+    const long long preemptions = totals_.preemptions;
+    for (size_t i = 0; i < server.running.size() && budget > 0; ++i) {
+      const int r = server.running[i];
+      const long long n = std::min(live_[r].pending() + drafts(live_[r]), budget);
+      if (!grow_or_preempt(server, r, n)) break;
+      server.scheduled.emplace_back(r, static_cast<int>(n));
+      budget -= n;
+    }
+    // Waiting prompts join only in a step that preempted nothing. Under async scheduling a step
+    // that follows another at once was scheduled when that one started: only requests sent
+    // before then join it (a request sent at that very moment was sent after the engine read its
+    // queue: it answers a token the step before produced). An idle server schedules at once.
+    const bool ahead = config_.async_scheduling && server.step_end_s == now_ && server.step_start_s >= 0;
+    if (totals_.preemptions == preemptions) {
+      admit_waiting(server, budget, ahead ? server.step_start_s : now_, ahead);
+      if (ahead && server.scheduled.empty()) admit_waiting(server, budget, now_, false);
     }
     if (server.scheduled.empty()) return;
     StepShape shape;
@@ -510,8 +528,12 @@ class Simulation {
     totals_.swap_s += swap;
     const double draft = draft_passes_s(shape, server, s);
     totals_.spec_draft_s += draft;
-    const double d = costs_at(s, false).mixed_s(shape) + swap + draft;
+    const double device = costs_at(s, false).mixed_s(shape) + swap + draft;
+    const double host = config_.host_overhead_s(static_cast<int>(server.scheduled.size()));
+    const double d = config_.async_scheduling ? std::max(device, host) : device + host;
     server.busy = true;
+    server.step_start_s = now_;
+    server.step_end_s = now_ + d;
     server.step = StepKind::Mixed;
     StepRecord record{StepKind::Mixed, false, s, now_, now_ + d, static_cast<int>(server.scheduled.size()), shape.tokens};
     record.kv_blocks_used = server.cache.in_use();   // held or pinned, as the summary counts them

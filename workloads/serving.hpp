@@ -89,6 +89,21 @@ struct ServingConfig {
   SpeculativeDecoding speculative;
   Preemption preemption = Preemption::Recompute;
   long long swap_blocks = 0;   // swap: blocks a server's host holds (vLLM's swap_space)
+  // The serving process's own work for each step, beside the device's (any policy): scheduling,
+  // building the step's input arrays and copying them to the device, dispatching the compiled
+  // step and reading the sampled tokens back (per step), and each sequence's bookkeeping,
+  // detokenisation and streaming of its token (per sequence in the step). Without
+  // async_scheduling it runs between device steps: a step lasts device + host.
+  double host_overhead_per_step_s = 0;
+  double host_overhead_per_sequence_s = 0;
+  // vLLM's --async-scheduling (policy mixed; vllm/v1/engine/core.py, step_with_batch_queue with a
+  // batch queue of two): the engine schedules step k + 1 while step k runs on the device, so the
+  // host's work overlaps the device's (a step lasts max(device, host)), and step k + 1's batch is
+  // decided when step k starts: a request that arrives after that joins step k + 2 at the earliest.
+  bool async_scheduling = false;
+  double host_overhead_s(int sequences) const {
+    return host_overhead_per_step_s + host_overhead_per_sequence_s * sequences;
+  }
 };
 
 // A prompt's chunks as prefilled: each padded length, in order.

@@ -66,7 +66,15 @@ Json serving_workload(const SummaryInputs& in) {
                    {"hbm_slots", w.hbm_slots},
                    {"metric_percentiles", w.metric_percentiles}};
   if (w.config.max_concurrency > 0) workload["max_concurrency"] = w.config.max_concurrency;
+  if (w.config.host_overhead_per_step_s > 0 || w.config.host_overhead_per_sequence_s > 0) {
+    workload["host_overhead_per_step_s"] = w.config.host_overhead_per_step_s;
+    workload["host_overhead_per_sequence_s"] = w.config.host_overhead_per_sequence_s;
+  }
   if (w.config.policy == BatchingPolicy::Mixed) {
+    workload["max_num_batched_tokens"] = w.config.max_num_batched_tokens;
+    workload["max_num_seqs"] = w.config.max_num_seqs;
+    if (w.max_model_len > 0) workload["max_model_len"] = w.max_model_len;
+    workload["async_scheduling"] = w.config.async_scheduling;
     workload["router"] = to_string(w.config.router);
     workload["preemption"] = to_string(w.config.preemption);
     if (w.config.preemption == Preemption::Swap) workload["swap_blocks"] = w.config.swap_blocks;

@@ -110,7 +110,10 @@ double read_measured(const std::string& path, const YAML::Node& entry, const std
   const bool time = is_time_field(field);
   double value = 0;
   try {
-    value = time ? parse_time_s(measured) : std::stod(measured);
+    size_t used = 0;
+    value = time ? parse_time_s(measured) : std::stod(measured, &used);
+    // stod stops at the first character it cannot read: "251 ms" for a number is refused, not 251.
+    if (!time && measured.find_first_not_of(" \t", used) != std::string::npos) throw std::invalid_argument(measured);
   } catch (const std::exception&) {
     const bool negative = measured.find_first_not_of(" \t") != std::string::npos &&
                           measured[measured.find_first_not_of(" \t")] == '-';
@@ -213,7 +216,13 @@ Measurement read_measurement(const std::string& path, const YAML::Node& entry, s
 
 }  // namespace
 
-bool is_time_field(const std::string& field) { return field.ends_with("_s") && !field.ends_with("_per_s"); }
+bool is_time_field(const std::string& field) {
+  // A statistic of a time distribution (ttft_s.mean, tpot_s.p99) is a time too.
+  const size_t stat = field.rfind("_s.");
+  const std::string_view quantity =
+      stat == std::string::npos ? std::string_view(field) : std::string_view(field).substr(0, stat + 2);
+  return quantity.ends_with("_s") && !quantity.ends_with("_per_s");
+}
 
 std::vector<std::string> MeasurementFile::profile_names() const {
   std::vector<std::string> names;

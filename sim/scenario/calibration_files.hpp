@@ -27,9 +27,9 @@ struct PublishedFigure {
   SourceLocation where;      // its key, for errors found when the scenario loads
 };
 
-// Whether a summary field a measurement names is a time (it ends in _s; a rate such as
-// output_token_throughput_per_s ends in _per_s and is a number): its measured value is read,
-// and printed, as one.
+// Whether a summary field a measurement names is a time (it ends in _s, or is a statistic of
+// one, ttft_s.mean; a rate such as output_token_throughput_per_s ends in _per_s and is a
+// number): its measured value is read, and printed, as one.
 bool is_time_field(const std::string& field);
 
 struct Measurement {

@@ -93,6 +93,7 @@ struct ServingWorkload {
   double request_rate_per_s = 0;
   std::string request_rate_key;
   int max_context = 0;               // longest padded prompt + output: what a slot must hold
+  int max_model_len = 0;             // policy mixed: vLLM's max_model_len when given (0: not given)
   int hbm_slots = 0;                 // sequences of max_context that fit beside the weights
   // The percentiles each latency distribution reports (vLLM's --metric-percentiles).
   std::vector<double> metric_percentiles = {50, 90, 99};

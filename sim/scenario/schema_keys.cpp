@@ -52,7 +52,7 @@ std::vector<KeyTable> make_tables() {
       {M::WorkloadServing, "workload_serving", "workload (kind: serving)",
        {"kind", "model", "weights", "kv_cache", "compute", "efficiency", "prefill_efficiency", "attention_flops",
         "parallelism", "policy", "servers", "max_batch", "prefill_batch", "prompt_buckets", "requests", "prefill",
-        "collective_matmul", "slo", "metric_percentiles", "routing", "max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative", "preemption", "swap_space"}},
+        "collective_matmul", "slo", "metric_percentiles", "routing", "max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative", "preemption", "swap_space", "max_model_len", "async_scheduling", "host_overhead_per_step", "host_overhead_per_sequence"}},
       {M::Operation, "operation", "workload.operations[i]",
        {"name", "kind", "axes", "dcn", "dcn_algorithm", "bytes", "array", "sharding", "bidirectional", "repeat",
         "after"}},

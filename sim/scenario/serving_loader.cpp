@@ -358,6 +358,47 @@ void require_weights_fit(const Field& model_field, const ServingWorkload& w, dou
                         (narrower.empty() ? std::string() : ", or narrower weights (" + narrower + ")"));
 }
 
+// The KV cache page tpu-inference's Pallas backend takes for a max_model_len (vLLM
+// v1/attention/backends/pallas.py, PallasAttentionBackend.get_page_size): max_model_len split
+// into 16 pages, a power of two in [16, 256], and 16 above 8192 tokens.
+int tpu_page_size(int max_model_len) {
+  if (max_model_len > 8192) return 16;
+  int pow2 = 1;
+  while (pow2 < max_model_len) pow2 *= 2;
+  return std::clamp(pow2 / 16, 16, 256);
+}
+
+// vLLM's scheduler limits and KV cache page from a policy mixed workload: its defaults for
+// `vllm serve` on a TPU (EngineArgs._set_default_args; docs/modelling.md, "vLLM on TPU"): a
+// budget of 2048 tokens and min(256, budget) sequences; blocks of 16 tokens, or with
+// max_model_len the page tpu-inference's Pallas backend picks for it.
+void read_vllm_limits(const MapReader& reader, ServingWorkload& w) {
+  ServingConfig& c = w.config;
+  c.max_num_batched_tokens = 2048;
+  c.block_size = 16;
+  const auto budget = reader.optional("max_num_batched_tokens");
+  if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
+  c.max_num_seqs = std::min(256, c.max_num_batched_tokens);
+  if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
+  if (auto f = reader.optional("max_model_len")) {
+    w.max_model_len = read_int(*f, 1, kMaxTokens);
+    c.block_size = tpu_page_size(w.max_model_len);
+  }
+  if (auto f = reader.optional("async_scheduling")) c.async_scheduling = read_bool(*f);
+  if (auto f = reader.optional("block_size")) {
+    c.block_size = read_int(*f, 1, 1 << 20);
+    // Paged attention kernels tile a sequence's blocks in powers of two: vLLM's TPU (Pallas)
+    // backend picks pages of 16 to 256 tokens, its GPU block sizes are 1, 8, 16, 32, 64, 128.
+    if ((c.block_size & (c.block_size - 1)) != 0)
+      fail(*f, "a block of " + std::to_string(c.block_size) + " tokens does not divide the paged attention kernel's "
+               "power-of-two tiles; expected a power of two (vLLM's TPU backend uses 16 to 256)");
+  }
+  if (c.max_num_batched_tokens < c.max_num_seqs)
+    fail(budget.value_or(reader.required("policy")),
+         "max_num_batched_tokens " + std::to_string(c.max_num_batched_tokens) + " is below max_num_seqs " +
+             std::to_string(c.max_num_seqs) + "; expected at least one token a running sequence (as vLLM requires)");
+}
+
 // Policy mixed (vLLM v1's scheduler, workloads/serving.hpp): the token budget, the running
 // sequences, and the paged KV cache HBM holds beside the weights.
 void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& w) {
@@ -373,20 +414,7 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
                                          std::to_string(w.model.kv_heads) + " KV heads do not cover the model axes' " +
                                          std::to_string(model_parallel_degree(w.generate, server)) +
                                          " chips; expected fewer model-parallel chips");
-  // vLLM's defaults (EngineArgs): 256 sequences, blocks of 16 tokens, and a budget of 2048
-  // tokens for an OpenAI-compatible server.
-  c.max_num_seqs = 256;
-  c.max_num_batched_tokens = 2048;
-  c.block_size = 16;
-  if (auto f = reader.optional("max_num_seqs")) c.max_num_seqs = read_int(*f, 1, kMaxRequests);
-  if (auto f = reader.optional("block_size")) {
-    c.block_size = read_int(*f, 1, 1 << 20);
-    // Paged attention kernels tile a sequence's blocks in powers of two: vLLM's TPU (Pallas)
-    // backend picks pages of 16 to 256 tokens, its GPU block sizes are 1, 8, 16, 32, 64, 128.
-    if ((c.block_size & (c.block_size - 1)) != 0)
-      fail(*f, "a block of " + std::to_string(c.block_size) + " tokens does not divide the paged attention kernel's "
-               "power-of-two tiles; expected a power of two (vLLM's TPU backend uses 16 to 256)");
-  }
+  read_vllm_limits(reader, w);
   if (auto f = reader.optional("prefix_caching")) c.prefix_caching = read_bool(*f);
   if (auto f = reader.optional("speculative")) parse_speculative(*f, w);
   const auto preemption = reader.optional("preemption");
@@ -397,12 +425,6 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
     fail(*swap_space, "applies to preemption: swap; expected preemption: swap beside it");
   if (auto f = reader.optional("router"))
     c.router = read_choice(*f, router_names());
-  const auto budget = reader.optional("max_num_batched_tokens");
-  if (budget) c.max_num_batched_tokens = read_int(*budget, 1, kMaxTokens);
-  if (c.max_num_batched_tokens < c.max_num_seqs)
-    fail(budget.value_or(reader.required("policy")),
-         "max_num_batched_tokens " + std::to_string(c.max_num_batched_tokens) + " is below max_num_seqs " +
-             std::to_string(c.max_num_seqs) + "; expected at least one token a running sequence (as vLLM requires)");
   // A draft model's weights and KV cache share HBM: its cache paged in the same blocks.
   double weights = server_weight_bytes(w.model, w.generate, server);
   if (w.draft_model) {
@@ -426,6 +448,12 @@ void parse_mixed(const MapReader& reader, double kv_per_token, ServingWorkload& 
   c.slots = c.max_num_seqs;
   long long longest = 0;
   for (const auto& r : w.requests) longest = std::max<long long>(longest, static_cast<long long>(r.prompt_tokens) + r.output_tokens);
+  // vLLM refuses a request whose prompt and max_tokens exceed max_model_len (the benchmark
+  // counts it failed); a run of such requests would measure another workload.
+  if (w.max_model_len > 0 && longest > w.max_model_len)
+    fail(reader.required("max_model_len"), "a request of " + std::to_string(longest) + " tokens (prompt and output) is longer than " +
+                             "max_model_len " + std::to_string(w.max_model_len) +
+                             ", which vLLM refuses; expected max_model_len of at least " + std::to_string(longest));
   if (w.draft_model && longest > w.draft_model->max_sequence_length)
     fail(reader.required("speculative"), "a request of " + std::to_string(longest) + " tokens is longer than the draft " +
                                              w.draft_model->name + "'s max_sequence_length of " +
@@ -604,10 +632,20 @@ ServingWorkload parse_serving(const MapReader& reader, const TopologySpec& topol
       fail(*prefill_batch, "more than the " + std::to_string(c.slots) + " decode slots; expected at most that");
   }
 
+  // The serving process's work per step (ServingConfig::host_overhead_s), any policy.
+  auto host_time = [&](const char* key, double& target) {
+    if (auto value = reader.optional(key)) {
+      target = read_quantity(*value, parse_time_s);
+      if (!(target >= 0 && target < 3600)) fail(*value, "expected a time of at least 0 (and under an hour), e.g. \"2 ms\"");
+    }
+  };
+  host_time("host_overhead_per_step", c.host_overhead_per_step_s);
+  host_time("host_overhead_per_sequence", c.host_overhead_per_sequence_s);
+
   if (c.policy == BatchingPolicy::Mixed) parse_mixed(reader, kv_per_token, w);
   else
     for (const char* key : {"max_num_batched_tokens", "max_num_seqs", "block_size", "prefix_caching", "router", "speculative", "preemption",
-                             "swap_space"})
+                             "swap_space", "max_model_len", "async_scheduling"})
       if (auto field = reader.optional(key))
         fail(*field, std::string("applies to policy mixed (vLLM's scheduler); policy ") + to_string(c.policy) +
                          " batches by max_batch and prefill_batch");
