@@ -176,6 +176,12 @@ void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<S
                              " mxu_padding, but row '" + first.name + "' (line " + std::to_string(first.where.line) +
                              ") runs " + std::string(to_string(b.compute_model)) + (b.mxu_padding ? " with" : " without") +
                              "; expected one compute model and padding per profile");
+      if (a.antipodal_split != b.antipodal_split)
+        throw InputError(m.where, "scenario", m.scenario_path,
+                         "row '" + m.name + "' of profile " + m.profile + " runs antipodal_split " +
+                             (a.antipodal_split ? "true" : "false") + ", but row '" + first.name + "' (line " +
+                             std::to_string(first.where.line) + ") runs " + (b.antipodal_split ? "true" : "false") +
+                             "; expected one ring schedule per profile");
       break;
     }
   }
@@ -368,6 +374,7 @@ void assemble(CalibrationResult& result, const JointFitProblem& problem, const s
         profile.chip = problem.scenarios[i].topology.chip.name;
         profile.compute_model = problem.scenarios[i].topology.chip.compute_model;
         profile.mxu_padding = problem.scenarios[i].topology.chip.mxu_padding;
+        profile.antipodal_split = problem.scenarios[i].topology.chip.antipodal_split;
       }
       profile.rows.push_back(i);
       rows.push_back(&result.rows[i]);
@@ -392,10 +399,11 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   const std::vector<HopModel> models = options.hop_model ? std::vector<HopModel>{*options.hop_model}
                                                          : std::vector<HopModel>{HopModel::Floor, HopModel::Additive};
   std::optional<JointFit> best;
+  PredictionMemo memo;   // every prediction simulated, for the refits from the same candidates
   for (HopModel model : models) {
     if (options.progress) options.progress(std::string("fitting under the ") + std::string(to_string(model)) + " hop model");
     problem.hop_model = model;
-    JointFitter fitter(problem, result.simulations);
+    JointFitter fitter(problem, result.simulations, &memo);
     JointFit fit = fitter.fit(fitter.start(), all);
     if (!best || fit.cost < best->cost) {
       best = fit;
@@ -403,7 +411,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
     }
   }
   problem.hop_model = result.hop_model;
-  JointFitter fitter(problem, result.simulations);
+  JointFitter fitter(problem, result.simulations, &memo);
   auto parameters = fitter.at(best->u);
   fitter.standard_deviations(*best, all.size(), parameters);
   for (size_t i = 0; i < all.size(); ++i) result.rows[i].fitted_predicted = result.rows[i].measured * (1 + best->residuals[i]);
