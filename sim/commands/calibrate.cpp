@@ -239,10 +239,13 @@ void check_parameter_names(const CalibrationOptions& options) {
   };
   check(options.fit, "--fit");
   check(options.shared, "--shared");
+  // A --fit parameter may be fixed for one profile (PROFILE:NAME=VALUE): a generation no row of
+  // which measures it keeps a value from elsewhere while the others are fitted.
   for (const auto& f : options.fixed)
-    if (named(options.fit, f.name) || named(options.shared, f.name))
+    if ((named(options.fit, f.name) && f.profile.empty()) || named(options.shared, f.name))
       throw InputError({"command line", 0, 0}, "--fix", f.name,
-                       "both fixed and fitted (--fit or --shared); expected it in one of them");
+                       "both fixed and fitted (--fit or --shared); expected it in one of them (a --fit parameter "
+                       "may be fixed for one profile: PROFILE:NAME=VALUE)");
   for (const auto& f : options.start)
     if (!named(options.fit, f.name) && !named(options.shared, f.name))
       throw InputError({"command line", 0, 0}, "--start", f.name,
@@ -284,10 +287,12 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
         if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p])) {
           q.value = f.value;
           q.fixed = true;
+          q.fitted = false;   // a --fit parameter fixed for this profile: no coordinate here
         }
       // --start: where the fit starts instead (a shared parameter's from any profile's entry).
       for (const auto& f : options.start)
-        if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p] || q.shared)) q.value = f.value;
+        if (!q.fixed && f.name == q.name && (f.profile.empty() || f.profile == profile_names[p] || q.shared))
+          q.value = f.value;
     }
     problem.profiles.push_back(parameters);
   }
