@@ -203,7 +203,9 @@ std::vector<PartSchedule> ring_schedule(const Topology& topo, const RealExtent& 
       axes.push_back({a, real_sizes[a], topo.wraps(a)});
     }
   }
-  return ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr);
+  // A one-way ring has no long way to balance; the chip's profile says whether XLA's rings split it.
+  return ring_parts(spec.kind, axes, spec.bytes, use_dcn ? &dcn : nullptr,
+                    topo.spec().chip.antipodal_split && spec.bidirectional);
 }
 
 OpPlan plan_ring(const Topology& topo, const RealExtent& real, const CollectiveSpec& spec, EndpointRegistry& registry) {

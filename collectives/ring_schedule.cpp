@@ -31,10 +31,33 @@ void append_scatter(PartSchedule& part, const std::vector<RingAxis>& order, doub
   }
 }
 
+// A wrapped ring of even size: the only shape whose two directions carry different loads.
+bool uneven_ring(const RingAxis& a) { return a.axis != kDcnAxis && a.wraparound && a.size % 2 == 0; }
+
+// Two half-size copies of `parts`, the second with the long way reversed on every axis: each
+// direction of an even wrapped ring then carries (X/2 + X/2 - 1) / 2 = (X-1)/2 shards.
+std::vector<PartSchedule> split_antipodal(std::vector<PartSchedule> parts) {
+  std::vector<PartSchedule> out;
+  for (PartSchedule& part : parts) {
+    bool uneven = false;
+    for (const RingPhase& phase : part) uneven = uneven || uneven_ring(phase.axis);
+    if (!uneven) {
+      out.push_back(std::move(part));
+      continue;
+    }
+    for (RingPhase& phase : part) phase.message_bytes /= 2;
+    PartSchedule mirrored = part;
+    for (RingPhase& phase : mirrored) phase.axis.long_way = -phase.axis.long_way;
+    out.push_back(std::move(part));
+    out.push_back(std::move(mirrored));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PartSchedule> ring_parts(CollectiveKind kind, const std::vector<RingAxis>& axes,
-                                     double bytes, const RingAxis* dcn) {
+                                     double bytes, const RingAxis* dcn, bool antipodal_split) {
   std::vector<PartSchedule> parts;
   if ((axes.empty() && dcn == nullptr) || bytes <= 0) return parts;
   const size_t part_count = std::max<size_t>(axes.size(), 1);
@@ -66,7 +89,7 @@ std::vector<PartSchedule> ring_parts(CollectiveKind kind, const std::vector<Ring
     }
     parts.push_back(std::move(part));
   }
-  return parts;
+  return antipodal_split ? split_antipodal(std::move(parts)) : parts;
 }
 
 std::vector<ChainShape> ring_chains(const RingAxis& axis, int position, bool bidirectional) {
@@ -82,8 +105,8 @@ std::vector<ChainShape> ring_chains(const RingAxis& axis, int position, bool bid
   if (axis.wraparound) {
     const int right = n / 2;          // floor(n/2) steps carry shards the long way
     const int left = n - 1 - right;   // the rest come the other way
-    chains.push_back({+1, true, right, right - 1, 1});
-    if (left > 0) chains.push_back({-1, true, left, left - 1, 1});
+    chains.push_back({axis.long_way, true, right, right - 1, 1});
+    if (left > 0) chains.push_back({-axis.long_way, true, left, left - 1, 1});
     return chains;
   }
   // A line: every shard crosses to both ends. The chip at i passes rightwards the i shards

@@ -9,6 +9,13 @@
 // Unidirectional: X-1 steps one way; on a line the closing hop X-1 -> 0 travels back along
 // the reverse links (X-1 physical hops, otherwise idle in a one-way ring).
 //
+// Antipodal split (ChipSpec::antipodal_split; docs/modelling.md, "Ring collectives on real
+// chips"): on a wrapped ring of even X the shard the opposite chip needs goes half each way,
+// so each direction carries (X-1)/2 shards in X/2 steps: V (X-1)/(2 X W_uni), the bound the
+// book's measured "link BW" = bytes (X-1)/(2 X t) (sharding.md:L352-L356, F1) and nccl-tests'
+// bus bandwidth assume. It runs as two half-size copies of every part, the second with the
+// long way reversed (RingAxis::long_way): together both directions carry the same bytes.
+//
 // Several axes (sharding.md:L358-L362, "divide by N_axes"): the buffer is split into N_axes
 // parts; part p runs its phases over the axes rotated by p (X,Y,Z / Y,Z,X / Z,X,Y), so in
 // every phase each axis carries one part's ring and all axes' links work at once.
@@ -29,6 +36,7 @@ struct RingAxis {
   bool wraparound = false;
   int stride = 1;       // chips between ring neighbours along the axis (a slice of it)
   bool sliced = false;  // a slice of the axis (AxisSlice), not the whole of it
+  int long_way = +1;    // the direction carrying floor(X/2) shards on a wrapped bidirectional ring
 };
 
 // One ring phase of one part: every chip sends messages of message_bytes along `axis`.
@@ -47,8 +55,10 @@ using PartSchedule = std::vector<RingPhase>;
 // ReduceScatter ends with it and an AllGather starts with it, so DCN carries the smallest
 // blocks; an AllReduce is the book's hierarchical one (training.md:L572-L592):
 // ReduceScatter over ICI, AllReduce over DCN, AllGather over ICI.
+// With `antipodal_split`, a part with a wrapped axis of even size runs as two half-size copies,
+// the second with every axis' long way reversed (see above).
 std::vector<PartSchedule> ring_parts(CollectiveKind kind, const std::vector<RingAxis>& axes,
-                                     double bytes, const RingAxis* dcn = nullptr);
+                                     double bytes, const RingAxis* dcn = nullptr, bool antipodal_split = false);
 
 // What one chip does in one direction of one ring phase: it first sends its own data (when
 // sends_own), then forwards each of the first `forwards` messages it receives, and receives

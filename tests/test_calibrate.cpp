@@ -103,6 +103,29 @@ TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
     CHECK(e.key() == "mxu_padding");
     CHECK(e.where().line == 4);
   }
+  // antipodal_split: the profile's value applies unless the scenario's overrides set it; a value
+  // that is not a boolean is refused at its line (profile) or key (scenario).
+  CHECK_FALSE(s.topology.chip.antipodal_split);
+  write(dir / "split.yaml", "version: 1\nname: split\nchip: v5e\nantipodal_split: true\n");
+  CHECK(load_scenario((dir / "s.yaml").string(), {{"hardware.profile", "split.yaml"}}).topology.chip.antipodal_split);
+  CHECK_FALSE(load_scenario((dir / "s.yaml").string(), {{"hardware.profile", "split.yaml"},
+                                                        {"hardware.overrides.antipodal_split", "false"}})
+                  .topology.chip.antipodal_split);
+  write(dir / "bad_split.yaml", "version: 1\nname: b\nchip: v5e\nhop_model: floor\nantipodal_split: half\n");
+  try {
+    load_profile((dir / "bad_split.yaml").string());
+    FAIL("accepted antipodal_split: half");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "antipodal_split");
+    CHECK(e.value() == "half");
+    CHECK(e.where().line == 5);
+  }
+  try {
+    load_scenario((dir / "s.yaml").string(), {{"hardware.overrides.antipodal_split", "2"}});
+    FAIL("accepted hardware.overrides.antipodal_split: 2");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "hardware.overrides.antipodal_split");
+  }
   // The scenario's own simulation keys win over the profile.
   const Scenario own = load_scenario((dir / "s.yaml").string(), {{"simulation.link_efficiency", "0.5"}});
   CHECK(own.link_efficiency == Approx(0.5));

@@ -429,8 +429,32 @@ TEST_CASE("calibrate --fix applies values measured elsewhere and writes them, wi
   CHECK(written.compute_model == ComputeModel::Kernels);
   CHECK(written.mxu_padding == true);
 
+  // A --fit parameter fixed for one profile: gen-p keeps the value given (its generated truth),
+  // gen-e's is fitted; with a --start for every profile, the fixed one still holds its value.
+  CalibrationOptions one;
+  one.fit = {"matmul_efficiency"};
+  one.hop_model = HopModel::Floor;
+  one.leave_one_out = false;
+  parse_fixed_parameters("gen-e:hbm_efficiency=0.7,gen-p:hbm_efficiency=0.8,gen-p:matmul_efficiency=" +
+                             exact(truth.at("gen-p").matmul),
+                         one);
+  parse_start_values("matmul_efficiency=0.5", one);
+  const CalibrationResult partly = calibrate(load_measurements((dir / "m.yaml").string()), one);
+  for (const auto& p : partly.profile("gen-p").parameters)
+    if (p.name == "matmul_efficiency") {
+      CHECK(p.fixed);
+      CHECK_FALSE(p.fitted);
+      CHECK(p.value == Approx(truth.at("gen-p").matmul).epsilon(1e-12));
+    }
+  for (const auto& p : partly.profile("gen-e").parameters)
+    if (p.name == "matmul_efficiency") {
+      CHECK(p.fitted);
+      CHECK(p.value == Approx(truth.at("gen-e").matmul).epsilon(0.01));
+    }
+  CHECK(partly.errors.max_abs_fitted < 1e-3);
+
   // Malformed entries, unknown names and profiles, out-of-range values, and a parameter both
-  // fixed and fitted are located errors (exit 2).
+  // fixed (for every profile) and fitted are located errors (exit 2).
   for (const char* bad : {"hbm_efficiency", "bogus=1", "hbm_efficiency=2", "hbm_efficiency=fast"}) {
     CalibrationOptions o;
     INFO(bad);

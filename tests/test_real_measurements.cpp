@@ -26,13 +26,16 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
     CHECK(s.topology.chip.name == chip_of.at(m.profile));
     CHECK(s.topology.chip.compute_model == ComputeModel::Kernels);
     CHECK(s.topology.chip.mxu_padding);   // the MXU pads, on every real chip
+    CHECK(s.topology.chip.antipodal_split);   // and rings split the opposite chip's shard (modelling.md)
     resolve_published_figure(m, s);
     CHECK(m.measured > 0);
     step_s[m.name] = m.measured;
     profiles.insert(m.profile);
   }
   CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
-  CHECK(file.measurements.size() == 34);   // 25 training steps, C1's psum, P1's decode step, S2's serving run, V6-S1's six
+  // 25 training steps, C1's psum, P1's decode step, S2's serving run, V6-S1's six, the book's v5e
+  // AllGathers (F1's nine sizes, #22, #23)
+  CHECK(file.measurements.size() == 45);
   // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
   // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
   // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
@@ -47,4 +50,8 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
   CHECK(step_s.at("S2") == 3663);
   CHECK(step_s.at("V6-S1-64-ttft") == Approx(251.04e-3));
   CHECK(step_s.at("V6-S1-128-tput") == Approx(3544.46));
+  // F1's times are bytes / the figure's BW (book-cases.md): 4.3e9 B at 9e10 B/s.
+  CHECK(step_s.at("F1-4.3e9") == Approx(4.3e9 / 9e10).epsilon(1e-3));
+  CHECK(step_s.at("K22") == Approx(680e-6));
+  CHECK(step_s.at("K23") == Approx(8e-6));
 }

@@ -161,6 +161,43 @@ TEST_CASE("link efficiency and launch overhead", "[replay]") {
   CHECK(run.total_time_s == Approx(3 * (5e-6 + V / (2 * w * 0.95))).epsilon(1e-9));
 }
 
+TEST_CASE("antipodal split: an AllGather on a wrapped even ring takes X/2 T_min + V (X-1)/(2 X W)", "[replay]") {
+  // Each direction carries (X-1)/2 shards (ring_schedule.hpp); the book's schedule X/2 of them.
+  const double w = 4.5e10, t_min = 1e-6;
+  for (int n : {4, 16}) {
+    const double V = 64e6;
+    auto s = make_scenario("v5e", {n}, {collective(CollectiveKind::AllGather, {0}, V)}, {1});
+    s.topology.chip.antipodal_split = true;
+    CHECK(run_scenario(s, {}).operations[0].time_s == Approx(V * (n - 1) / (2.0 * n * w)).epsilon(1e-9));
+    // Additive hops: X/2 steps, each a T_min; the steps before the last carry two half shards
+    // at once (W/2 each), the last one half shard alone.
+    s.hop_model = HopModel::Additive;
+    CHECK(run_scenario(s, {}).operations[0].time_s ==
+          Approx(n / 2 * t_min + V * (n - 1) / (2.0 * n * w)).epsilon(1e-9));
+  }
+  // A line has no long way: unchanged (#22's 3 shards over the last link).
+  const double V = 2048.0 * 8192 * 2;
+  auto line = make_scenario("v5e", {8, 4}, {collective(CollectiveKind::AllGather, {1}, V)});
+  line.topology.chip.antipodal_split = true;
+  CHECK(run_scenario(line, {}).operations[0].time_s == Approx(3 * (V / 4) / w).epsilon(1e-9));
+}
+
+TEST_CASE("antipodal split: a 2D AllReduce over a 16x16 torus takes 2 (V/2) (X-1)/X (1 + 1/X) / (2 W) per axis pair",
+          "[replay]") {
+  // C1's shape (a psum over every chip of a v6e 16x16): each part (V/2) scatters over one axis,
+  // then the other, and gathers back; the two parts use both axes at once.
+  const double V = 256e6, w = 9e10, n = 16;
+  auto s = make_scenario("v6e", {16, 16}, {collective(CollectiveKind::AllReduce, {0, 1}, V)});
+  s.topology.chip.antipodal_split = true;
+  const double per_phase_first = (V / 2) * (n - 1) / (2 * n * w);    // scatter V/2 over 16
+  const double per_phase_second = per_phase_first / n;               // then V/32 over the other 16
+  CHECK(run_scenario(s, {}).operations[0].time_s ==
+        Approx(2 * (per_phase_first + per_phase_second)).epsilon(1e-9));
+  // The reduced replay (one chip per class) equals the full one.
+  auto full = run_scenario(s, {Fidelity::Full, false, {}});
+  CHECK(full.operations[0].time_s == Approx(run_scenario(s, {}).operations[0].time_s).epsilon(1e-9));
+}
+
 TEST_CASE("AllToAll on a wrapped ring equals V/(4 W_bidi), without wraparound it is slower", "[replay]") {
   const double V = 256e6, w = 4.5e10;
   auto ring = make_scenario("v5e", {16}, {collective(CollectiveKind::AllToAll, {0}, V)});

@@ -73,6 +73,11 @@ struct ChipSpec {
   int mxu_size = 128;
   bool mxu_padding = false;         // the ideal machine: every FLOP of every shape counts
   ComputeModel compute_model = ComputeModel::Book;
+  // On a wrapped bidirectional ring of even size X, the shard the opposite chip needs goes half
+  // each way, so each direction carries (X-1)/2 shards: V (X-1)/(2 X W_uni), the bound behind
+  // the book's measured "link BW" (sharding.md:L352-L356). false, the ideal machine: it goes
+  // whole the long way, floor(X/2) shards one way, the book's V/W_bidi (ring_schedule.hpp).
+  bool antipodal_split = false;
 
   // The HBM a run's weights, optimizer state, activations and caches may fill.
   double usable_hbm_bytes() const { return hbm_bytes * (1 - hbm_headroom); }

@@ -176,6 +176,12 @@ void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<S
                              " mxu_padding, but row '" + first.name + "' (line " + std::to_string(first.where.line) +
                              ") runs " + std::string(to_string(b.compute_model)) + (b.mxu_padding ? " with" : " without") +
                              "; expected one compute model and padding per profile");
+      if (a.antipodal_split != b.antipodal_split)
+        throw InputError(m.where, "scenario", m.scenario_path,
+                         "row '" + m.name + "' of profile " + m.profile + " runs antipodal_split " +
+                             (a.antipodal_split ? "true" : "false") + ", but row '" + first.name + "' (line " +
+                             std::to_string(first.where.line) + ") runs " + (b.antipodal_split ? "true" : "false") +
+                             "; expected one ring schedule per profile");
       break;
     }
   }
@@ -233,10 +239,13 @@ void check_parameter_names(const CalibrationOptions& options) {
   };
   check(options.fit, "--fit");
   check(options.shared, "--shared");
+  // A --fit parameter may be fixed for one profile (PROFILE:NAME=VALUE): a generation no row of
+  // which measures it keeps a value from elsewhere while the others are fitted.
   for (const auto& f : options.fixed)
-    if (named(options.fit, f.name) || named(options.shared, f.name))
+    if ((named(options.fit, f.name) && f.profile.empty()) || named(options.shared, f.name))
       throw InputError({"command line", 0, 0}, "--fix", f.name,
-                       "both fixed and fitted (--fit or --shared); expected it in one of them");
+                       "both fixed and fitted (--fit or --shared); expected it in one of them (a --fit parameter "
+                       "may be fixed for one profile: PROFILE:NAME=VALUE)");
   for (const auto& f : options.start)
     if (!named(options.fit, f.name) && !named(options.shared, f.name))
       throw InputError({"command line", 0, 0}, "--start", f.name,
@@ -278,10 +287,12 @@ JointFitProblem load_problem(const MeasurementFile& file, const CalibrationOptio
         if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p])) {
           q.value = f.value;
           q.fixed = true;
+          q.fitted = false;   // a --fit parameter fixed for this profile: no coordinate here
         }
       // --start: where the fit starts instead (a shared parameter's from any profile's entry).
       for (const auto& f : options.start)
-        if (f.name == q.name && (f.profile.empty() || f.profile == profile_names[p] || q.shared)) q.value = f.value;
+        if (!q.fixed && f.name == q.name && (f.profile.empty() || f.profile == profile_names[p] || q.shared))
+          q.value = f.value;
     }
     problem.profiles.push_back(parameters);
   }
@@ -368,6 +379,7 @@ void assemble(CalibrationResult& result, const JointFitProblem& problem, const s
         profile.chip = problem.scenarios[i].topology.chip.name;
         profile.compute_model = problem.scenarios[i].topology.chip.compute_model;
         profile.mxu_padding = problem.scenarios[i].topology.chip.mxu_padding;
+        profile.antipodal_split = problem.scenarios[i].topology.chip.antipodal_split;
       }
       profile.rows.push_back(i);
       rows.push_back(&result.rows[i]);
@@ -392,10 +404,11 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   const std::vector<HopModel> models = options.hop_model ? std::vector<HopModel>{*options.hop_model}
                                                          : std::vector<HopModel>{HopModel::Floor, HopModel::Additive};
   std::optional<JointFit> best;
+  PredictionMemo memo;   // every prediction simulated, for the refits from the same candidates
   for (HopModel model : models) {
     if (options.progress) options.progress(std::string("fitting under the ") + std::string(to_string(model)) + " hop model");
     problem.hop_model = model;
-    JointFitter fitter(problem, result.simulations);
+    JointFitter fitter(problem, result.simulations, &memo);
     JointFit fit = fitter.fit(fitter.start(), all);
     if (!best || fit.cost < best->cost) {
       best = fit;
@@ -403,7 +416,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
     }
   }
   problem.hop_model = result.hop_model;
-  JointFitter fitter(problem, result.simulations);
+  JointFitter fitter(problem, result.simulations, &memo);
   auto parameters = fitter.at(best->u);
   fitter.standard_deviations(*best, all.size(), parameters);
   std::vector<std::string> row_names;

@@ -88,6 +88,7 @@ struct CalibratedProfile {
   std::string chip;                               // the preset its rows run on
   ComputeModel compute_model = ComputeModel::Book;   // and the machine they ran: recorded in the profile
   bool mxu_padding = false;
+  bool antipodal_split = false;
   std::vector<CalibrationParameter> parameters;   // shared ones carry the joint value
   std::vector<size_t> rows;                       // indices into CalibrationResult::rows
   ErrorSummary errors;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include <spdlog/spdlog.h>
@@ -24,6 +25,18 @@ std::vector<double> solve(const std::vector<std::vector<double>>& a, const std::
   return x;
 }
 
+// The memo's key of row i under a profile's parameters: their exact bits, so only a repeat of the
+// very same candidate hits.
+std::string memo_key(int row, HopModel model, const std::vector<CalibrationParameter>& parameters) {
+  std::string key = std::to_string(row) + "/" + std::string(to_string(model));
+  char bits[32];
+  for (const CalibrationParameter& q : parameters) {
+    std::snprintf(bits, sizeof bits, "/%a", q.value);
+    key += bits;
+  }
+  return key;
+}
+
 double sum_squares(const std::vector<double>& r) {
   double s = 0;
   for (double x : r) s += x * x;
@@ -32,7 +45,8 @@ double sum_squares(const std::vector<double>& r) {
 
 }  // namespace
 
-JointFitter::JointFitter(const JointFitProblem& problem, int& simulations) : problem_(problem), simulations_(simulations) {
+JointFitter::JointFitter(const JointFitProblem& problem, int& simulations, PredictionMemo* memo)
+    : problem_(problem), simulations_(simulations), memo_(memo) {
   // Per-profile coordinates first, profile by profile, then one per shared parameter.
   for (size_t p = 0; p < problem_.profiles.size(); ++p)
     for (size_t i = 0; i < problem_.profiles[p].size(); ++i)
@@ -72,19 +86,32 @@ std::vector<double> JointFitter::residuals(const std::vector<double>& u, const s
   std::vector<double> r = base;
   r.resize(use.size());
   std::vector<size_t> run;
+  std::vector<std::string> keys;
   std::vector<const Measurement*> rows;
   std::vector<Scenario> scenarios;
   for (size_t k = 0; k < use.size(); ++k) {
     const int i = use[k];
     const int p = problem_.profile_of_row[i];
     if (profile >= 0 && p != profile) continue;
+    const Measurement& row = problem_.rows[i];
+    std::string key = memo_ ? memo_key(i, problem_.hop_model, parameters[p]) : std::string();
+    if (memo_) {
+      if (auto hit = memo_->find(key); hit != memo_->end()) {
+        r[k] = (hit->second - row.measured) / row.measured;
+        continue;
+      }
+    }
     run.push_back(k);
-    rows.push_back(&problem_.rows[i]);
+    keys.push_back(std::move(key));
+    rows.push_back(&row);
     scenarios.push_back(with_parameters(problem_.scenarios[i], problem_.hop_model, parameters[p]));
   }
   const std::vector<double> predicted = measure_all(rows, std::move(scenarios), problem_.jobs);
   simulations_ += static_cast<int>(run.size());
-  for (size_t j = 0; j < run.size(); ++j) r[run[j]] = (predicted[j] - rows[j]->measured) / rows[j]->measured;
+  for (size_t j = 0; j < run.size(); ++j) {
+    r[run[j]] = (predicted[j] - rows[j]->measured) / rows[j]->measured;
+    if (memo_) (*memo_)[keys[j]] = predicted[j];
+  }
   return r;
 }
 

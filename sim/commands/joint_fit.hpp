@@ -6,6 +6,7 @@
 // relative errors over the rows used; each coordinate lives inside its parameter's fit range
 // through a logistic map. A row is predicted under its own profile's parameters, so a
 // profile's coordinate moves only that profile's rows (its Jacobian column simulates no other).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct JointFitProblem {
   std::vector<std::vector<CalibrationParameter>> profiles;
 };
 
+// Predictions already simulated, by row, hop model and the exact values of the row's profile's
+// parameters (nothing else enters a row's simulation, and simulations are deterministic): the
+// leave-one-out refits all start from the fit's optimum, so each reuses the first refit's
+// residuals and Jacobian there instead of simulating them again. The fit is unchanged.
+using PredictionMemo = std::map<std::string, double>;
+
 struct JointFit {
   std::vector<double> u;           // unbounded coordinates
   std::vector<double> residuals;   // relative errors of the rows used, in their order
@@ -34,7 +41,8 @@ struct JointFit {
 
 class JointFitter {
  public:
-  JointFitter(const JointFitProblem& problem, int& simulations);
+  // `memo` (optional, may outlive the fitter) keeps every prediction simulated.
+  JointFitter(const JointFitProblem& problem, int& simulations, PredictionMemo* memo = nullptr);
 
   // Each profile's parameters at the coordinates u.
   std::vector<std::vector<CalibrationParameter>> at(const std::vector<double>& u) const;
@@ -65,6 +73,7 @@ class JointFitter {
   const JointFitProblem& problem_;
   std::vector<Coordinate> coordinates_;
   int& simulations_;
+  PredictionMemo* memo_;
 };
 
 }  // namespace podsim

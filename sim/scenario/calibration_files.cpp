@@ -318,7 +318,7 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
 CalibrationProfile load_profile_text(const std::string& text, const std::string& path) {
   const YAML::Node root = parse_text(text, path);
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
-  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "compute_model", "parameters", "fit"});
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "antipodal_split", "compute_model", "parameters", "fit"});
   check_version(path, root);
   CalibrationProfile p;
   p.path = path;
@@ -334,6 +334,11 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
     const std::string v = text_of(padding);
     if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
     p.mxu_padding = v == "true";
+  }
+  if (const YAML::Node split = root["antipodal_split"]) {
+    const std::string v = text_of(split);
+    if (v != "true" && v != "false") throw InputError(at(path, split), "antipodal_split", v, "expected true or false");
+    p.antipodal_split = v == "true";
   }
   if (const YAML::Node model = root["compute_model"]) {
     const std::string v = text_of(model);

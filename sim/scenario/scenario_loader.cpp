@@ -145,6 +145,7 @@ void apply_overrides(const Field& field, ChipSpec& chip, std::vector<std::string
   for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
     if (auto value = overrides.optional(row->scenario_leaf())) row->set(chip, row->read(*value));
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
+  if (auto split = overrides.optional("antipodal_split")) chip.antipodal_split = read_bool(*split);
   if (auto model = overrides.optional("compute_model"))
     chip.compute_model = read_choice<ComputeModel>(*model, {{"book", ComputeModel::Book}, {"kernels", ComputeModel::Kernels}});
   if (auto price = overrides.optional("chip_hour_price_usd")) {
@@ -175,6 +176,7 @@ void apply_profile_parameters(const CalibrationProfile& profile, const Field& ha
     else row.set(scenario, value);
   }
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
+  if (profile.antipodal_split && !overridden("antipodal_split")) chip.antipodal_split = *profile.antipodal_split;
   if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
