@@ -278,7 +278,7 @@ TEST_CASE("interleave_moe_layer_step: located errors", "[maxtext-keys][errors]")
   require_error(moe, "workload.model.moe.interleave_moe_layer_step", "5", "interleave_moe_layer_step");
 }
 
-TEST_CASE("remat_policy on an MLA model: a located error saying why", "[maxtext-keys][errors]") {
+TEST_CASE("remat_policy on an MLA model: full is block checkpointing, the others a located error saying why", "[maxtext-keys][errors]") {
   const std::string text = R"(version: 1
 hardware: {preset: v5p, profile: ideal}
 topology: {mesh: {X: 4, Y: 4}}
@@ -292,6 +292,10 @@ workload:
 )";
   require_error(text, "workload.remat_policy", "minimal", "remat_policy:");
   CHECK(contains(error_from(text).what(), "mla_q"));
+  // `full` keeps only each layer's input, whatever the layer: checkpointing block.
+  const Scenario full = load_scenario_text(replaced_in(text, "remat_policy: minimal", "remat_policy: full"), kScenarioFile);
+  CHECK_FALSE(full.training().plan.remat);
+  CHECK(full.training().plan.checkpointing == Checkpointing::Block);
 }
 
 TEST_CASE("the mistral-7b preset is MaxText's mistral-7b.yml, attention global", "[maxtext-keys]") {

@@ -287,11 +287,20 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
   // at e591f30), but podsim times a remat policy kernel by kernel (layer_kernels.hpp), and its
   // kernels are a GQA layer's: an MLA layer's kernels (its latent projections, up-projections
   // and split rotary parts) are not modelled, so what a policy keeps of one cannot be priced.
-  if (model.attention == AttentionKind::Mla)
-    fail(*policy, "a remat policy is priced kernel by kernel, and podsim's layer kernels are a GQA layer's; " +
-                      model.name + " has MLA attention, whose kernels (MaxText's mla_q, mla_kv, query_wa_proj, "
-                      "kv_wa_proj) are not modelled: expected checkpointing (none, block or book) instead");
+  // `full` keeps only each layer's input (MaxText's decoder_layer_input) whatever the layer is:
+  // podsim's checkpointing: block, which needs no kernels.
   const std::string name = read_string(*policy);
+  if (model.attention == AttentionKind::Mla && name == "full" && !custom) {
+    plan.checkpointing = Checkpointing::Block;
+    return;
+  }
+  if (model.attention == AttentionKind::Mla)
+    fail(*policy, "a remat policy other than full is priced kernel by kernel, and podsim's layer kernels are a GQA "
+                  "layer's; " + model.name + " has MLA attention, whose tensors MaxText names apart (query_wa_proj "
+                  "and mla_q: the query latent before and after its norm; kv_wa_proj and mla_kv: the key/value "
+                  "latent with the rotary key, and the normed latent; query_proj, key_proj, value_proj: the "
+                  "up-projected heads) and whose kernels are not modelled: expected full, or checkpointing (none, "
+                  "block or book)");
   if (name != "custom") {
     if (custom) fail(*custom, "only with remat_policy: custom (" + name + " says what each tensor does)");
     try {
