@@ -180,7 +180,7 @@ TEST_CASE("fsdp_transpose: located errors", "[maxtext-keys][errors]") {
   require_error(replaced_in(kOneSlice, "data: [X, Y], fsdp: true", "data: [X], fsdp_transpose: [Y]"),
                 "workload.parallelism.fsdp_transpose", "[Y]", "parallelism:");
   require_error(replaced_in(kOneSlice, "data: [X, Y], fsdp: true", "data: [X], fsdp: true, fsdp_transpose: [X]"),
-                "workload.parallelism.fsdp_transpose", "X", "parallelism:");
+                "workload.parallelism.fsdp_transpose[0]", "X", "parallelism:");
 }
 
 TEST_CASE("dcn_fsdp: state sharded over the slices too, gathers and scatters across DCN, no all-reduce",
