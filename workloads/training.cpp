@@ -96,6 +96,15 @@ void check_dcn_fsdp(const TransformerSpec& model, const TrainingPlan& plan, cons
                                 "FSDP over DCN is for dense models");
 }
 
+// MaxText's check (types.py:4001 at e591f30): the tiles split a data shard's microbatch tokens evenly.
+void check_vocab_tiling(const TrainingPlan& plan, double microbatch_tokens) {
+  if (plan.num_vocab_tiling < 1) throw std::invalid_argument("num_vocab_tiling must be at least 1");
+  if (plan.num_vocab_tiling > 1 && std::fmod(microbatch_tokens, plan.num_vocab_tiling) != 0) {
+    throw std::invalid_argument("num_vocab_tiling " + std::to_string(plan.num_vocab_tiling) +
+                                " does not divide a microbatch's tokens on one data shard");
+  }
+}
+
 void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
   std::map<int, std::vector<AxisUse>> uses;
   auto note = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices, const std::string& kind) {
@@ -166,13 +175,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.matmul_efficiency <= 0 || plan.matmul_efficiency > 1) {
     throw std::invalid_argument("matmul efficiency must be in (0, 1]");
   }
-  // MaxText's check (types.py:4001 at e591f30): the tiles split a data shard's tokens evenly.
-  if (plan.num_vocab_tiling < 1) throw std::invalid_argument("num_vocab_tiling must be at least 1");
-  if (plan.num_vocab_tiling > 1 &&
-      std::fmod(plan.global_batch_tokens / (shards / plan.microbatches) / plan.microbatches, plan.num_vocab_tiling) != 0) {
-    throw std::invalid_argument("num_vocab_tiling " + std::to_string(plan.num_vocab_tiling) +
-                                " does not divide a microbatch's tokens on one data shard");
-  }
+  check_vocab_tiling(plan, plan.global_batch_tokens / shards);
   if (model.heads % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0 &&
       model.d_ff % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0) {
     throw std::invalid_argument("tensor parallelism does not divide the heads or d_ff");

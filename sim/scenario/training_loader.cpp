@@ -91,6 +91,45 @@ void parse_pipeline(const MapReader& reader, const TopologySpec& topology, const
   }
 }
 
+// parallelism.fsdp_transpose: further FSDP axes beside the data axes.
+void read_fsdp_transpose(const MapReader& reader, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, TrainingPlan& plan) {
+  if (auto transpose = reader.optional("fsdp_transpose")) {
+    // MaxText's fsdp_transpose mesh axis (ici_fsdp_transpose_parallelism): a second FSDP axis.
+    // Its logical rules (base.yml:601-606 at e591f30) shard an MLP weight's hidden dimension
+    // ('mlp') over fsdp_transpose and its model dimension ('embed') over fsdp, attention's
+    // 'embed' over both; the batch splits over both (activation_batch). Each weight is still
+    // gathered whole over both axes before its matmul and its gradient reduce-scattered over
+    // both: FSDP over the product of the axes.
+    if (!plan.fsdp) fail(*transpose, "a second FSDP axis; expected fsdp: true beside it");
+    auto parsed = parse_plan_axes(*transpose, topology, used, "fsdp_transpose");
+    if (!plan.data_slices.empty() || !parsed.slices.empty()) {
+      if (plan.data_slices.empty()) plan.data_slices.assign(plan.data_axes.size(), AxisSlice{1, 0});
+      if (parsed.slices.empty()) parsed.slices.assign(parsed.axes.size(), AxisSlice{1, 0});
+    }
+    plan.data_axes.insert(plan.data_axes.end(), parsed.axes.begin(), parsed.axes.end());
+    plan.data_slices.insert(plan.data_slices.end(), parsed.slices.begin(), parsed.slices.end());
+  }
+}
+
+// parallelism.dcn_fsdp: the slices join FSDP.
+void read_dcn_fsdp(const MapReader& reader, int slices, const TransformerSpec& model, TrainingPlan& plan) {
+  if (auto dcn_fsdp = reader.optional("dcn_fsdp")) {
+    // MaxText's dcn_fsdp_parallelism equal to the slices (training.hpp, TrainingPlan::dcn_fsdp).
+    plan.dcn_fsdp = read_bool(*dcn_fsdp);
+    if (plan.dcn_fsdp && slices < 2) fail(*dcn_fsdp, "FSDP over DCN needs topology.slices >= 2");
+    if (plan.dcn_fsdp && !plan.fsdp)
+      fail(*dcn_fsdp, "shards the weights across slices as FSDP does within one; expected fsdp: true beside it");
+    if (plan.dcn_fsdp && plan.dcn_data_parallel)
+      fail(*dcn_fsdp, "the slices form one DCN axis, which carries data parallelism or FSDP, not both (MaxText's "
+                      "dcn_data_parallelism x dcn_fsdp_parallelism splitting the slices is not supported); expected "
+                      "dcn_data: false");
+    if (plan.dcn_fsdp && model.moe)
+      fail(*dcn_fsdp, model.name + " has routed experts, whose weights podsim shards within a slice only; expected "
+                      "dcn_data with fsdp, or a dense model");
+  }
+}
+
 void parse_parallelism(const Field& field, const TopologySpec& topology, const TransformerSpec& model,
                        TrainingPlan& plan) {
   const int slices = topology.slices;
@@ -149,40 +188,12 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.data_axes.push_back(plan.context_axis);
     if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
   }
-  if (auto transpose = reader.optional("fsdp_transpose")) {
-    // MaxText's fsdp_transpose mesh axis (ici_fsdp_transpose_parallelism): a second FSDP axis.
-    // Its logical rules (base.yml:601-606 at e591f30) shard an MLP weight's hidden dimension
-    // ('mlp') over fsdp_transpose and its model dimension ('embed') over fsdp, attention's
-    // 'embed' over both; the batch splits over both (activation_batch). Each weight is still
-    // gathered whole over both axes before its matmul and its gradient reduce-scattered over
-    // both: FSDP over the product of the axes.
-    if (!plan.fsdp) fail(*transpose, "a second FSDP axis; expected fsdp: true beside it");
-    auto parsed = parse_plan_axes(*transpose, topology, used, "fsdp_transpose");
-    if (!plan.data_slices.empty() || !parsed.slices.empty()) {
-      if (plan.data_slices.empty()) plan.data_slices.assign(plan.data_axes.size(), AxisSlice{1, 0});
-      if (parsed.slices.empty()) parsed.slices.assign(parsed.axes.size(), AxisSlice{1, 0});
-    }
-    plan.data_axes.insert(plan.data_axes.end(), parsed.axes.begin(), parsed.axes.end());
-    plan.data_slices.insert(plan.data_slices.end(), parsed.slices.begin(), parsed.slices.end());
-  }
+  read_fsdp_transpose(reader, topology, used, plan);
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
   }
-  if (auto dcn_fsdp = reader.optional("dcn_fsdp")) {
-    // MaxText's dcn_fsdp_parallelism equal to the slices (training.hpp, TrainingPlan::dcn_fsdp).
-    plan.dcn_fsdp = read_bool(*dcn_fsdp);
-    if (plan.dcn_fsdp && slices < 2) fail(*dcn_fsdp, "FSDP over DCN needs topology.slices >= 2");
-    if (plan.dcn_fsdp && !plan.fsdp)
-      fail(*dcn_fsdp, "shards the weights across slices as FSDP does within one; expected fsdp: true beside it");
-    if (plan.dcn_fsdp && plan.dcn_data_parallel)
-      fail(*dcn_fsdp, "the slices form one DCN axis, which carries data parallelism or FSDP, not both (MaxText's "
-                      "dcn_data_parallelism x dcn_fsdp_parallelism splitting the slices is not supported); expected "
-                      "dcn_data: false");
-    if (plan.dcn_fsdp && model.moe)
-      fail(*dcn_fsdp, model.name + " has routed experts, whose weights podsim shards within a slice only; expected "
-                      "dcn_data with fsdp, or a dense model");
-  }
+  read_dcn_fsdp(reader, slices, model, plan);
   parse_pipeline(reader, topology, model, used, plan);
   if (auto sync = reader.optional("dcn_sync")) {
     plan.dcn_after_backward = read_choice<bool>(*sync, {{"per_block", false}, {"after_backward", true}});
@@ -346,6 +357,42 @@ void read_quantization(const MapReader& reader, const TopologySpec& topology, Tr
   plan.quantization.local_shards = k < 0 ? topology.slices : std::max(k, 1);
 }
 
+// master_weights, gradients and weight_dtype: the dtypes a parameter is kept and reduced in.
+void read_precision(const MapReader& reader, TrainingWorkload& workload) {
+  // Mixed-precision bookkeeping as Megatron counts it: an fp32 master copy of the weights (4 B
+  // a parameter, sharded like the optimizer state) and fp32 gradient accumulation (4 B instead
+  // of 2): 2 + 4 + 4 + 8 = 18 B a parameter with Adam.
+  if (auto master = reader.optional("master_weights"))
+    workload.model.master_weight_bytes_per_param = read_bool(*master) ? 4.0 : 0.0;
+  if (auto gradients = reader.optional("gradients"))
+    workload.model.gradient_bytes_per_param = read_choice<double>(*gradients, {{"bf16", 2.0}, {"fp32", 4.0}});
+  if (auto dtype = reader.optional("weight_dtype")) {
+    // MaxText's weight_dtype (base.yml:174 at e591f30, default float32): the dtype the weights
+    // are stored in. Each layer casts its shard to bf16 before FSDP's gather (linears.py:297),
+    // so gathers and matmuls stay bf16; the gradients are the stored weights' dtype (grad_dtype
+    // float32, train.py:535) unless `gradients` says otherwise; the optimizer reads and writes
+    // the fp32 weights.
+    workload.model.weight_dtype_bytes = read_choice<double>(*dtype, {{"float32", 4.0}, {"bfloat16", 2.0}});
+    if (workload.model.weight_dtype_bytes == 4.0 && workload.model.master_weight_bytes_per_param > 0)
+      fail(*dtype, "float32 weights are MaxText's only copy of the weights, which master_weights: true would count "
+                   "twice; expected one of weight_dtype: float32 or master_weights: true");
+  }
+}
+
+// num_vocab_tiling, checked against a data shard's microbatch tokens.
+void read_vocab_tiling(const MapReader& reader, const TopologySpec& topology, TrainingPlan& plan) {
+  if (auto tiles = reader.optional("num_vocab_tiling")) {
+    plan.num_vocab_tiling = read_int(*tiles, 1, kMaxModelDim);
+    // MaxText's check (types.py:4001 at e591f30): a data shard's tokens split into whole tiles.
+    const double per_shard = plan.global_batch_tokens / plan.microbatches /
+                             (static_cast<double>(data_degree(plan, topology.axes, topology.slices)));
+    if (std::fmod(per_shard, plan.num_vocab_tiling) != 0)
+      fail(*tiles, "does not divide the " + std::to_string(static_cast<int64_t>(per_shard)) +
+                       " tokens of a microbatch on one data shard (per_device_batch_size x max_target_length in "
+                       "MaxText); expected a divisor of it");
+  }
+}
+
 TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
   TrainingWorkload workload;
   TrainingPlan& plan = workload.plan;
@@ -392,34 +439,8 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
   if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
-  // Mixed-precision bookkeeping as Megatron counts it: an fp32 master copy of the weights (4 B
-  // a parameter, sharded like the optimizer state) and fp32 gradient accumulation (4 B instead
-  // of 2): 2 + 4 + 4 + 8 = 18 B a parameter with Adam.
-  if (auto master = reader.optional("master_weights"))
-    workload.model.master_weight_bytes_per_param = read_bool(*master) ? 4.0 : 0.0;
-  if (auto gradients = reader.optional("gradients"))
-    workload.model.gradient_bytes_per_param = read_choice<double>(*gradients, {{"bf16", 2.0}, {"fp32", 4.0}});
-  if (auto dtype = reader.optional("weight_dtype")) {
-    // MaxText's weight_dtype (base.yml:174 at e591f30, default float32): the dtype the weights
-    // are stored in. Each layer casts its shard to bf16 before FSDP's gather (linears.py:297),
-    // so gathers and matmuls stay bf16; the gradients are the stored weights' dtype (grad_dtype
-    // float32, train.py:535) unless `gradients` says otherwise; the optimizer reads and writes
-    // the fp32 weights.
-    workload.model.weight_dtype_bytes = read_choice<double>(*dtype, {{"float32", 4.0}, {"bfloat16", 2.0}});
-    if (workload.model.weight_dtype_bytes == 4.0 && workload.model.master_weight_bytes_per_param > 0)
-      fail(*dtype, "float32 weights are MaxText's only copy of the weights, which master_weights: true would count "
-                   "twice; expected one of weight_dtype: float32 or master_weights: true");
-  }
-  if (auto tiles = reader.optional("num_vocab_tiling")) {
-    plan.num_vocab_tiling = read_int(*tiles, 1, kMaxModelDim);
-    // MaxText's check (types.py:4001 at e591f30): a data shard's tokens split into whole tiles.
-    const double per_shard = plan.global_batch_tokens / plan.microbatches /
-                             (static_cast<double>(data_degree(plan, topology.axes, topology.slices)));
-    if (std::fmod(per_shard, plan.num_vocab_tiling) != 0)
-      fail(*tiles, "does not divide the " + std::to_string(static_cast<int64_t>(per_shard)) +
-                       " tokens of a microbatch on one data shard (per_device_batch_size x max_target_length in "
-                       "MaxText); expected a divisor of it");
-  }
+  read_precision(reader, workload);
+  read_vocab_tiling(reader, topology, plan);
   if (auto budget = reader.optional("token_budget")) {
     workload.token_budget = read_real(*budget);
     if (!(workload.token_budget >= plan.global_batch_tokens && workload.token_budget <= 1e18))
