@@ -35,7 +35,9 @@ MEASUREMENTS = "scenarios/real/real_tpu.measurements.yaml"
 OUT_DIR = "scenarios/profiles/real"
 HOP_MODEL = "additive"       # a DCN transfer's fixed cost adds to its time (the M3/M5 slopes show it)
 HBM_EFFICIENCY = "0.83"      # C6: an HBM copy at 1359.6 GB/s of v6e's 1640 (tpu-recipes microbenchmarks)
-STAGE1_ROWS = "T?,T13*,T14*,M?-1x,C1,P1,F1-*,K2?"   # T17 (MoE) is in no fit: the profile's out-of-sample check
+# T17 and V5-T1 (MoE) are in no fit: the profiles' out-of-sample checks. V6-T6 and V6-T7 (issue 43,
+# real-measurements.md section E) are dense FSDP steps on v6e-8 to v6e-128 beside T13.
+STAGE1_ROWS = "T?,T13*,T14*,V6-T6,V6-T7*,M?-1x,C1,P1,F1-*,K2?"
 STAGE1_PER_GENERATION = "matmul_efficiency,link_efficiency"
 STAGE1_SHARED = "hop_latency,collective_overhead"
 # Where stage 1 starts the ICI parameters: F1's plateau and #22 put v5e's links near 0.94, C1

@@ -236,13 +236,16 @@ TEST_CASE("MoE parameter counts split into their parts", "[model][moe]") {
     CHECK_NOTHROW(validate_transformer_spec(s));
     const MoeSpec& m = *s.moe;
     const double L = s.layers, D = s.d_model, V = s.vocab;
-    const double moe_layers = L - m.dense_layers;
+    // Layers l >= dense_layers with (l + 1) a multiple of the interleave step (1: all of them):
+    // floor(L / step) - floor(dense_layers / step).
+    const int step = m.interleave_moe_layer_step;
+    const double moe_layers = s.layers / step - m.dense_layers / step;
     const double expert = 3 * D * m.expert_d_ff;   // gated (SwiGLU) experts
     const double router = D * m.experts;
     CHECK(expert_params(s) == Approx(expert));
     CHECK(router_params_per_layer(s) == Approx(router));
-    CHECK(moe_layer_count(s) == s.layers - m.dense_layers);
-    const double dense_mlps = m.dense_layers * 3 * D * s.d_ff;
+    CHECK(moe_layer_count(s) == moe_layers);
+    const double dense_mlps = (L - moe_layers) * 3 * D * s.d_ff;
     const double common = L * attention_params_per_layer(s) + dense_mlps + embedding_params(s) + norm_params(s);
     CHECK(param_count(s) ==
           Approx(common + moe_layers * ((m.experts + m.shared_experts) * expert + router)));

@@ -33,9 +33,10 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
     profiles.insert(m.profile);
   }
   CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
-  // 25 training steps, C1's psum, P1's decode step, S2's serving run, V6-S1's six, the book's v5e
-  // AllGathers (F1's nine sizes, #22, #23)
-  CHECK(file.measurements.size() == 45);
+  // 31 training steps (issue 43 added V6-T6, V6-T7 on four slice sizes and V5-T1), C1's psum,
+  // P1's decode step, S2's serving run, V6-S1's six, the book's v5e AllGathers (F1's nine sizes,
+  // #22, #23)
+  CHECK(file.measurements.size() == 51);
   // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
   // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
   // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
@@ -44,6 +45,9 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
   CHECK(step_s.at("M1-1x") == Approx(13.83).epsilon(1e-3));
   CHECK(step_s.at("T14d") == 42.656);
   CHECK(step_s.at("T17") == 24.706);
+  CHECK(step_s.at("V6-T6") == 6.320);
+  CHECK(step_s.at("V6-T7-v6e-128") == 4.602);
+  CHECK(step_s.at("V5-T1") == 24.792);
   CHECK(step_s.at("C1") == Approx(5.121e-3));
   CHECK(step_s.at("P1") == Approx(4.7e-3));
   // A rate (a field ending in _per_s) is a number, not a time.

@@ -122,8 +122,11 @@ std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& 
                          blk.gradient_bytes_per_group, {after}, blk.layer, OpRole::DataAllReduce, plan.dcn_data_parallel)};
   }
   OpRole role = plan.fsdp ? OpRole::FsdpReduceScatter : OpRole::ZeroReduceScatter;
+  // Under FSDP over DCN the scatter spans the slices too: ICI first, then DCN (ring_parts'
+  // order), each chip ending with its 1/(ici x slices) shard; nothing is all-reduced after.
   const int scatter = b.collective(name + ".reducescatter_grads", CollectiveKind::ReduceScatter, plan.data_axes,
-                                   plan.data_slices, blk.gradient_bytes_per_group, {after}, blk.layer, role);
+                                   plan.data_slices, blk.gradient_bytes_per_group, {after}, blk.layer, role,
+                                   plan.fsdp && plan.dcn_fsdp);
   if (!plan.dcn_data_parallel || !dcn) return {scatter};
   return {scatter, emit_dcn_gradient_allreduce(b, layout, name, blk, {scatter})};
 }

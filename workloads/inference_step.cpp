@@ -62,7 +62,7 @@ class StepEmitter {
       }
       if (model_.attention != AttentionKind::None)
         block(name + ".attn", cost_.attention_s, cost_.attention_flops, l, OpRole::Attention, true);
-      if (model_.moe && l >= model_.moe->dense_layers) moe_block(name + ".mlp", l);
+      if (is_moe_layer(model_, l)) moe_block(name + ".mlp", l);
       else block(name + ".mlp", cost_.mlp_s, cost_.mlp_flops, l, OpRole::Mlp, false);
     }
     b_.compute("unembed", cost_.unembed_s, cost_.unembed_flops, previous_, model_.layers, OpRole::Unembed);
@@ -192,7 +192,7 @@ class StepEmitter {
                                                      topology_.chip),
                    (dense_params * plan_.weight_bytes + io) / model_degree_, matmul_rate(plan_, topology_.chip),
                    topology_.chip, plan_.efficiency, dequant_s(dense_params / model_degree_, plan_, topology_.chip));
-    const MoeLayerWork w = moe_layer_work(model_, plan_.routing, local_tokens_, ep_, layer - model_.moe->dense_layers, 0);
+    const MoeLayerWork w = moe_layer_work(model_, plan_.routing, local_tokens_, ep_, moe_layer_index(model_, layer), 0);
     if (model_degree_ > 1 && plan_.collective_matmul) {
       moe_block_collective_matmul(name, layer, w, shared_s, shared_flops);
       return;

@@ -128,10 +128,12 @@ MemoryBreakdown training_memory_per_chip(const TransformerSpec& spec,
                                 std::to_string(degrees.zero_stage));
   }
   MemoryBreakdown m;
-  m.params_bytes = local * spec.param_bytes;
-  // Gradients in the weights' dtype (bf16) unless accumulated in fp32; ZeRO-2 keeps the shard
-  // this replica reduces.
-  const double grad_bytes = spec.gradient_bytes_per_param > 0 ? spec.gradient_bytes_per_param : spec.param_bytes;
+  // The weights as stored: bf16, or fp32 under MaxText's weight_dtype float32 (its only copy:
+  // each layer casts its gathered weights to bf16 in flight).
+  m.params_bytes = local * stored_weight_bytes(spec);
+  // Gradients in the stored weights' dtype unless accumulated otherwise; ZeRO-2 keeps the
+  // shard this replica reduces.
+  const double grad_bytes = gradient_bytes(spec);
   const int zero_shards = degrees.zero_shards > 0 ? degrees.zero_shards : degrees.data;
   // ZeRO shards what the data replicas share: the dense weights' state over every replica, the
   // routed experts' over the replicas holding the same experts (the data axes that are not

@@ -82,6 +82,9 @@ void validate_moe(const TransformerSpec& spec, const MoeSpec& moe) {
   if (moe.dense_layers > spec.layers)
     fail_field(spec, "moe.dense_layers (" + std::to_string(moe.dense_layers) + ") must be at most layers (" +
                          std::to_string(spec.layers) + ")");
+  if (moe.interleave_moe_layer_step < 1 || moe.interleave_moe_layer_step > spec.layers)
+    fail_field(spec, "moe.interleave_moe_layer_step (" + std::to_string(moe.interleave_moe_layer_step) +
+                         ") must be 1 to layers (" + std::to_string(spec.layers) + ")");
 }
 
 void validate_mla(const TransformerSpec& spec) {
@@ -106,6 +109,7 @@ void validate_transformer_spec(const TransformerSpec& spec) {
   require_non_negative(spec, "activation_bytes", spec.activation_bytes);
   require_non_negative(spec, "optimizer_bytes_per_param", spec.optimizer_bytes_per_param);
   require_non_negative(spec, "master_weight_bytes_per_param", spec.master_weight_bytes_per_param);
+  require_non_negative(spec, "weight_dtype_bytes", spec.weight_dtype_bytes);
   require_non_negative(spec, "max_sequence_length", spec.max_sequence_length);
   if (spec.heads % spec.kv_heads != 0) {
     throw std::invalid_argument("TransformerSpec '" + spec.name + "': heads (" +
@@ -159,13 +163,36 @@ double router_params_per_layer(const TransformerSpec& s) {
   return D(s) * s.moe->experts;
 }
 
-int moe_layer_count(const TransformerSpec& s) { return s.moe ? s.layers - s.moe->dense_layers : 0; }
+bool is_moe_layer(const TransformerSpec& s, int l) {
+  return s.moe && l >= s.moe->dense_layers && l < s.layers && (l + 1) % s.moe->interleave_moe_layer_step == 0;
+}
+
+int moe_layer_count(const TransformerSpec& s) {
+  int n = 0;
+  for (int l = 0; s.moe && l < s.layers; ++l) n += is_moe_layer(s, l) ? 1 : 0;
+  return n;
+}
+
+int moe_layer_index(const TransformerSpec& s, int l) {
+  if (!is_moe_layer(s, l)) return -1;
+  int n = 0;
+  for (int i = 0; i < l; ++i) n += is_moe_layer(s, i) ? 1 : 0;
+  return n;
+}
+
+double stored_weight_bytes(const TransformerSpec& s) {
+  return s.weight_dtype_bytes > 0 ? s.weight_dtype_bytes : s.param_bytes;
+}
+
+double gradient_bytes(const TransformerSpec& s) {
+  return s.gradient_bytes_per_param > 0 ? s.gradient_bytes_per_param : stored_weight_bytes(s);
+}
 
 double mlp_params_all_layers(const TransformerSpec& s, bool activated_only) {
   if (!s.moe) return L(s) * mlp_params_per_layer(s);
   const MoeSpec& m = *s.moe;
   const double experts = (activated_only ? m.experts_per_token : m.experts) + double(m.shared_experts);
-  return m.dense_layers * mlp_params_per_layer(s) +
+  return (s.layers - moe_layer_count(s)) * mlp_params_per_layer(s) +
          moe_layer_count(s) * (experts * expert_params(s) + router_params_per_layer(s));
 }
 
@@ -285,6 +312,15 @@ const std::vector<TransformerSpec>& model_presets() {
       llama("llama3.1-70b", 80,  8192,  28672, 64, 8,  128256, 131072),
       // 405B exists only as Llama 3.1 (meta-llama/Llama-3.1-405B): 128K context.
       llama("llama3-405b", 126, 16384, 53248, 128, 8,  128256, 131072),
+      // MaxText's src/maxtext/configs/models/mistral-7b.yml at e591f30 (and at its
+      // tpu-recipes-v0.1.2 tag, which the v6e-8 recipe ran): base_emb_dim 4096,
+      // base_num_query_heads 32, base_num_kv_heads 8, base_mlp_dim 14336, 32 layers, head_dim
+      // 128, SwiGLU, vocab_size 32000, logits_via_embedding false. Mistral-7B v0.1's 4,096-token
+      // sliding window is not in MaxText's config: its attention_type stays 'global' and
+      // sliding_window_size 0 (base.yml at tpu-recipes-v0.1.2, lines 218-219), so MaxText runs
+      // full causal attention, as this preset does. 32,768 positions (mistralai/Mistral-7B-v0.1
+      // config.json max_position_embeddings).
+      llama("mistral-7b", 32, 4096, 14336, 32, 8, 32000, 32768),
   };
   return presets;
 }
@@ -336,6 +372,21 @@ const std::vector<TransformerSpec>& moe_model_presets() {
     // non-embedding. Its per-head q_norm and k_norm (2H per layer, 24k in all) are not counted.
     out.push_back(moe_model("qwen3-235b-a22b", 94, 4096, 12288, 64, 4, 128, 151936, false, 40960,
                             MoeSpec{128, 8, 0, 1536, 0}));
+
+    // Llama 4 Maverick (meta-llama/Llama-4-Maverick-17B-128E) as MaxText defines it:
+    // src/maxtext/configs/models/llama4-17b-128e.yml at e591f30: base_emb_dim 5120, 48 layers,
+    // 40 query / 8 KV heads (head_dim 5120 / 40 = 128), base_mlp_dim 16384 (the dense layers),
+    // base_moe_mlp_dim 8192 (each routed and the shared expert), num_experts 128,
+    // num_experts_per_tok 1, shared_experts 1, vocab_size 202048, interleave_moe_layer_step 2
+    // ("every 2nd layer is MoE layer, and 1st layer is dense layer": layers 1, 3, 5, ... by
+    // llama4.py:281), logits_via_embedding false (base.yml). Its attention is chunked (8,192
+    // tokens, chunk_attn_window_size) on the RoPE layers and global on every fourth (NoPE):
+    // at 8,192-token sequences, as the v5p recipe runs, each is plain causal attention.
+    // 1,048,576 positions (the model card's context).
+    TransformerSpec maverick = moe_model("llama4-17b-128e", 48, 5120, 16384, 40, 8, 128, 202048, false, 1048576,
+                                         MoeSpec{128, 1, 1, 8192, 0});
+    maverick.moe->interleave_moe_layer_step = 2;
+    out.push_back(maverick);
 
     // The seed chapter's model (inference.md, "Worked problems": L 64, D 4096, F 16384, N 32,
     // K 8, H 256, V 32128, input and output embeddings shared) made an MoE by Question 5:

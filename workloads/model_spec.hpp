@@ -37,6 +37,10 @@ struct MoeSpec {
   int shared_experts = 0;     // experts every token passes through as well (DeepSeek)
   int expert_d_ff = 0;        // MLP width of one expert, routed or shared
   int dense_layers = 0;       // the first layers keep a dense MLP of width d_ff
+  // MaxText's interleave_moe_layer_step (Llama 4): of the layers past dense_layers, those whose
+  // 0-based index l has (l + 1) % step == 0 are MoE, the others dense (d_ff wide); 1: all of
+  // them (maxtext@e591f30 src/maxtext/models/llama4.py:281, determine_is_moe_layer).
+  int interleave_moe_layer_step = 1;
 };
 
 struct TransformerSpec {
@@ -58,8 +62,13 @@ struct TransformerSpec {
   double activation_bytes = 2;               // bf16 activations
   double optimizer_bytes_per_param = 8;      // Adam: two fp32 moments (training.md:L198-L200)
   double master_weight_bytes_per_param = 0;  // e.g. 4 for an fp32 master copy; the book has none
-  double gradient_bytes_per_param = 0;       // 0: the weights' dtype (bf16, the book's); 4: fp32
+  double gradient_bytes_per_param = 0;       // 0: the stored weights' dtype (bf16, the book's); 4: fp32
                                              // accumulation (Megatron's main grads, 18 B/param)
+  // The dtype the weights are stored in (MaxText's weight_dtype), when not param_bytes, the dtype
+  // the matmuls read (MaxText's dtype): 4 for weight_dtype float32, MaxText's default
+  // (base.yml:174 at e591f30), whose layers cast each weight to bf16 before its matmul
+  // (linears.py:297). 0: stored as param_bytes.
+  double weight_dtype_bytes = 0;
   int max_sequence_length = 0;               // tokens, from the published config
   AttentionKind attention = AttentionKind::Gqa;
   MlaSpec mla;                 // used when attention is Mla (heads is then N, kv_heads unused)
@@ -88,8 +97,18 @@ double expert_params(const TransformerSpec& spec);
 // The router of one MoE layer: a [D, E] matmul scoring the experts. 0 if dense.
 double router_params_per_layer(const TransformerSpec& spec);
 
-// Layers with routed experts: L - dense_layers, or 0 for a dense model.
+// Layers with routed experts: past dense_layers, every interleave_moe_layer_step-th (all of
+// them at step 1: L - dense_layers), or 0 for a dense model.
 int moe_layer_count(const TransformerSpec& spec);
+// Whether layer l (0-based) has routed experts, and its index among the MoE layers (-1 if not).
+bool is_moe_layer(const TransformerSpec& spec, int l);
+int moe_layer_index(const TransformerSpec& spec, int l);
+
+// Bytes a parameter is stored in (weight_dtype_bytes, else param_bytes) and its gradient's
+// (gradient_bytes_per_param, else the stored weights' dtype: a gradient has its parameter's
+// dtype, MaxText's grad_dtype float32 for float32 weights, train.py:535 at e591f30).
+double stored_weight_bytes(const TransformerSpec& spec);
+double gradient_bytes(const TransformerSpec& spec);
 
 // The MLP weights of every layer: all of them (param_count) or those one token passes through
 // (activated_param_count): L*mlp for a dense model; for an MoE model dense_layers*mlp +

@@ -454,6 +454,13 @@ void check_pipeline(const TransformerSpec& model, const TrainingPlan& plan, cons
       !why.empty()) {
     throw std::invalid_argument(why);
   }
+  if (model.moe && model.moe->interleave_moe_layer_step > 1) {
+    // The pipeline's chains hold each slot's layer kind from the first MoE layer on
+    // (dense_layers); interleaved MoE layers would make every chunk's slots alternate.
+    throw std::invalid_argument(model.name + " interleaves MoE and dense layers (interleave_moe_layer_step " +
+                                std::to_string(model.moe->interleave_moe_layer_step) +
+                                "): a pipeline holds MoE models whose MoE layers follow the dense ones only");
+  }
   if (chunks > model.layers) {
     throw std::invalid_argument(std::to_string(stages) + " pipeline stages" +
                                 (plan.virtual_stages > 1 ? " x " + std::to_string(plan.virtual_stages) + " virtual" : "") +

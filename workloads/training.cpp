@@ -80,6 +80,31 @@ void check_axis_uses(const TopologySpec& topology, int axis, const std::vector<A
   throw std::invalid_argument("axis " + name + " carries two kinds of parallelism");
 }
 
+// FSDP over DCN (MaxText's dcn_fsdp_parallelism): what it combines with.
+void check_dcn_fsdp(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
+  if (!plan.dcn_fsdp) return;
+  if (topology.slices < 2) throw std::invalid_argument("FSDP over DCN needs at least two slices");
+  if (!plan.fsdp) throw std::invalid_argument("FSDP over DCN shards the weights across slices; it needs fsdp");
+  if (plan.dcn_data_parallel)
+    throw std::invalid_argument("the slices form one DCN axis: data parallelism or FSDP over it, not both");
+  if (plan.pipeline_axis >= 0) throw std::invalid_argument("FSDP over DCN with a pipeline is not supported");
+  if (plan.dcn_after_backward)
+    throw std::invalid_argument("FSDP over DCN reduce-scatters gradients across slices; there is no DCN all-reduce "
+                                "to hoist (dcn_sync)");
+  if (model.moe)
+    throw std::invalid_argument(model.name + " has routed experts, whose weights podsim shards within a slice only: "
+                                "FSDP over DCN is for dense models");
+}
+
+// MaxText's check (types.py:4001 at e591f30): the tiles split a data shard's microbatch tokens evenly.
+void check_vocab_tiling(const TrainingPlan& plan, double microbatch_tokens) {
+  if (plan.num_vocab_tiling < 1) throw std::invalid_argument("num_vocab_tiling must be at least 1");
+  if (plan.num_vocab_tiling > 1 && std::fmod(microbatch_tokens, plan.num_vocab_tiling) != 0) {
+    throw std::invalid_argument("num_vocab_tiling " + std::to_string(plan.num_vocab_tiling) +
+                                " does not divide a microbatch's tokens on one data shard");
+  }
+}
+
 void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology) {
   std::map<int, std::vector<AxisUse>> uses;
   auto note = [&](const std::vector<int>& axes, const std::vector<AxisSlice>& slices, const std::string& kind) {
@@ -129,6 +154,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.dcn_data_parallel && topology.slices < 2) {
     throw std::invalid_argument("data parallelism over DCN needs at least two slices");
   }
+  check_dcn_fsdp(model, plan, topology);
   if (plan.zero_stage < 0 || plan.zero_stage > 2) {
     throw std::invalid_argument("ZeRO stage " + std::to_string(plan.zero_stage) + ": expected 1 or 2 (stage 3 is FSDP)");
   }
@@ -140,7 +166,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
     throw std::invalid_argument("a pipeline over slices leaves no slices for data parallelism over DCN");
   }
   const double shards = static_cast<double>(product_of(topology, plan.data_axes, plan.data_slices)) / context *
-                        (plan.dcn_data_parallel ? topology.slices : 1) * plan.microbatches;
+                        (slices_split_batch(plan) ? topology.slices : 1) * plan.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, shards) != 0) {
     throw std::invalid_argument("a batch of " + std::to_string(static_cast<long long>(sequences)) +
                                 " sequences does not divide into " + std::to_string(static_cast<long long>(shards)) +
@@ -149,6 +175,7 @@ void check_plan(const TransformerSpec& model, const TrainingPlan& plan, const To
   if (plan.matmul_efficiency <= 0 || plan.matmul_efficiency > 1) {
     throw std::invalid_argument("matmul efficiency must be in (0, 1]");
   }
+  check_vocab_tiling(plan, plan.global_batch_tokens / shards);
   if (model.heads % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0 &&
       model.d_ff % product_of(topology, plan.tensor_axes, plan.tensor_slices) != 0) {
     throw std::invalid_argument("tensor parallelism does not divide the heads or d_ff");
@@ -167,6 +194,19 @@ void rerun_by_checkpointing(TrainingBlock& blk, Checkpointing checkpointing, boo
   if (!rerun) return;
   blk.recompute_s = blk.forward_s;
   blk.recompute_flops_per_chip = blk.forward_flops_per_chip;
+}
+
+// Vocabulary tiling (MaxText's num_vocab_tiling; vocabulary_tiling.py at e591f30): the tiled
+// loss's backward scan recomputes each tile's logits before its gradients (_bwd_scan_body,
+// lines 220-252): the output projection's forward again. Its weights are gathered once over
+// FSDP as stored (all_gather_over_fsdp on the params, line 134: fp32 under weight_dtype
+// float32) and kept as a residual for the backward (lines 187-197), not gathered again.
+void tile_vocabulary(TrainingBlock& unembed, const TransformerSpec& model, int y) {
+  unembed.recompute_s = unembed.forward_s;
+  unembed.recompute_flops_per_chip = unembed.forward_flops_per_chip;
+  unembed.recompute_attention = false;
+  unembed.weight_bytes_per_group = unembed.params * stored_weight_bytes(model) / y;
+  unembed.gather_kept_for_backward = true;
 }
 
 // A parallel block's weights: attention's and the MLP's.
@@ -202,9 +242,11 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
     // Backward: gradients with respect to inputs and to weights, twice the forward FLOPs.
     b.backward_s = roofline_s(2 * mxu_flops, b.forward_bytes_per_chip + 2 * tokens * model.d_model * act,
                               chip, plan.matmul_efficiency);
+    // FSDP gathers each weight in the matmuls' dtype: MaxText casts the stored (e.g. fp32)
+    // weight shard before the gather (linears.py:297, then the gather's sharding constraint at
+    // :307, maxtext@e591f30). Gradients reduce in their own dtype (the stored weights').
     b.weight_bytes_per_group = params * model.param_bytes / y;
-    b.gradient_bytes_per_group =
-        params * (model.gradient_bytes_per_param > 0 ? model.gradient_bytes_per_param : model.param_bytes) / y;
+    b.gradient_bytes_per_group = params * gradient_bytes(model) / y;
     b.activation_bytes_per_group = tokens * model.d_model * act;
     return b;
   };
@@ -232,13 +274,13 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
                             attention_weight_shapes(model, static_cast<int>(y)), unpack_flops));
       recompute(blocks.back(), true);
     }
-    if (model.moe && l >= model.moe->dense_layers) {
+    if (is_moe_layer(model, l)) {
       // An MoE layer's MLP block: here its router and shared experts, the dense part every
       // token passes through; the routed experts are MoeTrainingBlocks'.
       blocks.push_back(make("L" + std::to_string(l) + ".mlp", l,
                             router_params_per_layer(model) + model.moe->shared_experts * expert_params(model), 0.0,
                             router_shared_weight_shapes(model, static_cast<int>(y))));
-      blocks.back().moe_layer = l - model.moe->dense_layers;
+      blocks.back().moe_layer = moe_layer_index(model, l);
       continue;
     }
     blocks.push_back(make("L" + std::to_string(l) + ".mlp", l, mlp_params_per_layer(model), 0.0,
@@ -250,6 +292,7 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   if (chip.compute_model == ComputeModel::Kernels || plan.remat) {
     time_blocks_from_kernels(blocks, model, plan, tokens, static_cast<int>(y), chip);
   }
+  if (plan.num_vocab_tiling > 1) tile_vocabulary(blocks.back(), model, static_cast<int>(y));
   return blocks;
 }
 
@@ -262,11 +305,11 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
   const bool tensor = layout.tensor_degree > 1;
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
   ShardingDegrees degrees;
-  degrees.data = fsdp ? layout.data_degree / layout.ici_data_degree : layout.data_degree;
+  degrees.data = fsdp ? layout.data_degree / layout.fsdp_degree : layout.data_degree;
   degrees.zero_stage = data ? plan.zero_stage : 0;
   degrees.zero_shards = layout.ici_data_degree;
   if (degrees.zero_stage > 0) layout.strategy = "ZeRO-" + std::to_string(degrees.zero_stage) + (tensor ? "+TP" : "");
-  degrees.fsdp = fsdp ? layout.ici_data_degree : 1;
+  degrees.fsdp = fsdp ? layout.fsdp_degree : 1;
   degrees.tensor = layout.tensor_degree;
   if (model.moe) {
     degrees.expert = 1;
@@ -298,7 +341,9 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
   // weights in flight (training_program gathers a
   // block once the block kPrefetchBlocks + 1 back has computed: that many blocks' full weights,
   // split over the tensor axes, the largest block's).
-  layout.memory.logits_bytes = layout.tokens_per_microbatch * model.vocab * 4.0 / layout.tensor_degree;
+  // Vocabulary tiling holds one tile's logits at a time (vocabulary_tiling.py's scans).
+  layout.memory.logits_bytes =
+      layout.tokens_per_microbatch / plan.num_vocab_tiling * model.vocab * 4.0 / layout.tensor_degree;
   if (plan.pipeline_axis >= 0) {
     layout.memory.logits_bytes *= peak_passes_in_flight(plan.schedule, degrees.pipeline, plan.microbatches,
                                                         plan.virtual_stages) / degrees.pipeline;
@@ -322,7 +367,7 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   check_plan(model, plan, topology);
   const ChipSpec& chip = topology.chip;
   layout.ici_data_degree = product_of(topology, plan.data_axes, plan.data_slices);
-  layout.data_degree = layout.ici_data_degree * (plan.dcn_data_parallel ? topology.slices : 1);
+  layout.data_degree = layout.ici_data_degree * (slices_split_batch(plan) ? topology.slices : 1);
   layout.tensor_degree = product_of(topology, plan.tensor_axes, plan.tensor_slices);
   layout.chips = product_of(topology, [&] {
     std::vector<int> all(topology.axes.size());
@@ -336,6 +381,8 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;   // FSDP shards within a slice
   layout.strategy = fsdp ? (tensor ? "FSDP+TP" : "FSDP") : (data ? (tensor ? "DP+TP" : "DP") : (tensor ? "TP" : "single"));
   if (plan.dcn_data_parallel) layout.strategy += " + DP over DCN";
+  if (fsdp) layout.fsdp_degree = layout.ici_data_degree * (plan.dcn_fsdp ? topology.slices : 1);
+  if (fsdp && plan.dcn_fsdp) layout.strategy += " over DCN";
   if (plan.context_axis >= 0) layout.context_degree = topology.axes[plan.context_axis].size;
   layout.blocks = model_blocks(model, plan, layout, chip);
   if (plan.context_axis >= 0) {
@@ -362,16 +409,23 @@ TrainingLayout training_layout(const TransformerSpec& model, const TrainingPlan&
   return layout;
 }
 
+double optimizer_bytes_per_param(const TransformerSpec& model) {
+  const double master = model.master_weight_bytes_per_param;
+  const double updated = master > 0 ? master : stored_weight_bytes(model);
+  return gradient_bytes(model) + 2 * model.optimizer_bytes_per_param + 2 * updated + (master > 0 ? model.param_bytes : 0.0);
+}
+
 double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                         const TrainingLayout& layout, int stages) {
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
   const bool zero = layout.data_degree > 1 && plan.zero_stage > 0;
   const double routed = model.moe ? moe_layer_count(model) * static_cast<double>(model.moe->experts) * expert_params(model) : 0.0;
+  const int shards = fsdp ? layout.fsdp_degree : zero ? layout.ici_data_degree : 1;
   const double local_params =
-      ((param_count(model) - routed) / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
-       routed / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : layout.moe.expert_degree))) /
+      ((param_count(model) - routed) / (layout.tensor_degree * shards) +
+       routed / (layout.tensor_degree * (fsdp || zero ? shards : layout.moe.expert_degree))) /
       stages;
-  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
+  const double bytes_touched = local_params * optimizer_bytes_per_param(model);
   return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
 }
 
@@ -379,10 +433,11 @@ double optimizer_time_s(const TransformerSpec& model, const TrainingPlan& plan, 
                         const TrainingLayout& layout, double dense_params, double routed_params) {
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
   const bool zero = layout.data_degree > 1 && plan.zero_stage > 0;
+  const int shards = fsdp ? layout.fsdp_degree : zero ? layout.ici_data_degree : 1;
   const double local_params =
-      dense_params / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : 1)) +
-      routed_params / (layout.tensor_degree * (fsdp || zero ? layout.ici_data_degree : layout.moe.expert_degree));
-  const double bytes_touched = local_params * (3 * model.param_bytes + 2 * model.optimizer_bytes_per_param);
+      dense_params / (layout.tensor_degree * shards) +
+      routed_params / (layout.tensor_degree * (fsdp || zero ? shards : layout.moe.expert_degree));
+  const double bytes_touched = local_params * optimizer_bytes_per_param(model);
   return bytes_touched / topology.chip.achieved_hbm_Bps() + topology.chip.compute_overhead_s;
 }
 

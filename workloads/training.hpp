@@ -57,6 +57,12 @@ struct TrainingPlan {
   bool tensor_overlap = false;      // collective matmuls: TP gathers/scatters overlap the matmuls
   bool dcn_data_parallel = false;   // slices add data parallelism: batch split over them too,
                                     // gradients reduced across them over DCN (hierarchically)
+  // MaxText's dcn_fsdp_parallelism = the slices: the slices join the FSDP axis. The batch is
+  // split over them, weights, gradients and optimizer state are sharded over the slice's data
+  // axes x the slices, each block's gather runs over DCN then ICI (a shard of 1/(ici x slices)
+  // from each slice, then within the slice) before its forward and again before its backward,
+  // and its gradients are reduce-scattered over ICI then DCN; no DCN all-reduce.
+  bool dcn_fsdp = false;
   // Sharded gradients' all-reduce over DCN after the whole backward rather than behind each
   // block's: XLA's while-loop all-reduce code motion hoists it out of a scanned layer stack's
   // backward loop (MaxText's `scan_layers`), so it no longer hides under the backward.
@@ -76,7 +82,15 @@ struct TrainingPlan {
   bool attention_flops = true;      // count the QK^T and AV matmuls
   AttentionRun attention_run;        // how the kernels model runs attention (layer_kernels.hpp)
   MatmulQuantization quantization;   // int8 weight matmuls (MaxText's quantization: int8; layer_kernels.hpp)
+  // MaxText's num_vocab_tiling (src/maxtext/utils/vocabulary_tiling.py at e591f30): the
+  // output projection and loss run over the microbatch's tokens in this many tiles in a scan,
+  // so one tile's logits live at a time; the backward recomputes each tile's logits; the output
+  // head's weights are gathered once, in their stored dtype, and kept for the backward. 1: off.
+  int num_vocab_tiling = 1;
 };
+
+// Whether the slices split the batch: data parallelism or FSDP over DCN.
+inline bool slices_split_batch(const TrainingPlan& plan) { return plan.dcn_data_parallel || plan.dcn_fsdp; }
 
 // One weight block of the model: a layer's attention or MLP, or the output projection.
 struct TrainingBlock {
@@ -100,6 +114,9 @@ struct TrainingBlock {
                                        // (params, FLOPs and V are then the router and shared experts;
                                        // the routed experts are workloads/moe_training.hpp's)
   double weight_bytes_per_group = 0;   // V of the FSDP AllGather
+  // The FSDP gather before the forward is kept for the backward, not gathered again (the output
+  // head under vocabulary tiling: its gathered weights are a residual of the tiled loss).
+  bool gather_kept_for_backward = false;
   // V of the gradient reduction: the gradients' dtype (fp32 when accumulated so: Megatron's
   // main grads, MaxText's float32 weights), else the weights'.
   double gradient_bytes_per_group = 0;
@@ -137,7 +154,9 @@ struct MoeStepStats {
 
 struct TrainingLayout {
   int data_degree = 1;                 // batch shards: ICI data axes x slices (with DCN data parallelism)
-  int ici_data_degree = 1;             // batch shards within a slice (FSDP shards over these)
+  int ici_data_degree = 1;             // batch shards within a slice
+  int fsdp_degree = 1;                 // chips FSDP shards the weights over: ici_data_degree, x the
+                                       // slices under dcn_fsdp (1 without FSDP)
   int tensor_degree = 1;
   int context_degree = 1;              // chips each sequence is split over (context parallelism)
   int chips = 1;
@@ -153,6 +172,12 @@ struct TrainingLayout {
   int pipeline_stages = 1;
   MoeStepStats moe;
 };
+
+// HBM bytes the optimizer moves per parameter it updates: it reads the gradient (its dtype),
+// reads and writes the moments and the weights it updates (the fp32 master copy where kept,
+// else the stored weights: fp32 under MaxText's weight_dtype float32), and writes the
+// matmuls' bf16 copy where a master copy is kept apart. bf16 throughout: 2 + 16 + 4 = 22.
+double optimizer_bytes_per_param(const TransformerSpec& model);
 
 // Pipeline stages: the pipeline axis's size, or one per slice (Topology::kSliceAxis).
 int stage_count(const TrainingPlan& plan, const TopologySpec& topology);

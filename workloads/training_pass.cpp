@@ -17,8 +17,11 @@ int emit_weight_gather(ProgramBuilder& b, const TrainingPlan& plan, const std::s
   std::vector<int> after = k > kPrefetchBlocks ? std::vector<int>{window_compute} : request.window_start;
   if (k > 0) after.push_back(previous_gather);
   else if (request.first_gather_after >= 0) after.push_back(request.first_gather_after);
+  // Under FSDP over DCN the gather spans the slices: DCN first (each slice's 1/(ici x slices)
+  // shard), then ICI (ring_parts' order).
   const int gather = b.collective(name + ".allgather_weights", CollectiveKind::AllGather, plan.data_axes,
-                                  plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, OpRole::FsdpAllGather);
+                                  plan.data_slices, blk.weight_bytes_per_group, after, blk.layer, OpRole::FsdpAllGather,
+                                  plan.dcn_fsdp);
   if (k <= kPrefetchBlocks) out.lead_gathers.push_back(gather);
   return gather;
 }
@@ -39,7 +42,13 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     const TrainingBlock& blk = chain[i];
     const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
     std::vector<int> inputs = previous_end;
-    if (fsdp) {
+    if (fsdp && !forward && k == 0 && blk.gather_kept_for_backward && request.first_gather_after >= 0) {
+      // The forward's gather, kept (the output head under vocabulary tiling): the backward
+      // starts from it, and the hold below lasts until this backward ends.
+      out.gather[i] = request.first_gather_after;
+      inputs.push_back(out.gather[i]);
+      out.last_gather = out.gather[i];
+    } else if (fsdp) {
       const int back = forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1;
       out.gather[i] = emit_weight_gather(b, plan, name, blk, k, k > 0 ? out.gather[forward ? i - 1 : i + 1] : -1,
                                          k > kPrefetchBlocks ? out.compute[back] : -1, request, out);

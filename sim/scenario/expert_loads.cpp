@@ -18,8 +18,11 @@ namespace {
 // At most this many missing layers are listed; a file for the wrong model would list hundreds.
 constexpr size_t kMissingListed = 12;
 
-std::string moe_layers_text(int first, int last) {
+std::string moe_layers_text(int first, int last, int step) {
   if (first > last) return "the model has no MoE layers";
+  // Interleaved (interleave_moe_layer_step): every step-th layer, l + 1 a multiple of step.
+  if (step > 1) return "MoE layers are every " + std::to_string(step) + "th from " + std::to_string(step - 1) + ", past " +
+                       std::to_string(first) + " dense ones, up to " + std::to_string(last);
   if (first == last) return "the MoE layer is " + std::to_string(first);
   return "MoE layers are " + std::to_string(first) + ".." + std::to_string(last);
 }
@@ -33,7 +36,7 @@ class ExpertLoadReader {
  public:
   ExpertLoadReader(const std::string& path, const TransformerSpec& model)
       : path_(path), model_(model), experts_(model.moe->experts), first_moe_(model.moe->dense_layers),
-        layers_text_(moe_layers_text(first_moe_, model.layers - 1)) {}
+        layers_text_(moe_layers_text(first_moe_, model.layers - 1, model.moe->interleave_moe_layer_step)) {}
 
   void line(const std::string& text, int line_number) {
     line_ = line_number;
@@ -115,7 +118,7 @@ class ExpertLoadReader {
                        "layer " + std::to_string(*parsed) + " is not one of " + model_.name + "'s " +
                            plural(model_.layers, "layer", "layers") + " (" + layers_text_ + ")");
     const int layer = static_cast<int>(*parsed);
-    if (layer < first_moe_)
+    if (!is_moe_layer(model_, layer))
       throw InputError(at, "layer", cell, "layer " + std::to_string(layer) + " is dense (" + layers_text_ + ")");
     if (star_line_)
       throw InputError(at, "layer", cell,
@@ -162,7 +165,7 @@ class ExpertLoadReader {
   void check_every_layer() const {
     std::vector<int> missing;
     for (int layer = first_moe_; layer < model_.layers; ++layer)
-      if (!by_layer_.count(layer)) missing.push_back(layer);
+      if (is_moe_layer(model_, layer) && !by_layer_.count(layer)) missing.push_back(layer);
     if (missing.empty()) return;
     std::string listed;
     for (size_t i = 0; i < missing.size() && i < kMissingListed; ++i) listed += (i ? ", " : "") + std::to_string(missing[i]);

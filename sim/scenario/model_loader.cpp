@@ -83,6 +83,7 @@ MoeSpec parse_moe(const MapReader& moe, const std::optional<MoeSpec>& base) {
   set("shared_experts", m.shared_experts, 0);
   set("expert_d_ff", m.expert_d_ff, 1);
   set("dense_layers", m.dense_layers, 0);
+  set("interleave_moe_layer_step", m.interleave_moe_layer_step, 1);
   return m;
 }
 

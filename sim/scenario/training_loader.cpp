@@ -58,10 +58,16 @@ void parse_pipeline(const MapReader& reader, const TopologySpec& topology, const
     if (plan.dcn_data_parallel)
       fail(*reader.optional("dcn_data"), "the pipeline's stages take the slices, which leaves none for data "
                                          "parallelism over DCN; expected dcn_data: false, or a pipeline over a mesh axis");
+    if (plan.dcn_fsdp)
+      fail(*reader.optional("dcn_fsdp"), "the pipeline's stages take the slices, which leaves none for FSDP over "
+                                         "DCN; expected dcn_fsdp: false, or a pipeline over a mesh axis");
     plan.pipeline_axis = Topology::kSliceAxis;
   } else if (pipeline) {
     plan.pipeline_axis = parse_one_whole_axis(*pipeline, topology, used, "pipeline",
                                               "expected one mesh axis name (the stages lie along it) or slices");
+    if (plan.dcn_fsdp)
+      fail(*reader.optional("dcn_fsdp"), "FSDP over DCN with a pipeline is not supported; expected dcn_fsdp: false "
+                                         "or no pipeline");
   }
   if (auto schedule = reader.optional("schedule")) {
     if (plan.pipeline_axis < 0) fail(*schedule, "a schedule needs a pipeline axis; expected parallelism.pipeline");
@@ -82,6 +88,45 @@ void parse_pipeline(const MapReader& reader, const TopologySpec& topology, const
   if (auto pipeline = reader.optional("pipeline")) {
     const int stages = stage_count(plan, topology);
     check_stages(virtual_stages ? *virtual_stages : *pipeline, stages, plan.virtual_stages, model);
+  }
+}
+
+// parallelism.fsdp_transpose: further FSDP axes beside the data axes.
+void read_fsdp_transpose(const MapReader& reader, const TopologySpec& topology,
+                         std::vector<std::pair<std::string, std::string>>& used, TrainingPlan& plan) {
+  if (auto transpose = reader.optional("fsdp_transpose")) {
+    // MaxText's fsdp_transpose mesh axis (ici_fsdp_transpose_parallelism): a second FSDP axis.
+    // Its logical rules (base.yml:601-606 at e591f30) shard an MLP weight's hidden dimension
+    // ('mlp') over fsdp_transpose and its model dimension ('embed') over fsdp, attention's
+    // 'embed' over both; the batch splits over both (activation_batch). Each weight is still
+    // gathered whole over both axes before its matmul and its gradient reduce-scattered over
+    // both: FSDP over the product of the axes.
+    if (!plan.fsdp) fail(*transpose, "a second FSDP axis; expected fsdp: true beside it");
+    auto parsed = parse_plan_axes(*transpose, topology, used, "fsdp_transpose");
+    if (!plan.data_slices.empty() || !parsed.slices.empty()) {
+      if (plan.data_slices.empty()) plan.data_slices.assign(plan.data_axes.size(), AxisSlice{1, 0});
+      if (parsed.slices.empty()) parsed.slices.assign(parsed.axes.size(), AxisSlice{1, 0});
+    }
+    plan.data_axes.insert(plan.data_axes.end(), parsed.axes.begin(), parsed.axes.end());
+    plan.data_slices.insert(plan.data_slices.end(), parsed.slices.begin(), parsed.slices.end());
+  }
+}
+
+// parallelism.dcn_fsdp: the slices join FSDP.
+void read_dcn_fsdp(const MapReader& reader, int slices, const TransformerSpec& model, TrainingPlan& plan) {
+  if (auto dcn_fsdp = reader.optional("dcn_fsdp")) {
+    // MaxText's dcn_fsdp_parallelism equal to the slices (training.hpp, TrainingPlan::dcn_fsdp).
+    plan.dcn_fsdp = read_bool(*dcn_fsdp);
+    if (plan.dcn_fsdp && slices < 2) fail(*dcn_fsdp, "FSDP over DCN needs topology.slices >= 2");
+    if (plan.dcn_fsdp && !plan.fsdp)
+      fail(*dcn_fsdp, "shards the weights across slices as FSDP does within one; expected fsdp: true beside it");
+    if (plan.dcn_fsdp && plan.dcn_data_parallel)
+      fail(*dcn_fsdp, "the slices form one DCN axis, which carries data parallelism or FSDP, not both (MaxText's "
+                      "dcn_data_parallelism x dcn_fsdp_parallelism splitting the slices is not supported); expected "
+                      "dcn_data: false");
+    if (plan.dcn_fsdp && model.moe)
+      fail(*dcn_fsdp, model.name + " has routed experts, whose weights podsim shards within a slice only; expected "
+                      "dcn_data with fsdp, or a dense model");
   }
 }
 
@@ -143,17 +188,21 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
     plan.data_axes.push_back(plan.context_axis);
     if (!plan.data_slices.empty()) plan.data_slices.push_back(AxisSlice{1, 0});
   }
+  read_fsdp_transpose(reader, topology, used, plan);
   if (auto dcn = reader.optional("dcn_data")) {
     plan.dcn_data_parallel = read_bool(*dcn);
     if (plan.dcn_data_parallel && slices < 2) fail(*dcn, "data parallelism over DCN needs topology.slices >= 2");
   }
+  read_dcn_fsdp(reader, slices, model, plan);
   parse_pipeline(reader, topology, model, used, plan);
   if (auto sync = reader.optional("dcn_sync")) {
     plan.dcn_after_backward = read_choice<bool>(*sync, {{"per_block", false}, {"after_backward", true}});
     if (plan.dcn_after_backward && (!plan.dcn_data_parallel || !(plan.fsdp || plan.zero_stage > 0) ||
                                     plan.pipeline_axis >= 0))
-      fail(*sync, "hoists sharded gradients' DCN all-reduce out of a layer loop; expected dcn_data: true with fsdp "
-                  "or zero, and no pipeline");
+      fail(*sync, plan.dcn_fsdp ? "hoists sharded gradients' DCN all-reduce out of a layer loop; under dcn_fsdp "
+                                  "gradients are reduce-scattered across slices, with no all-reduce to hoist"
+                                : "hoists sharded gradients' DCN all-reduce out of a layer loop; expected dcn_data: "
+                                  "true with fsdp or zero, and no pipeline");
   }
 }
 
@@ -181,9 +230,9 @@ double read_batch_tokens(const Field& field) {
 
 std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int64_t degree,
                              int slices) {
-  if (plan.data_axes.empty() && !plan.dcn_data_parallel) return "1 data shard (no data axes)";
+  if (plan.data_axes.empty() && !slices_split_batch(plan)) return "1 data shard (no data axes)";
   std::vector<std::string> sizes;
-  if (plan.dcn_data_parallel) sizes.push_back("slices=" + std::to_string(slices));
+  if (slices_split_batch(plan)) sizes.push_back("slices=" + std::to_string(slices));
   for (size_t i = 0; i < plan.data_axes.size(); ++i) {
     const int axis = plan.data_axes[i];
     if (axis == plan.context_axis) continue;   // splits sequences, not the batch
@@ -192,6 +241,18 @@ std::string data_shards_text(const TrainingPlan& plan, const std::vector<MeshAxi
   }
   if (sizes.empty()) return "1 data shard (no data axes)";
   return std::to_string(degree) + " data shards (" + join(sizes, " x ") + ")";
+}
+
+// The data shards the batch splits into: the slices (when they split it) x the data axes, less
+// the context axis (it splits sequences).
+int64_t data_degree(const TrainingPlan& plan, const std::vector<MeshAxis>& mesh, int slices) {
+  int64_t degree = slices_split_batch(plan) ? slices : 1;
+  for (size_t i = 0; i < plan.data_axes.size(); ++i) {
+    if (plan.data_axes[i] == plan.context_axis) continue;
+    const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
+    degree *= part != 0 ? part : mesh[plan.data_axes[i]].size;
+  }
+  return degree;
 }
 
 // The batch must be whole sequences, split evenly over the data shards and the microbatches.
@@ -204,7 +265,7 @@ void check_batch(const Field& batch_field, const std::optional<Field>& microbatc
     fail(batch_field, tokens_text + " tokens is not a whole number of " + std::to_string(plan.sequence_length) +
                           "-token sequences; expected a multiple of sequence_length");
   const int64_t sequences = static_cast<int64_t>(tokens / length);
-  int64_t degree = plan.dcn_data_parallel ? slices : 1;   // slices split the batch too
+  int64_t degree = slices_split_batch(plan) ? slices : 1;   // slices split the batch too
   for (size_t i = 0; i < plan.data_axes.size(); ++i) {
     if (plan.data_axes[i] == plan.context_axis) continue;   // splits sequences, not the batch
     const int part = plan.data_slices.empty() ? 0 : plan.data_slices[i].size;
@@ -233,9 +294,24 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
     return;
   }
   if (checkpointing) fail(*policy, "says what is kept, as checkpointing does; expected one of the two");
-  if (model.attention == AttentionKind::Mla)
-    fail(*policy, "names the tensors of a GQA layer; " + model.name + " has MLA attention: use checkpointing");
+  // MaxText names MLA's tensors too (mla_q, mla_kv, query_wa_proj, kv_wa_proj: base.yml:377-380
+  // at e591f30), but podsim times a remat policy kernel by kernel (layer_kernels.hpp), and its
+  // kernels are a GQA layer's: an MLA layer's kernels (its latent projections, up-projections
+  // and split rotary parts) are not modelled, so what a policy keeps of one cannot be priced.
+  // `full` keeps only each layer's input (MaxText's decoder_layer_input) whatever the layer is:
+  // podsim's checkpointing: block, which needs no kernels.
   const std::string name = read_string(*policy);
+  if (model.attention == AttentionKind::Mla && name == "full" && !custom) {
+    plan.checkpointing = Checkpointing::Block;
+    return;
+  }
+  if (model.attention == AttentionKind::Mla)
+    fail(*policy, "a remat policy other than full is priced kernel by kernel, and podsim's layer kernels are a GQA "
+                  "layer's; " + model.name + " has MLA attention, whose tensors MaxText names apart (query_wa_proj "
+                  "and mla_q: the query latent before and after its norm; kv_wa_proj and mla_kv: the key/value "
+                  "latent with the rotary key, and the normed latent; query_proj, key_proj, value_proj: the "
+                  "up-projected heads) and whose kernels are not modelled: expected full, or checkpointing (none, "
+                  "block or book)");
   if (name != "custom") {
     if (custom) fail(*custom, "only with remat_policy: custom (" + name + " says what each tensor does)");
     try {
@@ -279,6 +355,42 @@ void read_quantization(const MapReader& reader, const TopologySpec& topology, Tr
   const int k = read_int(*shards, -1, kMaxChips);
   plan.quantization.weight_gradients = k != 0;
   plan.quantization.local_shards = k < 0 ? topology.slices : std::max(k, 1);
+}
+
+// master_weights, gradients and weight_dtype: the dtypes a parameter is kept and reduced in.
+void read_precision(const MapReader& reader, TrainingWorkload& workload) {
+  // Mixed-precision bookkeeping as Megatron counts it: an fp32 master copy of the weights (4 B
+  // a parameter, sharded like the optimizer state) and fp32 gradient accumulation (4 B instead
+  // of 2): 2 + 4 + 4 + 8 = 18 B a parameter with Adam.
+  if (auto master = reader.optional("master_weights"))
+    workload.model.master_weight_bytes_per_param = read_bool(*master) ? 4.0 : 0.0;
+  if (auto gradients = reader.optional("gradients"))
+    workload.model.gradient_bytes_per_param = read_choice<double>(*gradients, {{"bf16", 2.0}, {"fp32", 4.0}});
+  if (auto dtype = reader.optional("weight_dtype")) {
+    // MaxText's weight_dtype (base.yml:174 at e591f30, default float32): the dtype the weights
+    // are stored in. Each layer casts its shard to bf16 before FSDP's gather (linears.py:297),
+    // so gathers and matmuls stay bf16; the gradients are the stored weights' dtype (grad_dtype
+    // float32, train.py:535) unless `gradients` says otherwise; the optimizer reads and writes
+    // the fp32 weights.
+    workload.model.weight_dtype_bytes = read_choice<double>(*dtype, {{"float32", 4.0}, {"bfloat16", 2.0}});
+    if (workload.model.weight_dtype_bytes == 4.0 && workload.model.master_weight_bytes_per_param > 0)
+      fail(*dtype, "float32 weights are MaxText's only copy of the weights, which master_weights: true would count "
+                   "twice; expected one of weight_dtype: float32 or master_weights: true");
+  }
+}
+
+// num_vocab_tiling, checked against a data shard's microbatch tokens.
+void read_vocab_tiling(const MapReader& reader, const TopologySpec& topology, TrainingPlan& plan) {
+  if (auto tiles = reader.optional("num_vocab_tiling")) {
+    plan.num_vocab_tiling = read_int(*tiles, 1, kMaxModelDim);
+    // MaxText's check (types.py:4001 at e591f30): a data shard's tokens split into whole tiles.
+    const double per_shard = plan.global_batch_tokens / plan.microbatches /
+                             (static_cast<double>(data_degree(plan, topology.axes, topology.slices)));
+    if (std::fmod(per_shard, plan.num_vocab_tiling) != 0)
+      fail(*tiles, "does not divide the " + std::to_string(static_cast<int64_t>(per_shard)) +
+                       " tokens of a microbatch on one data shard (per_device_batch_size x max_target_length in "
+                       "MaxText); expected a divisor of it");
+  }
 }
 
 TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& topology) {
@@ -327,13 +439,8 @@ TrainingWorkload parse_training(const MapReader& reader, const TopologySpec& top
   }
   if (auto attention = reader.optional("attention_flops")) plan.attention_flops = read_bool(*attention);
   if (auto strict = reader.optional("strict_memory")) workload.strict_memory = read_bool(*strict);
-  // Mixed-precision bookkeeping as Megatron counts it: an fp32 master copy of the weights (4 B
-  // a parameter, sharded like the optimizer state) and fp32 gradient accumulation (4 B instead
-  // of 2): 2 + 4 + 4 + 8 = 18 B a parameter with Adam.
-  if (auto master = reader.optional("master_weights"))
-    workload.model.master_weight_bytes_per_param = read_bool(*master) ? 4.0 : 0.0;
-  if (auto gradients = reader.optional("gradients"))
-    workload.model.gradient_bytes_per_param = read_choice<double>(*gradients, {{"bf16", 2.0}, {"fp32", 4.0}});
+  read_precision(reader, workload);
+  read_vocab_tiling(reader, topology, plan);
   if (auto budget = reader.optional("token_budget")) {
     workload.token_budget = read_real(*budget);
     if (!(workload.token_budget >= plan.global_batch_tokens && workload.token_budget <= 1e18))
