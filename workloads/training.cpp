@@ -436,7 +436,8 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
   std::vector<int> grad_ops;
-  std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under dcn_after_backward
+  std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under DcnSync::AfterBackward
+  const bool dcn_own = plan.dcn_sync != DcnSync::PerBlock;   // the DCN all-reduces are emitted here, not per block
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
 
@@ -452,24 +453,52 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     request.forward = false;
     request.start = request.window_start = fwd.end;
     request.first_gather_after = fsdp ? fwd.gather[n - 1] : -1;
+    // Pipelined (XLA's collective pipeliner on the scanned backward loop): the iteration of
+    // layer l runs the all-reduces of layer l + 1 beside its backward and ends when both are
+    // done, so layer l - 1's backward (its first block, in backward order) waits for them.
+    std::map<int, std::vector<int>> layer_dcn;   // scanned layer -> its DCN all-reduces
+    std::vector<std::pair<int, int>> layer_scatters;   // (block, its ReduceScatter) of the layer in flight
+    int previous_dcn = -1;                        // one DCN collective at a time, in program order
+    auto scanned = [&](int i) { return blocks[i].layer >= 0 && blocks[i].layer < model.layers; };
+    if (plan.dcn_sync == DcnSync::Pipelined && last_microbatch)
+      request.waits_for = [&](int i) {
+        const bool first_of_layer = i + 1 == n || blocks[i + 1].layer != blocks[i].layer;
+        if (!scanned(i) || !first_of_layer) return std::vector<int>{};
+        const auto it = layer_dcn.find(blocks[i].layer + 2);
+        return it == layer_dcn.end() ? std::vector<int>{} : it->second;
+      };
     const PassEmitted bwd = emit_training_pass(
         b, plan, layout, moe, fsdp, tensor, blocks, request, [&](int i, const BlockOps& ops, int experts) {
           last_compute_all = ops.last_compute;
           if (!last_microbatch) return;
           if (experts >= 0) moe.gradients(blocks[i], experts, grad_ops);
-          if (data) {
-            const auto reduced = emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute,
-                                                         !plan.dcn_after_backward);
-            grad_ops.insert(grad_ops.end(), reduced.begin(), reduced.end());
-            if (plan.dcn_after_backward) hoisted.push_back({i, reduced.back()});
+          if (!data) return;
+          const auto reduced =
+              emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute, !dcn_own);
+          grad_ops.insert(grad_ops.end(), reduced.begin(), reduced.end());
+          if (plan.dcn_sync == DcnSync::AfterBackward) hoisted.push_back({i, reduced.back()});
+          if (plan.dcn_sync != DcnSync::Pipelined) return;
+          layer_scatters.push_back({i, reduced.back()});
+          // The layer's backward is done once its last block (in backward order) is: its
+          // all-reduces start in the next iteration, after the layer's scatters and the DCN's
+          // previous collective. A block outside the scanned stack (the output head) is not
+          // pipelined: its all-reduce follows its own scatter.
+          const bool last_of_layer = i == 0 || blocks[i - 1].layer != blocks[i].layer;
+          if (!last_of_layer && scanned(i)) return;
+          for (const auto& [block, scatter] : layer_scatters) {
+            std::vector<int> after = {scatter, ops.last_compute};
+            if (previous_dcn >= 0) after.push_back(previous_dcn);
+            previous_dcn = emit_dcn_gradient_allreduce(b, layout, blocks[block].name, blocks[block], after);
+            grad_ops.push_back(previous_dcn);
+            if (scanned(block)) layer_dcn[blocks[block].layer].push_back(previous_dcn);
           }
+          layer_scatters.clear();
         });
     previous_end = bwd.end;
     // Hoisted out of the backward loop: every shard's DCN all-reduce once the backward is done,
     // one after another (the multi-slice runtime runs one DCN collective at a time, in program
     // order), so each pays its ring's per-transfer cost in turn: MaxText's 16B and 64B on v5e
     // (M3, M5: 32 and 64 layers) slow from 8 to 32 slices by the same cost per layer and ring step.
-    int previous_dcn = -1;
     for (const auto& [i, scatter] : hoisted) {
       std::vector<int> after = {scatter, last_compute_all};
       if (previous_dcn >= 0) after.push_back(previous_dcn);

@@ -39,6 +39,10 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     const TrainingBlock& blk = chain[i];
     const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
     std::vector<int> inputs = previous_end;
+    if (request.waits_for) {
+      const auto extra = request.waits_for(i);
+      inputs.insert(inputs.end(), extra.begin(), extra.end());
+    }
     if (fsdp) {
       const int back = forward ? i - kPrefetchBlocks - 1 : i + kPrefetchBlocks + 1;
       out.gather[i] = emit_weight_gather(b, plan, name, blk, k, k > 0 ? out.gather[forward ? i - 1 : i + 1] : -1,
