@@ -93,9 +93,11 @@ TEST_CASE("dcn_sync: the hoisted all-reduces run one after another, each paying 
 
 // The scenario's layers are L0..L3, each an attention and an MLP block; the backward runs L3
 // first, the MLP before the attention, and a layer's all-reduces are its two blocks'.
-const std::string kPipelined =
-    replaced_in(kScenario, "dcn_data: true}", "dcn_data: true, dcn_sync: pipelined}") +
-    "simulation: {hop_model: additive}\n";
+// (A function: replaced_in checks its match with Catch, which needs a running test.)
+std::string pipelined_scenario() {
+  return replaced_in(kScenario, "dcn_data: true}", "dcn_data: true, dcn_sync: pipelined}") +
+         "simulation: {hop_model: additive}\n";
+}
 
 double layer_dcn_s(const nlohmann::json& summary, int layer) {
   const std::string l = "L" + std::to_string(layer);
@@ -107,7 +109,7 @@ TEST_CASE("dcn_sync: pipelined, an iteration lasts its backward or the DCN all-r
   // At this batch a layer's DCN all-reduces (2.2 MB a chip of bf16 gradients, four chips on a
   // host's NIC) outlast its backward: each iteration is paced by the all-reduce beside it, so
   // the backward is exposed by exactly the excess.
-  const auto summary = run(kPipelined);
+  const auto summary = run(pipelined_scenario());
   for (int layer = 1; layer >= 0; --layer) {
     const std::string next = "L" + std::to_string(layer + 1);
     const std::string here = "L" + std::to_string(layer);
@@ -132,10 +134,11 @@ TEST_CASE("dcn_sync: pipelined under a longer backward, only the peeled last lay
           "[dcn_sync]") {
   // Sixteen times the batch: each layer's backward outlasts the all-reduces beside it.
   auto big = [](const std::string& text) { return replaced_in(text, "batch_tokens: 16384", "batch_tokens: 262144"); };
-  const auto pipelined = run(big(kPipelined));
-  const auto hoisted = run(big(replaced_in(kPipelined, "dcn_sync: pipelined", "dcn_sync: after_backward")));
+  const std::string text = pipelined_scenario();
+  const auto pipelined = run(big(text));
+  const auto hoisted = run(big(replaced_in(text, "dcn_sync: pipelined", "dcn_sync: after_backward")));
   const auto one_slice = run(replaced_in(
-      replaced_in(big(replaced_in(kPipelined, ", dcn_data: true, dcn_sync: pipelined}", "}")), ", slices: 2", ""),
+      replaced_in(big(replaced_in(text, ", dcn_data: true, dcn_sync: pipelined}", "}")), ", slices: 2", ""),
       "batch_tokens: 262144", "batch_tokens: 131072"));
   // Nothing in the backward waits: every backward block starts when it does on one slice.
   for (const std::string block : {"L3.mlp.bwd", "L2.mlp.bwd", "L1.attn.bwd", "L0.mlp.bwd", "L0.attn.bwd"})
