@@ -1,10 +1,14 @@
-// When sharded gradients cross the DCN (parallelism.dcn_sync; issue 26): behind each block's
-// ReduceScatter, hidden under the rest of the backward, or hoisted after the whole backward as
-// XLA does for a scanned layer stack (MaxText's multi-slice runs), where it is exposed; and the
-// gradient reductions move the gradients' dtype.
+// When sharded gradients cross the DCN (parallelism.dcn_sync; issues 26 and 43): behind each
+// block's ReduceScatter, hidden under the rest of the backward; hoisted after the whole backward
+// as XLA does for a scanned layer stack (MaxText's multi-slice runs), where it is exposed; or
+// pipelined through the scanned backward loop (XLA's collective pipeliner), each layer's beside
+// the next layer's backward, exposed by what exceeds it; and the gradient reductions move the
+// gradients' dtype.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "scenario_errors.hpp"
@@ -27,6 +31,21 @@ workload:
   sequence_length: 1024
   parallelism: {data: [X, Y], fsdp: true, dcn_data: true}
 )";
+
+// The op named NAME in a summary's operations.
+const nlohmann::json& op_named(const nlohmann::json& summary, const std::string& name) {
+  for (const auto& op : summary["operations"])
+    if (op["name"].get<std::string>() == name) return op;
+  FAIL("no op " << name);
+  throw std::logic_error("unreachable");
+}
+
+double start_of(const nlohmann::json& summary, const std::string& name) {
+  return op_named(summary, name)["start_s"].get<double>();
+}
+double end_of(const nlohmann::json& summary, const std::string& name) {
+  return op_named(summary, name)["end_s"].get<double>();
+}
 
 nlohmann::json run(const std::string& text) {
   RunCommandOptions options;
@@ -72,6 +91,69 @@ TEST_CASE("dcn_sync: the hoisted all-reduces run one after another, each paying 
         Approx(2 * latency_s * static_cast<double>(spans.size())).epsilon(0.02));
 }
 
+// The scenario's layers are L0..L3, each an attention and an MLP block; the backward runs L3
+// first, the MLP before the attention, and a layer's all-reduces are its two blocks'.
+// (A function: replaced_in checks its match with Catch, which needs a running test.)
+std::string pipelined_scenario() {
+  return replaced_in(kScenario, "dcn_data: true}", "dcn_data: true, dcn_sync: pipelined}") +
+         "simulation: {hop_model: additive}\n";
+}
+
+double layer_dcn_s(const nlohmann::json& summary, int layer) {
+  const std::string l = "L" + std::to_string(layer);
+  return end_of(summary, l + ".attn.dcn_allreduce_grads") - start_of(summary, l + ".mlp.dcn_allreduce_grads");
+}
+
+TEST_CASE("dcn_sync: pipelined, an iteration lasts its backward or the DCN all-reduce beside it, whichever is longer",
+          "[dcn_sync]") {
+  // At this batch a layer's DCN all-reduces (2.2 MB a chip of bf16 gradients, four chips on a
+  // host's NIC) outlast its backward: each iteration is paced by the all-reduce beside it, so
+  // the backward is exposed by exactly the excess.
+  const auto summary = run(pipelined_scenario());
+  for (int layer = 1; layer >= 0; --layer) {
+    const std::string next = "L" + std::to_string(layer + 1);
+    const std::string here = "L" + std::to_string(layer);
+    // Layer l's backward (its MLP block first) starts when layer l + 2's all-reduces, which ran
+    // beside layer l + 1's backward, are done...
+    CHECK(start_of(summary, here + ".mlp.bwd") ==
+          Approx(end_of(summary, "L" + std::to_string(layer + 2) + ".attn.dcn_allreduce_grads")).epsilon(1e-12));
+    // ...so layer l + 1's iteration lasts that all-reduce's time, longer than its own backward.
+    const double iteration_s = start_of(summary, here + ".mlp.bwd") - start_of(summary, next + ".mlp.bwd");
+    const double backward_s = end_of(summary, next + ".attn.bwd") - start_of(summary, next + ".mlp.bwd");
+    CHECK(iteration_s == Approx(layer_dcn_s(summary, layer + 2)).epsilon(1e-9));
+    CHECK(iteration_s > backward_s);
+  }
+  // One DCN collective at a time, back to back while they are the bottleneck.
+  CHECK(start_of(summary, "L2.mlp.dcn_allreduce_grads") ==
+        Approx(end_of(summary, "L3.attn.dcn_allreduce_grads")).epsilon(1e-12));
+  // A layer's all-reduces start when its backward is done (the next iteration), not before.
+  CHECK(start_of(summary, "L3.mlp.dcn_allreduce_grads") >= end_of(summary, "L3.attn.bwd") - 1e-12);
+}
+
+TEST_CASE("dcn_sync: pipelined under a longer backward, only the peeled last layer's all-reduce is exposed",
+          "[dcn_sync]") {
+  // Sixteen times the batch: each layer's backward outlasts the all-reduces beside it.
+  auto big = [](const std::string& text) { return replaced_in(text, "batch_tokens: 16384", "batch_tokens: 262144"); };
+  const std::string text = pipelined_scenario();
+  const auto pipelined = run(big(text));
+  const auto hoisted = run(big(replaced_in(text, "dcn_sync: pipelined", "dcn_sync: after_backward")));
+  const auto one_slice = run(replaced_in(
+      replaced_in(big(replaced_in(text, ", dcn_data: true, dcn_sync: pipelined}", "}")), ", slices: 2", ""),
+      "batch_tokens: 262144", "batch_tokens: 131072"));
+  // Nothing in the backward waits: every backward block starts when it does on one slice.
+  for (const std::string block : {"L3.mlp.bwd", "L2.mlp.bwd", "L1.attn.bwd", "L0.mlp.bwd", "L0.attn.bwd"})
+    CHECK(start_of(pipelined, block) == Approx(start_of(one_slice, block)).epsilon(1e-12));
+  // The step is one slice's plus what of the last layer's all-reduce (run after the loop)
+  // outlasts its ReduceScatter, which one slice's optimizer waits for instead.
+  const double tail_s =
+      end_of(pipelined, "L0.attn.dcn_allreduce_grads") - end_of(pipelined, "L0.attn.reducescatter_grads");
+  CHECK(tail_s > 0);
+  CHECK(pipelined["step_time_s"].get<double>() - one_slice["step_time_s"].get<double>() ==
+        Approx(tail_s).epsilon(1e-9));
+  // Hoisted, all four layers' all-reduces follow the backward: three more than pipelined exposes.
+  CHECK(hoisted["step_time_s"].get<double>() > pipelined["step_time_s"].get<double>() + 3 * layer_dcn_s(pipelined, 1));
+}
+
 TEST_CASE("gradients: fp32 gradients are reduced in fp32, twice the bytes of bf16", "[dcn_sync]") {
   const auto bf16 = run(kScenario);
   const auto fp32 = run(replaced_in(kScenario, "  sequence_length: 1024\n", "  sequence_length: 1024\n  gradients: fp32\n"));
@@ -94,6 +176,8 @@ TEST_CASE("dcn_sync: only where sharded gradients cross the DCN, with a located 
                 "workload.parallelism.dcn_sync", "later", "parallelism:");
   require_error(replaced_in(kScenario, "fsdp: true, dcn_data: true}", "dcn_data: true, dcn_sync: after_backward}"),
                 "workload.parallelism.dcn_sync", "after_backward", "parallelism:");
+  require_error(replaced_in(kScenario, "fsdp: true, dcn_data: true}", "dcn_data: true, dcn_sync: pipelined}"),
+                "workload.parallelism.dcn_sync", "pipelined", "parallelism:");
   require_error(replaced_in(replaced_in(kScenario, ", slices: 2", ""), "fsdp: true, dcn_data: true}",
                             "fsdp: true, dcn_sync: after_backward}"),
                 "workload.parallelism.dcn_sync", "after_backward", "parallelism:");

@@ -89,7 +89,7 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
 // hierarchically (ICI ReduceScatter, DCN AllReduce, ICI AllGather). Returns the ops; none
 // without data parallelism.
 // `dcn` false: the sharded gradients' DCN all-reduce is left to the caller
-// (TrainingPlan::dcn_after_backward), which emits it with emit_dcn_gradient_allreduce.
+// (TrainingPlan::dcn_sync), which emits it with emit_dcn_gradient_allreduce.
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
                                          const std::string& name, const TrainingBlock& blk, int after,
                                          bool dcn = true);

@@ -88,9 +88,9 @@ void check_dcn_fsdp(const TransformerSpec& model, const TrainingPlan& plan, cons
   if (plan.dcn_data_parallel)
     throw std::invalid_argument("the slices form one DCN axis: data parallelism or FSDP over it, not both");
   if (plan.pipeline_axis >= 0) throw std::invalid_argument("FSDP over DCN with a pipeline is not supported");
-  if (plan.dcn_after_backward)
+  if (plan.dcn_sync != DcnSync::PerBlock)
     throw std::invalid_argument("FSDP over DCN reduce-scatters gradients across slices; there is no DCN all-reduce "
-                                "to hoist (dcn_sync)");
+                                "to move (dcn_sync)");
   if (model.moe)
     throw std::invalid_argument(model.name + " has routed experts, whose weights podsim shards within a slice only: "
                                 "FSDP over DCN is for dense models");
@@ -475,6 +475,53 @@ void count_step_flops(TrainingLayout& layout, const TrainingPlan& plan, const Mo
   layout.recompute_flops *= static_cast<double>(layout.chips) * plan.microbatches;
 }
 
+// DcnSync::Pipelined (XLA's collective pipeliner on the scanned backward loop): the
+// iteration of layer l runs the all-reduces of layer l + 1 beside its backward and ends when
+// both are done, so layer l - 1's backward (its first block, in backward order) waits for them.
+// One DCN collective at a time, in program order.
+class PipelinedDcn {
+ public:
+  PipelinedDcn(const std::vector<TrainingBlock>& blocks, int layers) : blocks_(blocks), layers_(layers) {}
+
+  // What block i's backward waits for: at a scanned layer's first block, the all-reduces of the
+  // layer two iterations back.
+  std::vector<int> waits_for(int i) const {
+    const bool first_of_layer = i + 1 == static_cast<int>(blocks_.size()) || blocks_[i + 1].layer != blocks_[i].layer;
+    if (!scanned(i) || !first_of_layer) return {};
+    const auto it = layer_dcn_.find(blocks_[i].layer + 2);
+    return it == layer_dcn_.end() ? std::vector<int>{} : it->second;
+  }
+
+  // Block i's backward is emitted (`last_compute`) and its gradient scattered (`scatter`).
+  // Once its layer's last block (in backward order) is, the layer's all-reduces start in the
+  // next iteration, after the layer's scatters and the DCN's previous collective. A block
+  // outside the scanned stack (the output head) is not pipelined: its all-reduce follows its
+  // own scatter. The all-reduces go to `grad_ops`.
+  void block_done(ProgramBuilder& b, const TrainingLayout& layout, int i, int scatter, int last_compute,
+                  std::vector<int>& grad_ops) {
+    scatters_.push_back({i, scatter});
+    const bool last_of_layer = i == 0 || blocks_[i - 1].layer != blocks_[i].layer;
+    if (!last_of_layer && scanned(i)) return;
+    for (const auto& [block, block_scatter] : scatters_) {
+      std::vector<int> after = {block_scatter, last_compute};
+      if (previous_dcn_ >= 0) after.push_back(previous_dcn_);
+      previous_dcn_ = emit_dcn_gradient_allreduce(b, layout, blocks_[block].name, blocks_[block], after);
+      grad_ops.push_back(previous_dcn_);
+      if (scanned(block)) layer_dcn_[blocks_[block].layer].push_back(previous_dcn_);
+    }
+    scatters_.clear();
+  }
+
+ private:
+  bool scanned(int i) const { return blocks_[i].layer >= 0 && blocks_[i].layer < layers_; }
+
+  const std::vector<TrainingBlock>& blocks_;
+  int layers_;
+  std::map<int, std::vector<int>> layer_dcn_;      // scanned layer -> its DCN all-reduces
+  std::vector<std::pair<int, int>> scatters_;      // (block, its ReduceScatter) of the layer in flight
+  int previous_dcn_ = -1;
+};
+
 }  // namespace
 
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
@@ -491,7 +538,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   const auto& blocks = layout.blocks;
   const int n = static_cast<int>(blocks.size());
   std::vector<int> grad_ops;
-  std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under dcn_after_backward
+  std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under DcnSync::AfterBackward
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
 
@@ -507,23 +554,26 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     request.forward = false;
     request.start = request.window_start = fwd.end;
     request.first_gather_after = fsdp ? fwd.gather[n - 1] : -1;
+    PipelinedDcn pipelined(blocks, model.layers);
+    if (plan.dcn_sync == DcnSync::Pipelined && last_microbatch)
+      request.waits_for = [&](int i) { return pipelined.waits_for(i); };
     const PassEmitted bwd = emit_training_pass(
         b, plan, layout, moe, fsdp, tensor, blocks, request, [&](int i, const BlockOps& ops, int experts) {
           last_compute_all = ops.last_compute;
           if (!last_microbatch) return;
           if (experts >= 0) moe.gradients(blocks[i], experts, grad_ops);
-          if (data) {
-            const auto reduced = emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute,
-                                                         !plan.dcn_after_backward);
-            grad_ops.insert(grad_ops.end(), reduced.begin(), reduced.end());
-            if (plan.dcn_after_backward) hoisted.push_back({i, reduced.back()});
-          }
+          if (!data) return;
+          const auto reduced = emit_gradient_reduction(b, plan, layout, blocks[i].name, blocks[i], ops.last_compute,
+                                                       plan.dcn_sync == DcnSync::PerBlock);
+          grad_ops.insert(grad_ops.end(), reduced.begin(), reduced.end());
+          if (plan.dcn_sync == DcnSync::AfterBackward) hoisted.push_back({i, reduced.back()});
+          if (plan.dcn_sync == DcnSync::Pipelined)
+            pipelined.block_done(b, layout, i, reduced.back(), ops.last_compute, grad_ops);
         });
     previous_end = bwd.end;
     // Hoisted out of the backward loop: every shard's DCN all-reduce once the backward is done,
-    // one after another (the multi-slice runtime runs one DCN collective at a time, in program
-    // order), so each pays its ring's per-transfer cost in turn: MaxText's 16B and 64B on v5e
-    // (M3, M5: 32 and 64 layers) slow from 8 to 32 slices by the same cost per layer and ring step.
+    // one DCN collective at a time in program order, each paying its ring's per-transfer cost in
+    // turn: M3 and M5 (32, 64 layers) slow from 8 to 32 slices by one cost per layer and step.
     int previous_dcn = -1;
     for (const auto& [i, scatter] : hoisted) {
       std::vector<int> after = {scatter, last_compute_all};

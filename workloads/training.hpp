@@ -32,6 +32,23 @@
 
 namespace podsim {
 
+// Where sharded gradients' all-reduce over DCN runs (`parallelism.dcn_sync`).
+enum class DcnSync {
+  // Behind each block's gradient ReduceScatter, nothing waiting on it but the optimizer.
+  PerBlock,
+  // All after the whole backward, one after another: XLA's while-loop all-reduce code motion
+  // hoists them out of a scanned layer stack's backward loop (MaxText's `scan_layers`), so they
+  // no longer hide under the backward.
+  AfterBackward,
+  // XLA's collective pipeliner on the scanned backward loop (MaxText's
+  // --xla_tpu_enable_data_parallel_all_reduce_opt with
+  // --xla_tpu_data_parallel_opt_different_sized_ops): each layer's all-reduces are pushed into
+  // the next iteration and run beside the next layer's backward, one after another on the DCN;
+  // an iteration ends when both are done, so the layer after waits for them, and the last
+  // layer's are peeled after the loop. Exposed: what exceeds the next layer's backward.
+  Pipelined,
+};
+
 struct TrainingPlan {
   std::vector<int> data_axes;       // mesh axes the batch is split over
   std::vector<AxisSlice> data_slices;   // empty, or per data axis: the part of it used
@@ -63,10 +80,8 @@ struct TrainingPlan {
   // from each slice, then within the slice) before its forward and again before its backward,
   // and its gradients are reduce-scattered over ICI then DCN; no DCN all-reduce.
   bool dcn_fsdp = false;
-  // Sharded gradients' all-reduce over DCN after the whole backward rather than behind each
-  // block's: XLA's while-loop all-reduce code motion hoists it out of a scanned layer stack's
-  // backward loop (MaxText's `scan_layers`), so it no longer hides under the backward.
-  bool dcn_after_backward = false;
+  // Where sharded gradients' all-reduce over DCN runs (DcnSync).
+  DcnSync dcn_sync = DcnSync::PerBlock;
   int pipeline_axis = -1;           // stages along this axis (its size), Topology::kSliceAxis
                                     // for one stage per slice, -1 for none
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;

@@ -42,6 +42,10 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     const TrainingBlock& blk = chain[i];
     const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
     std::vector<int> inputs = previous_end;
+    if (request.waits_for) {
+      const auto extra = request.waits_for(i);
+      inputs.insert(inputs.end(), extra.begin(), extra.end());
+    }
     if (fsdp && !forward && k == 0 && blk.gather_kept_for_backward && request.first_gather_after >= 0) {
       // The forward's gather, kept (the output head under vocabulary tiling): the backward
       // starts from it, and the hold below lasts until this backward ends.

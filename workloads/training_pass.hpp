@@ -24,6 +24,10 @@ struct PassRequest {
   int first_gather_after = -1;       // a gather the pass's first gather follows (-1: none)
   bool split_backward = false;       // ZB-H1: B leaves the weight-gradient matmuls to W
   int untensored_block = -1;         // a block without tensor-parallel collectives (the pipeline's unembedding share)
+  // What block i waits for besides the block before it (none if unset): under
+  // DcnSync::Pipelined a scanned layer's backward iteration starts once the DCN all-reduces that
+  // ran beside the iteration before it are done.
+  std::function<std::vector<int>(int block)> waits_for;
 };
 
 struct PassEmitted {

@@ -102,7 +102,7 @@ TrainingPlan planner_base(const TrainingPlan& scenario_plan) {
   base.checkpointing = defaults.checkpointing;
   base.remat = defaults.remat;
   base.context_axis = defaults.context_axis;
-  base.dcn_after_backward = defaults.dcn_after_backward;
+  base.dcn_sync = defaults.dcn_sync;
   return base;
 }
 

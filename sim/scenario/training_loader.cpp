@@ -196,13 +196,15 @@ void parse_parallelism(const Field& field, const TopologySpec& topology, const T
   read_dcn_fsdp(reader, slices, model, plan);
   parse_pipeline(reader, topology, model, used, plan);
   if (auto sync = reader.optional("dcn_sync")) {
-    plan.dcn_after_backward = read_choice<bool>(*sync, {{"per_block", false}, {"after_backward", true}});
-    if (plan.dcn_after_backward && (!plan.dcn_data_parallel || !(plan.fsdp || plan.zero_stage > 0) ||
-                                    plan.pipeline_axis >= 0))
-      fail(*sync, plan.dcn_fsdp ? "hoists sharded gradients' DCN all-reduce out of a layer loop; under dcn_fsdp "
-                                  "gradients are reduce-scattered across slices, with no all-reduce to hoist"
-                                : "hoists sharded gradients' DCN all-reduce out of a layer loop; expected dcn_data: "
-                                  "true with fsdp or zero, and no pipeline");
+    plan.dcn_sync = read_choice<DcnSync>(*sync, {{"per_block", DcnSync::PerBlock},
+                                                 {"after_backward", DcnSync::AfterBackward},
+                                                 {"pipelined", DcnSync::Pipelined}});
+    if (plan.dcn_sync != DcnSync::PerBlock && (!plan.dcn_data_parallel || !(plan.fsdp || plan.zero_stage > 0) ||
+                                               plan.pipeline_axis >= 0))
+      fail(*sync, plan.dcn_fsdp ? "moves sharded gradients' DCN all-reduce within a scanned layer loop; under dcn_fsdp "
+                                  "gradients are reduce-scattered across slices, with no all-reduce to move"
+                                : "moves sharded gradients' DCN all-reduce within a scanned layer loop; expected "
+                                  "dcn_data: true with fsdp or zero, and no pipeline");
   }
 }
 
