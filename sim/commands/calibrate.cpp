@@ -343,14 +343,16 @@ std::vector<CalibratedMeasurement> default_rows(const JointFitProblem& problem, 
 }
 
 // Each row predicted by the joint fit redone without it, where what is left still identifies
-// every coordinate: more rows than coordinates overall, and than its profile's own --fit.
-void leave_one_out(JointFitter& fitter, const JointFit& best, const JointFitProblem& problem, size_t per_profile_fit,
+// every coordinate: more rows than coordinates overall, and at least as many of its profile's
+// rows as that profile's own free coordinates (its --fit less what --fix PROFILE:NAME fixed:
+// v5p's one matmul efficiency is told by three rows however many parameters v4 fits).
+void leave_one_out(JointFitter& fitter, const JointFit& best, const JointFitProblem& problem,
                    CalibrationResult& result, const CalibrationOptions& options) {
   const size_t n = problem.rows.size();
   for (size_t i = 0; i < n; ++i) {
     const int p = problem.profile_of_row[i];
     const size_t left = std::count(problem.profile_of_row.begin(), problem.profile_of_row.end(), p) - 1;
-    if (!(n - 1 > fitter.coordinates() && left >= std::max<size_t>(per_profile_fit, 1))) continue;
+    if (!(n - 1 > fitter.coordinates() && left >= std::max<size_t>(fitter.coordinates_of(p), 1))) continue;
     if (options.progress)
       options.progress("leave-one-out " + std::to_string(i + 1) + " of " + std::to_string(n) + ": without " + problem.rows[i].name);
     std::vector<int> others;
@@ -423,7 +425,7 @@ CalibrationResult calibrate(const MeasurementFile& file, const CalibrationOption
   for (const auto& m : problem.rows) row_names.push_back(m.name);
   fitter.evidence(*best, row_names, parameters);
   for (size_t i = 0; i < all.size(); ++i) result.rows[i].fitted_predicted = result.rows[i].measured * (1 + best->residuals[i]);
-  if (options.leave_one_out) leave_one_out(fitter, *best, problem, options.fit.size(), result, options);
+  if (options.leave_one_out) leave_one_out(fitter, *best, problem, result, options);
   assemble(result, problem, names, parameters);
   return result;
 }

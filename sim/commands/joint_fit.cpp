@@ -217,4 +217,8 @@ void JointFitter::evidence(const JointFit& fit, const std::vector<std::string>& 
     }
 }
 
+size_t JointFitter::coordinates_of(int profile) const {
+  return std::count_if(coordinates_.begin(), coordinates_.end(), [&](const Coordinate& c) { return c.profile == profile; });
+}
+
 }  // namespace podsim

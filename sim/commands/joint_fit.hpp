@@ -48,6 +48,9 @@ class JointFitter {
   std::vector<std::vector<CalibrationParameter>> at(const std::vector<double>& u) const;
   std::vector<double> start() const;   // the profiles' starting values, inside the bounds
   size_t coordinates() const { return coordinates_.size(); }
+  // The coordinates of one profile's own (not shared) parameters: its --fit ones less those
+  // --fix PROFILE:NAME fixed for it.
+  size_t coordinates_of(int profile) const;
   // Levenberg-Marquardt over the rows `use` (indices into the problem's rows), from u.
   JointFit fit(std::vector<double> u, const std::vector<int>& use);
   // Relative errors of the rows `use` at u.
