@@ -90,17 +90,23 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
       if (!forward && blk.recompute_s > 0) {
         // The forward rerun first, with its tensor-parallel gather and scatter again where it
         // reruns a weight matmul, and its ring where it reruns the attention. It reruns from the
-        // layer's checkpoint, not from dY: the backward's gather of dY waits for the previous
-        // block only and runs beside the rerun; the backward's matmuls wait for both.
+        // layer's checkpoint, not from dY: under blocking TP the backward's gather of dY waits
+        // for the previous block only and runs beside the rerun; the backward's matmuls wait
+        // for both.
         const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
                                      blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
                                      blk.recompute_attention ? 1 : 0, 0, compute_after);
         if (k == 0) out.entry = redo.entry;
-        compute_after = redo.end;   // the rerun's compute came after the previous block's
-        if (redo.beside >= 0) compute_after.push_back(redo.beside);
-        // One async AllGather at a time (XLA's all_gather_overlap_limit, 1): the gather of dY
-        // after the rerun's own, beside the rerun's matmuls.
-        if (tp && blk.recompute_collectives) inputs.insert(inputs.end(), redo.entry.begin(), redo.entry.end());
+        if (tp && plan.tensor_overlap) {
+          // A collective matmul streams dY in beside its own first matmul, after the rerun.
+          inputs = redo.end;
+          compute_after.clear();
+        } else {
+          compute_after = redo.end;   // the rerun's compute came after the previous block's
+          // One async AllGather at a time (XLA's all_gather_overlap_limit, 1): the gather of
+          // dY after the rerun's own, beside the rerun's matmuls.
+          if (tp && blk.recompute_collectives) inputs.insert(inputs.end(), redo.entry.begin(), redo.entry.end());
+        }
       }
       ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
                                  OpRole::Forward, 1, 0, compute_after)
