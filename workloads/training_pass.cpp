@@ -26,6 +26,51 @@ int emit_weight_gather(ProgramBuilder& b, const TrainingPlan& plan, const std::s
   return gather;
 }
 
+// A dense block's pass (its forward rerun first in a rematerialised backward). `beside`: the
+// previous block's weight gradients still running (-1: none). `entry` (the pass's first block
+// only): gets the ops that wait for what the pass starts from.
+BlockOps emit_dense_block(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout, bool tp,
+                          const TrainingBlock& blk, const std::string& name, double w, int beside,
+                          std::vector<int> inputs, const PassRequest& request, std::vector<int>* entry) {
+  // The weight gradients beside the blocking scatter (TensorSplit::beside_scatter): the
+  // backward's share of X^T dY; none where ZB-H1's W pass takes them.
+  const bool backward = !request.forward;
+  const double beside_share =
+      backward && tp && w == 0 ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
+  std::vector<int> compute_after;
+  if (beside >= 0) compute_after = {beside};
+  if (backward && blk.recompute_s > 0) {
+    // The forward rerun first, with its tensor-parallel gather and scatter again where it
+    // reruns a weight matmul, and its ring where it reruns the attention. It reruns from the
+    // layer's checkpoint, not from dY: under blocking TP the backward's gather of dY waits
+    // for the previous block only and runs beside the rerun; the backward's matmuls wait
+    // for both.
+    const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
+                                 blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
+                                 blk.recompute_attention ? 1 : 0, 0, compute_after);
+    if (entry) *entry = redo.entry;
+    if (tp && plan.tensor_overlap) {
+      // A collective matmul streams dY in beside its own first matmul, after the rerun.
+      inputs = redo.end;
+      compute_after.clear();
+    } else {
+      compute_after = redo.end;   // the rerun's compute came after the previous block's
+      // One async AllGather at a time (XLA's all_gather_overlap_limit, 1): the gather of
+      // dY after the rerun's own, beside the rerun's matmuls.
+      if (tp && blk.recompute_collectives) inputs.insert(inputs.end(), redo.entry.begin(), redo.entry.end());
+    }
+  }
+  const BlockOps ops =
+      backward ? emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w), 2 * blk.forward_flops_per_chip * (1 - w),
+                            inputs, OpRole::Backward, 2, beside_share, compute_after)
+               : emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs, OpRole::Forward,
+                            1, 0, compute_after);
+  // The pass's first block: its rerun's entry and its own (the gather of dY, which the rerun
+  // no longer precedes), both waiting for what the pass starts from.
+  if (entry) entry->insert(entry->end(), ops.entry.begin(), ops.entry.end());
+  return ops;
+}
+
 }  // namespace
 
 PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
@@ -79,43 +124,8 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
       ops.end = mo.end;
       expert_compute = mo.expert_compute;
     } else {
-      const bool tp = tensor && i != request.untensored_block;
-      // The weight gradients beside the blocking scatter (TensorSplit::beside_scatter): the
-      // backward's share of X^T dY; none where ZB-H1's W pass takes them.
-      const double beside_share =
-          !forward && tp && w == 0 ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree)
-                                   : 0.0;
-      std::vector<int> compute_after;
-      if (beside >= 0) compute_after = {beside};
-      if (!forward && blk.recompute_s > 0) {
-        // The forward rerun first, with its tensor-parallel gather and scatter again where it
-        // reruns a weight matmul, and its ring where it reruns the attention. It reruns from the
-        // layer's checkpoint, not from dY: under blocking TP the backward's gather of dY waits
-        // for the previous block only and runs beside the rerun; the backward's matmuls wait
-        // for both.
-        const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
-                                     blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
-                                     blk.recompute_attention ? 1 : 0, 0, compute_after);
-        if (k == 0) out.entry = redo.entry;
-        if (tp && plan.tensor_overlap) {
-          // A collective matmul streams dY in beside its own first matmul, after the rerun.
-          inputs = redo.end;
-          compute_after.clear();
-        } else {
-          compute_after = redo.end;   // the rerun's compute came after the previous block's
-          // One async AllGather at a time (XLA's all_gather_overlap_limit, 1): the gather of
-          // dY after the rerun's own, beside the rerun's matmuls.
-          if (tp && blk.recompute_collectives) inputs.insert(inputs.end(), redo.entry.begin(), redo.entry.end());
-        }
-      }
-      ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
-                                 OpRole::Forward, 1, 0, compute_after)
-                    : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
-                                 2 * blk.forward_flops_per_chip * (1 - w), inputs, OpRole::Backward, 2, beside_share,
-                                 compute_after);
-      // The pass's first block: its rerun's entry and its own (the gather of dY, which the rerun
-      // no longer precedes), both waiting for what the pass starts from.
-      if (k == 0) out.entry.insert(out.entry.end(), ops.entry.begin(), ops.entry.end());
+      ops = emit_dense_block(b, plan, layout, tensor && i != request.untensored_block, blk, name, w, beside, inputs,
+                             request, k == 0 ? &out.entry : nullptr);
     }
     out.compute[i] = ops.last_compute;
     if (fsdp) {   // the gathered weights live until the compute that uses them ends
