@@ -152,14 +152,18 @@ TEST_CASE("LLaMA-3 8B on a v5p 4x4x4 with a slow chip: per-chip times and waits 
   CHECK(s.at("per_layer").at("attn").at("t_math_s").get<double>() ==
         Approx(u.at("per_layer").at("attn").at("t_math_s").get<double>()).epsilon(1e-9));
   // The slowest and the critical chip are the slow one: it computes 1.3x, waits for no one,
-  // and its exposed communication is the undisturbed step's. The headline is the critical chip's.
+  // and its exposed communication at most the undisturbed step's: the backward's TP scatters
+  // run beside its weight-gradient matmuls, which last 1.3x as long there and hide more of them
+  // (at most the 0.3x more compute). The headline is the critical chip's.
   CHECK(s.at("breakdown_chip") == "s0/chip(1,2,3)");
   CHECK(s.at("exposed_comm_s").get<double>() <= 1.35 * u.at("exposed_comm_s").get<double>());
   for (int i : {1, 2}) {
     INFO(views[i].at("view"));
     CHECK(views[i].at("chip") == "s0/chip(1,2,3)");
     CHECK(views[i].at("compute_time_s").get<double>() == Approx(1.3 * u.at("compute_time_s").get<double>()).epsilon(1e-6));
-    CHECK(views[i].at("exposed_comm_s").get<double>() == Approx(u.at("exposed_comm_s").get<double>()).epsilon(0.01));
+    CHECK(views[i].at("exposed_comm_s").get<double>() <= 1.01 * u.at("exposed_comm_s").get<double>());
+    CHECK(views[i].at("exposed_comm_s").get<double>() >=
+          u.at("exposed_comm_s").get<double>() - 0.3 * u.at("compute_time_s").get<double>());
     CHECK(views[i].at("wait_for_peers_s").get<double>() < 0.01 * step);
   }
   // By category too: chip 0 waits in the FSDP gathers and the tensor-parallel collectives.

@@ -189,6 +189,51 @@ TEST_CASE("TP turns comms-bound at Y = M_Y F / 2550", "[training]") {
   }
 }
 
+TEST_CASE("TP backward: the dX ReduceScatter runs beside the dW matmul and is exposed by exactly its excess", "[training]") {
+  // A backward block under blocking TP: gather dY, dX = dY W^T, then dX's ReduceScatter and
+  // the weight gradients X^T dY at once (the sum scattered does not feed them). The next block's
+  // gather follows the scatter; its dX waits for both that gather and the dW matmul. So between
+  // the MLP's dX and the attention block's dX: max(T_dW, T_RS + T_AG). Without recomputation
+  // or attention FLOPs, dW is half the backward: the forward's FLOPs. As above, the MLP's
+  // forward balances one gather and one scatter at Y = F / 2550 (here 8): Y = 4 hides them
+  // behind dW, Y = 16 leaves their excess over dW exposed.
+  auto model = small_model(2);
+  model.d_ff = static_cast<int>(8 * 2550);
+  for (int y : {4, 16}) {
+    auto topo = v5p_mesh({y});
+    TrainingPlan plan;
+    plan.tensor_axes = {0};
+    plan.sequence_length = 2048;
+    plan.global_batch_tokens = 8 * 2048;
+    plan.attention_flops = false;
+    plan.checkpointing = Checkpointing::None;
+    TrainingLayout layout;
+    const auto program = training_program(model, plan, topo, layout);
+    const auto run = run_program(topo, {}, program, {});
+    auto op = [&](const std::string& name) -> const OperationResult& {
+      for (const auto& o : run.operations) {
+        if (o.name == name) return o;
+      }
+      FAIL("no op " << name);
+      return run.operations.front();
+    };
+    const auto& dx = op("L1.mlp.bwd");
+    const auto& dw = op("L1.mlp.bwd.weight_grads");
+    const auto& rs = op("L1.mlp.bwd.reducescatter_activations");
+    const auto& ag = op("L1.attn.bwd.allgather_activations");
+    const auto& next = op("L1.attn.bwd");
+    INFO("Y = " << y << ": dW " << dw.time_s << " s, RS " << rs.time_s << " s, AG " << ag.time_s << " s");
+    CHECK(dw.time_s == Approx(op("L1.mlp.fwd").time_s).epsilon(1e-9));
+    CHECK(dx.time_s == Approx(dw.time_s).epsilon(1e-9));
+    CHECK(rs.start_s == Approx(dx.end_s).margin(1e-12));
+    CHECK(dw.start_s == Approx(dx.end_s).margin(1e-12));
+    const double comm = rs.time_s + ag.time_s;
+    CHECK(next.start_s - dx.end_s == Approx(std::max(dw.time_s, comm)).epsilon(1e-6));
+    if (y == 4) CHECK(comm < dw.time_s);   // hidden
+    if (y == 16) CHECK(comm > dw.time_s);  // exposed by comm - dW
+  }
+}
+
 TEST_CASE("data parallelism across slices turns compute-bound at B_slice = (S-1)/S x C/W_dcn", "[training][dcn]") {
   // training.md, beyond a pod: each chip ring-AllReduces its gradient shard with its peers
   // in the other slices, 2(S-1)/S of the shard through its share of the host NIC (6.25e9 B/s

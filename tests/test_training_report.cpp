@@ -74,7 +74,9 @@ TEST_CASE("exposed communication by axis sums to exposed_comm_s, the wait after 
                    true});
   auto blocking = shrink;
   blocking.push_back({"workload.parallelism.tensor_overlap", "false"});
-  cases.push_back({"split axis, blocking TP", simulate_scenario("training_llama2_13b_fsdp1024_tp4.yaml", blocking), true});
+  // Blocking TP: here chip 0's optimizer ends the step (the backward's last scatter ran beside
+  // its weight gradients), so this case checks the sum without a trailing wait.
+  cases.push_back({"split axis, blocking TP", simulate_scenario("training_llama2_13b_fsdp1024_tp4.yaml", blocking), false});
   cases.push_back({"FSDP x TP", simulate_scenario("training_fsdp_tp_critical_batch.yaml"), false});
   cases.push_back({"TP", simulate_scenario("training_tp_crossover.yaml"), false});
   cases.push_back({"pipeline over an axis", simulate_scenario("training_pipeline_bubble.yaml"), false});
@@ -151,7 +153,7 @@ TEST_CASE("pipeline sends are their own kind, timed by their transfer", "[traini
 TEST_CASE("pipeline_bubble_fraction is the first stage's wait on the others, with TP and FSDP waits inside the passes",
           "[training][pipeline]") {
   // The 3D LLaMA-2 13B scenario (PP over Z, TP over Y, FSDP over X) at full link speeds, where
-  // the TP collectives expose about a quarter of the step. Megatron's bubble counts them as
+  // the TP collectives expose about an eighth of the step. Megatron's bubble counts them as
   // pass time (its t_f and t_b are whole passes): the first stage waits (P-1) passes of each
   // kind for the others, of (M+P-1) slots, (vM+P-1) interleaved.
   Scenario s = load_scenario(std::string(PODSIM_SOURCE_DIR) + "/scenarios/training_3d_llama2_13b_v5p_4x4x4.yaml");
@@ -167,8 +169,9 @@ TEST_CASE("pipeline_bubble_fraction is the first stage's wait on the others, wit
     const TrainingReport& r = step.report;
     INFO(name << ": bubble " << r.pipeline_bubble_fraction << ", exposed on Y " << r.exposed_comm_by_axis_s.at("Y")
               << " s of a " << r.step_time_s << " s step");
-    // Inside the passes the TP waits are large: counted as bubble, they would double it.
-    CHECK(r.exposed_comm_by_axis_s.at("Y") > 0.2 * r.step_time_s);
+    // Inside the passes the TP waits are large (the forward's, and the backward's where they
+    // outlast the weight gradients beside them): counted as bubble, they would add half again.
+    CHECK(r.exposed_comm_by_axis_s.at("Y") > 0.4 * r.pipeline_bubble_fraction * r.step_time_s);
     // Interleaved passes are uneven (a chunk's first FSDP gathers prefetch behind the
     // previous pass only): 3% there, 1% for 1F1B.
     CHECK(r.pipeline_bubble_fraction == Approx(formula).epsilon(tolerance));

@@ -30,10 +30,14 @@ int emit_kv_all_to_all(ProgramBuilder& b, const BlockPass& pass, const KvBatchSp
 }  // namespace
 
 BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const RingSplit& ring,
-                    const KvBatchSplit& kv, std::vector<int> inputs) {
+                    const KvBatchSplit& kv, std::vector<int> inputs, const std::vector<int>& compute_after) {
   BlockOps ops;
+  auto with_compute_after = [&](std::vector<int> after) {
+    after.insert(after.end(), compute_after.begin(), compute_after.end());
+    return after;
+  };
   if (tensor.axes.empty()) {
-    const auto c = emit_compute(b, pass, ring, inputs);
+    const auto c = emit_compute(b, pass, ring, with_compute_after(inputs));
     ops.entry = c.entry;
     ops.last_compute = c.last;
     ops.end = {c.last};
@@ -47,6 +51,20 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
     ops.entry = {gather};
     if (to_batch) inputs = {emit_kv_all_to_all(b, pass, kv, ".alltoall_q", {gather})};
     else inputs.push_back(gather);
+    inputs = with_compute_after(inputs);
+    const double w = tensor.beside_scatter;
+    if (w > 0 && ring.steps <= 1 && !to_batch) {
+      // The input gradients dX = dY W^T first, their ReduceScatter after them; the weight
+      // gradients X^T dY, which the scatter does not feed, beside it.
+      const int input_grads = b.compute(pass.name, pass.seconds * (1 - w), pass.flops * (1 - w), inputs, pass.layer,
+                                        pass.role);
+      ops.end = {b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
+                              tensor.slices, bytes, {input_grads}, pass.layer, OpRole::TensorReduceScatter)};
+      ops.beside = b.compute(pass.name + ".weight_grads", pass.seconds * w, pass.flops * w, {input_grads}, pass.layer,
+                             pass.role);
+      ops.last_compute = ops.beside;
+      return ops;
+    }
     ops.last_compute = emit_compute(b, pass, ring, inputs).last;
     const int done = to_batch ? emit_kv_all_to_all(b, pass, kv, ".alltoall_out", {ops.last_compute}) : ops.last_compute;
     ops.end = {b.collective(pass.name + ".reducescatter_activations", CollectiveKind::ReduceScatter, tensor.axes,
@@ -62,7 +80,10 @@ BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit&
   const double ring_flops = with_ring ? ring.score_flops + ring.unpack_flops : 0.0;
   const double half_s = (pass.seconds - ring_s) / 2, half_flops = (pass.flops - ring_flops) / 2;
   const BlockPass half{pass.name, pass.layer, pass.role, half_s, half_flops};
-  const auto head = emit_gather_beside(b, half, tensor, ".matmul1", inputs);
+  auto head = emit_gather_beside(b, half, tensor, ".matmul1", inputs);
+  for (int op : compute_after) {
+    if (op >= 0) b.op(head.compute).after.push_back(op);
+  }
   ops.entry = {head.gather, head.compute};
   std::vector<int> ready = {head.compute, head.gather};
   if (to_batch) {
@@ -99,9 +120,12 @@ std::vector<int> emit_scatter_beside(ProgramBuilder& b, const BlockPass& pass, c
 
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs, OpRole role,
-                    double ring) {
+                    double ring, double weight_gradients, const std::vector<int>& compute_after) {
   TensorSplit split;
-  if (tensor) split = {plan.tensor_axes, plan.tensor_slices, plan.tensor_overlap, blk.activation_bytes_per_group};
+  if (tensor) {
+    split = {plan.tensor_axes, plan.tensor_slices, plan.tensor_overlap, blk.activation_bytes_per_group,
+             plan.tensor_overlap ? 0.0 : weight_gradients};
+  }
   RingSplit ring_split;
   if (ring > 0 && blk.context_steps > 1) {
     // The backward (2) sends the block again with its gradient and takes the up-projection's
@@ -110,7 +134,8 @@ BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, co
                   blk.score_flops_per_chip * ring, blk.context_kv_bytes * ring, blk.ring_unpack_s * ring,
                   blk.ring_unpack_flops_per_chip * ring};
   }
-  return emit_block(b, {name, blk.layer, role, seconds, flops}, split, ring_split, {}, std::move(inputs));
+  return emit_block(b, {name, blk.layer, role, seconds, flops}, split, ring_split, {}, std::move(inputs),
+                    compute_after);
 }
 
 std::vector<int> emit_gradient_reduction(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,

@@ -24,6 +24,10 @@ struct BlockOps {
   std::vector<int> entry;    // the ops that took `inputs` (where a pass's first block waits)
   int last_compute = -1;
   std::vector<int> end;      // what the next block waits for
+  // A backward's weight-gradient matmuls, running beside the scatter of its input gradients
+  // (TensorSplit::beside_scatter): the next block's compute waits for them, its gather does not
+  // (-1: none; then last_compute is in `end`).
+  int beside = -1;
 };
 
 // One pass of a block: its name, layer, role and roofline cost.
@@ -41,6 +45,12 @@ struct TensorSplit {
   std::vector<AxisSlice> slices;     // empty, or per axis: the part of it used
   bool overlap = false;              // collective matmuls
   double activation_bytes = 0;       // V of the gather before and the scatter after
+  // Blocking only: the share of the pass's compute that the scatter's sum does not wait for (a
+  // backward's weight gradients X^T dY, which need dY gathered but not dX scattered), emitted as
+  // its own op after the rest, beside the scatter. XLA's latency-hiding scheduler runs TPU
+  // collectives asynchronously beside independent compute (docs/modelling.md, "What XLA
+  // overlaps"). 0: one op, the scatter after it.
+  double beside_scatter = 0;
 };
 
 // Inference with more model shards than KV heads (the cache also sharded over batch): attention
@@ -53,9 +63,10 @@ struct KvBatchSplit {
 
 // The block pass every path emits (training step, pipeline passes, prefill, decode, serving's
 // steps): its compute after `inputs`, gathered and scattered over the tensor axes, its scores
-// ring-attended, Q moved to batch sharding where the split says so.
+// ring-attended, Q moved to batch sharding where the split says so. `compute_after`: ops the
+// block's first compute waits for and its gather does not (the previous block's `beside`).
 BlockOps emit_block(ProgramBuilder& b, const BlockPass& pass, const TensorSplit& tensor, const RingSplit& ring,
-                    const KvBatchSplit& kv, std::vector<int> inputs);
+                    const KvBatchSplit& kv, std::vector<int> inputs, const std::vector<int>& compute_after = {});
 
 // A collective matmul's two ends, for blocks with ops of their own between them (an MoE layer's
 // routed experts, moe_training.cpp and inference_step.cpp); emit_block's collective matmul is
@@ -78,9 +89,12 @@ std::vector<int> emit_scatter_beside(ProgramBuilder& b, const BlockPass& pass, c
 // scores' worth of ring attention the pass runs under context parallelism (1 forward or
 // recompute, 2 backward, which also sends the K/V gradients back; 0: none, e.g. ZB-H1's weight
 // gradients). Under context parallelism the ring is RingSplit's (ring_attention.hpp).
+// `weight_gradients`: a backward's share of weight-gradient matmuls, beside its blocking scatter
+// (TensorSplit::beside_scatter; ignored under collective matmuls, context parallelism, or
+// without tensor parallelism). `compute_after` as the emit_block above.
 BlockOps emit_block(ProgramBuilder& b, const TrainingPlan& plan, bool tensor, const std::string& name,
                     const TrainingBlock& blk, double seconds, double flops, std::vector<int> inputs, OpRole role,
-                    double ring = 0);
+                    double ring = 0, double weight_gradients = 0, const std::vector<int>& compute_after = {});
 
 // A block's gradient reduction over the data axes, once its last backward (`after`) is done;
 // nothing waits on it but the optimizer. FSDP and ZeRO-1/2 reduce-scatter it (each replica

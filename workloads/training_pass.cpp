@@ -26,6 +26,51 @@ int emit_weight_gather(ProgramBuilder& b, const TrainingPlan& plan, const std::s
   return gather;
 }
 
+// A dense block's pass (its forward rerun first in a rematerialised backward). `beside`: the
+// previous block's weight gradients still running (-1: none). `entry` (the pass's first block
+// only): gets the ops that wait for what the pass starts from.
+BlockOps emit_dense_block(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout, bool tp,
+                          const TrainingBlock& blk, const std::string& name, double w, int beside,
+                          std::vector<int> inputs, const PassRequest& request, std::vector<int>* entry) {
+  // The weight gradients beside the blocking scatter (TensorSplit::beside_scatter): the
+  // backward's share of X^T dY; none where ZB-H1's W pass takes them.
+  const bool backward = !request.forward;
+  const double beside_share =
+      backward && tp && w == 0 ? weight_gradient_fraction(blk, layout.tokens_per_microbatch, layout.tensor_degree) : 0.0;
+  std::vector<int> compute_after;
+  if (beside >= 0) compute_after = {beside};
+  if (backward && blk.recompute_s > 0) {
+    // The forward rerun first, with its tensor-parallel gather and scatter again where it
+    // reruns a weight matmul, and its ring where it reruns the attention. It reruns from the
+    // layer's checkpoint, not from dY: under blocking TP the backward's gather of dY waits
+    // for the previous block only and runs beside the rerun; the backward's matmuls wait
+    // for both.
+    const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
+                                 blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
+                                 blk.recompute_attention ? 1 : 0, 0, compute_after);
+    if (entry) *entry = redo.entry;
+    if (tp && plan.tensor_overlap) {
+      // A collective matmul streams dY in beside its own first matmul, after the rerun.
+      inputs = redo.end;
+      compute_after.clear();
+    } else {
+      compute_after = redo.end;   // the rerun's compute came after the previous block's
+      // One async AllGather at a time (XLA's all_gather_overlap_limit, 1): the gather of
+      // dY after the rerun's own, beside the rerun's matmuls.
+      if (tp && blk.recompute_collectives) inputs.insert(inputs.end(), redo.entry.begin(), redo.entry.end());
+    }
+  }
+  const BlockOps ops =
+      backward ? emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w), 2 * blk.forward_flops_per_chip * (1 - w),
+                            inputs, OpRole::Backward, 2, beside_share, compute_after)
+               : emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs, OpRole::Forward,
+                            1, 0, compute_after);
+  // The pass's first block: its rerun's entry and its own (the gather of dY, which the rerun
+  // no longer precedes), both waiting for what the pass starts from.
+  if (entry) entry->insert(entry->end(), ops.entry.begin(), ops.entry.end());
+  return ops;
+}
+
 }  // namespace
 
 PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
@@ -37,6 +82,7 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
   out.compute.assign(n, -1);
   out.gather.assign(n, -1);
   std::vector<int> previous_end = request.start;
+  int beside = -1;   // the previous block's weight gradients, still beside its scatter (BlockOps::beside)
   for (int k = 0; k < n; ++k) {
     const int i = forward ? k : n - 1 - k;
     const TrainingBlock& blk = chain[i];
@@ -66,6 +112,7 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     int expert_compute = -1;
     if (blk.moe_layer >= 0) {
       const std::vector<int> gather_after = fsdp ? std::vector<int>{out.gather[i]} : std::vector<int>{};
+      if (beside >= 0) inputs.push_back(beside);   // compute one op at a time: after the weight gradients
       int gathered = -1;
       if (!forward && moe.reruns()) {
         // The block's forward rerun first (router, dispatch, experts, combine), its experts'
@@ -81,21 +128,8 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
       ops.end = mo.end;
       expert_compute = mo.expert_compute;
     } else {
-      const bool tp = tensor && i != request.untensored_block;
-      if (!forward && blk.recompute_s > 0) {
-        // The forward rerun first, with its tensor-parallel gather and scatter again where it
-        // reruns a weight matmul, and its ring where it reruns the attention.
-        const auto redo = emit_block(b, plan, tp && blk.recompute_collectives, request.prefix + blk.name + ".recompute",
-                                     blk, blk.recompute_s, blk.recompute_flops_per_chip, inputs, OpRole::Recompute,
-                                     blk.recompute_attention ? 1 : 0);
-        if (k == 0) out.entry = redo.entry;
-        inputs = redo.end;
-      }
-      ops = forward ? emit_block(b, plan, tp, name, blk, blk.forward_s, blk.forward_flops_per_chip, inputs,
-                                 OpRole::Forward, 1)
-                    : emit_block(b, plan, tp, name, blk, blk.backward_s * (1 - w),
-                                 2 * blk.forward_flops_per_chip * (1 - w), inputs, OpRole::Backward, 2);
-      if (k == 0 && out.entry.empty()) out.entry = ops.entry;
+      ops = emit_dense_block(b, plan, layout, tensor && i != request.untensored_block, blk, name, w, beside, inputs,
+                             request, k == 0 ? &out.entry : nullptr);
     }
     out.compute[i] = ops.last_compute;
     if (fsdp) {   // the gathered weights live until the compute that uses them ends
@@ -103,9 +137,11 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
       b.op(out.gather[i]).released_by = {ops.last_compute};
     }
     previous_end = ops.end;
+    beside = ops.beside;
     if (emitted) emitted(i, ops, expert_compute);
   }
   out.end = previous_end;
+  if (beside >= 0) out.end.push_back(beside);   // the pass ends when its last compute does too
   return out;
 }
 
