@@ -84,9 +84,11 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
       if (ends(".attn") || ends(".layer")) attn = &blk;   // a parallel block: the layer's one block
       else if (blk.moe_layer < 0) mlp = &blk;
     }
-    // Under the book's compute model MLA attention keeps the book's block and its recompute
-    // (checkpointing's); under the kernels model its kernels (layer_kernels.hpp) time it as GQA's.
-    if (model.attention == AttentionKind::Mla && !per_kernel) continue;
+    // Under the book's compute model MLA attention keeps the book's block, and under
+    // `checkpointing` its recompute (rerun_by_checkpointing's, which counts a context-parallel
+    // block's up-projections too); a remat policy's recompute is its kernels' share, as GQA's.
+    // Under the kernels model its kernels (layer_kernels.hpp) time it as GQA's.
+    if (model.attention == AttentionKind::Mla && !per_kernel && !plan.remat) continue;
     time_layer(attn, mlp, kernels, plan_of, times, per_kernel, true);
   }
   if (!per_kernel || blocks.empty() || blocks.back().layer != model.layers) return;

@@ -169,15 +169,22 @@ Kernel dot_product_attention(const TransformerSpec& model, int y, double sequenc
 // Multi-head latent attention as MaxText trains it (layers/attention_mla.py at 3eb77db3:
 // mla_query_projection :499-529, mla_kv_projection :638-658, mla_get_key_value :531-550), per
 // chip of a tensor group of y (the heads split, the latent down-projections replicated, as
-// matmul_shapes.hpp has them): the query latent (wq_a, its RMSNorm, wq_b up to the heads'
-// d_h + d_h^R), the rotary part of the query rotated and the query concatenated and scaled
-// ("query_proj"); the key/value latent and the shared rotary key (wkv_a, the latent's RMSNorm,
-// the key's rotation); wkv_b up to every head's d_h key and v value (the value a slice of it,
-// "value_proj"), the key concatenated with the rotary key broadcast to every head ("key_proj");
-// attention over the materialised heads (attention_shape: QK^T over d_h + d_h^R, AV over v);
-// the output projection. Each up-projection's output is written to HBM and read back by the
-// next kernel: per token the heads' queries and keys are N (d_h + d_h^R) values, the values N v,
-// where the latents are d_c' and d_c + d_h^R.
+// matmul_shapes.hpp has them), each tensor under the checkpoint name MaxText gives it (at
+// e591f30: attention_mla.py:930-932, 1097-1100, 1285-1287, 1349), so a remat policy keeps,
+// offloads or reruns it by that name:
+//  - `query_wa_proj` (wq_a's output, the query latent d_c'), `mla_q` (its RMSNorm); wq_b up to
+//    the heads' d_h + d_h^R (unnamed, "query_up"); the rotary part rotated, the heads
+//    concatenated and scaled (`query_proj`);
+//  - `kv_wa_proj` (wkv_a's output: the latent d_c and the shared rotary key d_h^R), `mla_kv` (the
+//    latent's RMSNorm), the rotary key's rotation (unnamed, "key_rope", read from kv_wa_proj);
+//    wkv_b up to every head's d_h key and v value (unnamed, "kv_up"), the value a slice of it
+//    (`value_proj`), the key concatenated with the rotary key broadcast to every head (`key_proj`);
+//  - attention over the materialised heads (`context`; attention_shape: QK^T over d_h + d_h^R, AV
+//    over v); the output projection (`out_proj`).
+// Each tensor is written to HBM and read back by the next kernel: per token the heads' queries
+// and keys are N (d_h + d_h^R) values, the values N v, where the latents are d_c' and d_c + d_h^R.
+// What each backward reads: a matmul its input (dW), an RMSNorm its input; the rotation, the
+// concatenations and the slice are linear and read nothing.
 void append_mla_attention(std::vector<Kernel>& k, const TransformerSpec& m, int y, double tokens, double sequence,
                           const ChipSpec& chip, const AttentionRun& run) {
   const double a = m.activation_bytes;
@@ -189,21 +196,22 @@ void append_mla_attention(std::vector<Kernel>& k, const TransformerSpec& m, int 
   std::string query_in = "attn_norm";
   if (mla.q_lora_rank > 0) {
     const double q_latent = mla.q_lora_rank;
-    k.push_back(matmul("query_latent", false, {"attn_norm"}, d, q_latent, tokens, m, chip));
-    k.push_back(vector("query_latent_norm", false, {"query_latent"}, {"query_latent"}, 2 * q_latent * a,
-                       3 * q_latent * a, q_latent * a));
-    query_in = "query_latent_norm";
+    k.push_back(matmul("query_wa_proj", false, {"attn_norm"}, d, q_latent, tokens, m, chip));
+    k.push_back(vector("mla_q", false, {"query_wa_proj"}, {"query_wa_proj"}, 2 * q_latent * a, 3 * q_latent * a,
+                       q_latent * a));
+    query_in = "mla_q";
   }
   k.push_back(matmul("query_up", false, {query_in}, query_in == "attn_norm" ? d : mla.q_lora_rank, q, tokens, m, chip));
   // The rotary part rotated, the heads concatenated and scaled: one pass over the queries.
   k.push_back(vector("query_proj", false, {"query_up"}, {}, 2 * q * a, 2 * q * a, q * a));
-  k.push_back(matmul("kv_latent", false, {"attn_norm"}, d, kv_latent + rope, tokens, m, chip));
-  // The latent's RMSNorm and the shared rotary key's rotation.
-  k.push_back(vector("kv_latent_norm", false, {"kv_latent"}, {"kv_latent"}, 2 * (kv_latent + rope) * a,
-                     3 * (kv_latent + rope) * a, (kv_latent + rope) * a));
-  k.push_back(matmul("kv_up", false, {"kv_latent_norm"}, kv_latent, heads * (nope + v), tokens, m, chip));
+  k.push_back(matmul("kv_wa_proj", false, {"attn_norm"}, d, kv_latent + rope, tokens, m, chip));
+  // The latent's RMSNorm (reading its part of kv_wa_proj), and the shared rotary key's rotation.
+  k.push_back(vector("mla_kv", false, {"kv_wa_proj"}, {"kv_wa_proj"}, 2 * kv_latent * a, 3 * kv_latent * a,
+                     kv_latent * a));
+  k.push_back(vector("key_rope", false, {"kv_wa_proj"}, {}, 2 * rope * a, 2 * rope * a, rope * a));
+  k.push_back(matmul("kv_up", false, {"mla_kv"}, kv_latent, heads * (nope + v), tokens, m, chip));
   // key = concat(key_nope, key_rope broadcast to every head): the heads' keys written whole.
-  k.push_back(vector("key_proj", false, {"kv_up", "kv_latent_norm"}, {}, heads * nope * a + rope * a + q * a,
+  k.push_back(vector("key_proj", false, {"kv_up", "key_rope"}, {}, heads * nope * a + rope * a + q * a,
                      2 * q * a, q * a));
   // value: a slice of wkv_b's output, no pass of its own.
   k.push_back(vector("value_proj", false, {"kv_up"}, {}, 0, 0, heads * v * a));
@@ -354,7 +362,8 @@ SavedBytes saved_bytes_per_token(const std::vector<Kernel>& kernels, const Remat
     if (plan[i] != 0) read.insert(kernels[i].inputs.begin(), kernels[i].inputs.end());
   }
   SavedBytes s;
-  s.device = layer_input;
+  // The layer's input: in HBM, or on the host under custom's decoder_layer_input: offload.
+  (policy.of(kDecoderLayerInput) == TensorFate::Offload ? s.host : s.device) = layer_input;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
     if (plan[i] != 0 || (!policy.keep_everything && !read.count(k.name))) continue;

@@ -10,9 +10,19 @@ namespace {
 // The weight matmuls' outputs: what jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims
 // keeps (a dot_general without batch dimensions is a weight matmul; the attention scores have
 // batch dimensions, and a flash-attention kernel is no dot at all, so `context` is not kept).
+// On a GQA layer these are the tensors MaxText's later name lists keep (decoders.py
+// minimal_policy at e591f30; the names replaced the dots in 6426085e, 2025-08-29, before the
+// recipes' 3eb77db3): query_proj, key_proj, value_proj, out_proj, the MLP's. On an MLA layer
+// podsim's policies are those name lists: its latents (query_wa_proj, mla_q, kv_wa_proj, mla_kv)
+// are in none of them, nor are the up-projections' outputs (named only once concatenated as
+// query_proj and key_proj, or sliced as value_proj), so every policy but `none` and `custom`
+// reruns them. (MaxText's MLA from 2025-02 to 6426085e ran the dots-based `minimal`, which kept
+// the latent and up-projection matmuls' outputs instead: not modelled.)
 const std::vector<std::string> kWeightMatmuls = {"query_proj", "key_proj", "value_proj", "out_proj",
                                                  "mlpwi_0",    "mlpwi_1",  "mlpwi",      "mlpwo"};
 const std::vector<std::string> kQkv = {"query_proj", "key_proj", "value_proj"};
+// MLA's latents (attention_mla.py at e591f30: :930, :932, :1097, :1100), in layer order.
+const std::vector<std::string> kMlaLatents = {"query_wa_proj", "mla_q", "kv_wa_proj", "mla_kv"};
 
 RematPolicy keeping(std::string name, const std::vector<std::string>& kept, TensorFate fate = TensorFate::Device) {
   RematPolicy p;
@@ -73,14 +83,19 @@ bool RematPolicy::offloads() const {
 TensorFate RematPolicy::of(const std::string& tensor) const {
   const auto it = fate.find(tensor);
   if (it != fate.end()) return it->second;
+  // The layer's input is the scan's carry: kept unless offloaded (custom's decoder_layer_input).
+  if (tensor == kDecoderLayerInput) return TensorFate::Device;
   return keep_everything ? TensorFate::Device : TensorFate::Recompute;
 }
 
 const std::vector<std::string>& remat_tensor_names() {
-  static const std::vector<std::string> names = plus(plus(kQkv, {"context", "out_proj"}),
-                                                     {"mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"});
+  static const std::vector<std::string> names =
+      plus(plus(plus({kDecoderLayerInput}, kMlaLatents), plus(kQkv, {"context", "out_proj"})),
+           {"mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"});
   return names;
 }
+
+const std::vector<std::string>& mla_remat_tensor_names() { return kMlaLatents; }
 
 std::vector<std::string> remat_policy_names() {
   std::vector<std::string> names;
@@ -107,6 +122,11 @@ RematPolicy custom_remat_policy(const std::map<std::string, std::string>& fates)
       for (const auto& n : known) choices += (choices.empty() ? "" : ", ") + n;
       throw std::invalid_argument("unknown tensor '" + tensor + "'; expected one of " + choices);
     }
+    // MaxText refuses it (pyconfig.py:436 at 3eb77db3, "Cannot remeterialize this tensor with
+    // scan_layers=True"): the layers' inputs are where the backward's reruns start.
+    if (tensor == kDecoderLayerInput && fate == "remat")
+      throw std::invalid_argument("tensor " + tensor + ": 'remat'; expected device or offload (each layer's input is "
+                                  "where its rerun starts: MaxText cannot rematerialise it)");
     if (fate == "device") p.fate[tensor] = TensorFate::Device;
     else if (fate == "offload") p.fate[tensor] = TensorFate::Offload;
     else if (fate == "remat") p.fate[tensor] = TensorFate::Recompute;

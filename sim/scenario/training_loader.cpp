@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -21,6 +22,7 @@
 #include "sim/scenario/plan_axes.hpp"
 #include "sim/scenario/routing_loader.hpp"
 #include "sim/scenario/units.hpp"
+#include "workloads/layer_kernels.hpp"
 
 namespace podsim {
 namespace {
@@ -296,24 +298,9 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
     return;
   }
   if (checkpointing) fail(*policy, "says what is kept, as checkpointing does; expected one of the two");
-  // MaxText names MLA's tensors too (mla_q, mla_kv, query_wa_proj, kv_wa_proj: base.yml:377-380
-  // at e591f30), but podsim times a remat policy kernel by kernel (layer_kernels.hpp), and its
-  // kernels are a GQA layer's: an MLA layer's kernels (its latent projections, up-projections
-  // and split rotary parts) are not modelled, so what a policy keeps of one cannot be priced.
-  // `full` keeps only each layer's input (MaxText's decoder_layer_input) whatever the layer is:
-  // podsim's checkpointing: block, which needs no kernels.
+  // An MLA layer's kernels carry MaxText's checkpoint names too (layer_kernels.cpp,
+  // append_mla_attention), so every policy prices on it as on GQA.
   const std::string name = read_string(*policy);
-  if (model.attention == AttentionKind::Mla && name == "full" && !custom) {
-    plan.checkpointing = Checkpointing::Block;
-    return;
-  }
-  if (model.attention == AttentionKind::Mla)
-    fail(*policy, "a remat policy other than full is priced kernel by kernel, and podsim's layer kernels are a GQA "
-                  "layer's; " + model.name + " has MLA attention, whose tensors MaxText names apart (query_wa_proj "
-                  "and mla_q: the query latent before and after its norm; kv_wa_proj and mla_kv: the key/value "
-                  "latent with the rotary key, and the normed latent; query_proj, key_proj, value_proj: the "
-                  "up-projected heads) and whose kernels are not modelled: expected full, or checkpointing (none, "
-                  "block or book)");
   if (name != "custom") {
     if (custom) fail(*custom, "only with remat_policy: custom (" + name + " says what each tensor does)");
     try {
@@ -327,9 +314,24 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
   std::map<std::string, std::string> fates;
   const MapReader tensors(*custom, SchemaMap::Remat);
   tensors.reject_unknown();
+  // The tensors this model's layers produce: MaxText accepts the name of one its layer lacks
+  // and it keeps nothing, which a scenario would not mean.
+  std::set<std::string> produced{kDecoderLayerInput};
+  for (const auto& k : layer_kernels(model, 1, 1, 1, ChipSpec{})) produced.insert(k.name);
   for (const auto& entry : tensors.entries()) {
     fates[entry.name] = read_choice<std::string>(entry.value, {{"device", "device"}, {"offload", "offload"},
                                                               {"remat", "remat"}});
+    if (entry.name == kDecoderLayerInput && fates[entry.name] == "remat")
+      fail(entry.value, "each layer's input is where the backward's rerun of the layer starts (the scan's carry), "
+                        "which MaxText refuses to rematerialise (pyconfig.py:436 at 3eb77db3); expected device or "
+                        "offload");
+    const auto& mla = mla_remat_tensor_names();
+    if (std::find(mla.begin(), mla.end(), entry.name) != mla.end() && !produced.count(entry.name))
+      fail(entry.value, entry.name + " is an MLA layer's latent (attention_mla.py at e591f30), which " + model.name +
+                            (model.attention == AttentionKind::Mla
+                                 ? " lacks (q_lora_rank 0: its queries have no latent)"
+                                 : " does not have (its attention is not MLA)") +
+                            "; expected one of its layers' tensors");
   }
   plan.remat = custom_remat_policy(fates);
 }
