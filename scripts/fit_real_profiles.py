@@ -167,7 +167,7 @@ def main():
         for name, (doc, text) in first.items():
             merged = ["# A podsim calibration profile for real " + doc["chip"] + " hardware (issue 26; docs/calibration.md,",
                       "# \"Real hardware\"), written by scripts/fit_real_profiles.py from its calibrations:",
-                      "#   podsim " + shlex.join(stage1[1:])]
+                      "#   podsim " + shlex.join(stage1[1:]).replace(stage1_dir, "DIR")]
             if second:
                 merged += ["#   podsim " + shlex.join(stage2[1:]), "# the second with the first's values fixed."]
             elif a.stage2 == "hand":
