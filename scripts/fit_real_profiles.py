@@ -181,6 +181,8 @@ def main():
                 merged.append("mxu_padding: true")
             if doc.get("antipodal_split"):
                 merged.append("antipodal_split: true")
+            if doc.get("reductions_on_tensor_core"):
+                merged.append("reductions_on_tensor_core: true")
             if doc.get("compute_model"):
                 merged.append("compute_model: " + doc["compute_model"])
             merged.append("parameters:")

@@ -126,6 +126,28 @@ TEST_CASE("a profile applies its parameters to a scenario", "[calibrate]") {
   } catch (const InputError& e) {
     CHECK(e.key() == "hardware.overrides.antipodal_split");
   }
+  // reductions_on_tensor_core: the same rules (workloads/collective_reduction.hpp).
+  CHECK_FALSE(s.topology.chip.reductions_on_tensor_core);
+  write(dir / "core.yaml", "version: 1\nname: core\nchip: v5e\nreductions_on_tensor_core: true\n");
+  CHECK(load_scenario((dir / "s.yaml").string(), {{"hardware.profile", "core.yaml"}}).topology.chip.reductions_on_tensor_core);
+  CHECK_FALSE(load_scenario((dir / "s.yaml").string(), {{"hardware.profile", "core.yaml"},
+                                                        {"hardware.overrides.reductions_on_tensor_core", "false"}})
+                  .topology.chip.reductions_on_tensor_core);
+  write(dir / "bad_core.yaml", "version: 1\nname: b\nchip: v5e\nreductions_on_tensor_core: sometimes\n");
+  try {
+    load_profile((dir / "bad_core.yaml").string());
+    FAIL("accepted reductions_on_tensor_core: sometimes");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "reductions_on_tensor_core");
+    CHECK(e.value() == "sometimes");
+    CHECK(e.where().line == 4);
+  }
+  try {
+    load_scenario((dir / "s.yaml").string(), {{"hardware.overrides.reductions_on_tensor_core", "1.5"}});
+    FAIL("accepted hardware.overrides.reductions_on_tensor_core: 1.5");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "hardware.overrides.reductions_on_tensor_core");
+  }
   // The scenario's own simulation keys win over the profile.
   const Scenario own = load_scenario((dir / "s.yaml").string(), {{"simulation.link_efficiency", "0.5"}});
   CHECK(own.link_efficiency == Approx(0.5));

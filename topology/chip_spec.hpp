@@ -78,6 +78,10 @@ struct ChipSpec {
   // the book's measured "link BW" (sharding.md:L352-L356). false, the ideal machine: it goes
   // whole the long way, floor(X/2) shards one way, the book's V/W_bidi (ring_schedule.hpp).
   bool antipodal_split = false;
+  // A ReduceScatter's or AllReduce's additions run on the TensorCore (TPUs to v6e), each chip
+  // reading and writing 3 (n-1)/n V bytes of HBM beside its compute (workloads/
+  // collective_reduction.hpp). false, the ideal machine: reductions cost the core nothing.
+  bool reductions_on_tensor_core = false;
 
   // The HBM a run's weights, optimizer state, activations and caches may fill.
   double usable_hbm_bytes() const { return hbm_bytes * (1 - hbm_headroom); }

@@ -16,6 +16,7 @@ std::string_view role_name(OpRole role) {
     case OpRole::Experts: return "experts";
     case OpRole::PipelineReceive: return "pipeline_receive";
     case OpRole::RingReceive: return "cp_ring_receive";
+    case OpRole::CollectiveReduction: return "collective_reduction";
     case OpRole::TensorAllGather: return "tp_allgather";
     case OpRole::TensorReduceScatter: return "tp_reducescatter";
     case OpRole::TensorAllReduce: return "tp_allreduce";

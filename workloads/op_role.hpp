@@ -24,6 +24,7 @@ enum class OpRole {
   Experts,             // an MoE layer's routed experts on this chip
   PipelineReceive,     // a zero-length op that receives a pipeline send (a send has one receiver)
   RingReceive,         // the same for a ring-attention K/V block
+  CollectiveReduction, // a ReduceScatter's or AllReduce's additions on the TensorCore
   // Communication.
   TensorAllGather,     // Megatron: activations gathered over the tensor (model) axes before a
                        // block; 2D weight-stationary's gathers

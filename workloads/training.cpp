@@ -1,6 +1,7 @@
 #include "workloads/training.hpp"
 
 #include "workloads/block_kernels.hpp"
+#include "workloads/collective_reduction.hpp"
 
 #include "workloads/block_ops.hpp"
 #include "workloads/moe_training.hpp"
@@ -527,7 +528,7 @@ class PipelinedDcn {
 Program training_program(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                          TrainingLayout& layout) {
   layout = training_layout(model, plan, topology);
-  if (plan.pipeline_axis >= 0) return pipeline_program(model, plan, topology, layout);
+  if (plan.pipeline_axis >= 0) return with_collective_reductions(pipeline_program(model, plan, topology, layout), topology);
   const bool data = layout.data_degree > 1;
   const bool tensor = layout.tensor_degree > 1;
   const bool fsdp = plan.fsdp && layout.ici_data_degree > 1;
@@ -602,7 +603,7 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
 
   count_step_flops(layout, plan, moe);
   moe.finish();
-  return b.take();
+  return with_collective_reductions(b.take(), topology);
 }
 
 }  // namespace podsim

@@ -182,6 +182,13 @@ void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<S
                              (a.antipodal_split ? "true" : "false") + ", but row '" + first.name + "' (line " +
                              std::to_string(first.where.line) + ") runs " + (b.antipodal_split ? "true" : "false") +
                              "; expected one ring schedule per profile");
+      if (a.reductions_on_tensor_core != b.reductions_on_tensor_core)
+        throw InputError(m.where, "scenario", m.scenario_path,
+                         "row '" + m.name + "' of profile " + m.profile + " runs reductions_on_tensor_core " +
+                             (a.reductions_on_tensor_core ? "true" : "false") + ", but row '" + first.name +
+                             "' (line " + std::to_string(first.where.line) + ") runs " +
+                             (b.reductions_on_tensor_core ? "true" : "false") +
+                             "; expected one place for reductions per profile");
       break;
     }
   }
@@ -382,6 +389,7 @@ void assemble(CalibrationResult& result, const JointFitProblem& problem, const s
         profile.compute_model = problem.scenarios[i].topology.chip.compute_model;
         profile.mxu_padding = problem.scenarios[i].topology.chip.mxu_padding;
         profile.antipodal_split = problem.scenarios[i].topology.chip.antipodal_split;
+        profile.reductions_on_tensor_core = problem.scenarios[i].topology.chip.reductions_on_tensor_core;
       }
       profile.rows.push_back(i);
       rows.push_back(&result.rows[i]);

@@ -89,6 +89,7 @@ struct CalibratedProfile {
   ComputeModel compute_model = ComputeModel::Book;   // and the machine they ran: recorded in the profile
   bool mxu_padding = false;
   bool antipodal_split = false;
+  bool reductions_on_tensor_core = false;
   std::vector<CalibrationParameter> parameters;   // shared ones carry the joint value
   std::vector<size_t> rows;                       // indices into CalibrationResult::rows
   ErrorSummary errors;

@@ -162,6 +162,7 @@ std::string calibration_profile_yaml(const MeasurementFile& file, const Calibrat
   // The machine the rows ran, so the profile predicts with the model it was fit under.
   if (profile.mxu_padding) out += "mxu_padding: true\n";
   if (profile.antipodal_split) out += "antipodal_split: true\n";
+  if (profile.reductions_on_tensor_core) out += "reductions_on_tensor_core: true\n";
   if (profile.compute_model != ComputeModel::Book)
     out += "compute_model: " + std::string(to_string(profile.compute_model)) + "\n";
   return out + parameters_yaml(profile) + fit_yaml(file, r, profile);

@@ -318,7 +318,7 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
 CalibrationProfile load_profile_text(const std::string& text, const std::string& path) {
   const YAML::Node root = parse_text(text, path);
   if (!root.IsMap()) throw InputError({path, 1, 1}, "", "", "expected a mapping with version, name, chip and parameters");
-  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "antipodal_split", "compute_model", "parameters", "fit"});
+  check_keys(path, root, "", {"version", "name", "chip", "hop_model", "mxu_padding", "antipodal_split", "reductions_on_tensor_core", "compute_model", "parameters", "fit"});
   check_version(path, root);
   CalibrationProfile p;
   p.path = path;
@@ -339,6 +339,12 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
     const std::string v = text_of(split);
     if (v != "true" && v != "false") throw InputError(at(path, split), "antipodal_split", v, "expected true or false");
     p.antipodal_split = v == "true";
+  }
+  if (const YAML::Node core = root["reductions_on_tensor_core"]) {
+    const std::string v = text_of(core);
+    if (v != "true" && v != "false")
+      throw InputError(at(path, core), "reductions_on_tensor_core", v, "expected true or false");
+    p.reductions_on_tensor_core = v == "true";
   }
   if (const YAML::Node model = root["compute_model"]) {
     const std::string v = text_of(model);

@@ -75,6 +75,7 @@ struct CalibrationProfile {
   std::optional<HopModel> hop_model;
   std::optional<bool> mxu_padding;           // matmuls pay for their shapes padded to the MXU
   std::optional<bool> antipodal_split;       // even wrapped rings send the opposite chip's shard half each way
+  std::optional<bool> reductions_on_tensor_core;   // reductions' additions cost the TensorCore HBM time
   std::optional<ComputeModel> compute_model; // a block as one roofline (book) or as its kernels
   std::map<std::string, double> parameters;  // by HardwareParameter::key, SI units
   // The fit's leave-one-out prediction of each row it recorded one for (fit.residuals), by name.

@@ -146,6 +146,7 @@ void apply_overrides(const Field& field, ChipSpec& chip, std::vector<std::string
     if (auto value = overrides.optional(row->scenario_leaf())) row->set(chip, row->read(*value));
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
   if (auto split = overrides.optional("antipodal_split")) chip.antipodal_split = read_bool(*split);
+  if (auto core = overrides.optional("reductions_on_tensor_core")) chip.reductions_on_tensor_core = read_bool(*core);
   if (auto model = overrides.optional("compute_model"))
     chip.compute_model = read_choice<ComputeModel>(*model, {{"book", ComputeModel::Book}, {"kernels", ComputeModel::Kernels}});
   if (auto price = overrides.optional("chip_hour_price_usd")) {
@@ -177,6 +178,8 @@ void apply_profile_parameters(const CalibrationProfile& profile, const Field& ha
   }
   if (profile.mxu_padding && !overridden("mxu_padding")) chip.mxu_padding = *profile.mxu_padding;
   if (profile.antipodal_split && !overridden("antipodal_split")) chip.antipodal_split = *profile.antipodal_split;
+  if (profile.reductions_on_tensor_core && !overridden("reductions_on_tensor_core"))
+    chip.reductions_on_tensor_core = *profile.reductions_on_tensor_core;
   if (profile.compute_model && !overridden("compute_model")) chip.compute_model = *profile.compute_model;
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
