@@ -43,8 +43,10 @@ std::optional<PredictionError> profile_prediction_error(const CalibrationProfile
   e.profile = profile.name;
   e.sole_evidence = sole_evidence_rows(profile.residuals, profile.evidence);
   double sum = 0;
-  for (const auto& [row, r] : profile.residuals) {
+  for (const auto& [name, r] : profile.residuals) {
     if (!r.leave_one_out || !(*r.leave_one_out > 0)) continue;
+    // A named copy: clang (as the sanitizer job builds) cannot capture a structured binding.
+    const std::string& row = name;
     if (std::any_of(e.sole_evidence.begin(), e.sole_evidence.end(), [&](const SoleEvidence& s) { return s.row == row; }))
       continue;
     const double d = std::log(r.measured / *r.leave_one_out);
