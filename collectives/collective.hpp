@@ -47,6 +47,12 @@ struct CollectiveSpec {
   std::vector<double> pair_bytes;
 };
 
+struct TopologySpec;   // topology/topology.hpp
+
+// Chips taking part in one instance of `spec` on a pod of `topology`: the product of its axes'
+// sizes (or of their slices'), times the slices when it crosses DCN.
+int collective_group_size(const TopologySpec& topology, const CollectiveSpec& spec);
+
 std::string_view to_string(CollectiveKind kind);
 std::string_view to_string(DcnAlgorithm algorithm);
 std::string_view to_string(HopModel model);

@@ -221,6 +221,27 @@ TEST_CASE("published figures convert to the step time their scenario implies", "
   }
 }
 
+TEST_CASE("one profile's rows on two machines (ring schedule, reductions) are refused, naming both rows", "[calibrate][generations]") {
+  const fs::path dir = scratch("machines");
+  write(dir / "v5e.yaml", training_scenario("v5e"));
+  for (const std::string key : {"antipodal_split", "reductions_on_tensor_core"}) {
+    write(dir / "m.yaml",
+          "version: 1\nname: machines\nmeasurements:\n"
+          "  - {name: plain, scenario: v5e.yaml, field: step_time_s, measured: \"20 ms\"}\n"
+          "  - {name: other, scenario: v5e.yaml, set: {hardware.overrides." + key +
+              ": true}, field: step_time_s, measured: \"20 ms\"}\n");
+    try {
+      calibrate(load_measurements((dir / "m.yaml").string()), {});
+      FAIL("a profile of two machines was accepted: " << key);
+    } catch (const InputError& e) {
+      CHECK(e.where().line == 5);
+      const std::string what = e.what();
+      CHECK(what.find("'other' of profile") != std::string::npos);
+      CHECK(what.find("runs " + key + " true, but row 'plain' (line 4) runs false") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("one profile's rows on two chips are refused, naming both rows", "[calibrate][generations]") {
   const fs::path dir = scratch("mixed");
   write(dir / "v5e.yaml", training_scenario("v5e"));

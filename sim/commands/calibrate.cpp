@@ -176,19 +176,17 @@ void check_one_chip_per_profile(const MeasurementFile& file, const std::vector<S
                              " mxu_padding, but row '" + first.name + "' (line " + std::to_string(first.where.line) +
                              ") runs " + std::string(to_string(b.compute_model)) + (b.mxu_padding ? " with" : " without") +
                              "; expected one compute model and padding per profile");
-      if (a.antipodal_split != b.antipodal_split)
-        throw InputError(m.where, "scenario", m.scenario_path,
-                         "row '" + m.name + "' of profile " + m.profile + " runs antipodal_split " +
-                             (a.antipodal_split ? "true" : "false") + ", but row '" + first.name + "' (line " +
-                             std::to_string(first.where.line) + ") runs " + (b.antipodal_split ? "true" : "false") +
-                             "; expected one ring schedule per profile");
-      if (a.reductions_on_tensor_core != b.reductions_on_tensor_core)
-        throw InputError(m.where, "scenario", m.scenario_path,
-                         "row '" + m.name + "' of profile " + m.profile + " runs reductions_on_tensor_core " +
-                             (a.reductions_on_tensor_core ? "true" : "false") + ", but row '" + first.name +
-                             "' (line " + std::to_string(first.where.line) + ") runs " +
-                             (b.reductions_on_tensor_core ? "true" : "false") +
-                             "; expected one place for reductions per profile");
+      auto same_flag = [&](const char* key, bool x, bool y, const char* what) {
+        if (x != y)
+          throw InputError(m.where, "scenario", m.scenario_path,
+                           "row '" + m.name + "' of profile " + m.profile + " runs " + key + " " +
+                               (x ? "true" : "false") + ", but row '" + first.name + "' (line " +
+                               std::to_string(first.where.line) + ") runs " + (y ? "true" : "false") +
+                               "; expected one " + what + " per profile");
+      };
+      same_flag("antipodal_split", a.antipodal_split, b.antipodal_split, "ring schedule");
+      same_flag("reductions_on_tensor_core", a.reductions_on_tensor_core, b.reductions_on_tensor_core,
+                "place for reductions");
       break;
     }
   }

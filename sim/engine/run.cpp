@@ -76,10 +76,7 @@ bool analytic_time(const Topology& topo, const CollectiveSpec& spec, double link
 }
 
 int collective_group_size(const Topology& topo, const CollectiveSpec& spec) {
-  int n = 1;
-  for (const auto& axis : collective_axes(topo, spec)) n *= axis.size;
-  if (spec.over_dcn) n *= topo.slice_count();
-  return n;
+  return collective_group_size(topo.spec(), spec);
 }
 
 const SpanRecord& RunResult::span(int op, int repetition, ChipId real_chip) const {

@@ -330,22 +330,17 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
     else if (m == "additive") p.hop_model = HopModel::Additive;
     else throw InputError(at(path, model), "hop_model", m, "expected floor or additive");
   }
-  if (const YAML::Node padding = root["mxu_padding"]) {
-    const std::string v = text_of(padding);
-    if (v != "true" && v != "false") throw InputError(at(path, padding), "mxu_padding", v, "expected true or false");
-    p.mxu_padding = v == "true";
-  }
-  if (const YAML::Node split = root["antipodal_split"]) {
-    const std::string v = text_of(split);
-    if (v != "true" && v != "false") throw InputError(at(path, split), "antipodal_split", v, "expected true or false");
-    p.antipodal_split = v == "true";
-  }
-  if (const YAML::Node core = root["reductions_on_tensor_core"]) {
-    const std::string v = text_of(core);
-    if (v != "true" && v != "false")
-      throw InputError(at(path, core), "reductions_on_tensor_core", v, "expected true or false");
-    p.reductions_on_tensor_core = v == "true";
-  }
+  // The machine the fit ran: each flag true or false where the profile says it.
+  auto flag = [&](const char* key, std::optional<bool>& out) {
+    const YAML::Node node = root[key];
+    if (!node) return;
+    const std::string v = text_of(node);
+    if (v != "true" && v != "false") throw InputError(at(path, node), key, v, "expected true or false");
+    out = v == "true";
+  };
+  flag("mxu_padding", p.mxu_padding);
+  flag("antipodal_split", p.antipodal_split);
+  flag("reductions_on_tensor_core", p.reductions_on_tensor_core);
   if (const YAML::Node model = root["compute_model"]) {
     const std::string v = text_of(model);
     if (v != "book" && v != "kernels") throw InputError(at(path, model), "compute_model", v, "expected book or kernels");
