@@ -49,7 +49,7 @@ TEST_CASE("a reduction's core time: 3 (n-1)/n V over the HBM kernels achieve, no
   CHECK(reduction_core_s(spec(CollectiveKind::AllToAll, {0}, v), topo) == 0);
 }
 
-TEST_CASE("the core adds a ReduceScatter's chunks before its next kernel, and the links are not delayed", "[reduction]") {
+TEST_CASE("the core adds a ReduceScatter's chunks before its next kernel, and the links' time follows", "[reduction]") {
   auto topo = podsim_test::v5p_mesh({4});
   const double v = 256.0 * 1024 * 1024, t = 1e-3;
   ProgramBuilder b;
@@ -74,9 +74,28 @@ TEST_CASE("the core adds a ReduceScatter's chunks before its next kernel, and th
   const auto run = run_program(topo, {}, p, {});
   const auto& rs_span = run.span(index_of(p, "rs"), 0, 0);
   const auto& b_span = run.span(index_of(p, "b"), 0, 0);
-  CHECK(rs_span.start_s == Approx(t).epsilon(1e-12));          // the links start when a ends
-  CHECK(b_span.start_s == Approx(t + core).epsilon(1e-12));    // the core adds first
-  CHECK(run.span(r, 0, 0).start_s == Approx(t).epsilon(1e-12));
+  CHECK(run.span(r, 0, 0).start_s == Approx(t).epsilon(1e-12));   // the core adds when a ends
+  CHECK(b_span.start_s == Approx(t + core).epsilon(1e-12));          // before its next kernel
+  CHECK(rs_span.start_s == Approx(t + core).epsilon(1e-12));         // and the links follow
+}
+
+TEST_CASE("a collective waiting for no kernel: its links' time plus the core's, the reduction first", "[reduction]") {
+  auto topo = podsim_test::v5p_mesh({4, 4});
+  const double v = 64.0 * 1024 * 1024;
+  ProgramBuilder b;
+  const int ar = b.collective("psum", CollectiveKind::AllReduce, {0, 1}, {}, v, {}, -1, OpRole::ScenarioCollective);
+  b.collective("gather", CollectiveKind::AllGather, {0}, {}, v, {ar}, -1, OpRole::ScenarioCollective);
+  const Program plain = b.take();
+  const double links = run_program(topo, {}, plain, {}).total_time_s;
+  topo.chip.reductions_on_tensor_core = true;
+  const Program p = with_collective_reductions(plain, topo);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].name == "psum.reduce");
+  CHECK(p[0].after.empty());
+  CHECK(p[1].after == std::vector<int>{0});
+  CHECK(p[2].after == std::vector<int>{1});
+  const double core = 3 * 15.0 / 16 * v / topo.chip.achieved_hbm_Bps();
+  CHECK(run_program(topo, {}, p, {}).total_time_s == Approx(links + core).epsilon(1e-9));
 }
 
 TEST_CASE("a compute-bound FSDP step grows by its reductions' core time, less what hides at the end", "[reduction]") {
@@ -105,7 +124,8 @@ TEST_CASE("a compute-bound FSDP step grows by its reductions' core time, less wh
   }
   CHECK(reductions == reducing);
   REQUIRE(reductions > 0);
-  // The reductions behind the step's last backward kernel run beside its last ReduceScatter.
+  // The reductions behind the step's last backward kernel come before its last ReduceScatters:
+  // at most they all add, at least those before the last kernel's do.
   for (const auto& op : on)
     if (op.role == OpRole::CollectiveReduction && op.after.at(0) == latest_producer) last += op.compute().compute_s;
   const double step_off = run_program(topo, {}, off, {}).total_time_s;

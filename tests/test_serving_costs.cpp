@@ -94,6 +94,8 @@ Case generate(uint64_t seed, int index) {
   c.offset = rng.below(4) * (1 << (4 + rng.below(9)));
   c.decode_batch = 1 + rng.below(c.config.slots);
   c.context_per_sequence = std::exp(rng.uniform(std::log(16.0), std::log(32768.0)));
+  // Drawn last, so the cases drawn before the reductions existed are unchanged otherwise.
+  c.role.topology.chip.reductions_on_tensor_core = rng.chance(0.5);
   c.unequal_lines = group.size() == 2 && group[0] != group[1];
   c.tolerance = c.unequal_lines ? kUnequalLinesBound : kExact;
   d << c.model->name << " on v5e";
@@ -101,7 +103,8 @@ Case generate(uint64_t seed, int index) {
   d << ", model axes mask " << mask << ", weights " << p.weight_bytes << " B, KV " << p.kv_bytes
     << " B, efficiency " << p.efficiency << ", attention FLOPs " << p.attention_flops << ", collective matmuls "
     << p.collective_matmul << ", " << c.config.slots << " slots; prefill " << c.prefill_batch << " x " << c.chunk
-    << " after " << c.offset << "; decode " << c.decode_batch << " x " << c.context_per_sequence << " tokens";
+    << " after " << c.offset << "; decode " << c.decode_batch << " x " << c.context_per_sequence << " tokens"
+    << "; reductions on the core " << c.role.topology.chip.reductions_on_tensor_core;
   c.description = d.str();
   return c;
 }

@@ -42,10 +42,14 @@ constexpr double kSlowdown = 2.5;
 const std::string kSlowChip = "perturbations:\n  - chips: [0, 1]\n    compute_slowdown: 2.5\n";
 
 // The step's compute on one chip of the server, as the uniform pricing has it: L layers of
-// attention and MLP, then the unembedding.
+// attention and MLP, then the unembedding, and the ReduceScatters' additions on the core
+// (the preset's real profile reduces on the TensorCore).
 double step_compute_s(const ServingWorkload& w, const StepShape& shape) {
   const StepCompute c = chip_step_compute(w.model, w.generate, w.generate_topology, shape);
-  return w.model.layers * (c.attention_s + c.mlp_s) + c.unembed_s;
+  double reductions = 0;
+  for (const auto& op : inference_step_program(w.model, w.generate, w.generate_topology, shape))
+    if (op.role == OpRole::CollectiveReduction) reductions += op.compute().compute_s;
+  return w.model.layers * (c.attention_s + c.mlp_s) + c.unembed_s + reductions;
 }
 
 class Records : public ServingSink {

@@ -40,9 +40,10 @@ Program with_collective_reductions(Program program, const TopologySpec& topology
   if (std::all_of(producer.begin(), producer.end(), [](int p) { return p == -2; })) return program;
 
   // New order: each producer, then its reductions; a reduction waiting for no compute op right
-  // after its collective. A reduction's `after` holds old indices until the remap below.
+  // before its collective. A reduction's `after` holds old indices until the remap below.
   std::vector<int> new_index(static_cast<size_t>(n));
   std::map<int, std::vector<int>> reductions_behind;   // old producer -> its reductions' new indices
+  std::vector<int> reduction_of(static_cast<size_t>(n), -1);   // old collective -> its reduction's new index
   std::vector<char> is_reduction;
   Program out;
   out.reserve(program.size() * 2);
@@ -60,16 +61,17 @@ Program with_collective_reductions(Program program, const TopologySpec& topology
     r.layer = c.layer;
     if (const int p = producer[static_cast<size_t>(collective)]; p >= 0)
       reductions_behind[p].push_back(static_cast<int>(out.size()));
+    reduction_of[static_cast<size_t>(collective)] = static_cast<int>(out.size());
     out.push_back(std::move(r));
     is_reduction.push_back(1);
   };
   for (int i = 0; i < n; ++i) {
+    if (producer[static_cast<size_t>(i)] == -1) add_reduction(i, program[static_cast<size_t>(i)].after);
     new_index[static_cast<size_t>(i)] = static_cast<int>(out.size());
     out.push_back(program[static_cast<size_t>(i)]);
     is_reduction.push_back(0);
     if (auto it = behind.find(i); it != behind.end())
       for (int c : it->second) add_reduction(c, {i});
-    if (producer[static_cast<size_t>(i)] == -1) add_reduction(i, program[static_cast<size_t>(i)].after);
   }
   // Old indices to new; a compute op that waited for a producer also waits for its reductions
   // (a reduction itself does not wait for its siblings).
@@ -91,6 +93,11 @@ Program with_collective_reductions(Program program, const TopologySpec& topology
     for (int& r : op.released_by) r = new_index[static_cast<size_t>(r)];
     for (auto& nd : op.after_neighbour) nd.op = new_index[static_cast<size_t>(nd.op)];
   }
+  // Each reducing collective waits for its own reduction: the chunk it forwards is the sum the
+  // core wrote, so the links' time and the core's add up.
+  for (int i = 0; i < n; ++i)
+    if (const int r = reduction_of[static_cast<size_t>(i)]; r >= 0)
+      out[static_cast<size_t>(new_index[static_cast<size_t>(i)])].after.push_back(r);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "workloads/block_ops.hpp"
+#include "workloads/collective_reduction.hpp"
 #include "workloads/inference.hpp"
 #include "workloads/matmul_shapes.hpp"
 #include "workloads/moe_layer.hpp"
@@ -279,7 +280,8 @@ class StepEmitter {
 
 Program inference_step_program(const TransformerSpec& model, const InferencePlan& plan, const TopologySpec& topology,
                                const StepShape& shape) {
-  return StepEmitter(model, plan, topology, shape).emit();
+  // The tensor-parallel ReduceScatters' additions on the TensorCore, as a training step's.
+  return with_collective_reductions(StepEmitter(model, plan, topology, shape).emit(), topology);
 }
 
 }  // namespace podsim

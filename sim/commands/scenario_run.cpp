@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "topology/sub_mesh.hpp"
+#include "workloads/collective_reduction.hpp"
 
 namespace podsim {
 namespace {
@@ -121,7 +122,9 @@ Program collectives_program(const Scenario& scenario) {
     }
     program.push_back(std::move(p));
   }
-  return program;
+  // A reducing collective's additions on the TensorCore (workloads/collective_reduction.hpp):
+  // each runs right before its collective, which waits for it.
+  return with_collective_reductions(std::move(program), scenario.topology);
 }
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {

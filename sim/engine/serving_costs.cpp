@@ -9,10 +9,22 @@
 #include <stdexcept>
 
 #include "topology/sub_mesh.hpp"
+#include "workloads/collective_reduction.hpp"
 
 namespace podsim {
 
 namespace {
+
+// The TensorCore's additions of a tensor-parallel ReduceScatter of `bytes` over the role's model
+// axes (workloads/collective_reduction.hpp); 0 unless the chip reduces on its core.
+double core_reduction_s(const ServerRole& role, double bytes) {
+  if (!role.topology.chip.reductions_on_tensor_core) return 0;
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::ReduceScatter;
+  spec.axes = role.plan.model_axes;
+  spec.bytes = bytes;
+  return reduction_core_s(spec, role.topology);
+}
 
 // One op of a replay window: a collective on the window's activations, a compute of known
 // length, or a gap standing in for compute (its length chosen by the replay).
@@ -40,10 +52,11 @@ WindowOp gap_op(std::vector<int> after) { return {WindowOp::Gap, CollectiveKind:
 
 // `layers` layers of a step: per block (attention, MLP) its AllGather, compute and
 // ReduceScatter as inference_step_program chains them (or overlaps them, with collective
-// matmuls), with attention's two AllToAlls where the cache is sharded over batch.
-// `compute_s` per block, or gaps when empty.
+// matmuls), with attention's two AllToAlls where the cache is sharded over batch, and the
+// ReduceScatter's additions on the TensorCore (`reduce_s`, 0 without) where
+// with_collective_reductions puts them. `compute_s` per block, or gaps when empty.
 Window layer_window(double bytes, int layers, const std::vector<double>& compute_s, bool collective_matmul,
-                    bool to_batch) {
+                    bool to_batch, double reduce_s) {
   Window w;
   w.bytes = bytes;
   std::vector<int> previous;
@@ -70,6 +83,7 @@ Window layer_window(double bytes, int layers, const std::vector<double>& compute
         if (a2a) before = add(collective_op(A2A, {gather}));
         int c = work(1.0, {before});
         if (a2a) c = add(collective_op(A2A, {c}));
+        if (reduce_s > 0) c = add(compute_op(reduce_s, {c}));
         previous = {add(collective_op(RS, {c}))};
         continue;
       }
@@ -79,8 +93,16 @@ Window layer_window(double bytes, int layers, const std::vector<double>& compute
         const int q = add(collective_op(A2A, ready));
         ready = {add(collective_op(A2A, {q}))};
       }
-      const int second = work(0.5, ready);
-      const int scatter = add(collective_op(RS, ready));
+      // The reduction behind the first half (its producer), which the second half waits for
+      // too; behind the AllToAll (no compute producer) when Q moved to batch sharding.
+      std::vector<int> second_after = ready, scatter_after = ready;
+      if (reduce_s > 0) {
+        const int r = add(compute_op(reduce_s, a2a ? ready : std::vector<int>{first}));
+        if (!a2a) second_after.push_back(r);
+        scatter_after.push_back(r);
+      }
+      const int second = work(0.5, second_after);
+      const int scatter = add(collective_op(RS, scatter_after));
       previous = {second, scatter};
     }
     w.layer_ends.push_back(previous);
@@ -307,7 +329,8 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
         model_, role, 1,
         [&](size_t, int layers) {
           return layer_window(c.activation_bytes, layers, {c.attention_s, c.mlp_s}, role.plan.collective_matmul,
-                              false);   // a prefill replicates K and V instead (kv_batch_axes)
+                              false,   // a prefill replicates K and V instead (kv_batch_axes)
+                              core_reduction_s(role, c.activation_bytes));
         },
         settings_, collectives_replayed_);
     layers_s = replayed[0].layers_s(model_.layers);
@@ -355,10 +378,18 @@ double ServingCostModel::decode_s(int batch, double context_tokens) {
   if (it == decode_comm_.end()) throw std::logic_error("no replayed collectives for this decode batch");
   const LayerComm& lc = it->second;
   if (role.plan.collective_matmul) {
+    // The ReduceScatter's additions (with_collective_reductions): behind the first half, before
+    // the second half and the scatter; behind attention's AllToAlls where Q moved to batch
+    // sharding, before the scatter only.
+    const double r = core_reduction_s(role, c.activation_bytes);
     auto block = [&](double seconds) {
-      return std::max(seconds / 2, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
+      return std::max(seconds / 2 + r, lc.allgather_s) + std::max(seconds / 2, lc.reducescatter_s);
     };
-    return model_.layers * (block(c.attention_s) + 2 * lc.alltoall_s + block(c.mlp_s)) + c.unembed_s;
+    const double attention = !role.kv_batch_axes.empty()
+                                 ? std::max(c.attention_s / 2, lc.allgather_s) + 2 * lc.alltoall_s +
+                                       std::max(c.attention_s / 2, r + lc.reducescatter_s)
+                                 : block(c.attention_s);
+    return model_.layers * (attention + block(c.mlp_s)) + c.unembed_s;
   }
   return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s + lc.layers_s(model_.layers);
 }
@@ -449,7 +480,10 @@ void ServingCostModel::replay_decode_batches(const std::vector<int>& batches) {
   } else {
     comm = replay_until_settled(
         model_, role, sizes.size(),
-        [&](size_t i, int layers) { return layer_window(sizes[i], layers, {}, false, !role.kv_batch_axes.empty()); },
+        [&](size_t i, int layers) {
+          return layer_window(sizes[i], layers, {}, false, !role.kv_batch_axes.empty(),
+                              core_reduction_s(role, sizes[i]));
+        },
         settings_, collectives_replayed_);
   }
   for (size_t i = 0; i < sizes.size(); ++i) decode_comm_[sizes[i]] = comm[i];

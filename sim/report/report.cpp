@@ -324,10 +324,12 @@ std::string summary_table(const Scenario& scenario, const RunResult& run) {
     const std::string book = analytic ? human_time(analytic->time_s) : "-";
     const double rel = analytic ? relative_error(op.time_s, analytic->time_s) : 0.0;
     const std::string err = analytic ? format("%+.2f%%", std::fabs(rel) < 5e-7 ? 0.0 : 100 * rel) : "-";
+    // A compute op (a collective's additions on the core) moves no bytes over links.
+    const bool moves = op.traffic() != nullptr;
     std::snprintf(line, sizeof line, "%-16s %-15s %-6s %11s %11s %12s %12s %11s %8s\n", op.name.c_str(),
-                  op.kind_name().c_str(), axes.c_str(), human_bytes(t.bytes).c_str(),
-                  human_time(op.time_s).c_str(), human_bandwidth(t.algbw_Bps).c_str(),
-                  human_bandwidth(t.busbw_Bps).c_str(), book.c_str(), err.c_str());
+                  op.kind_name().c_str(), axes.c_str(), moves ? human_bytes(t.bytes).c_str() : "-",
+                  human_time(op.time_s).c_str(), moves ? human_bandwidth(t.algbw_Bps).c_str() : "-",
+                  moves ? human_bandwidth(t.busbw_Bps).c_str() : "-", book.c_str(), err.c_str());
     out += line;
     if (chips_differ) {
       out.pop_back();
