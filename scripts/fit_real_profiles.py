@@ -47,9 +47,11 @@ STAGE1_START = "link_efficiency=0.85,hop_latency=1.5 us,collective_overhead=3 us
 STAGE2_ROWS = "M?-2x,M?-4x,M?-8x"
 # No collective of v5p or v4 is measured: fitted on their training rows alone, their link
 # efficiency trades against the matmul efficiency and ends on its 0.3 bound (a trial fit: v5p
-# 0.3 with matmuls at 0.97). They keep issue 26's shared value until a collective of theirs is
-# measured (docs/calibration.md, "One profile per chip for small and large messages").
-UNMEASURED_LINKS = "v5p:link_efficiency=0.704,v4:link_efficiency=0.704"
+# 0.3 with matmuls at 0.97). Until a collective of theirs is measured they take the measured
+# generations' links, the inverse-variance mean of v5e's 0.938 +- 0.017 and v6e's 0.906 +- 0.057
+# (C1 read with its additions on the core in series: issue 43); issue 26's shared 0.704 came from
+# C1 read with them hidden (docs/calibration.md, "One profile per chip for small and large messages").
+UNMEASURED_LINKS = "v5p:link_efficiency=0.935,v4:link_efficiency=0.935"
 # A collective's launch cost is the software stack's as much as the chip's: P1 (PyTorch/XLA of 2023
 # on v4, 64 small all-reduces a token) wants about 7 us, the book's v5e collectives (F1's small
 # sizes, #23: JAX on v5e) about 1 us, and shared, neither fits (P1 -17%). Each generation has its
