@@ -125,12 +125,13 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
   // Worst errors found: [unequal lines][prefill, decode, filled table].
   double worst[2][3] = {};
   int counts[2] = {};
-  int filled_cases = 0;
+  int filled_cases = 0, reducing_cases = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
     const Case c = generate(seed, index);
     INFO("seed " << seed << " case " << index << ": " << c.description);
     const int k = c.unequal_lines ? 1 : 0;
     ++counts[k];
+    reducing_cases += c.role.topology.chip.reductions_on_tensor_core;
     ServingCostModel filled(*c.model, c.role, c.role, {});
     filled.prepare(c.config, {}, true);
 
@@ -166,6 +167,7 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
     CHECK(counts[0] * 2 >= cases);
     CHECK(counts[1] * 10 >= cases);
     CHECK(filled_cases * 10 >= cases);
+    CHECK(reducing_cases * 4 >= cases);   // and the reductions' windows and formulas
   }
   if (std::getenv("PODSIM_SERVING_CASES") != nullptr) {
     WARN("worst relative errors over " << counts[0] << " cases with exact meshes: prefill " << worst[0][0]
