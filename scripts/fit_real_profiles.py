@@ -23,6 +23,7 @@ Takes about 50 minutes on two cores (stage 1 about 35, stage 2 about 15); stage 
 rows cost seconds, and its leave-one-out refits reuse the optimum's predictions (calibrate's memo).
 """
 import argparse
+import csv
 import os
 import shlex
 import subprocess
@@ -37,13 +38,18 @@ HOP_MODEL = "additive"       # a DCN transfer's fixed cost adds to its time (the
 HBM_EFFICIENCY = "0.83"      # C6: an HBM copy at 1359.6 GB/s of v6e's 1640 (tpu-recipes microbenchmarks)
 # T17 and V5-T1 (MoE) are in no fit: the profiles' out-of-sample checks. V6-T6 and V6-T7 (issue 43,
 # real-measurements.md section E) are dense FSDP steps on v6e-8 to v6e-128 beside T13.
-STAGE1_ROWS = "T?,T13*,T14*,V6-T6,V6-T7*,M?-1x,C1,P1,F1-*,K2?"
+# V6-S1's two TPOT rows (vLLM on v6e-8 at 64 and 128 in flight) are the only rows that price a
+# serving step's attention a sequence at a time; its TTFT and throughput rows stay out, as checks.
+STAGE1_ROWS = "T?,T13*,T14*,V6-T6,V6-T7*,M?-1x,C1,P1,F1-*,K2?,V6-S1-*-tpot"
 STAGE1_PER_GENERATION = "matmul_efficiency,link_efficiency,collective_overhead"
-STAGE1_SHARED = "hop_latency"
+# attention_sequence_overhead: a paged-attention kernel's cost a sequence and layer (its serial grid
+# step and the small DMAs its prefetch does not hide), shared: one kernel family on every
+# generation, measured on v6e only (docs/calibration.md, "Paged attention's cost a sequence").
+STAGE1_SHARED = "hop_latency,attention_sequence_overhead"
 # Where stage 1 starts the ICI parameters: F1's plateau and #22 put v5e's links near 0.94, C1
 # v6e's near 0.65; F1's small sizes and #23 a hop near the book's 1 us plus a few us a launch.
 # From the ideal values (efficiency 1, no launch cost) the logistic's flat ends make the local fit crawl.
-STAGE1_START = "link_efficiency=0.85,hop_latency=1.5 us,collective_overhead=3 us"
+STAGE1_START = "link_efficiency=0.85,hop_latency=1.5 us,collective_overhead=3 us,attention_sequence_overhead=0.4 us"
 STAGE2_ROWS = "M?-2x,M?-4x,M?-8x"
 # No collective of v5p or v4 is measured: fitted on their training rows alone, their link
 # efficiency trades against the matmul efficiency and ends on its 0.3 bound (a trial fit: v5p
@@ -122,6 +128,56 @@ def evidence_lines(text):
     return header + lines if lines else []
 
 
+def with_fields(text, fields):
+    """fit.residuals' lines each with the row's `field` (calibrate writes it; a stage directory
+    written before it did lacks it): which kind of figure the row's error speaks for."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("  residuals:"):
+            inside = True
+        elif inside and line.startswith("    ") and line.rstrip().endswith("}") and "field:" not in line:
+            row = line.strip().split(":")[0]
+            line = line.rstrip()[:-1] + ", field: " + fields[row] + "}"
+        elif inside and not line.startswith("    "):
+            inside = False
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def write_checks(podsim, out_dir):
+    """fit.checks: every row of the measurement file in no fit, as its profile predicts it
+    (validate --measured), so a prediction of a kind the fit has few rows of (a serving TTFT, a
+    throughput) states the spread of the runs most like it (docs/calibration.md, "Prediction
+    intervals"). Replaces the checks a profile had."""
+    with tempfile.TemporaryDirectory() as tmp:
+        table = os.path.join(tmp, "rows.csv")
+        command = [podsim, "validate", "--measured", MEASUREMENTS, "--profiles", out_dir, "--csv", table]
+        print("$ " + shlex.join(command), flush=True)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        with open(table) as f:
+            every = list(csv.DictReader(f))
+    # Each row's summary field as validate reads it (a published figure's is its step time).
+    fields = {r["name"]: r["field"] for r in every}
+    rows = [r for r in every if r["group"] == "held_out"]
+    for name in sorted(os.listdir(out_dir)):
+        if not name.endswith(".yaml"):
+            continue
+        path = os.path.join(out_dir, name)
+        with open(path) as f:
+            text = f.read()
+        lines = text.splitlines()
+        if "  checks:" in lines:   # the block calibrate never writes: the last of fit
+            lines = lines[:lines.index("  checks:")]
+        mine = [r for r in rows if r["profile"] == name[:-5]]
+        if mine:
+            lines.append("  checks:")
+            lines += [f"    {r['name']}: {{measured: {r['measured']}, predicted: {r['profile_predicted']}, field: {r['field']}}}"
+                      for r in mine]
+        with open(path, "w") as f:
+            f.write(with_fields("\n".join(lines) + "\n", fields))
+        print(f"{path}: {len(mine)} checks")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--podsim", default="build/podsim")
@@ -131,7 +187,12 @@ def main():
                         help="hand (default): the DCN values read from the slowdowns (DCN_BY_HAND); fit: run the "
                         "stage-2 fit on the step times; a directory a stage-2 fit already wrote (its -o); none: the "
                         "ideal DCN")
+    parser.add_argument("--checks-only", action="store_true",
+                        help="only (re)write fit.checks (and residuals' fields) of the profiles in --out")
     a = parser.parse_args()
+    if a.checks_only:
+        write_checks(a.podsim, a.out)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         stage1_dir, stage2_dir = os.path.join(tmp, "compute"), os.path.join(tmp, "dcn")
         if a.stage1:
@@ -200,6 +261,7 @@ def main():
             with open(os.path.join(a.out, name + ".yaml"), "w") as f:
                 f.write("\n".join(merged) + "\n")
             print("wrote " + os.path.join(a.out, name + ".yaml"))
+    write_checks(a.podsim, a.out)
     return 0
 
 

@@ -46,13 +46,13 @@ TEST_CASE("a row's leverage read off its residuals is least squares' hat value",
   }
   for (size_t i = 0; i < x.size(); ++i) {
     const double a = sxy / sxx, a_i = (sxy - x[i] * y[i]) / (sxx - x[i] * x[i]);
-    const ProfileResidual r{y[i], a * x[i], a_i * x[i]};
+    const ProfileResidual r{y[i], a * x[i], a_i * x[i], ""};
     REQUIRE(residual_leverage(r));
     CHECK(*residual_leverage(r) == Approx(x[i] * x[i] / sxx).epsilon(1e-9));
   }
   // No left-out prediction, or one equal to the measurement: no leverage to read.
-  CHECK_FALSE(residual_leverage(ProfileResidual{1.0, 1.0, std::nullopt}));
-  CHECK_FALSE(residual_leverage(ProfileResidual{2.0, 2.1, 2.0}));
+  CHECK_FALSE(residual_leverage(ProfileResidual{1.0, 1.0, std::nullopt, ""}));
+  CHECK_FALSE(residual_leverage(ProfileResidual{2.0, 2.1, 2.0, ""}));
 }
 
 TEST_CASE("which rows inform which parameter: each row's share of its information", "[intervals]") {
@@ -114,7 +114,8 @@ TEST_CASE("a profile's prediction error: the RMS of its left-out log errors, sol
   // Two training rows left out 4% and 5% off, and a collective the fit matches exactly that its
   // absence sends 100% off: leverage 1 - (0.0001 / 1.0) = 0.9999, the sole evidence for something.
   const std::map<std::string, ProfileResidual> residuals = {
-      {"a", {10.0, 10.2, 10.4}}, {"b", {20.0, 19.5, 19.0}}, {"c", {1.0, 0.9999, 2.0}}, {"d", {5.0, 5.1, std::nullopt}}};
+      {"a", {10.0, 10.2, 10.4, ""}}, {"b", {20.0, 19.5, 19.0, ""}}, {"c", {1.0, 0.9999, 2.0, ""}},
+      {"d", {5.0, 5.1, std::nullopt, ""}}};
   const auto e = profile_prediction_error(profile_with(residuals));
   REQUIRE(e);
   REQUIRE(e->sole_evidence.size() == 1);
@@ -142,7 +143,50 @@ TEST_CASE("a profile's prediction error: the RMS of its left-out log errors, sol
   CHECK(recorded->sole_evidence[0].parameter == "link_efficiency");
   CHECK(recorded->rows == std::vector<std::string>{"b", "c"});
   // No row left out: no stated error, so no interval.
-  CHECK_FALSE(profile_prediction_error(profile_with({{"d", {5.0, 5.1, std::nullopt}}})));
+  CHECK_FALSE(profile_prediction_error(profile_with({{"d", {5.0, 5.1, std::nullopt, ""}}})));
+}
+
+TEST_CASE("a figure's interval takes its kind's errors where it has two and they are wider, else every row's",
+          "[intervals]") {
+  // Training rows left out 2% and 3% off; two serving TTFT checks 10% and 6% off; one TPOT check.
+  CalibrationProfile p = profile_with({{"a", {10.0, 10.1, 10.2, "step_time_s"}}, {"b", {20.0, 19.8, 19.4, "mfu"}}});
+  p.checks = {{"t64", {0.25, 0.275, "ttft_s.mean"}}, {"t128", {0.5, 0.53, "ttft_s.mean"}},
+              {"p64", {0.025, 0.024, "tpot_s.mean"}}};
+  auto d = [](double measured, double predicted) { return std::log(measured / predicted); };
+  auto rms = [](std::vector<double> v) {
+    double sum = 0;
+    for (double x : v) sum += x * x;
+    return std::sqrt(sum / static_cast<double>(v.size()));
+  };
+  const double all = rms({d(10, 10.2), d(20, 19.4), d(0.5, 0.53), d(0.025, 0.024), d(0.25, 0.275)});
+  // The training rows agree better than the pool: their interval is the pool's, never narrower.
+  const auto step = profile_prediction_error(p, "step");
+  REQUIRE(step);
+  CHECK(step->pooled);
+  CHECK(rms({d(10, 10.2), d(20, 19.4)}) < all);
+  CHECK(step->rms_log == Approx(all).epsilon(1e-12));
+  const auto ttft = profile_prediction_error(p, "ttft");
+  REQUIRE(ttft);
+  CHECK(ttft->kind == "ttft");
+  CHECK(ttft->checks == std::vector<std::string>{"t128", "t64"});
+  CHECK(ttft->rms_log == Approx(rms({d(0.5, 0.53), d(0.25, 0.275)})).epsilon(1e-12));
+  CHECK(ttft->rms_log > all);   // wider than the pool: its own
+  // One TPOT row: every row pooled, the checks with the fit's.
+  const auto tpot = profile_prediction_error(p, "tpot");
+  REQUIRE(tpot);
+  CHECK(tpot->pooled);
+  CHECK(tpot->rows.size() == 5);
+  CHECK(tpot->rms_log == Approx(all).epsilon(1e-12));
+  // A check row's own interval leaves its error out: one TTFT row is left, so the pool.
+  const auto without = profile_prediction_error(p, "ttft", "t64");
+  REQUIRE(without);
+  CHECK(without->pooled);
+  CHECK(without->rows.size() == 4);
+  CHECK(quantity_kind("ttft_s_mean") == "ttft");
+  CHECK(quantity_kind("operations.allgather.time_s") == "collective");
+  CHECK(quantity_kind("decode_step_time_s") == "step");
+  CHECK(quantity_kind("output_token_throughput_per_s") == "throughput");
+  CHECK(quantity_kind("kv_cache_peak_blocks") == "");
 }
 
 TEST_CASE("coverage: how often the measured value fell inside the stated interval, fit and held out apart",
@@ -188,12 +232,24 @@ TEST_CASE("a profile's fit.residuals and fit.evidence are read, and bad ones get
   CHECK_FALSE(good.residuals.at("b").leave_one_out);
   CHECK(good.evidence.at("link_efficiency").sd == 0.02);
   CHECK(good.evidence.at("link_efficiency").shares.at("b") == 0.6);
+  const auto checked = load_profile(write_profile(
+      "checked", "  residuals:\n    a: {measured: 2, fitted: 2.1, leave_one_out: 2.2, field: step_time_s}\n"
+                 "  checks:\n    s: {measured: 0.25, predicted: 0.27, field: ttft_s.mean}\n").string());
+  CHECK(checked.residuals.at("a").field == "step_time_s");
+  CHECK(checked.checks.at("s").predicted == 0.27);
+  CHECK(checked.checks.at("s").field == "ttft_s.mean");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"  evidence:\n    link_efficiency: {sd: 0.02, rows: {a: 1.5}}\n", "fit.evidence.link_efficiency.rows.a"},
       {"  evidence:\n    link_efficiency: 0.02\n", "fit.evidence.link_efficiency"},
       {"  residuals:\n    a: {fitted: 2.1}\n", "fit.residuals.a"},
       {"  residuals:\n    a: {measured: -1, fitted: 2.1}\n", "fit.residuals.a.measured"},
       {"  residuals:\n    a: {measured: 1, fitted: x}\n", "fit.residuals.a.fitted"},
+      {"  residuals:\n    a: {measured: 1, fitted: 1, field: [x]}\n", "fit.residuals.a.field"},
+      {"  checks:\n    c: {measured: 1, predicted: 1.1}\n", "fit.checks.c"},
+      {"  checks:\n    c: {measured: 1, predicted: 0, field: ttft_s.mean}\n", "fit.checks.c.predicted"},
+      {"  checks:\n    c: [1, 2]\n", "fit.checks.c"},
+      {"  residuals:\n    c: {measured: 1, fitted: 1}\n  checks:\n    c: {measured: 1, predicted: 1, field: mfu}\n",
+       "fit.checks.c"},
   };
   int i = 0;
   for (const auto& [fit, key] : bad) {
@@ -224,7 +280,8 @@ TEST_CASE("a run with a profile prints and writes its intervals, the ideal machi
                                            " --reproducible -o " + (dir / "out").string());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
-  CHECK(run.out.find("prediction intervals (profile v5e-book: 19 left-out errors") != std::string::npos);
+  CHECK(run.out.find("prediction intervals (profile v5e-book: 19 out-of-sample errors, 19 of its fit left out and 0 "
+                    "checks in no fit") != std::string::npos);
   const auto summary = nlohmann::json::parse(podsim_test::read_file(dir / "out" / "summary.json"));
   REQUIRE(summary.contains("prediction_interval"));
   CHECK(summary["prediction_error"]["degrees_of_freedom"] == 19);
@@ -282,8 +339,10 @@ TEST_CASE("the held-out example: rows no profile saw, each with its interval, an
     ++rows;
     CHECK(cells[9] == "held_out");
     CHECK(cells[10].empty());
-    // The interval is the profile's prediction times exp(-+ t s), s and n from the profile's file.
-    const auto error = profile_prediction_error(load_profile(source_path("scenarios/profiles/real/" + cells[1] + ".yaml")));
+    // The interval is the profile's prediction times exp(-+ t s), s and n from the profile's file:
+    // its errors of the row's kind (a step time here), the row's own left out were it a check.
+    const auto error = profile_prediction_error(load_profile(source_path("scenarios/profiles/real/" + cells[1] + ".yaml")),
+                                                quantity_kind(cells[2]), cells[0]);
     REQUIRE(error);
     const double predicted = std::stod(cells[6]), measured = std::stod(cells[3]);
     const double w80 = student_t_quantile(0.9, static_cast<int>(error->rows.size())) * error->rms_log;

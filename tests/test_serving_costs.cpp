@@ -96,6 +96,8 @@ Case generate(uint64_t seed, int index) {
   c.context_per_sequence = std::exp(rng.uniform(std::log(16.0), std::log(32768.0)));
   // Drawn last, so the cases drawn before the reductions existed are unchanged otherwise.
   c.role.topology.chip.reductions_on_tensor_core = rng.chance(0.5);
+  // Half the cases pay a cost a sequence in attention (paged attention's serial walk).
+  if (rng.chance(0.5)) c.role.topology.chip.attention_sequence_overhead_s = rng.uniform(0.1e-6, 2e-6);
   c.unequal_lines = group.size() == 2 && group[0] != group[1];
   c.tolerance = c.unequal_lines ? kUnequalLinesBound : kExact;
   d << c.model->name << " on v5e";
@@ -104,7 +106,8 @@ Case generate(uint64_t seed, int index) {
     << " B, efficiency " << p.efficiency << ", attention FLOPs " << p.attention_flops << ", collective matmuls "
     << p.collective_matmul << ", " << c.config.slots << " slots; prefill " << c.prefill_batch << " x " << c.chunk
     << " after " << c.offset << "; decode " << c.decode_batch << " x " << c.context_per_sequence << " tokens"
-    << "; reductions on the core " << c.role.topology.chip.reductions_on_tensor_core;
+    << "; reductions on the core " << c.role.topology.chip.reductions_on_tensor_core << "; attention "
+    << c.role.topology.chip.attention_sequence_overhead_s << " s a sequence";
   c.description = d.str();
   return c;
 }
@@ -125,13 +128,14 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
   // Worst errors found: [unequal lines][prefill, decode, filled table].
   double worst[2][3] = {};
   int counts[2] = {};
-  int filled_cases = 0, reducing_cases = 0;
+  int filled_cases = 0, reducing_cases = 0, sequence_cost_cases = 0;
   for (int index = (only >= 0 ? only : 0); index < (only >= 0 ? only + 1 : cases); ++index) {
     const Case c = generate(seed, index);
     INFO("seed " << seed << " case " << index << ": " << c.description);
     const int k = c.unequal_lines ? 1 : 0;
     ++counts[k];
     reducing_cases += c.role.topology.chip.reductions_on_tensor_core;
+    sequence_cost_cases += c.role.topology.chip.attention_sequence_overhead_s > 0;
     ServingCostModel filled(*c.model, c.role, c.role, {});
     filled.prepare(c.config, {}, true);
 
@@ -168,6 +172,7 @@ TEST_CASE("generated shapes: serving step costs equal whole-step replays (within
     CHECK(counts[1] * 10 >= cases);
     CHECK(filled_cases * 10 >= cases);
     CHECK(reducing_cases * 4 >= cases);   // and the reductions' windows and formulas
+    CHECK(sequence_cost_cases * 4 >= cases);   // and attention's cost a sequence
   }
   if (std::getenv("PODSIM_SERVING_CASES") != nullptr) {
     WARN("worst relative errors over " << counts[0] << " cases with exact meshes: prefill " << worst[0][0]

@@ -199,13 +199,17 @@ PriceCase generate(uint64_t seed, int index) {
       s.kv_tokens += offset + chunk;
     }
     s.logit_rows += chunks;
+    s.sequences = decodes + chunks;
     c.shapes.push_back(s);
   }
+  // Half the cases pay a cost a sequence in attention (paged attention's serial walk).
+  if (rng.chance(0.5)) c.role.topology.chip.attention_sequence_overhead_s = rng.uniform(0.1e-6, 2e-6);
   std::ostringstream d;
   d << c.model.name << " (" << c.model.layers << " layers) on v5e";
   for (size_t a = 0; a < sizes.size(); ++a) d << (a ? "x" : " ") << sizes[a];
   d << ", weights " << c.role.plan.weight_bytes << " B, KV " << c.role.plan.kv_bytes << " B, efficiency "
-    << c.role.plan.efficiency << ", collective matmuls " << c.role.plan.collective_matmul;
+    << c.role.plan.efficiency << ", collective matmuls " << c.role.plan.collective_matmul << ", attention "
+    << c.role.topology.chip.attention_sequence_overhead_s << " s a sequence";
   c.description = d.str();
   return c;
 }

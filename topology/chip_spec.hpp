@@ -53,6 +53,11 @@ struct ChipSpec {
   double matmul_efficiency = 1.0;   // fraction of the peak FLOPs (bf16 or int8) matmuls reach
   double roofline_overlap = 1.0;    // share of the shorter of math and HBM time hidden under the longer
   double compute_overhead_s = 0;    // fixed cost of every compute op (launch, pipeline fill)
+  // Fixed cost per sequence and layer of a serving step's paged attention: the kernel walks the
+  // sequences one after another (ragged paged attention's grid, one serial step a sequence), and
+  // each pays its grid step and the small DMAs (query, the new token's K and V, the output) the
+  // prefetch of its pages does not hide (docs/modelling.md, "Paged attention's cost a sequence").
+  double attention_sequence_overhead_s = 0;
   double dcn_latency_s = 0;         // fixed cost of every DCN transfer (NICs, switch, host software)
   // The share of its NIC's bandwidth a host's DCN transfers achieve (protocol, the fabric beyond
   // the switch, other tenants): the NIC links carry dcn_bandwidth_per_host_Bps x this.

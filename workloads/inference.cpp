@@ -189,14 +189,18 @@ double activation_bytes(const TransformerSpec& model, double tokens) {
 }
 
 StepShape decode_shape(int batch, double context) {
-  return {static_cast<double>(batch), batch * context, batch * context, true};
+  StepShape shape{static_cast<double>(batch), batch * context, batch * context, true};
+  shape.sequences = batch;
+  return shape;
 }
 
 StepShape prefill_shape(int batch, int chunk, int offset) {
   // A chunk attends over the cached prefix and itself (the full square, as the FLOP count
   // of transformers.md does), reads the prefix's cache and writes its own.
-  return {static_cast<double>(batch) * chunk, static_cast<double>(batch) * chunk * (offset + chunk),
-          static_cast<double>(batch) * (offset + chunk), false};
+  StepShape shape{static_cast<double>(batch) * chunk, static_cast<double>(batch) * chunk * (offset + chunk),
+                  static_cast<double>(batch) * (offset + chunk), false};
+  shape.sequences = batch;
+  return shape;
 }
 
 StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan, const ChipSpec& chip,
@@ -224,7 +228,8 @@ StepCompute step_compute(const TransformerSpec& model, const InferencePlan& plan
   out.attention_flops = (2 * shape.tokens * p_attn + weightless_flops) / y;
   out.attention_s =
       roofline((2 * shape.tokens * p_attn * padded(attention_weight_shapes(model, model_degree)) + weightless_flops) / y,
-               (p_attn * plan.weight_bytes + layer_kv + io) / y, p_attn / y);
+               (p_attn * plan.weight_bytes + layer_kv + io) / y, p_attn / y) +
+      shape.sequences * chip.attention_sequence_overhead_s;
   out.mlp_flops = 2 * shape.tokens * p_mlp / y;
   out.mlp_s = roofline(out.mlp_flops * padded(mlp_weight_shapes(model, model.d_ff, model_degree)),
                        (p_mlp * plan.weight_bytes + io) / y, p_mlp / y);
@@ -249,6 +254,14 @@ StepCompute chip_step_compute(const TransformerSpec& model, const InferencePlan&
   local.attended_tokens /= split;
   local.kv_tokens /= split;
   local.logit_rows /= split;
+  // The sequences each chip's attention walks: its expert-parallel group's share, its D shard's
+  // under 2D attention (block_2d), and, decoding, its share of a cache sharded by batch over the
+  // model axes the KV heads do not cover; a context-parallel chip walks every sequence (its
+  // 1/CP of each).
+  int batch_ways = expert_parallel_degree(plan, topology) * d_batch_degree(model, plan, topology);
+  if (shape.decode)
+    for (int a : kv_batch_axes(model, plan, topology)) batch_ways *= topology.axes[a].size;
+  local.sequences = shape.sequences / batch_ways;
   // MLA: each of the CP - 1 latent blocks a chip receives (as many tokens as its own)
   // up-projected to K and V heads (model_spec.hpp); no scores, no ring.
   const int cp = context_degree(plan, topology);

@@ -94,6 +94,10 @@ struct StepShape {
   // Rows the unembedding computes logits for; 0: every row (a prefill as kind: inference counts
   // it). A mixed serving step (serving.hpp) samples one token a sequence, as vLLM does.
   double logit_rows = 0;
+  // Sequences the step's attention walks (a paged-attention kernel's grid steps, each paying
+  // ChipSpec::attention_sequence_overhead_s a layer): a decode of B sequences and a prefill of
+  // B prompts, B; a mixed serving step, every sequence it schedules.
+  double sequences = 0;
 };
 StepShape decode_shape(int batch, double context);
 // A chunk of `chunk` tokens of each of `batch` prompts whose first `offset` tokens are cached.

@@ -524,6 +524,7 @@ class Simulation {
     }
     shape.logit_rows = 0;
     for (const auto& [r, n] : server.scheduled) shape.logit_rows += verifying(live_[r], n) ? n : 1;
+    shape.sequences = static_cast<double>(server.scheduled.size());
     const double swap = server.swap_tokens > 0 ? costs_.kv_swap_s(server.swap_tokens) : 0.0;
     totals_.swap_s += swap;
     const double draft = draft_passes_s(shape, server, s);

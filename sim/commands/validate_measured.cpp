@@ -108,7 +108,9 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
         for (const auto& s : sole_evidence_rows(profile.residuals, profile.evidence))
           if (s.row == m.name) row.sole_evidence = s;
       if (!row.fit_row) row.leave_one_out_predicted.reset();   // a namesake's, not this row's
-      if (const auto error = profile_prediction_error(profile)) {
+      // The figure's kind's errors; a check row's interval without its own error (it states
+      // what the profile knew before the row).
+      if (const auto error = profile_prediction_error(profile, quantity_kind(m.field), row.fit_row ? "" : m.name)) {
         row.interval_80 = prediction_interval(*row.profile_predicted, *error, kIntervalCoverages[0]);
         row.interval_95 = prediction_interval(*row.profile_predicted, *error, kIntervalCoverages[1]);
       }

@@ -321,8 +321,7 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
     return prefill_[key] = seconds;
   }
   const ServerRole& role = prefill_role_;
-  const StepCompute c = step_compute(model_, role.plan, role.topology.chip, role.model_degree,
-                                     prefill_shape(batch, chunk, offset));
+  const StepCompute c = chip_step_compute(model_, role.plan, role.topology, prefill_shape(batch, chunk, offset));
   double layers_s = model_.layers * (c.attention_s + c.mlp_s);
   if (role.model_degree > 1) {
     const auto replayed = replay_until_settled(
@@ -340,7 +339,8 @@ double ServingCostModel::prefill_s(int batch, int chunk, int offset) {
 }
 
 double ServingCostModel::own_shape_s(const ServerRole& role, const StepShape& shape) {
-  const auto key = std::make_tuple(shape.decode, shape.tokens, shape.attended_tokens, shape.kv_tokens, shape.logit_rows);
+  const auto key =
+      std::make_tuple(shape.decode, shape.tokens, shape.attended_tokens, shape.kv_tokens, shape.logit_rows, shape.sequences);
   if (auto it = own_shape_steps_.find(key); it != own_shape_steps_.end()) return it->second;
   const Program program = inference_step_program(model_, role.plan, role.topology, shape);
   for (const auto& op : program) collectives_replayed_ += op.is(ProgramOpKind::Collective);
@@ -372,7 +372,9 @@ double ServingCostModel::decode_s(int batch, double context_tokens) {
   const ServerRole& role = generate_role_;
   StepShape shape = decode_shape(batch, 0);
   shape.attended_tokens = shape.kv_tokens = context_tokens;
-  const StepCompute c = step_compute(model_, role.plan, role.topology.chip, role.model_degree, shape);
+  // chip_step_compute: the layer shortcut's servers have no experts, D axes or context axis, but
+  // a cache sharded by batch splits the sequences each chip's attention walks.
+  const StepCompute c = chip_step_compute(model_, role.plan, role.topology, shape);
   if (role.model_degree <= 1) return model_.layers * (c.attention_s + c.mlp_s) + c.unembed_s;
   const auto it = decode_comm_.find(c.activation_bytes);
   if (it == decode_comm_.end()) throw std::logic_error("no replayed collectives for this decode batch");
@@ -406,7 +408,7 @@ double draft_passes_s(ServingCostModel& draft, const StepShape& step, int sequen
   double total = draft.mixed_s(first);
   for (int i = 1; i < k; ++i) {
     StepShape next;
-    next.tokens = next.logit_rows = sequences;
+    next.tokens = next.logit_rows = next.sequences = sequences;
     next.kv_tokens = context_tokens + static_cast<double>(i) * sequences;
     next.attended_tokens = next.kv_tokens;   // one row a sequence over its whole cache
     total += draft.mixed_s(next);

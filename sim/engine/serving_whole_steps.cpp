@@ -222,7 +222,7 @@ double ServingCostModel::whole_mixed_s(const StepShape& shape) {
   auto it = mixed_steps_.find(tokens);
   if (it == mixed_steps_.end()) {
     StepShape reference;
-    reference.tokens = shape.tokens;
+    reference.tokens = reference.sequences = shape.tokens;   // one row a sequence, as logit_rows
     reference.attended_tokens = reference.kv_tokens = shape.tokens * reference_context_;
     it = mixed_steps_.emplace(tokens, replay_reference(reference)).first;
   }

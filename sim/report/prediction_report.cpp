@@ -62,19 +62,34 @@ std::vector<IntervalQuantity> quantities_of(const SummaryInputs& in) {
 
 }  // namespace
 
+const PredictionError* prediction_error_for(const Scenario& scenario, const std::string& quantity) {
+  if (const auto it = scenario.prediction_errors_by_kind.find(quantity_kind(quantity));
+      it != scenario.prediction_errors_by_kind.end())
+    return &it->second;
+  return scenario.prediction_error ? &*scenario.prediction_error : nullptr;
+}
+
 std::string prediction_interval_text(const Scenario& scenario, const std::vector<IntervalQuantity>& quantities) {
   if (!scenario.prediction_error || quantities.empty()) return "";
   const PredictionError& e = *scenario.prediction_error;
   char line[512];
-  std::snprintf(line, sizeof line, "prediction intervals (profile %s: %zu left-out errors of its fit, rms %.1f%%%s):\n",
-                e.profile.c_str(), e.rows.size(), 100 * e.rms_log,
+  std::snprintf(line, sizeof line,
+                "prediction intervals (profile %s: %zu out-of-sample errors, %zu of its fit left out and %zu checks in no "
+                "fit, rms %.1f%%%s; a figure whose kind has rows of its own takes theirs):\n",
+                e.profile.c_str(), e.rows.size(), e.rows.size() - e.checks.size(), e.checks.size(), 100 * e.rms_log,
                 e.sole_evidence.empty() ? "" : "; sole-evidence rows apart");
   std::string out = line;
   for (const auto& q : quantities) {
+    const PredictionError& qe = *prediction_error_for(scenario, q.key);
     out += "  " + q.label + ":";
     for (double c : kIntervalCoverages) {
-      const PredictionInterval i = prediction_interval(q.value, e, c);
+      const PredictionInterval i = prediction_interval(q.value, qe, c);
       out += " " + percent(c) + " " + value_text(q, i.low) + " to " + value_text(q, i.high) + (c == kIntervalCoverages[0] ? "," : "");
+    }
+    if (!qe.pooled) {
+      std::snprintf(line, sizeof line, " (its %zu %s rows, %zu of them checks in no fit: rms %.1f%%)", qe.rows.size(),
+                    qe.kind.c_str(), qe.checks.size(), 100 * qe.rms_log);
+      out += line;
     }
     out += "\n";
   }
@@ -88,8 +103,8 @@ Json prediction_error(const SummaryInputs& in) {
   const PredictionError& e = *in.scenario.prediction_error;
   Json sole = Json::array();
   for (const auto& s : e.sole_evidence) sole.push_back({{"row", s.row}, {"parameter", s.parameter}});
-  return {{"profile", e.profile}, {"rows", e.rows}, {"sole_evidence", sole}, {"rms_log_error", e.rms_log},
-          {"degrees_of_freedom", e.rows.size()}};
+  return {{"profile", e.profile}, {"rows", e.rows}, {"checks", e.checks}, {"sole_evidence", sole},
+          {"rms_log_error", e.rms_log}, {"degrees_of_freedom", e.rows.size()}};
 }
 
 Json prediction_interval(const SummaryInputs& in) {
@@ -97,12 +112,16 @@ Json prediction_interval(const SummaryInputs& in) {
   Json out = Json::object();
   for (const auto& q : quantities_of(in)) {
     Json bounds = Json::object();
+    const PredictionError& e = *prediction_error_for(in.scenario, q.key);
     for (double c : kIntervalCoverages) {
-      const PredictionInterval i = podsim::prediction_interval(q.value, *in.scenario.prediction_error, c);
+      const PredictionInterval i = podsim::prediction_interval(q.value, e, c);
       const std::string suffix = std::to_string(static_cast<int>(std::lround(100 * c)));
       bounds["low_" + suffix] = i.low;
       bounds["high_" + suffix] = i.high;
     }
+    bounds["kind"] = e.pooled ? "pooled" : e.kind;   // whose errors: the figure's kind's rows, or every row
+    bounds["rms_log_error"] = e.rms_log;
+    bounds["degrees_of_freedom"] = e.rows.size();
     out[q.key] = bounds;
   }
   return out;

@@ -27,6 +27,10 @@ std::vector<IntervalQuantity> training_interval_quantities(const TrainingReport&
 std::vector<IntervalQuantity> inference_interval_quantities(const InferenceReport& r);
 std::vector<IntervalQuantity> serving_interval_quantities(const ServingStats& s);
 
+// The error a figure's interval takes: its kind's (quantity_kind of its summary key) where the
+// profile's rows of that kind state one, else the profile's pooled one; null without a profile.
+const PredictionError* prediction_error_for(const Scenario& scenario, const std::string& quantity);
+
 // "prediction intervals (profile v5e: ...)\n  step time  80% ... 95% ...\n": empty when the
 // scenario's profile states no error (the ideal machine).
 std::string prediction_interval_text(const Scenario& scenario, const std::vector<IntervalQuantity>& quantities);

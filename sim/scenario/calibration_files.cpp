@@ -289,7 +289,32 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
         r.leave_one_out = number(loo, key + ".leave_one_out", "expected a number (the row's leave-one-out prediction)");
         p.leave_one_out[kv.first.Scalar()] = *r.leave_one_out;
       }
+      if (const YAML::Node field = kv.second["field"]) {
+        if (!field.IsScalar()) throw InputError(at(path, field), key + ".field", text_of(field), "expected a summary field name");
+        r.field = field.Scalar();
+      }
       p.residuals[kv.first.Scalar()] = r;
+    }
+  }
+  if (const YAML::Node checks = fit && fit.IsMap() ? fit["checks"] : YAML::Node(YAML::NodeType::Undefined)) {
+    if (!checks.IsMap()) throw InputError(at(path, checks), "fit.checks", text_of(checks), "expected a mapping of rows");
+    for (const auto& kv : checks) {
+      const std::string key = "fit.checks." + kv.first.Scalar();
+      const char* shape = "expected {measured: N, predicted: N, field: NAME}";
+      if (!kv.second.IsMap() || !kv.second["measured"] || !kv.second["predicted"] || !kv.second["field"] ||
+          !kv.second["field"].IsScalar())
+        throw InputError(at(path, kv.second), key, text_of(kv.second), shape);
+      ProfileCheck c;
+      c.measured = number(kv.second["measured"], key + ".measured", "expected a positive number (what was measured)");
+      c.predicted = number(kv.second["predicted"], key + ".predicted", "expected a positive number (the profile's prediction)");
+      for (const auto& [value, part] : {std::pair{c.measured, "measured"}, std::pair{c.predicted, "predicted"}})
+        if (!(value > 0))
+          throw InputError(at(path, kv.second[part]), key + "." + part, text_of(kv.second[part]),
+                           "expected a positive number");
+      c.field = kv.second["field"].Scalar();
+      if (p.residuals.count(kv.first.Scalar()))
+        throw InputError(at(path, kv.second), key, kv.first.Scalar(), "a row of no fit (this one is in fit.residuals)");
+      p.checks[kv.first.Scalar()] = c;
     }
   }
   if (const YAML::Node evidence = fit && fit.IsMap() ? fit["evidence"] : YAML::Node(YAML::NodeType::Undefined)) {

@@ -83,6 +83,8 @@ struct CalibrationProfile {
   // Every row of fit.residuals, by name: what the profile's prediction interval is made from
   // (prediction_error.hpp), and which rows of a measurement file it was fit on.
   std::map<std::string, ProfileResidual> residuals;
+  // fit.checks: rows of no fit the profile predicts (prediction_error.hpp), by name.
+  std::map<std::string, ProfileCheck> checks;
   // fit.evidence: each fitted parameter's sd and the rows that inform it (calibrate writes it).
   std::map<std::string, ParameterEvidence> evidence;
 };

@@ -62,6 +62,12 @@ std::vector<HardwareParameter> built_in_rows() {
       {"compute_overhead", "hardware.overrides.compute_overhead", &ChipSpec::compute_overhead_s, nullptr, U::Time,
        fixed_cost_range(), ParameterRange{0, 50e-6, false, "a kernel's launch and pipeline fill, not its work"}, 0.0,
        "fixed cost of every compute op (launch, pipeline fill)"},
+      {"attention_sequence_overhead", "hardware.overrides.attention_sequence_overhead",
+       &ChipSpec::attention_sequence_overhead_s, nullptr, U::Time, fixed_cost_range(),
+       ParameterRange{0, 5e-6, false,
+                      "a kernel's grid step and a few small DMAs' latency (about 1 us at most), not a sequence's pages"},
+       0.0, "fixed cost per sequence and layer of an inference step's attention (the kernel walks the sequences one "
+            "after another)"},
       {"dcn_latency", "hardware.overrides.dcn_latency", &ChipSpec::dcn_latency_s, nullptr, U::Time,
        fixed_cost_range(),
        ParameterRange{0, 1e-3, false, "a transfer's NICs, switch and host software, not its bytes"}, 0.0,

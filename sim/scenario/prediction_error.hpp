@@ -22,7 +22,27 @@ struct CalibrationProfile;   // calibration_files.hpp
 struct ProfileResidual {
   double measured = 0, fitted = 0;
   std::optional<double> leave_one_out;
+  std::string field;   // the summary field measured (calibrate writes it); empty in older profiles
 };
+
+// A row of no fit the profile predicts (its `fit.checks` entry, written by
+// scripts/fit_real_profiles.py from validate --measured): an out-of-sample error as it stands,
+// ln(measured / predicted), of a run unlike the fit's rows.
+struct ProfileCheck {
+  double measured = 0, predicted = 0;
+  std::string field;
+};
+
+// The kind of figure a summary field is, for which rows' errors its interval takes: "step" (a
+// training, decode or prefill step: its time, MFU, tokens/s), "collective" (a collective's or a
+// collectives scenario's time), "ttft", "tpot", "throughput" (serving's output tokens/s); empty
+// for a field of none of these. Reads measurement fields ("ttft_s.mean") and the interval's
+// quantity names ("ttft_s_mean") alike.
+std::string quantity_kind(const std::string& field);
+// The kinds an interval is stated for, in the order reports list them.
+extern const char* const kQuantityKinds[5];
+// A kind's interval takes its own rows' errors when it has at least this many.
+constexpr size_t kMinRowsOfKind = 2;
 
 // The fit's record of what informs a fitted parameter (`fit.evidence`, written by calibrate):
 // its standard deviation and, per row, the share of the parameter's information that row
@@ -57,15 +77,24 @@ std::vector<SoleEvidence> sole_evidence_rows(const std::map<std::string, Profile
 
 struct PredictionError {
   std::string profile;
+  // The kind of figure it is for (quantity_kind); empty: every kind's rows pooled.
+  std::string kind;
+  bool pooled = true;                       // false: over rows of `kind` only
   std::vector<std::string> rows;            // the rows whose left-out errors it is over
+  std::vector<std::string> checks;          // of `rows`: checks (fit.checks), their errors as they stand
   std::vector<SoleEvidence> sole_evidence;  // rows left out of it, and why
   double rms_log = 0;                       // sqrt(mean ln(measured / left out)^2)
   // t_{n,(1+c)/2} rms_log: the half width of the interval of coverage c, in ln.
   double half_width_log(double coverage) const;
 };
 
-// From a profile's fit: none when no row has a left-out prediction that is not sole evidence.
-std::optional<PredictionError> profile_prediction_error(const CalibrationProfile& profile);
+// From a profile's fit: the left-out errors of its fit's rows (sole evidence apart) and the errors
+// of its checks; none when there are none. With a kind: over the rows and checks of that kind
+// where there are at least kMinRowsOfKind of them and their RMS is not below the pool's, else
+// every row pooled (`pooled`). `without`:
+// a row left out (validate states a check row's interval without the row's own error).
+std::optional<PredictionError> profile_prediction_error(const CalibrationProfile& profile, const std::string& kind = "",
+                                                        const std::string& without = "");
 
 // Student's t quantile: the value below which a fraction p of the distribution with `dof`
 // degrees of freedom lies (dof >= 1, 0 < p < 1).

@@ -143,6 +143,9 @@ struct Scenario {
   // The error the applied profile states for its predictions (its fit's left-out errors): every
   // headline figure of the run is printed with its interval. None for the ideal machine.
   std::optional<PredictionError> prediction_error;
+  // The same for each kind of figure (quantity_kind) whose own rows state one; a figure of
+  // another kind takes prediction_error (prediction_error_for).
+  std::map<std::string, PredictionError> prediction_errors_by_kind;
   Workload workload;                // exactly one kind; the loader builds the kind the file names
   // The `perturbations` entries drawn at random (topology/stragglers.hpp), drawn into
   // topology.perturbations after its `fixed_perturbations` entries written by hand (draw 0 at

@@ -184,6 +184,9 @@ void apply_profile_parameters(const CalibrationProfile& profile, const Field& ha
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
   scenario.prediction_error = profile_prediction_error(profile);
+  scenario.prediction_errors_by_kind.clear();
+  for (const char* kind : kQuantityKinds)
+    if (auto e = profile_prediction_error(profile, kind); e && !e->pooled) scenario.prediction_errors_by_kind[kind] = *e;
   chip.source += " (calibration profile " + profile.name + ")";
 }
 
@@ -196,6 +199,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   if (named == kIdealProfile) {   // the preset as the book gives it
     scenario.profile = kIdealProfile;
     scenario.prediction_error.reset();
+    scenario.prediction_errors_by_kind.clear();
     return;
   }
   const bool builtin = names_builtin_profile(named);
@@ -224,6 +228,7 @@ void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scen
   scenario.profile_source = ProfileSource::Default;
   scenario.profile = kIdealProfile;
   scenario.prediction_error.reset();
+  scenario.prediction_errors_by_kind.clear();
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (const auto name = builtin_profile_for_chip(preset))
     apply_profile_parameters(*builtin_profile(*name), hardware, chip, scenario);
