@@ -47,6 +47,24 @@ TEST_CASE("attention pays its cost once a sequence a layer, on each chip that wa
     CHECK(attention_with(model, plan, topo, prefill, t) - attention_with(model, plan, topo, prefill, 0) ==
           Approx(4 * t).epsilon(1e-9));
   }
+  SECTION("2D attention and expert parallelism: a chip walks its D shard's, its group's sequences") {
+    const auto& dense = *find_model_preset("llama3-8b");
+    const TopologySpec topo = podsim_test::v5e_mesh({2, 4});
+    InferencePlan two_d;
+    two_d.model_axes = {1};
+    two_d.d_axes = {0};   // X = 2: each D shard its half of the sequences
+    const StepShape decode = decode_shape(32, 1000);
+    CHECK(attention_with(dense, two_d, topo, decode, t) - attention_with(dense, two_d, topo, decode, 0) ==
+          Approx(32 / 2 * t).epsilon(1e-9));
+    TransformerSpec moe = dense;
+    moe.moe = MoeSpec{8, 2, 0, 2048, 0};
+    InferencePlan ep;
+    ep.model_axes = {0};
+    ep.expert_axes = {1};   // 4 expert-parallel groups, each its quarter of the sequences
+    const StepShape prefill = prefill_shape(8, 128, 0);
+    CHECK(attention_with(moe, ep, topo, prefill, t) - attention_with(moe, ep, topo, prefill, 0) ==
+          Approx(8 / 4 * t).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("attention_sequence_overhead: an override within range, located errors",

@@ -121,6 +121,8 @@ Case generate(uint64_t seed, int index) {
   }
   // Collective matmuls where there are model axes (drawn last: the draws before keep their cases).
   p.collective_matmul = c.role.model_degree > 1 && rng.chance(0.4);
+  // Half the cases pay attention's cost a sequence (drawn after the rest, which keep their cases).
+  if (rng.chance(0.5)) c.role.topology.chip.attention_sequence_overhead_s = rng.uniform(0.1e-6, 2e-6);
   d << c.model.name << " (" << c.model.layers << " layers) on v5e";
   for (size_t a = 0; a < sizes.size(); ++a) d << (a ? "x" : " ") << sizes[a];
   d << ", experts over " << (ep ? std::to_string(expert_axis) : "none") << ", routing " << routing << " (s "
@@ -128,7 +130,8 @@ Case generate(uint64_t seed, int index) {
     << p.routing.pad_to_capacity << "), weights " << p.weight_bytes << " B, KV " << p.kv_bytes << " B, efficiency "
     << p.efficiency << ", attention FLOPs " << p.attention_flops << ", collective matmuls " << p.collective_matmul
     << ", " << c.config.slots << " slots; prefill "
-    << c.prefill_batch << " x " << c.chunk << " after " << c.offset;
+    << c.prefill_batch << " x " << c.chunk << " after " << c.offset << "; attention "
+    << c.role.topology.chip.attention_sequence_overhead_s << " s a sequence";
   c.description = d.str();
   return c;
 }
@@ -295,13 +298,15 @@ Case generate_2d(uint64_t seed, int index) {
     c.decode_batch.push_back(1 + rng.below(c.config.slots));
     c.context_per_sequence.push_back(std::exp(rng.uniform(0.0, std::log(8192.0))));
   }
+  // Half the cases pay attention's cost a sequence (each chip its D shard's sequences).
+  if (rng.chance(0.5)) c.role.topology.chip.attention_sequence_overhead_s = rng.uniform(0.1e-6, 2e-6);
   d << c.model.name << " (" << c.model.layers << " layers, attention " << (c.model.attention != AttentionKind::None)
     << ") on v5e";
   for (size_t a = 0; a < sizes.size(); ++a) d << (a ? "x" : " ") << sizes[a];
   d << ", D over " << d_axis << " (X " << x << "), weights " << p.weight_bytes << " B, KV " << p.kv_bytes
     << " B, efficiency " << p.efficiency << ", attention FLOPs " << p.attention_flops << ", collective matmuls "
     << p.collective_matmul << ", " << c.config.slots << " slots; prefill " << c.prefill_batch << " x " << c.chunk
-    << " after " << c.offset;
+    << " after " << c.offset << "; attention " << c.role.topology.chip.attention_sequence_overhead_s << " s a sequence";
   c.description = d.str();
   return c;
 }

@@ -177,7 +177,7 @@ class ServingCostModel {
   long long decode_exact_replays_ = 0;
   bool mixed_ = false;   // policy mixed: every step is a mixed step (prepare)
   bool every_step_ = false;   // perturbed servers: every step replayed at its own shape
-  // Those replays, by (decode, tokens, attended tokens, cached tokens, logit rows) of the step's shape.
+  // Those replays, by (decode, tokens, attended tokens, cached tokens, logit rows, sequences) of the step's shape.
   std::map<std::tuple<bool, double, double, double, double, double>, double> own_shape_steps_;
   double own_shape_s(const ServerRole& role, const StepShape& shape);
   bool draft_ = false;
