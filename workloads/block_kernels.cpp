@@ -61,6 +61,25 @@ void time_layer(TrainingBlock* attn, TrainingBlock* mlp, const std::vector<Kerne
   }
 }
 
+// What a layer's blocks offload to the host (remat `offload`), per chip for the microbatch's
+// tokens: the layer input's and attention's tensors in the attention block (or the parallel
+// block), the MLP's in the MLP block (an MoE layer's by its dense equivalent). The same bytes
+// the memory model takes out of HBM (memory.cpp).
+void offload_layer(TrainingBlock* attn, TrainingBlock* mlp, std::vector<TrainingBlock>& blocks, int layer,
+                   const TransformerSpec& model, const std::vector<Kernel>& kernels,
+                   const std::vector<Kernel>& moe_kernels, const RematPolicy& policy, double tokens, int y) {
+  const double layer_input = model.activation_bytes * model.d_model / y;
+  const SavedBytes s = saved_bytes_per_token(kernels, policy, layer_input);
+  TrainingBlock* moe_mlp = nullptr;
+  for (auto& blk : blocks)
+    if (blk.layer == layer && blk.moe_layer >= 0) moe_mlp = &blk;
+  const double mlp_bytes =
+      moe_mlp ? saved_bytes_per_token(moe_kernels, policy, layer_input).host_mlp : s.host_mlp;
+  TrainingBlock* mlp_block = moe_mlp ? moe_mlp : mlp;
+  if (attn) attn->offload_bytes_per_chip = (s.host - s.host_mlp + (mlp_block ? 0.0 : mlp_bytes)) * tokens;
+  if (mlp_block) mlp_block->offload_bytes_per_chip = mlp_bytes * tokens;
+}
+
 }  // namespace
 
 void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const TransformerSpec& model,
@@ -70,6 +89,10 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
   const double sequence = plan.attention_flops ? plan.sequence_length : 0.0;
   const auto kernels = layer_kernels(model, y, tokens, sequence, chip, plan.attention_run);
   const auto plan_of = recompute_plan(kernels, policy);
+  // An MoE layer's MLP offloads what its dense equivalent would (moe_layer_as_dense).
+  const auto moe_kernels = model.moe && policy.offloads()
+                               ? layer_kernels(moe_layer_as_dense(model), y, tokens, sequence, chip, plan.attention_run)
+                               : std::vector<Kernel>{};
   std::vector<KernelTimes> times;
   for (const auto& k : kernels) times.push_back(kernel_times(k, tokens, chip, plan.matmul_efficiency, plan.quantization));
   for (int l = 0; l < model.layers; ++l) {
@@ -88,6 +111,7 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
     // `checkpointing` its recompute (rerun_by_checkpointing's, which counts a context-parallel
     // block's up-projections too); a remat policy's recompute is its kernels' share, as GQA's.
     // Under the kernels model its kernels (layer_kernels.hpp) time it as GQA's.
+    if (policy.offloads()) offload_layer(attn, mlp, blocks, l, model, kernels, moe_kernels, policy, tokens, y);
     if (model.attention == AttentionKind::Mla && !per_kernel && !plan.remat) continue;
     time_layer(attn, mlp, kernels, plan_of, times, per_kernel, true);
   }

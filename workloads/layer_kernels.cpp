@@ -369,7 +369,10 @@ SavedBytes saved_bytes_per_token(const std::vector<Kernel>& kernels, const Remat
     if (plan[i] != 0 || (!policy.keep_everything && !read.count(k.name))) continue;
     const TensorFate f = policy.of(k.name);
     if (f == TensorFate::Device) s.device += k.output_bytes_per_token;
-    else if (f == TensorFate::Offload) s.host += k.output_bytes_per_token;
+    else if (f == TensorFate::Offload) {
+      s.host += k.output_bytes_per_token;
+      if (k.mlp) s.host_mlp += k.output_bytes_per_token;
+    }
   }
   return s;
 }

@@ -101,6 +101,7 @@ KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, d
 // Saved activation bytes per token per layer under the policy: in HBM and offloaded to the host.
 struct SavedBytes {
   double device = 0, host = 0;
+  double host_mlp = 0;   // of `host`, the MLP block's tensors (the rest, the layer input's and attention's)
 };
 SavedBytes saved_bytes_per_token(const std::vector<Kernel>& kernels, const RematPolicy& policy, double layer_input);
 

@@ -66,9 +66,8 @@ SavedBytes remat_saved_bytes_per_token(const TransformerSpec& spec, const RematP
 
 namespace {
 
-// Kept activations a token and layer, in HBM and on the host. An MoE layer's MLP activations:
-// each token's k routed experts and the shared ones, each an MLP of expert_d_ff (the layer's
-// per-token tensors as a dense MLP (k + shared) x expert_d_ff wide).
+// Kept activations a token and layer, in HBM and on the host. An MoE layer's as
+// moe_layer_as_dense's.
 SavedBytes saved_per_token_per_layer(const TransformerSpec& spec, Checkpointing policy, const RematPolicy* remat,
                                      int tensor) {
   auto per_layer = [&](const TransformerSpec& layer) {
@@ -77,8 +76,7 @@ SavedBytes saved_per_token_per_layer(const TransformerSpec& spec, Checkpointing 
   };
   SavedBytes bytes = per_layer(spec);
   if (!spec.moe) return bytes;
-  TransformerSpec moe_layer = spec;
-  moe_layer.d_ff = (spec.moe->experts_per_token + spec.moe->shared_experts) * spec.moe->expert_d_ff;
+  const TransformerSpec moe_layer = moe_layer_as_dense(spec);
   const double moe_share = static_cast<double>(moe_layer_count(spec)) / spec.layers;
   const SavedBytes moe = per_layer(moe_layer);
   return {(1 - moe_share) * bytes.device + moe_share * moe.device, (1 - moe_share) * bytes.host + moe_share * moe.host};

@@ -149,6 +149,12 @@ double mlp_params_per_layer(const TransformerSpec& s) {
   return (s.gated_mlp ? 3.0 : 2.0) * D(s) * F(s);
 }
 
+TransformerSpec moe_layer_as_dense(const TransformerSpec& spec) {
+  TransformerSpec layer = spec;
+  if (spec.moe) layer.d_ff = (spec.moe->experts_per_token + spec.moe->shared_experts) * spec.moe->expert_d_ff;
+  return layer;
+}
+
 double expert_params(const TransformerSpec& s) {
   // One expert is one MLP of width expert_d_ff (inference.md Question 5: "3 * E * D * F" for E
   // experts of the dense width F).

@@ -93,6 +93,10 @@ double mlp_params_per_layer(const TransformerSpec& spec);
 
 // One expert's MLP, routed or shared: 3 D expert_d_ff gated, 2 D expert_d_ff plain. 0 if dense.
 double expert_params(const TransformerSpec& spec);
+// An MoE layer as the dense layer whose per-token tensors match it: each token's k routed experts
+// and the shared ones side by side, one MLP (k + shared) x expert_d_ff wide (what its saved and
+// offloaded activations weigh: memory.cpp, block_kernels.cpp). The spec itself where not MoE.
+TransformerSpec moe_layer_as_dense(const TransformerSpec& spec);
 
 // The router of one MoE layer: a [D, E] matmul scoring the experts. 0 if dense.
 double router_params_per_layer(const TransformerSpec& spec);

@@ -31,6 +31,8 @@ std::string_view role_name(OpRole role) {
     case OpRole::MoeCombine: return "moe_combine";
     case OpRole::PipelineSend: return "pp_send";
     case OpRole::RingSend: return "cp_ring";
+    case OpRole::HostOffload: return "host_offload";
+    case OpRole::HostPrefetch: return "host_prefetch";
   }
   return "";   // unreachable: -Wswitch names any role left out above
 }

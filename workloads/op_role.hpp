@@ -41,6 +41,8 @@ enum class OpRole {
   MoeCombine,          // MoE: expert outputs back (and output gradients to the experts)
   PipelineSend,        // activations (gradients) to the next (previous) stage
   RingSend,            // ring attention: a K/V block to the neighbour on the context axis
+  HostOffload,         // remat `offload`: a block's saved activations to host memory (forward)
+  HostPrefetch,        // and back to HBM before the block's backward
 };
 
 // The name outputs print for a role ("fsdp_allgather", "forward", ...); empty for

@@ -163,6 +163,10 @@ class PipelineEmitter {
   // gradients reduced behind its B on the last microbatch (under ZB-H1, behind W).
   void emit_pass(PipelinePass::Kind kind, int j, int m) {
     PassRequest request;
+    // Host offload: one queue each way within the pass; stages run the passes in different
+    // orders, so no order across passes holds on every stage (docs/modelling.md, "Host offload").
+    host_.last_offload = host_.last_prefetch = -1;
+    request.host = &host_;
     request.forward = kind == PipelinePass::Forward;
     request.prefix = prefix(j, m);
     request.microbatch = m;
@@ -405,6 +409,7 @@ class PipelineEmitter {
   int last_block_ = -1;
   double activation_bytes_ = 0;
   std::vector<PassEmitted> passes_;   // by index(kind, chunk, microbatch)
+  HostStreams host_;                  // host offload: each block's offload by pass, the queues of the pass
   std::vector<int> send_forward_, send_backward_;
   std::vector<int> grad_ops_;
 };

@@ -9,9 +9,12 @@ std::string_view to_string(ProgramOpKind kind) {
     case ProgramOpKind::Collective: return "collective";
     case ProgramOpKind::Compute: return "compute";
     case ProgramOpKind::Send: return "send";
+    case ProgramOpKind::HostTransfer: return "host_transfer";
   }
   return "?";
 }
+
+double host_transfer_s(const HostTransferWork& work, const ChipSpec& chip) { return work.bytes / chip.pcie_bandwidth_Bps; }
 
 std::string category_name(const ProgramOp& op) {
   return category_name(op.role, op.is(ProgramOpKind::Collective) ? op.collective().kind : CollectiveKind::AllGather);
@@ -20,6 +23,7 @@ std::string category_name(const ProgramOp& op) {
 double ProgramOp::bytes() const {
   if (const auto* c = std::get_if<CollectiveSpec>(&work)) return c->bytes;
   if (const auto* s = std::get_if<SendWork>(&work)) return s->bytes;
+  if (const auto* h = std::get_if<HostTransferWork>(&work)) return h->bytes;
   return 0;
 }
 

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "topology/chip_spec.hpp"
 #include "workloads/op_role.hpp"
 
 namespace podsim {
 
 // What an op does on a chip, one alternative per kind (the variant's index order).
-enum class ProgramOpKind { Collective, Compute, Send };
+enum class ProgramOpKind { Collective, Compute, Send, HostTransfer };
 
 // Work on the chip's own compute units.
 struct ComputeWork {
@@ -39,15 +40,33 @@ struct SendWork {
   bool round_the_end = false;
 };
 
-using OpWork = std::variant<CollectiveSpec, ComputeWork, SendWork>;
+// Between the chip's HBM and its host's memory over PCIe, by DMA (XLA's host offload: a remat
+// policy's `offload` tensors go to pinned host memory in the forward and come back before the
+// backward): `bytes` on the chip's host link in one direction, bytes / ChipSpec::host_link_Bps,
+// beside its compute (a DMA engine's, not the TensorCore's work; a slow chip's compute does not
+// slow it). One op at a time each way: the workload chains them as XLA's one stream a direction.
+struct HostTransferWork {
+  double bytes = 0;
+  bool to_host = true;   // device to host (offload); false: host to device (prefetch)
+};
+
+// Its time: the bytes over the chip's PCIe link one way (ChipSpec::pcie_bandwidth_Bps, the
+// book's 1.6e10 B/s, 3.2e10 on v6e: hardware.md section 4); a DMA's setup is left out.
+double host_transfer_s(const HostTransferWork& work, const ChipSpec& chip);
+
+using OpWork = std::variant<CollectiveSpec, ComputeWork, SendWork, HostTransferWork>;
 template <class Work>
 inline constexpr ProgramOpKind kKindOf = ProgramOpKind::Collective;
 template <>
 inline constexpr ProgramOpKind kKindOf<ComputeWork> = ProgramOpKind::Compute;
 template <>
 inline constexpr ProgramOpKind kKindOf<SendWork> = ProgramOpKind::Send;
+template <>
+inline constexpr ProgramOpKind kKindOf<HostTransferWork> = ProgramOpKind::HostTransfer;
 static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::Compute), OpWork>, ComputeWork> &&
-              std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::Send), OpWork>, SendWork>);
+              std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::Send), OpWork>, SendWork> &&
+              std::is_same_v<std::variant_alternative_t<static_cast<size_t>(ProgramOpKind::HostTransfer), OpWork>,
+                             HostTransferWork>);
 
 // A dependency on an op of another chip: the neighbour one step against `direction` along
 // `axis` (the chip a Send arrives from). No dependency where that neighbour does not exist.
@@ -98,7 +117,8 @@ struct ProgramOp {
   ComputeWork& compute() { return get<ComputeWork>(); }
   const SendWork& send() const { return get<SendWork>(); }
   SendWork& send() { return get<SendWork>(); }
-  // The bytes a collective or a send moves; 0 for compute.
+  const HostTransferWork& host_transfer() const { return get<HostTransferWork>(); }
+  // The bytes a collective, a send or a host transfer moves; 0 for compute.
   double bytes() const;
   // The useful FLOPs of a compute op; 0 for traffic.
   double flops() const;

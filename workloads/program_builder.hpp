@@ -23,6 +23,15 @@ class ProgramBuilder {
     op.role = role;
     return add(std::move(op));
   }
+  int host_transfer(std::string name, double bytes, bool to_host, std::vector<int> after, int layer, OpRole role) {
+    ProgramOp op;
+    op.name = std::move(name);
+    op.work = HostTransferWork{bytes, to_host};
+    op.after = clean(std::move(after));
+    op.layer = layer;
+    op.role = role;
+    return add(std::move(op));
+  }
   int add(ProgramOp op) {
     program_.push_back(std::move(op));
     return static_cast<int>(program_.size() - 1);

@@ -542,10 +542,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
   std::vector<std::pair<int, int>> hoisted;   // (block, its gradient ReduceScatter) under DcnSync::AfterBackward
   std::vector<int> previous_end;   // the ops whose end lets the next block start (data dependency)
   int last_compute_all = -1;
-
+  HostStreams host;   // remat offload's queues, over the microbatches
   for (int m = 0; m < plan.microbatches; ++m) {
     const bool last_microbatch = m + 1 == plan.microbatches;
     PassRequest request;
+    request.host = &host;
     request.prefix = plan.microbatches > 1 ? "mb" + std::to_string(m) + "." : "";
     request.microbatch = m;
     request.start = request.window_start = previous_end;
@@ -584,12 +585,11 @@ Program training_program(const TransformerSpec& model, const TrainingPlan& plan,
     }
     hold_checkpoints(b, model, layout, fwd, bwd);
   }
-  const bool zero = data && plan.zero_stage > 0;
   layout.optimizer_s = optimizer_time_s(model, plan, topology, layout, 1);
   grad_ops.insert(grad_ops.end(), previous_end.begin(), previous_end.end());
   grad_ops.push_back(last_compute_all);
   const int optimizer = b.compute("optimizer", layout.optimizer_s, 0.0, grad_ops, -1, OpRole::Optimizer);
-  if (zero) {
+  if (data && plan.zero_stage > 0) {   // ZeRO-1/2
     // One after another, as a framework issues them on its one collective stream (Megatron's
     // distributed optimizer gathers bucket by bucket; NCCL runs a communicator's collectives
     // in order): the same bytes over the same links as all at once, and only one gather's

@@ -146,6 +146,9 @@ struct TrainingBlock {
   double ring_unpack_flops_per_chip = 0;
   double ring_unpack_s = 0;
   double activation_bytes_per_group = 0;  // V of the TP AllGather / ReduceScatter
+  // The saved activations the remat policy offloads (`offload`), this chip's for one microbatch:
+  // to host memory after the block's forward, back before its backward (training_pass.hpp).
+  double offload_bytes_per_chip = 0;
 };
 
 // What an MoE step's routing did, over every MoE layer and microbatch (zero for a dense model).

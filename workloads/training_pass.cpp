@@ -1,5 +1,7 @@
 #include "workloads/training_pass.hpp"
 
+#include <stdexcept>
+
 namespace podsim {
 
 double weight_gradient_fraction(const TrainingBlock& blk, double tokens, int tensor_degree) {
@@ -71,6 +73,51 @@ BlockOps emit_dense_block(ProgramBuilder& b, const TrainingPlan& plan, const Tra
   return ops;
 }
 
+// Remat `offload` (XLA's host offload: async copies to pinned host memory and back). Block i's
+// offload runs on the device-to-host stream behind its forward, and the forward's block
+// kPrefetchBlocks + 1 later waits for it (the copies a scanned layer starts are done within the
+// next layer: HBM holds that many blocks' activations on their way out). Its prefetch runs on
+// the host-to-device stream once the offload is done and the backward's block kPrefetchBlocks +
+// 1 back has computed (that many blocks' activations on their way in, as FSDP's gathers), and
+// the block's backward (its rerun first) waits for it.
+int emit_offload(ProgramBuilder& b, HostStreams& host, const std::string& name, const std::string& key,
+                 const TrainingBlock& blk, int produced) {
+  const int op = b.host_transfer(name + ".offload", blk.offload_bytes_per_chip, true, {produced, host.last_offload},
+                                 blk.layer, OpRole::HostOffload);
+  host.last_offload = op;
+  host.offload_of[key] = op;
+  return op;
+}
+
+int emit_prefetch(ProgramBuilder& b, HostStreams& host, const std::string& name, const std::string& key,
+                  const TrainingBlock& blk, std::vector<int> window) {
+  const auto it = host.offload_of.find(key);
+  if (it == host.offload_of.end()) throw std::logic_error("block " + key + " prefetches what no forward offloaded");
+  window.push_back(it->second);
+  window.push_back(host.last_prefetch);
+  const int op = b.host_transfer(name + ".prefetch", blk.offload_bytes_per_chip, false, window, blk.layer,
+                                 OpRole::HostPrefetch);
+  host.last_prefetch = op;
+  return op;
+}
+
+// What block i (the pass's k-th) waits for on the host streams: in the forward, the offload
+// kPrefetchBlocks + 1 blocks back; in the backward, its own prefetch, emitted here.
+void wait_for_host(ProgramBuilder& b, const PassRequest& request, const TrainingBlock& blk, const std::string& name,
+                   int i, int k, const std::vector<int>& offload, const PassEmitted& out, std::vector<int>& inputs) {
+  const bool offloads = blk.offload_bytes_per_chip > 0;
+  if (offloads && !request.host) throw std::logic_error("block " + blk.name + " offloads, and the pass has no host streams");
+  if (request.forward && k > kPrefetchBlocks) {
+    const int before = offload[i - kPrefetchBlocks - 1];
+    if (before >= 0) inputs.push_back(before);
+  }
+  if (offloads && !request.forward) {
+    const int back = i + kPrefetchBlocks + 1;
+    inputs.push_back(emit_prefetch(b, *request.host, name, request.prefix + blk.name, blk,
+                                   k > kPrefetchBlocks ? std::vector<int>{out.compute[back]} : request.window_start));
+  }
+}
+
 }  // namespace
 
 PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, const TrainingLayout& layout,
@@ -81,6 +128,7 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
   PassEmitted out;
   out.compute.assign(n, -1);
   out.gather.assign(n, -1);
+  std::vector<int> offload(n, -1);   // the forward's offload of each block (-1: none)
   std::vector<int> previous_end = request.start;
   int beside = -1;   // the previous block's weight gradients, still beside its scatter (BlockOps::beside)
   for (int k = 0; k < n; ++k) {
@@ -88,6 +136,8 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     const TrainingBlock& blk = chain[i];
     const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
     std::vector<int> inputs = previous_end;
+    const bool offloads = blk.offload_bytes_per_chip > 0;
+    wait_for_host(b, request, blk, name, i, k, offload, out, inputs);
     if (request.waits_for) {
       const auto extra = request.waits_for(i);
       inputs.insert(inputs.end(), extra.begin(), extra.end());
@@ -132,6 +182,7 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
                              request, k == 0 ? &out.entry : nullptr);
     }
     out.compute[i] = ops.last_compute;
+    if (offloads && forward) offload[i] = emit_offload(b, *request.host, name, request.prefix + blk.name, blk, ops.last_compute);
     if (fsdp) {   // the gathered weights live until the compute that uses them ends
       b.op(out.gather[i]).holds_bytes = blk.weight_bytes_per_group;
       b.op(out.gather[i]).released_by = {ops.last_compute};

@@ -3,8 +3,11 @@
 // for the single-program step (training.cpp) and the pipeline's passes (pipeline.cpp): each
 // block's weights gathered first under FSDP, kPrefetchBlocks ahead of their use (block_ops.hpp);
 // an MoE layer through MoeTrainingBlocks; a rematerialised block's forward rerun before its
-// backward; under ZB-H1, B without the weight-gradient matmuls (left to emit_weight_pass's W).
+// backward; under ZB-H1, B without the weight-gradient matmuls (left to emit_weight_pass's W);
+// a block's offloaded activations to the host behind its forward and back ahead of its
+// backward (docs/modelling.md, "Host offload").
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,17 @@
 #include "workloads/moe_training.hpp"
 
 namespace podsim {
+
+// The chip's host-offload DMA streams (remat `offload`), one each way: each block's offload
+// after the last, each prefetch after the last; and each block's offload by its pass prefix and
+// name, for the backward's prefetch. One for the step, so a microbatch's queue behind the one
+// before (a pipeline clears the queues between passes: its stages run the passes in different
+// orders, pipeline.cpp).
+struct HostStreams {
+  int last_offload = -1;
+  int last_prefetch = -1;
+  std::map<std::string, int> offload_of;
+};
 
 struct PassRequest {
   bool forward = true;
@@ -28,6 +42,8 @@ struct PassRequest {
   // DcnSync::Pipelined a scanned layer's backward iteration starts once the DCN all-reduces that
   // ran beside the iteration before it are done.
   std::function<std::vector<int>(int block)> waits_for;
+  // Where blocks offload activations (TrainingBlock::offload_bytes_per_chip): the step's streams.
+  HostStreams* host = nullptr;
 };
 
 struct PassEmitted {

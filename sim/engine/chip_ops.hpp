@@ -161,10 +161,10 @@ class ChipOps {
   }
 
   // A compute op's busy time here: its own, or its position's, times the chip's slowdown
-  // (ReplayOptions::chip_compute_scale, empty: none).
+  // (ReplayOptions::chip_compute_scale, empty: none); a host transfer's, unscaled.
   double compute_s(const ReplayOp& r, const std::vector<double>& scale) const {
     const double busy_s = r.compute_s_by_chip.empty() ? r.compute_s : r.compute_s_by_chip[chip_];
-    return busy_s * (scale.empty() ? 1.0 : scale[chip_]);
+    return busy_s * (scale.empty() || r.host_transfer ? 1.0 : scale[chip_]);
   }
 
   // Whether `op` runs on this chip (ReplayOp::present_at_position).

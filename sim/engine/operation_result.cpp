@@ -15,6 +15,7 @@ namespace {
 const TrafficResult* OperationResult::traffic() const {
   if (const auto* c = std::get_if<CollectiveResult>(&work)) return c;
   if (const auto* s = std::get_if<SendResult>(&work)) return s;
+  if (const auto* h = std::get_if<HostTransferResult>(&work)) return h;
   return nullptr;
 }
 

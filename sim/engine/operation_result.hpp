@@ -40,6 +40,11 @@ struct SendResult : TrafficResult {
 
 struct ComputeResult {};
 
+// A host transfer's traffic (axes {"host"}: the chip's PCIe link), and its direction.
+struct HostTransferResult : TrafficResult {
+  bool to_host = true;
+};
+
 // One op of the program as the run measured it: the figures every op has, and those of its
 // kind (the variant's alternatives in ProgramOpKind's order).
 struct OperationResult {
@@ -67,11 +72,11 @@ struct OperationResult {
   // Its figures count those chips only; elsewhere its spans are instants to skip.
   int position_axis = -1;
   std::vector<char> present_at_position;
-  std::variant<CollectiveResult, ComputeResult, SendResult> work;
+  std::variant<CollectiveResult, ComputeResult, SendResult, HostTransferResult> work;
 
   ProgramOpKind kind() const { return static_cast<ProgramOpKind>(work.index()); }
   bool is(ProgramOpKind k) const { return kind() == k; }
-  // A collective's or a send's traffic; nullptr for compute.
+  // A collective's, a send's or a host transfer's traffic; nullptr for compute.
   const TrafficResult* traffic() const;
   // The book's closed form of a collective, where one exists; nullptr otherwise.
   const FormulaResult* analytic() const;

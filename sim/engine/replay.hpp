@@ -27,6 +27,9 @@ struct ReplayOp {
   // By the chip's position on position_axis: whether the op runs there (empty: everywhere).
   // Where absent it ends when its dependencies allow, at once (ProgramOp::present_at_position).
   std::vector<char> present_at_position;
+  // A host transfer (ProgramOpKind::HostTransfer): compute_s is its time on the chip's PCIe DMA,
+  // which a slow chip's compute (chip_compute_scale) does not stretch.
+  bool host_transfer = false;
 };
 
 struct SpanRecord {         // one repetition of one op on one chip

@@ -259,7 +259,7 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   for (size_t i = 0; i < program.size(); ++i) {
     const ProgramOp& op = program[i];
     check_presence(op, run.topology);
-    if (op.is(ProgramOpKind::Compute)) continue;
+    if (op.is(ProgramOpKind::Compute) || op.is(ProgramOpKind::HostTransfer)) continue;
     std::string key;
     if (op.is(ProgramOpKind::Collective)) {
       key = plan_key(op);
@@ -279,9 +279,11 @@ PendingRun start_program(const TopologySpec& topology, const SimulationSettings&
   for (size_t i = 0; i < program.size(); ++i) {
     const ProgramOp& op = program[i];
     const ComputeWork* compute = std::get_if<ComputeWork>(&op.work);
-    const OpPlan* plan = compute ? nullptr : &plans[plan_of[i]];
-    ops.push_back({plan, compute ? compute->compute_s : 0.0, {}, op.repeat, op.after, op.position_axis,
-                   op.after_at_position, op.after_neighbour, op.release_s, op.present_at_position});
+    const HostTransferWork* host = std::get_if<HostTransferWork>(&op.work);
+    const OpPlan* plan = compute || host ? nullptr : &plans[plan_of[i]];
+    const double busy_s = compute ? compute->compute_s : host ? host_transfer_s(*host, topology.chip) : 0.0;
+    ops.push_back({plan, busy_s, {}, op.repeat, op.after, op.position_axis, op.after_at_position, op.after_neighbour,
+                   op.release_s, op.present_at_position, host != nullptr});
     if (compute && !compute->compute_s_by_position.empty()) ops.back().compute_s_by_chip = compute_by_chip(sim, op);
   }
   ReplayOptions& replay_options = pending.replay_options;
@@ -462,6 +464,14 @@ RunResult finish_program(PendingRun& pending) {
       result.work = describe_send(result, program, static_cast<int>(i), topology, run);
     } else if (op.is(ProgramOpKind::Collective)) {
       result.work = describe_collective(result.time_s, op.collective(), *ops[i].plan, topology, run, w_uni);
+    } else if (op.is(ProgramOpKind::HostTransfer)) {
+      HostTransferResult host;
+      host.axes = {"host"};
+      host.bytes = host.size_bytes = op.host_transfer().bytes;
+      host.to_host = op.host_transfer().to_host;
+      host.hops = 1;
+      host.algbw_Bps = host.busbw_Bps = result.time_s > 0 ? host.bytes / result.time_s : 0.0;
+      result.work = host;
     } else {
       result.work = ComputeResult{};
     }
