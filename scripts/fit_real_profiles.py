@@ -168,10 +168,16 @@ def write_checks(podsim, out_dir):
         lines = text.splitlines()
         if "  checks:" in lines:   # the block calibrate never writes: the last of fit
             lines = lines[:lines.index("  checks:")]
-        mine = [r for r in rows if r["profile"] == name[:-5]]
+        # Its own rows of no fit, and every other generation's MoE ones: the MoE program is the same
+        # on every chip and each generation has one MoE row or none, so an MoE step's interval is
+        # made of all of them (docs/calibration.md, "Prediction intervals").
+        profile = name[:-5]
+        mine = [r for r in rows if r["profile"] == profile or r["moe"] == "true"]
         if mine:
             lines.append("  checks:")
-            lines += [f"    {r['name']}: {{measured: {r['measured']}, predicted: {r['profile_predicted']}, field: {r['field']}}}"
+            lines += [f"    {r['name']}: {{measured: {r['measured']}, predicted: {r['profile_predicted']}, field: {r['field']}"
+                      + (", moe: true" if r["moe"] == "true" else "")
+                      + ("" if r["profile"] == profile else f", profile: {r['profile']}") + "}"
                       for r in mine]
         with open(path, "w") as f:
             f.write(with_fields("\n".join(lines) + "\n", fields))

@@ -298,7 +298,7 @@ TEST_CASE("validate --measured prints and writes each measurement against the id
   std::string header, line;
   std::getline(in, header);
   CHECK(header == "name,profile,field,measured,default_predicted,default_error,profile_predicted,profile_error,published,"
-                  "group,sole_evidence,low_80,high_80,low_95,high_95");
+                  "group,sole_evidence,low_80,high_80,low_95,high_95,moe");
   int rows = 0;
   while (std::getline(in, line)) {
     ++rows;

@@ -189,6 +189,51 @@ TEST_CASE("a figure's interval takes its kind's errors where it has two and they
   CHECK(quantity_kind("kv_cache_peak_blocks") == "");
 }
 
+TEST_CASE("an MoE step's interval takes MoE rows' errors; a dense run's pool leaves them out", "[intervals][moe]") {
+  // Two dense training rows left out 2% and 3% off; two MoE step checks, one of this generation
+  // (+5%) and one of another's (-30%); a TTFT check.
+  CalibrationProfile p = profile_with({{"a", {10.0, 10.1, 10.2, "step_time_s"}}, {"b", {20.0, 19.8, 19.4, "mfu"}}});
+  ProfileCheck mine{24.7, 26.0, "step_time_s", true, ""}, theirs{24.8, 17.2, "step_time_s", true, "v5p"};
+  p.checks = {{"m1", mine}, {"m2", theirs}, {"t", {0.25, 0.26, "ttft_s.mean"}}};
+  auto d = [](double measured, double predicted) { return std::log(measured / predicted); };
+  auto rms = [](std::vector<double> v) {
+    double sum = 0;
+    for (double x : v) sum += x * x;
+    return std::sqrt(sum / static_cast<double>(v.size()));
+  };
+  const double dense = rms({d(10, 10.2), d(20, 19.4), d(0.25, 0.26)});
+  const double every = rms({d(10, 10.2), d(20, 19.4), d(0.25, 0.26), d(24.7, 26.0), d(24.8, 17.2)});
+  CHECK(figure_kind("step", true) == "moe_step");
+  CHECK(figure_kind("step", false) == "step");
+  CHECK(figure_kind("ttft", true) == "ttft");
+  // A dense run: the MoE checks are in no pool and no kind of it.
+  const auto pool = profile_prediction_error(p);
+  REQUIRE(pool);
+  CHECK(pool->rows.size() == 3);
+  CHECK(pool->rms_log == Approx(dense).epsilon(1e-12));
+  const auto step = profile_prediction_error(p, "step");
+  REQUIRE(step);
+  CHECK(step->rms_log == Approx(dense).epsilon(1e-12));
+  // An MoE run's pool has every row; its steps take the two MoE checks (wider than the pool).
+  const auto moe_pool = profile_prediction_error(p, "", "", true);
+  REQUIRE(moe_pool);
+  CHECK(moe_pool->rows.size() == 5);
+  CHECK(moe_pool->rms_log == Approx(every).epsilon(1e-12));
+  const auto moe = profile_prediction_error(p, "moe_step", "", true);
+  REQUIRE(moe);
+  CHECK_FALSE(moe->pooled);
+  CHECK(moe->kind == "moe_step");
+  CHECK(moe->rows == std::vector<std::string>{"m1", "m2"});
+  CHECK(moe->rms_log == Approx(rms({d(24.7, 26.0), d(24.8, 17.2)})).epsilon(1e-12));
+  // The kind alone says MoE: "moe_step" without the flag is the same.
+  CHECK(profile_prediction_error(p, "moe_step")->rms_log == Approx(moe->rms_log).epsilon(1e-12));
+  // One MoE check left (validate's own row out): the MoE run's pool.
+  const auto without = profile_prediction_error(p, "moe_step", "m2", true);
+  REQUIRE(without);
+  CHECK(without->pooled);
+  CHECK(without->rows.size() == 4);
+}
+
 TEST_CASE("coverage: how often the measured value fell inside the stated interval, fit and held out apart",
           "[intervals]") {
   auto row = [](double measured, double predicted, bool fit) {
@@ -238,6 +283,13 @@ TEST_CASE("a profile's fit.residuals and fit.evidence are read, and bad ones get
   CHECK(checked.residuals.at("a").field == "step_time_s");
   CHECK(checked.checks.at("s").predicted == 0.27);
   CHECK(checked.checks.at("s").field == "ttft_s.mean");
+  CHECK_FALSE(checked.checks.at("s").moe);
+  const auto moe = load_profile(write_profile(
+      "moe", "  residuals:\n    a: {measured: 2, fitted: 2.1, field: step_time_s, moe: true}\n"
+             "  checks:\n    m: {measured: 24.8, predicted: 17.2, field: step_time_s, moe: true, profile: v5p}\n").string());
+  CHECK(moe.residuals.at("a").moe);
+  CHECK(moe.checks.at("m").moe);
+  CHECK(moe.checks.at("m").profile == "v5p");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"  evidence:\n    link_efficiency: {sd: 0.02, rows: {a: 1.5}}\n", "fit.evidence.link_efficiency.rows.a"},
       {"  evidence:\n    link_efficiency: 0.02\n", "fit.evidence.link_efficiency"},
@@ -248,6 +300,9 @@ TEST_CASE("a profile's fit.residuals and fit.evidence are read, and bad ones get
       {"  checks:\n    c: {measured: 1, predicted: 1.1}\n", "fit.checks.c"},
       {"  checks:\n    c: {measured: 1, predicted: 0, field: ttft_s.mean}\n", "fit.checks.c.predicted"},
       {"  checks:\n    c: [1, 2]\n", "fit.checks.c"},
+      {"  checks:\n    c: {measured: 1, predicted: 1, field: mfu, moe: yes}\n", "fit.checks.c.moe"},
+      {"  checks:\n    c: {measured: 1, predicted: 1, field: mfu, profile: [v5p]}\n", "fit.checks.c.profile"},
+      {"  residuals:\n    a: {measured: 1, fitted: 1, moe: 1}\n", "fit.residuals.a.moe"},
       {"  residuals:\n    c: {measured: 1, fitted: 1}\n  checks:\n    c: {measured: 1, predicted: 1, field: mfu}\n",
        "fit.checks.c"},
   };
@@ -329,20 +384,23 @@ TEST_CASE("the held-out example: rows no profile saw, each with its interval, an
   std::string line;
   std::getline(in, line);
   CHECK(line == "name,profile,field,measured,default_predicted,default_error,profile_predicted,profile_error,published,"
-                "group,sole_evidence,low_80,high_80,low_95,high_95");
+                "group,sole_evidence,low_80,high_80,low_95,high_95,moe");
   size_t rows = 0, inside_80 = 0, inside_95 = 0;
   while (std::getline(in, line)) {
     std::vector<std::string> cells;
     std::stringstream cells_of(line);
     for (std::string cell; std::getline(cells_of, cell, ',');) cells.push_back(cell);
-    REQUIRE(cells.size() == 15);
+    REQUIRE(cells.size() == 16);
     ++rows;
     CHECK(cells[9] == "held_out");
     CHECK(cells[10].empty());
     // The interval is the profile's prediction times exp(-+ t s), s and n from the profile's file:
-    // its errors of the row's kind (a step time here), the row's own left out were it a check.
+    // its errors of the row's kind (a step time here; T17's an MoE step's), the row's own left
+    // out were it a check.
+    const bool moe = cells[15] == "true";
+    CHECK(moe == (cells[0] == "T17"));
     const auto error = profile_prediction_error(load_profile(source_path("scenarios/profiles/real/" + cells[1] + ".yaml")),
-                                                quantity_kind(cells[2]), cells[0]);
+                                                figure_kind(quantity_kind(cells[2]), moe), cells[0], moe);
     REQUIRE(error);
     const double predicted = std::stod(cells[6]), measured = std::stod(cells[3]);
     const double w80 = student_t_quantile(0.9, static_cast<int>(error->rows.size())) * error->rms_log;

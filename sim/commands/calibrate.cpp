@@ -337,6 +337,7 @@ std::vector<CalibratedMeasurement> default_rows(const JointFitProblem& problem, 
     row.name = m.name;
     row.profile = names[problem.profile_of_row[i]];
     row.field = m.field;
+    row.moe = routes_experts(problem.scenarios[i]);
     row.source = m.source;
     row.published = m.published ? published_text(*m.published) : "";
     row.measured = m.measured;

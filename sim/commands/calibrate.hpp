@@ -72,6 +72,7 @@ struct CalibratedMeasurement {
   double default_predicted = 0;   // the preset's ideal machine
   double fitted_predicted = 0;
   std::optional<double> leave_one_out_predicted;
+  bool moe = false;               // its model routes tokens to experts (routes_experts)
   static double error(double predicted, double measured) { return (predicted - measured) / measured; }
 };
 

@@ -145,7 +145,7 @@ std::string fit_yaml(const MeasurementFile& file, const CalibrationResult& r, co
     const auto& row = r.rows[i];
     out += "    " + row.name + ": {measured: " + number_text(row.measured) + ", fitted: " + number_text(row.fitted_predicted) +
            (row.leave_one_out_predicted ? ", leave_one_out: " + number_text(*row.leave_one_out_predicted) : std::string()) +
-           ", field: " + row.field + "}\n";
+           ", field: " + row.field + (row.moe ? ", moe: true" : "") + "}\n";
   }
   return out;
 }

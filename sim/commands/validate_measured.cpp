@@ -75,6 +75,8 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
   // profile where one is given.
   std::vector<const Measurement*> runs;
   for (const Measurement& m : resolved) runs.push_back(&m);
+  std::vector<bool> moe;
+  for (const Scenario& sc : scenarios) moe.push_back(routes_experts(sc));
   std::vector<Scenario> runs_scenarios = std::move(scenarios);
   std::vector<int> with_profile(resolved.size(), -1);
   for (size_t i = 0; i < resolved.size(); ++i) {
@@ -93,6 +95,7 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
     MeasuredComparison row;
     row.name = m.name;
     row.profile = m.profile;
+    row.moe = moe[i];
     row.field = m.field;
     row.source = m.source;
     row.published = m.published ? published_text(*m.published) : "";
@@ -110,7 +113,8 @@ std::vector<MeasuredComparison> compare_measurements(const MeasurementFile& file
       if (!row.fit_row) row.leave_one_out_predicted.reset();   // a namesake's, not this row's
       // The figure's kind's errors; a check row's interval without its own error (it states
       // what the profile knew before the row).
-      if (const auto error = profile_prediction_error(profile, quantity_kind(m.field), row.fit_row ? "" : m.name)) {
+      if (const auto error = profile_prediction_error(profile, figure_kind(quantity_kind(m.field), row.moe),
+                                                      row.fit_row ? "" : m.name, row.moe)) {
         row.interval_80 = prediction_interval(*row.profile_predicted, *error, kIntervalCoverages[0]);
         row.interval_95 = prediction_interval(*row.profile_predicted, *error, kIntervalCoverages[1]);
       }
@@ -266,7 +270,7 @@ std::string measured_table(const MeasurementFile& file, const ProfileChoice& pro
 
 std::string measured_csv(const std::vector<MeasuredComparison>& rows) {
   std::string out = "name,profile,field,measured,default_predicted,default_error,profile_predicted,profile_error,published,"
-                    "group,sole_evidence,low_80,high_80,low_95,high_95\n";
+                    "group,sole_evidence,low_80,high_80,low_95,high_95,moe\n";
   auto bound = [](const std::optional<PredictionInterval>& i, bool low) {
     return i ? number_text(low ? i->low : i->high) : std::string();
   };
@@ -279,7 +283,7 @@ std::string measured_csv(const std::vector<MeasuredComparison>& rows) {
            ",\"" + r.published + "\"," + (!r.profile_predicted ? "" : r.fit_row ? "fit" : "held_out") + "," +
            (r.sole_evidence ? (r.sole_evidence->parameter.empty() ? "yes" : r.sole_evidence->parameter) : "") + "," +
            bound(r.interval_80, true) + "," + bound(r.interval_80, false) + "," + bound(r.interval_95, true) + "," +
-           bound(r.interval_95, false) + "\n";
+           bound(r.interval_95, false) + "," + (r.moe ? "true" : "false") + "\n";
   }
   return out;
 }

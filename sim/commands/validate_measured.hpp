@@ -33,6 +33,7 @@ struct MeasuredComparison {
   // The profile's fit was fit on this row: its fit.residuals has the name with this measured
   // value (to 1e-6). Every other row is held out: the profile never saw it.
   bool fit_row = false;
+  bool moe = false;        // its model routes tokens to experts (its step's interval is an MoE step's)
   // A fit row that is the sole evidence for a parameter (prediction_error.hpp): its left-out
   // prediction is not a test of the model, and it is counted apart.
   std::optional<SoleEvidence> sole_evidence;

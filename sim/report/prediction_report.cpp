@@ -1,5 +1,7 @@
 #include "sim/report/prediction_report.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include "sim/report/report.hpp"
@@ -51,6 +53,14 @@ std::string percent(double coverage) {
   return text;
 }
 
+// A figure's interval; a fraction's (MFU) ends at 1, the most it can be, where a wide spread
+// (an MoE step's, two checks) would carry it past.
+PredictionInterval quantity_interval(const IntervalQuantity& q, const PredictionError& e, double coverage) {
+  PredictionInterval i = prediction_interval(q.value, e, coverage);
+  if (q.unit == IntervalQuantity::Unit::Fraction) i.high = std::min(i.high, 1.0);
+  return i;
+}
+
 // The quantities of the run a summary is written for.
 std::vector<IntervalQuantity> quantities_of(const SummaryInputs& in) {
   if (in.training) return training_interval_quantities(*in.training);
@@ -62,16 +72,21 @@ std::vector<IntervalQuantity> quantities_of(const SummaryInputs& in) {
 
 }  // namespace
 
+const PredictionError* run_prediction_error(const Scenario& scenario) {
+  const auto& pool = routes_experts(scenario) ? scenario.prediction_error_moe : scenario.prediction_error;
+  return pool ? &*pool : nullptr;
+}
+
 const PredictionError* prediction_error_for(const Scenario& scenario, const std::string& quantity) {
-  if (const auto it = scenario.prediction_errors_by_kind.find(quantity_kind(quantity));
+  if (const auto it = scenario.prediction_errors_by_kind.find(figure_kind(quantity_kind(quantity), routes_experts(scenario)));
       it != scenario.prediction_errors_by_kind.end())
     return &it->second;
-  return scenario.prediction_error ? &*scenario.prediction_error : nullptr;
+  return run_prediction_error(scenario);
 }
 
 std::string prediction_interval_text(const Scenario& scenario, const std::vector<IntervalQuantity>& quantities) {
-  if (!scenario.prediction_error || quantities.empty()) return "";
-  const PredictionError& e = *scenario.prediction_error;
+  if (!run_prediction_error(scenario) || quantities.empty()) return "";
+  const PredictionError& e = *run_prediction_error(scenario);
   char line[512];
   std::snprintf(line, sizeof line,
                 "prediction intervals (profile %s: %zu out-of-sample errors, %zu of its fit left out and %zu checks in no "
@@ -83,7 +98,7 @@ std::string prediction_interval_text(const Scenario& scenario, const std::vector
     const PredictionError& qe = *prediction_error_for(scenario, q.key);
     out += "  " + q.label + ":";
     for (double c : kIntervalCoverages) {
-      const PredictionInterval i = prediction_interval(q.value, qe, c);
+      const PredictionInterval i = quantity_interval(q, qe, c);
       out += " " + percent(c) + " " + value_text(q, i.low) + " to " + value_text(q, i.high) + (c == kIntervalCoverages[0] ? "," : "");
     }
     if (!qe.pooled) {
@@ -99,8 +114,8 @@ std::string prediction_interval_text(const Scenario& scenario, const std::vector
 namespace summary_parts {
 
 Json prediction_error(const SummaryInputs& in) {
-  if (!in.scenario.prediction_error) return absent();
-  const PredictionError& e = *in.scenario.prediction_error;
+  if (!run_prediction_error(in.scenario)) return absent();
+  const PredictionError& e = *run_prediction_error(in.scenario);
   Json sole = Json::array();
   for (const auto& s : e.sole_evidence) sole.push_back({{"row", s.row}, {"parameter", s.parameter}});
   return {{"profile", e.profile}, {"rows", e.rows}, {"checks", e.checks}, {"sole_evidence", sole},
@@ -108,13 +123,13 @@ Json prediction_error(const SummaryInputs& in) {
 }
 
 Json prediction_interval(const SummaryInputs& in) {
-  if (!in.scenario.prediction_error) return absent();
+  if (!run_prediction_error(in.scenario)) return absent();
   Json out = Json::object();
   for (const auto& q : quantities_of(in)) {
     Json bounds = Json::object();
     const PredictionError& e = *prediction_error_for(in.scenario, q.key);
     for (double c : kIntervalCoverages) {
-      const PredictionInterval i = podsim::prediction_interval(q.value, e, c);
+      const PredictionInterval i = quantity_interval(q, e, c);
       const std::string suffix = std::to_string(static_cast<int>(std::lround(100 * c)));
       bounds["low_" + suffix] = i.low;
       bounds["high_" + suffix] = i.high;

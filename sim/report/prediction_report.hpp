@@ -27,8 +27,11 @@ std::vector<IntervalQuantity> training_interval_quantities(const TrainingReport&
 std::vector<IntervalQuantity> inference_interval_quantities(const InferenceReport& r);
 std::vector<IntervalQuantity> serving_interval_quantities(const ServingStats& s);
 
-// The error a figure's interval takes: its kind's (quantity_kind of its summary key) where the
-// profile's rows of that kind state one, else the profile's pooled one; null without a profile.
+// The profile's pool for the run: its dense rows', or every row's for a run whose model routes
+// tokens to experts; null without a profile.
+const PredictionError* run_prediction_error(const Scenario& scenario);
+// The error a figure's interval takes: its kind's (figure_kind of its summary key and the run's
+// model) where the profile's rows of that kind state one, else the run's pool; null without a profile.
 const PredictionError* prediction_error_for(const Scenario& scenario, const std::string& quantity);
 
 // "prediction intervals (profile v5e: ...)\n  step time  80% ... 95% ...\n": empty when the

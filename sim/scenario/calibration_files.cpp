@@ -260,6 +260,37 @@ CalibrationProfile load_profile(const std::string& path) {
 
 namespace {
 
+// fit.checks: each row of no fit as the profile (or, `profile:`, another generation's) predicts it.
+template <class Number, class Boolean>
+void read_checks(const std::string& path, const YAML::Node& checks, CalibrationProfile& p, const Number& number,
+                 const Boolean& boolean) {
+  if (!checks.IsMap()) throw InputError(at(path, checks), "fit.checks", text_of(checks), "expected a mapping of rows");
+  for (const auto& kv : checks) {
+    const std::string key = "fit.checks." + kv.first.Scalar();
+    const char* shape = "expected {measured: N, predicted: N, field: NAME}";
+    if (!kv.second.IsMap() || !kv.second["measured"] || !kv.second["predicted"] || !kv.second["field"] ||
+        !kv.second["field"].IsScalar())
+      throw InputError(at(path, kv.second), key, text_of(kv.second), shape);
+    ProfileCheck c;
+    c.measured = number(kv.second["measured"], key + ".measured", "expected a positive number (what was measured)");
+    c.predicted = number(kv.second["predicted"], key + ".predicted", "expected a positive number (the profile's prediction)");
+    for (const auto& [value, part] : {std::pair{c.measured, "measured"}, std::pair{c.predicted, "predicted"}})
+      if (!(value > 0))
+        throw InputError(at(path, kv.second[part]), key + "." + part, text_of(kv.second[part]),
+                         "expected a positive number");
+    c.field = kv.second["field"].Scalar();
+    if (const YAML::Node moe = kv.second["moe"]) c.moe = boolean(moe, key + ".moe");
+    if (const YAML::Node from = kv.second["profile"]) {
+      if (!from.IsScalar() || from.Scalar().empty())
+        throw InputError(at(path, from), key + ".profile", text_of(from), "expected the name of the profile that predicted it");
+      c.profile = from.Scalar();
+    }
+    if (p.residuals.count(kv.first.Scalar()))
+      throw InputError(at(path, kv.second), key, kv.first.Scalar(), "a row of no fit (this one is in fit.residuals)");
+    p.checks[kv.first.Scalar()] = c;
+  }
+}
+
 // What calibrate wrote about its fit: each row's residuals (the prediction interval is made of
 // their left-out errors, prediction_error.hpp) and what informs each parameter. The rest of the
 // block (errors, at_bound) is for the reader.
@@ -269,6 +300,11 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
     if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !std::isfinite(value))
       throw InputError(at(path, node), key, text_of(node), expected);
     return value;
+  };
+  auto boolean = [&](const YAML::Node& node, const std::string& key) {
+    const std::string v = text_of(node);
+    if (v != "true" && v != "false") throw InputError(at(path, node), key, v, "expected true or false");
+    return v == "true";
   };
   if (const YAML::Node residuals = fit && fit.IsMap() ? fit["residuals"] : YAML::Node(YAML::NodeType::Undefined)) {
     if (!residuals.IsMap()) throw InputError(at(path, residuals), "fit.residuals", text_of(residuals), "expected a mapping of rows");
@@ -293,30 +329,12 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
         if (!field.IsScalar()) throw InputError(at(path, field), key + ".field", text_of(field), "expected a summary field name");
         r.field = field.Scalar();
       }
+      if (const YAML::Node moe = kv.second["moe"]) r.moe = boolean(moe, key + ".moe");
       p.residuals[kv.first.Scalar()] = r;
     }
   }
-  if (const YAML::Node checks = fit && fit.IsMap() ? fit["checks"] : YAML::Node(YAML::NodeType::Undefined)) {
-    if (!checks.IsMap()) throw InputError(at(path, checks), "fit.checks", text_of(checks), "expected a mapping of rows");
-    for (const auto& kv : checks) {
-      const std::string key = "fit.checks." + kv.first.Scalar();
-      const char* shape = "expected {measured: N, predicted: N, field: NAME}";
-      if (!kv.second.IsMap() || !kv.second["measured"] || !kv.second["predicted"] || !kv.second["field"] ||
-          !kv.second["field"].IsScalar())
-        throw InputError(at(path, kv.second), key, text_of(kv.second), shape);
-      ProfileCheck c;
-      c.measured = number(kv.second["measured"], key + ".measured", "expected a positive number (what was measured)");
-      c.predicted = number(kv.second["predicted"], key + ".predicted", "expected a positive number (the profile's prediction)");
-      for (const auto& [value, part] : {std::pair{c.measured, "measured"}, std::pair{c.predicted, "predicted"}})
-        if (!(value > 0))
-          throw InputError(at(path, kv.second[part]), key + "." + part, text_of(kv.second[part]),
-                           "expected a positive number");
-      c.field = kv.second["field"].Scalar();
-      if (p.residuals.count(kv.first.Scalar()))
-        throw InputError(at(path, kv.second), key, kv.first.Scalar(), "a row of no fit (this one is in fit.residuals)");
-      p.checks[kv.first.Scalar()] = c;
-    }
-  }
+  if (const YAML::Node checks = fit && fit.IsMap() ? fit["checks"] : YAML::Node(YAML::NodeType::Undefined))
+    read_checks(path, checks, p, number, boolean);
   if (const YAML::Node evidence = fit && fit.IsMap() ? fit["evidence"] : YAML::Node(YAML::NodeType::Undefined)) {
     if (!evidence.IsMap()) throw InputError(at(path, evidence), "fit.evidence", text_of(evidence), "expected a mapping of parameters");
     for (const auto& kv : evidence) {

@@ -48,7 +48,11 @@ double PredictionError::half_width_log(double coverage) const {
   return student_t_quantile((1 + coverage) / 2, static_cast<int>(rows.size())) * rms_log;
 }
 
-const char* const kQuantityKinds[5] = {"step", "collective", "ttft", "tpot", "throughput"};
+const char* const kQuantityKinds[6] = {"step", "moe_step", "collective", "ttft", "tpot", "throughput"};
+
+std::string figure_kind(const std::string& quantity_kind, bool moe) {
+  return moe && quantity_kind == "step" ? "moe_step" : quantity_kind;
+}
 
 std::string quantity_kind(const std::string& field) {
   auto starts = [&](const char* prefix) { return field.rfind(prefix, 0) == 0; };
@@ -70,6 +74,7 @@ struct LogError {
   std::string kind;
   double d = 0;
   bool check = false;
+  bool moe = false;
 };
 
 // Every out-of-sample error the profile records: its fit rows' left-out ones (sole evidence
@@ -81,23 +86,25 @@ std::vector<LogError> recorded_errors(const CalibrationProfile& profile, const s
     // A named copy: clang (as the sanitizer job builds) cannot capture a structured binding.
     const std::string& row = name;
     if (std::any_of(sole.begin(), sole.end(), [&](const SoleEvidence& s) { return s.row == row; })) continue;
-    out.push_back({row, quantity_kind(r.field), std::log(r.measured / *r.leave_one_out), false});
+    out.push_back({row, figure_kind(quantity_kind(r.field), r.moe), std::log(r.measured / *r.leave_one_out), false, r.moe});
   }
   for (const auto& [name, c] : profile.checks)
     if (c.measured > 0 && c.predicted > 0)
-      out.push_back({name, quantity_kind(c.field), std::log(c.measured / c.predicted), true});
+      out.push_back({name, figure_kind(quantity_kind(c.field), c.moe), std::log(c.measured / c.predicted), true, c.moe});
   return out;
 }
 
 }  // namespace
 
 std::optional<PredictionError> profile_prediction_error(const CalibrationProfile& profile, const std::string& kind,
-                                                        const std::string& without) {
+                                                        const std::string& without, bool moe) {
   PredictionError e;
   e.profile = profile.name;
   e.sole_evidence = sole_evidence_rows(profile.residuals, profile.evidence);
   std::vector<LogError> errors = recorded_errors(profile, e.sole_evidence);
-  errors.erase(std::remove_if(errors.begin(), errors.end(), [&](const LogError& x) { return x.row == without; }),
+  moe = moe || kind == "moe_step";
+  errors.erase(std::remove_if(errors.begin(), errors.end(),
+                              [&](const LogError& x) { return x.row == without || (x.moe && !moe); }),
                errors.end());
   const auto of_kind = !kind.empty() ? static_cast<size_t>(std::count_if(
                                            errors.begin(), errors.end(), [&](const LogError& x) { return x.kind == kind; }))

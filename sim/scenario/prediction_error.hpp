@@ -23,6 +23,7 @@ struct ProfileResidual {
   double measured = 0, fitted = 0;
   std::optional<double> leave_one_out;
   std::string field;   // the summary field measured (calibrate writes it); empty in older profiles
+  bool moe = false;    // the row's model routes tokens to experts (calibrate writes `moe: true`)
 };
 
 // A row of no fit the profile predicts (its `fit.checks` entry, written by
@@ -31,6 +32,8 @@ struct ProfileResidual {
 struct ProfileCheck {
   double measured = 0, predicted = 0;
   std::string field;
+  bool moe = false;      // an MoE run's (`moe: true`)
+  std::string profile;   // the profile that predicted it, where another generation's (`profile:`)
 };
 
 // The kind of figure a summary field is, for which rows' errors its interval takes: "step" (a
@@ -39,8 +42,12 @@ struct ProfileCheck {
 // for a field of none of these. Reads measurement fields ("ttft_s.mean") and the interval's
 // quantity names ("ttft_s_mean") alike.
 std::string quantity_kind(const std::string& field);
+// The kind a run's figure takes its errors from: a step of a model that routes tokens to experts
+// is "moe_step" (its MoE layers' dispatch, grouped matmuls and reruns are physics no dense row
+// checks); every other figure its quantity_kind.
+std::string figure_kind(const std::string& quantity_kind, bool moe);
 // The kinds an interval is stated for, in the order reports list them.
-extern const char* const kQuantityKinds[5];
+extern const char* const kQuantityKinds[6];
 // A kind's interval takes its own rows' errors when it has at least this many.
 constexpr size_t kMinRowsOfKind = 2;
 
@@ -91,10 +98,11 @@ struct PredictionError {
 // From a profile's fit: the left-out errors of its fit's rows (sole evidence apart) and the errors
 // of its checks; none when there are none. With a kind: over the rows and checks of that kind
 // where there are at least kMinRowsOfKind of them and their RMS is not below the pool's, else
-// every row pooled (`pooled`). `without`:
-// a row left out (validate states a check row's interval without the row's own error).
+// every row pooled (`pooled`). A dense run's (`moe` false, and a kind not "moe_step") leaves MoE
+// rows and checks out of the pool too: an MoE step's miss says nothing of a dense step's.
+// `without`: a row left out (validate states a check row's interval without the row's own error).
 std::optional<PredictionError> profile_prediction_error(const CalibrationProfile& profile, const std::string& kind = "",
-                                                        const std::string& without = "");
+                                                        const std::string& without = "", bool moe = false);
 
 // Student's t quantile: the value below which a fraction p of the distribution with `dof`
 // degrees of freedom lies (dof >= 1, 0 < p < 1).

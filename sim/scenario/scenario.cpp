@@ -67,4 +67,14 @@ Scenario with_straggler_draw(Scenario scenario, uint64_t draw) {
   return scenario;
 }
 
+bool routes_experts(const Scenario& scenario) {
+  switch (scenario.kind()) {
+    case WorkloadKind::Collectives: return false;
+    case WorkloadKind::Training: return scenario.training().model.moe.has_value();
+    case WorkloadKind::Inference: return scenario.inference().model.moe.has_value();
+    case WorkloadKind::Serving: return scenario.serving().model.moe.has_value();
+  }
+  return false;
+}
+
 }  // namespace podsim

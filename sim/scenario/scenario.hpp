@@ -140,11 +140,14 @@ struct Scenario {
   // scenario names none (ideal where podsim ships none for the preset).
   std::string profile = "ideal";
   ProfileSource profile_source = ProfileSource::Default;
-  // The error the applied profile states for its predictions (its fit's left-out errors): every
-  // headline figure of the run is printed with its interval. None for the ideal machine.
+  // The error the applied profile states for its predictions (its fit's left-out errors and its
+  // checks'): every headline figure of the run is printed with its interval. None for the ideal
+  // machine. Pooled over the profile's dense rows; prediction_error_moe over every row, the pool
+  // of a run whose model routes tokens to experts (routes_experts).
   std::optional<PredictionError> prediction_error;
-  // The same for each kind of figure (quantity_kind) whose own rows state one; a figure of
-  // another kind takes prediction_error (prediction_error_for).
+  std::optional<PredictionError> prediction_error_moe;
+  // The same for each kind of figure (figure_kind) whose own rows state one; a figure of another
+  // kind takes its run's pool (prediction_error_for).
   std::map<std::string, PredictionError> prediction_errors_by_kind;
   Workload workload;                // exactly one kind; the loader builds the kind the file names
   // The `perturbations` entries drawn at random (topology/stragglers.hpp), drawn into
@@ -188,6 +191,10 @@ static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Work
                                  ServingWorkload> &&
                   std::variant_size_v<Workload> == 4,
               "WorkloadKind is the index of Workload's alternative");
+
+// Whether the scenario's model routes tokens to experts (a training, inference or serving
+// workload of an MoE model): its steps' intervals take MoE rows' errors (figure_kind).
+bool routes_experts(const Scenario& scenario);
 
 // The scenario with draw `draw` of its random stragglers (each entry's seed + draw) in place of
 // the one it holds; the hand-written perturbations stay.

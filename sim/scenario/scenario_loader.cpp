@@ -184,6 +184,7 @@ void apply_profile_parameters(const CalibrationProfile& profile, const Field& ha
   if (profile.hop_model) scenario.hop_model = *profile.hop_model;
   scenario.profile = profile.name;
   scenario.prediction_error = profile_prediction_error(profile);
+  scenario.prediction_error_moe = profile_prediction_error(profile, "", "", true);
   scenario.prediction_errors_by_kind.clear();
   for (const char* kind : kQuantityKinds)
     if (auto e = profile_prediction_error(profile, kind); e && !e->pooled) scenario.prediction_errors_by_kind[kind] = *e;
@@ -199,6 +200,7 @@ void apply_profile(const Field& field, const std::string& scenario_path, const F
   if (named == kIdealProfile) {   // the preset as the book gives it
     scenario.profile = kIdealProfile;
     scenario.prediction_error.reset();
+    scenario.prediction_error_moe.reset();
     scenario.prediction_errors_by_kind.clear();
     return;
   }
@@ -228,6 +230,7 @@ void apply_default_profile(const Field& hardware, ChipSpec& chip, Scenario& scen
   scenario.profile_source = ProfileSource::Default;
   scenario.profile = kIdealProfile;
   scenario.prediction_error.reset();
+  scenario.prediction_error_moe.reset();
   scenario.prediction_errors_by_kind.clear();
   const std::string preset = read_string(MapReader(hardware, SchemaMap::Hardware).required("preset"));
   if (const auto name = builtin_profile_for_chip(preset))
