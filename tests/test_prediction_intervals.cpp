@@ -189,7 +189,7 @@ TEST_CASE("a figure's interval takes its kind's errors where it has two and they
   CHECK(quantity_kind("kv_cache_peak_blocks") == "");
 }
 
-TEST_CASE("an MoE step's interval takes MoE rows' errors; a dense run's pool leaves them out", "[intervals][moe]") {
+TEST_CASE("an MoE step's interval takes MoE rows' errors, and a dense run's pool leaves them out", "[intervals][moe]") {
   // Two dense training rows left out 2% and 3% off; two MoE step checks, one of this generation
   // (+5%) and one of another's (-30%); a TTFT check.
   CalibrationProfile p = profile_with({{"a", {10.0, 10.1, 10.2, "step_time_s"}}, {"b", {20.0, 19.8, 19.4, "mfu"}}});
