@@ -93,6 +93,16 @@ TEST_CASE("host offload: each block's DMAs move what the memory model takes out 
   const auto& span = s.run.span(o, 0, 0);
   CHECK(span.end_s - span.start_s == Approx(s.program[o].bytes() / mesh().chip.pcie_bandwidth_Bps).epsilon(1e-9));
   CHECK(s.run.operations[o].traffic()->axes == std::vector<std::string>{"host"});
+  // On the memory timeline: in HBM until copied out, and back from the prefetch until the
+  // block's backward ends.
+  CHECK(s.program[o].holds_bytes == s.program[o].bytes());
+  CHECK(s.program[o].released_by == std::vector<int>{o});
+  const int p = find_op(s.program, "L1.attn.bwd.prefetch");
+  REQUIRE(p >= 0);
+  CHECK(s.program[p].holds_bytes == s.program[o].bytes());
+  REQUIRE(s.program[p].released_by.size() == 1);
+  CHECK(s.program[s.program[p].released_by[0]].name.rfind("L1.attn.bwd", 0) == 0);
+  CHECK(s.program[s.program[p].released_by[0]].is(ProgramOpKind::Compute));
 }
 
 TEST_CASE("host offload: the streams' rules hold on the timeline", "[training][remat][offload]") {

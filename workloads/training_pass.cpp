@@ -84,6 +84,9 @@ int emit_offload(ProgramBuilder& b, HostStreams& host, const std::string& name, 
                  const TrainingBlock& blk, int produced) {
   const int op = b.host_transfer(name + ".offload", blk.offload_bytes_per_chip, true, {produced, host.last_offload},
                                  blk.layer, OpRole::HostOffload);
+  // In HBM until copied out (the timeline's peak; the memory model's bucket leaves them out).
+  b.op(op).holds_bytes = blk.offload_bytes_per_chip;
+  b.op(op).released_by = {op};
   host.last_offload = op;
   host.offload_of[key] = op;
   return op;
@@ -102,20 +105,21 @@ int emit_prefetch(ProgramBuilder& b, HostStreams& host, const std::string& name,
 }
 
 // What block i (the pass's k-th) waits for on the host streams: in the forward, the offload
-// kPrefetchBlocks + 1 blocks back; in the backward, its own prefetch, emitted here.
-void wait_for_host(ProgramBuilder& b, const PassRequest& request, const TrainingBlock& blk, const std::string& name,
-                   int i, int k, const std::vector<int>& offload, const PassEmitted& out, std::vector<int>& inputs) {
+// kPrefetchBlocks + 1 blocks back; in the backward, its own prefetch, emitted here (returned;
+// -1: none).
+int wait_for_host(ProgramBuilder& b, const PassRequest& request, const TrainingBlock& blk, const std::string& name,
+                  int i, int k, const std::vector<int>& offload, const PassEmitted& out, std::vector<int>& inputs) {
   const bool offloads = blk.offload_bytes_per_chip > 0;
   if (offloads && !request.host) throw std::logic_error("block " + blk.name + " offloads, and the pass has no host streams");
   if (request.forward && k > kPrefetchBlocks) {
     const int before = offload[i - kPrefetchBlocks - 1];
     if (before >= 0) inputs.push_back(before);
   }
-  if (offloads && !request.forward) {
-    const int back = i + kPrefetchBlocks + 1;
-    inputs.push_back(emit_prefetch(b, *request.host, name, request.prefix + blk.name, blk,
-                                   k > kPrefetchBlocks ? std::vector<int>{out.compute[back]} : request.window_start));
-  }
+  if (!offloads || request.forward) return -1;
+  const int back = i + kPrefetchBlocks + 1;
+  inputs.push_back(emit_prefetch(b, *request.host, name, request.prefix + blk.name, blk,
+                                 k > kPrefetchBlocks ? std::vector<int>{out.compute[back]} : request.window_start));
+  return inputs.back();
 }
 
 }  // namespace
@@ -137,7 +141,7 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     const std::string name = request.prefix + blk.name + (forward ? ".fwd" : ".bwd");
     std::vector<int> inputs = previous_end;
     const bool offloads = blk.offload_bytes_per_chip > 0;
-    wait_for_host(b, request, blk, name, i, k, offload, out, inputs);
+    const int prefetch = wait_for_host(b, request, blk, name, i, k, offload, out, inputs);
     if (request.waits_for) {
       const auto extra = request.waits_for(i);
       inputs.insert(inputs.end(), extra.begin(), extra.end());
@@ -183,6 +187,10 @@ PassEmitted emit_training_pass(ProgramBuilder& b, const TrainingPlan& plan, cons
     }
     out.compute[i] = ops.last_compute;
     if (offloads && forward) offload[i] = emit_offload(b, *request.host, name, request.prefix + blk.name, blk, ops.last_compute);
+    if (prefetch >= 0) {   // back in HBM until the block's backward is done with them
+      b.op(prefetch).holds_bytes = blk.offload_bytes_per_chip;
+      b.op(prefetch).released_by = {ops.last_compute};
+    }
     if (fsdp) {   // the gathered weights live until the compute that uses them ends
       b.op(out.gather[i]).holds_bytes = blk.weight_bytes_per_group;
       b.op(out.gather[i]).released_by = {ops.last_compute};
