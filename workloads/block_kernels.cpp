@@ -61,22 +61,33 @@ void time_layer(TrainingBlock* attn, TrainingBlock* mlp, const std::vector<Kerne
   }
 }
 
-// What a layer's blocks offload to the host (remat `offload`), per chip for the microbatch's
-// tokens: the layer input's and attention's tensors in the attention block (or the parallel
-// block), the MLP's in the MLP block (an MoE layer's by its dense equivalent). The same bytes
-// the memory model takes out of HBM (memory.cpp).
-void offload_layer(TrainingBlock* attn, TrainingBlock* mlp, std::vector<TrainingBlock>& blocks, int layer,
-                   const TransformerSpec& model, const std::vector<Kernel>& kernels,
-                   const std::vector<Kernel>& moe_kernels, const RematPolicy& policy, double tokens, int y) {
+// What a layer's blocks offload to the host (remat `offload`), per token of the chip's
+// microbatch: the layer input's and attention's tensors, the MLP's, and an MoE layer's MLP's by
+// its dense equivalent. The same bytes the memory model takes out of HBM (memory.cpp).
+struct OffloadPerToken {
+  double attention = 0, mlp = 0, moe_mlp = 0;
+};
+
+OffloadPerToken offload_per_token(const TransformerSpec& model, const TrainingPlan& plan, const RematPolicy& policy,
+                                  const std::vector<Kernel>& kernels, double tokens, double sequence, int y,
+                                  const ChipSpec& chip) {
   const double layer_input = model.activation_bytes * model.d_model / y;
-  const SavedBytes s = saved_bytes_per_token(kernels, policy, layer_input);
-  TrainingBlock* moe_mlp = nullptr;
-  for (auto& blk : blocks)
-    if (blk.layer == layer && blk.moe_layer >= 0) moe_mlp = &blk;
-  const double mlp_bytes =
-      moe_mlp ? saved_bytes_per_token(moe_kernels, policy, layer_input).host_mlp : s.host_mlp;
+  const SavedBytes dense = saved_bytes_per_token(kernels, policy, layer_input);
+  OffloadPerToken out{dense.host - dense.host_mlp, dense.host_mlp, 0.0};
+  if (!model.moe) return out;
+  // An MoE layer's MLP offloads what its dense equivalent would (moe_layer_as_dense).
+  const auto moe = layer_kernels(moe_layer_as_dense(model), y, tokens, sequence, chip, plan.attention_run);
+  out.moe_mlp = saved_bytes_per_token(moe, policy, layer_input).host_mlp;
+  return out;
+}
+
+// Each block's share: attention's in the attention block (or the parallel block, which takes
+// the MLP's too), the MLP's in the MLP block (an MoE layer's own).
+void offload_layer(TrainingBlock* attn, TrainingBlock* mlp, TrainingBlock* moe_mlp, const OffloadPerToken& bytes,
+                   double tokens) {
   TrainingBlock* mlp_block = moe_mlp ? moe_mlp : mlp;
-  if (attn) attn->offload_bytes_per_chip = (s.host - s.host_mlp + (mlp_block ? 0.0 : mlp_bytes)) * tokens;
+  const double mlp_bytes = moe_mlp ? bytes.moe_mlp : bytes.mlp;
+  if (attn) attn->offload_bytes_per_chip = (bytes.attention + (mlp_block ? 0.0 : mlp_bytes)) * tokens;
   if (mlp_block) mlp_block->offload_bytes_per_chip = mlp_bytes * tokens;
 }
 
@@ -89,15 +100,14 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
   const double sequence = plan.attention_flops ? plan.sequence_length : 0.0;
   const auto kernels = layer_kernels(model, y, tokens, sequence, chip, plan.attention_run);
   const auto plan_of = recompute_plan(kernels, policy);
-  // An MoE layer's MLP offloads what its dense equivalent would (moe_layer_as_dense).
-  const auto moe_kernels = model.moe && policy.offloads()
-                               ? layer_kernels(moe_layer_as_dense(model), y, tokens, sequence, chip, plan.attention_run)
-                               : std::vector<Kernel>{};
+  const OffloadPerToken offloaded =
+      policy.offloads() ? offload_per_token(model, plan, policy, kernels, tokens, sequence, y, chip) : OffloadPerToken{};
   std::vector<KernelTimes> times;
   for (const auto& k : kernels) times.push_back(kernel_times(k, tokens, chip, plan.matmul_efficiency, plan.quantization));
   for (int l = 0; l < model.layers; ++l) {
     TrainingBlock* attn = nullptr;
     TrainingBlock* mlp = nullptr;
+    TrainingBlock* moe_mlp = nullptr;
     for (auto& blk : blocks) {
       if (blk.layer != l) continue;
       const auto ends = [&](const char* s) {
@@ -106,12 +116,13 @@ void time_blocks_from_kernels(std::vector<TrainingBlock>& blocks, const Transfor
       };
       if (ends(".attn") || ends(".layer")) attn = &blk;   // a parallel block: the layer's one block
       else if (blk.moe_layer < 0) mlp = &blk;
+      else moe_mlp = &blk;
     }
+    if (policy.offloads()) offload_layer(attn, mlp, moe_mlp, offloaded, tokens);
     // Under the book's compute model MLA attention keeps the book's block, and under
     // `checkpointing` its recompute (rerun_by_checkpointing's, which counts a context-parallel
     // block's up-projections too); a remat policy's recompute is its kernels' share, as GQA's.
     // Under the kernels model its kernels (layer_kernels.hpp) time it as GQA's.
-    if (policy.offloads()) offload_layer(attn, mlp, blocks, l, model, kernels, moe_kernels, policy, tokens, y);
     if (model.attention == AttentionKind::Mla && !per_kernel && !plan.remat) continue;
     time_layer(attn, mlp, kernels, plan_of, times, per_kernel, true);
   }

@@ -260,10 +260,16 @@ CalibrationProfile load_profile(const std::string& path) {
 
 namespace {
 
+// A profile's true or false (its machine's flags, a row's `moe`).
+bool read_flag(const std::string& path, const YAML::Node& node, const std::string& key) {
+  const std::string v = text_of(node);
+  if (v != "true" && v != "false") throw InputError(at(path, node), key, v, "expected true or false");
+  return v == "true";
+}
+
 // fit.checks: each row of no fit as the profile (or, `profile:`, another generation's) predicts it.
-template <class Number, class Boolean>
-void read_checks(const std::string& path, const YAML::Node& checks, CalibrationProfile& p, const Number& number,
-                 const Boolean& boolean) {
+template <class Number>
+void read_checks(const std::string& path, const YAML::Node& checks, CalibrationProfile& p, const Number& number) {
   if (!checks.IsMap()) throw InputError(at(path, checks), "fit.checks", text_of(checks), "expected a mapping of rows");
   for (const auto& kv : checks) {
     const std::string key = "fit.checks." + kv.first.Scalar();
@@ -279,7 +285,7 @@ void read_checks(const std::string& path, const YAML::Node& checks, CalibrationP
         throw InputError(at(path, kv.second[part]), key + "." + part, text_of(kv.second[part]),
                          "expected a positive number");
     c.field = kv.second["field"].Scalar();
-    if (const YAML::Node moe = kv.second["moe"]) c.moe = boolean(moe, key + ".moe");
+    if (const YAML::Node moe = kv.second["moe"]) c.moe = read_flag(path, moe, key + ".moe");
     if (const YAML::Node from = kv.second["profile"]) {
       if (!from.IsScalar() || from.Scalar().empty())
         throw InputError(at(path, from), key + ".profile", text_of(from), "expected the name of the profile that predicted it");
@@ -300,11 +306,6 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
     if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !std::isfinite(value))
       throw InputError(at(path, node), key, text_of(node), expected);
     return value;
-  };
-  auto boolean = [&](const YAML::Node& node, const std::string& key) {
-    const std::string v = text_of(node);
-    if (v != "true" && v != "false") throw InputError(at(path, node), key, v, "expected true or false");
-    return v == "true";
   };
   if (const YAML::Node residuals = fit && fit.IsMap() ? fit["residuals"] : YAML::Node(YAML::NodeType::Undefined)) {
     if (!residuals.IsMap()) throw InputError(at(path, residuals), "fit.residuals", text_of(residuals), "expected a mapping of rows");
@@ -329,12 +330,12 @@ void read_fit_block(const std::string& path, const YAML::Node& fit, CalibrationP
         if (!field.IsScalar()) throw InputError(at(path, field), key + ".field", text_of(field), "expected a summary field name");
         r.field = field.Scalar();
       }
-      if (const YAML::Node moe = kv.second["moe"]) r.moe = boolean(moe, key + ".moe");
+      if (const YAML::Node moe = kv.second["moe"]) r.moe = read_flag(path, moe, key + ".moe");
       p.residuals[kv.first.Scalar()] = r;
     }
   }
   if (const YAML::Node checks = fit && fit.IsMap() ? fit["checks"] : YAML::Node(YAML::NodeType::Undefined))
-    read_checks(path, checks, p, number, boolean);
+    read_checks(path, checks, p, number);
   if (const YAML::Node evidence = fit && fit.IsMap() ? fit["evidence"] : YAML::Node(YAML::NodeType::Undefined)) {
     if (!evidence.IsMap()) throw InputError(at(path, evidence), "fit.evidence", text_of(evidence), "expected a mapping of parameters");
     for (const auto& kv : evidence) {
@@ -375,11 +376,7 @@ CalibrationProfile load_profile_text(const std::string& text, const std::string&
   }
   // The machine the fit ran: each flag true or false where the profile says it.
   auto flag = [&](const char* key, std::optional<bool>& out) {
-    const YAML::Node node = root[key];
-    if (!node) return;
-    const std::string v = text_of(node);
-    if (v != "true" && v != "false") throw InputError(at(path, node), key, v, "expected true or false");
-    out = v == "true";
+    if (const YAML::Node node = root[key]) out = read_flag(path, node, key);
   };
   flag("mxu_padding", p.mxu_padding);
   flag("antipodal_split", p.antipodal_split);
