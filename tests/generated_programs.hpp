@@ -180,6 +180,20 @@ inline void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
   }
   const int compute_index = static_cast<int>(c.program.size());
   c.program.push_back(std::move(compute));
+  // On half the cases a host transfer behind the compute (remat offload's DMA over PCIe), from a
+  // stream of its own so the other draws stay as they were: a slow chip does not stretch it, in
+  // every replay and reduction alike; the collective after the compute waits for it too.
+  Rng dma{Rng(rng).next() ^ 0x9e3779b97f4a7c15ULL};
+  int host_index = -1;
+  if (dma.chance(0.5)) {
+    ProgramOp host;
+    host.name = "host_transfer";
+    host.work = HostTransferWork{std::exp(dma.uniform(std::log(1e4), std::log(1e8))), dma.chance(0.5)};
+    host.after = {compute_index};
+    host_index = static_cast<int>(c.program.size());
+    c.program.push_back(std::move(host));
+    d << " +host DMA";
+  }
   if (!link_axes.empty() || t.slices > 1) {
     ProgramOp op;
     op.name = "after_compute";
@@ -191,6 +205,7 @@ inline void add_perturbations(Rng rng, Case& c, std::ostringstream& d) {
     if (op.collective().axes.empty() && !op.collective().over_dcn) op.collective().axes.push_back(link_axes.front());
     op.collective().bytes = std::exp(rng.uniform(std::log(1e3), std::log(6e7)));
     op.after = {compute_index};
+    if (host_index >= 0) op.after.push_back(host_index);
     c.program.push_back(std::move(op));
   }
   d << " +compute";
