@@ -277,9 +277,9 @@ inline Case generate(uint64_t seed, int index, int& uneven_cases, bool all_to_al
   // Chips: v4p (hosts 2x2x1, 3D) or v5e (hosts 4x2, 2D); sizes up to 4x4x8; 1-4 slices.
   const bool three_d = rng.chance(0.6);
   c.topology.chip = *find_chip_preset(three_d ? "v4p" : "v5e");
-  const int axes = three_d ? 1 + rng.below(3) : 1 + rng.below(2);
+  int axes = three_d ? 1 + rng.below(3) : 1 + rng.below(2);
   const int choices[] = {1, 2, 3, 4, 4, 8};
-  const char* names[] = {"X", "Y", "Z"};
+  const char* names[] = {"X", "Y", "Z", "C"};
   int chips = 1;
   for (int a = 0; a < axes; ++a) {
     int n = choices[rng.below(6)];
@@ -289,6 +289,15 @@ inline Case generate(uint64_t seed, int index, int& uneven_cases, bool all_to_al
     const bool wraps = n >= 2 && rng.chance(0.7);
     c.topology.axes.push_back({names[a], n, wraps});
     d << (a ? "x" : "") << n << (wraps ? "w" : "");
+  }
+  // A third of the 3D cases on tpu7x: each chip's two devices an axis C of their own, joined by
+  // the die-to-die link (a stream of its own, so the other cases' draws stay as they were).
+  if (three_d && Rng{Rng(rng).next() ^ 0x2545f4914f6cdd1dULL}.chance(0.35)) {
+    c.topology.chip = *find_chip_preset("tpu7x");
+    c.topology.axes.push_back(MeshAxis{"C", 2, false, true});
+    ++axes;
+    chips *= 2;
+    d << "x2(C)";
   }
   c.topology.slices = rng.chance(0.25) ? more_slices(seed, index, chips) : 1;
   if (c.topology.slices > 1 && rng.chance(0.3)) c.topology.dcn_oversubscription = 2.0;

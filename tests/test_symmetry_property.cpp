@@ -158,8 +158,9 @@ TEST_CASE("generated programs: the reduced replay equals the full replay on ever
                          << " axes kept whole for a perturbation");
     CHECK(perturbed_cases * 5 >= cases);
     CHECK(failed_cases * 40 >= cases);
-    // 8 of 63 reduce without failed links; the failed links fall on some of those (4 of 49 left).
-    CHECK(perturbed_reduced_cases * 15 >= perturbed_cases - failed_cases);
+    // 2 of the 49 without failed links reduce (5 before a third of the 3D cases became tpu7x,
+    // whose perturbations pin axis C and their small meshes' other axes more often).
+    CHECK(perturbed_reduced_cases * 30 >= perturbed_cases - failed_cases);
     CHECK(perturbation_kept_axes * 4 >= perturbed_cases);
   }
 }

@@ -93,7 +93,7 @@ TEST_CASE("chip presets carry the book's figures", "[topology]") {
     CHECK((chip.chip_hour_price_usd > 0) == !chip.chip_hour_price_source.empty());
     if (chip.chip_hour_price_usd > 0) CHECK(chip.chip_hour_price_source.find("20") != std::string::npos);
     CHECK(chip.hop_latency_s == 1e-6);  // sharding.md:L338
-    CHECK(chip.neighbor_bandwidth_Bps() == chip.ici_bandwidth_Bps * chip.ici_links_per_neighbor);
+    CHECK(chip.neighbor_bandwidth_Bps() == chip.ici_bandwidth_Bps * chip.ici_links_per_neighbor / chip.cores_per_chip);
     int block = 1;
     for (int extent : chip.host_shape) block *= extent;
     CHECK(block == chip.chips_per_host);  // the host block holds exactly the host's chips

@@ -25,6 +25,9 @@ constexpr int kLinksPerNeighbor = 1;
 // counts all of HBM (a scenario reproducing it sets hardware.overrides.hbm_headroom: 0).
 // docs/reference/hardware.md, "HBM headroom".
 constexpr double kHbmHeadroom = 0.05;
+// TPU7x's die-to-die link, one direction: no public figure (hardware.md s7). Assumed equal to
+// one die's HBM bandwidth, so a transfer between the dies costs what a copy within one does.
+constexpr double kTpu7xDieToDie_Bps = 7.38e12 / 2;
 
 std::vector<ChipSpec> make_presets() {
   std::vector<ChipSpec> presets;
@@ -161,6 +164,42 @@ std::vector<ChipSpec> make_presets() {
     presets.push_back(std::move(c));
   }
 
+  {
+    // TPU7x (Ironwood). Two compute dies a chip, each one TensorCore with half the HBM, shown
+    // to JAX as two devices (hardware.md s7): every figure here is one device's, half the
+    // chip's, and cores_per_chip makes the mesh's axis C of the chip's two devices.
+    ChipSpec c;
+    c.name = "tpu7x";
+    c.cores_per_chip = 2;
+    c.bf16_flops_per_s = 2.307e15 / 2;   // hardware.md s7: Cloud TPU7x page, 2,307 TFLOP/s bf16 a chip
+    c.fp8_flops_per_s = 4.614e15 / 2;    // hardware.md s7: Cloud TPU7x page, 4,614 TFLOP/s fp8 a chip
+    c.int8_ops_per_s = 4.61e15 / 2;      // tpus.md:L192-L199 (TPU7x row: 4.61e15; the Cloud page lists none)
+    c.hbm_bytes = 192.0 * (1ull << 30) / 2;  // hardware.md s7: 192 GiB a chip (Cloud TPU7x page), 96 GiB a die
+    c.hbm_bandwidth_Bps = 7.38e12 / 2;   // hardware.md s7: 7,380 GB/s a chip (Cloud TPU7x page)
+    c.mxu_size = 256;                    // hardware.md s7: 256x256 MXU (MaxText's Ironwood guide)
+    // One ICI link one way, shared by the chip's two dies (neighbor_bandwidth_Bps halves it):
+    // tpus.md:L203-L212 gives 9e10 as for v5p, whose Cloud page states the same 1,200 GB/s a
+    // chip both ways that TPU7x's does (hardware.md s7), and which the book reads as 9e10 a link.
+    c.ici_bandwidth_Bps = 9.0e10;
+    c.ici_links_per_neighbor = kLinksPerNeighbor;
+    c.hop_latency_s = kHopLatency_s;
+    c.die_to_die_bandwidth_Bps = kTpu7xDieToDie_Bps;
+    c.chips_per_host = 8;                // devices: 4 chips a host (Cloud: tpu7x-standard-4t), 2 each
+    c.host_shape = {2, 2, 1, 2};         // tpus.md:L192-L199 (host 2x2x1), by the devices' axis C
+    // hardware.md s4, s7: 12.5e9 a chip (100 Gb/s, the Cloud page), 4 chips a host.
+    c.dcn_bandwidth_per_host_Bps = 4 * 12.5e9;
+    c.pcie_bandwidth_Bps = 3.2e10 / 2;   // assumed: v6e's 3.2e10 a chip (tpus.md:L214), half a die
+    c.max_torus_dims = 3;                // hardware.md s7: 3D torus (4x4x4 cubes, as v5p)
+    c.wrap_rule = WrapRule::FullCubes;   // hardware.md s7: full cubes wrap, 2x2x1 to 2x4x4 do not
+    c.sparse_cores_per_chip = 4;         // hardware.md s7: 4 SparseCores a chip (Cloud TPU7x page)
+    // libtpu's default on Ironwood: all-gather, reduce-scatter and all-reduce offloaded to the
+    // SparseCores (MaxText a0fceb5 benchmarks/xla_flags_library.py:78-125).
+    c.reduce_scatter_on_sparse_core = true;
+    c.all_reduce_on_sparse_core = true;
+    c.source = "hardware.md s7 (Cloud TPU7x page; tpus.md:L192-L199, L203-L212); PCIe and die-to-die assumed";
+    presets.push_back(std::move(c));
+  }
+
   for (ChipSpec& c : presets) c.hbm_headroom = kHbmHeadroom;
   return presets;
 }
@@ -173,6 +212,7 @@ const std::vector<ChipSpec>& chip_presets() {
 }
 
 const ChipSpec* find_chip_preset(std::string_view name) {
+  if (name == "ironwood") name = "tpu7x";   // hardware.md s7: Ironwood is the family, TPU7x its chip
   const auto& presets = chip_presets();
   auto it = std::find_if(presets.begin(), presets.end(),
                          [&](const ChipSpec& c) { return c.name == name; });

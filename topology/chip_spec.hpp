@@ -23,6 +23,15 @@ inline const char* to_string(ComputeModel m) { return m == ComputeModel::Book ? 
 
 struct ChipSpec {
   std::string name;                 // preset name, e.g. "v5e"
+  // TensorCores a chip shows as separate devices (JAX devices, MaxText's and vLLM's "device").
+  // 1 on every chip to v6e (v4 and v5p run their two cores as one "megacore" device). 2 on
+  // TPU7x, whose two compute dies each hold one TensorCore and half the HBM: podsim then
+  // simulates devices, every per-chip figure below is one device's (half the chip's), and the
+  // mesh gains an axis "C" of cores_per_chip devices joined by the die-to-die link
+  // (docs/modelling.md, "Two TensorCores a chip").
+  int cores_per_chip = 1;
+  // The die-to-die link between a chip's devices, one direction (cores_per_chip > 1 only).
+  double die_to_die_bandwidth_Bps = 0;
   double bf16_flops_per_s = 0;      // peak dense bf16 matmul throughput
   double int8_ops_per_s = 0;        // peak int8 matmul throughput
   // Peak fp8 matmul throughput; 0 where the chip has no fp8 matmuls (none of the TPU presets:
@@ -87,11 +96,23 @@ struct ChipSpec {
   // reading and writing 3 (n-1)/n V bytes of HBM beside its compute (workloads/
   // collective_reduction.hpp). false, the ideal machine: reductions cost the core nothing.
   bool reductions_on_tensor_core = false;
+  // SparseCores a chip (the Cloud's pages: v5p 4, v6e 2, tpu7x 4; none listed for v3 to v5e).
+  int sparse_cores_per_chip = 0;
+  // Reducing collectives XLA moves to the SparseCores (the Ironwood recipes'
+  // xla_tpu_enable_sparse_core_collective_offload_reduce_scatter / _all_reduce): their additions
+  // run there, costing the TensorCore nothing whatever reductions_on_tensor_core says.
+  bool reduce_scatter_on_sparse_core = false;
+  bool all_reduce_on_sparse_core = false;
 
+  // Physical chips holding `devices` devices: a figure "per chip" (tokens/s, TFLOP/s, price)
+  // counts chips as the Cloud and tpu-recipes do, whatever the chip shows JAX.
+  double chips_of_devices(double devices) const { return devices / cores_per_chip; }
   // The HBM a run's weights, optimizer state, activations and caches may fill.
   double usable_hbm_bytes() const { return hbm_bytes * (1 - hbm_headroom); }
-  // ICI bandwidth from one chip to one neighbour, one direction: links x per-link bandwidth.
-  double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor; }
+  // ICI bandwidth from one device to one neighbour, one direction: links x per-link bandwidth,
+  // shared evenly by the chip's devices (an SPMD program's cores all send at once, so a static
+  // half of every link is what each gets when both use it).
+  double neighbor_bandwidth_Bps() const { return ici_bandwidth_Bps * ici_links_per_neighbor / cores_per_chip; }
   // The HBM bandwidth kernels achieve: hbm_bandwidth_Bps x hbm_efficiency.
   double achieved_hbm_Bps() const { return hbm_bandwidth_Bps * hbm_efficiency; }
   // The FLOP rates matmuls achieve: the peaks x matmul_efficiency.
@@ -101,7 +122,7 @@ struct ChipSpec {
 };
 
 const std::vector<ChipSpec>& chip_presets();
-// nullptr when no preset has that name.
+// nullptr when no preset has that name; "ironwood" names tpu7x (the Cloud's own alias).
 const ChipSpec* find_chip_preset(std::string_view name);
 
 }  // namespace podsim

@@ -45,6 +45,18 @@ const std::vector<Entry>& entries() {
       {"v6e-64", "v6e", {8, 8}},
       {"v6e-128", "v6e", {8, 16}},
       {"v6e-256", "v6e", {16, 16}},
+      // TPU7x: tpu7x-<TensorCores>, two a chip, as v5p's names count its cores (GKE's
+      // TPU_ACCELERATOR_TYPE "tpu7x-2" for one chip, 1x1x1); the slices tpu-recipes' Ironwood
+      // recipes and microbenchmarks run (training/ironwood/README.md, microbenchmarks/ironwood).
+      {"tpu7x-2", "tpu7x", {1, 1, 1}},
+      {"tpu7x-8", "tpu7x", {2, 2, 1}},
+      {"tpu7x-16", "tpu7x", {2, 2, 2}},
+      {"tpu7x-32", "tpu7x", {2, 2, 4}},
+      {"tpu7x-64", "tpu7x", {2, 4, 4}},
+      {"tpu7x-128", "tpu7x", {4, 4, 4}},
+      {"tpu7x-256", "tpu7x", {4, 4, 8}},
+      {"tpu7x-512", "tpu7x", {4, 8, 8}},
+      {"tpu7x-1024", "tpu7x", {8, 8, 8}},
   };
   return table;
 }
@@ -75,14 +87,15 @@ std::vector<int> canonical(std::vector<int> shape) {
 // v4 and v5p slices beyond the listed ones are made of whole 4x4x4 cubes
 // (cloud.google.com/tpu/docs/types-topologies: "A, B, C ... all integer multiples of 4"; v5p:
 // "most (but not all) full cube shapes", the largest job 96 cubes, 6144 chips).
+// TPU7x's likewise, up to its 9,216-chip pod (144 cubes; hardware.md s7).
 bool whole_cubes(std::string_view chip, const std::vector<int>& shape) {
-  if (chip != "v5p" && chip != "v4p") return false;
+  if (chip != "v5p" && chip != "v4p" && chip != "tpu7x") return false;
   long long chips = 1;
   for (int size : shape) {
     if (size % 4 != 0) return false;
     chips *= size;
   }
-  return shape.size() == 3 && chips <= 6144;
+  return shape.size() == 3 && chips <= (chip == "tpu7x" ? 9216 : 6144);
 }
 
 }  // namespace
@@ -107,8 +120,9 @@ std::string cloud_shapes_text(std::string_view chip) {
     for (int size : e.shape) dims += (dims.empty() ? "" : "x") + std::to_string(size);
     out += (out.empty() ? "" : ", ") + std::string(e.name) + " (" + dims + ")";
   }
-  if (chip == "v5p" || chip == "v4p")
-    out += std::string(out.empty() ? "" : ", and ") + "3D shapes of whole 4x4x4 cubes up to 6144 chips";
+  if (chip == "v5p" || chip == "v4p" || chip == "tpu7x")
+    out += std::string(out.empty() ? "" : ", and ") + "3D shapes of whole 4x4x4 cubes up to " +
+           (chip == "tpu7x" ? "9216" : "6144") + " chips";
   return out;
 }
 

@@ -34,7 +34,7 @@ namespace {
 // Limits that keep every id in an int32 and the graph a sensible size.
 constexpr long long kMaxChips = 1'000'000;
 constexpr int kMaxAxisSize = 4096;
-constexpr int kMaxAxes = 3;
+constexpr int kMaxAxes = 4;   // three torus axes and a chip's devices (axis C)
 
 struct EdgeProps {
   int link = -1;  // index into Topology::links_
@@ -87,15 +87,25 @@ std::vector<bool> default_wraparound(const ChipSpec& chip, const std::vector<int
   return wrap;
 }
 
+std::vector<MeshAxis> mesh_with_cores(std::vector<MeshAxis> chip_axes, const ChipSpec& chip) {
+  if (chip.cores_per_chip <= 1) return chip_axes;
+  for (const MeshAxis& axis : chip_axes)
+    if (axis.name == "C")
+      throw std::invalid_argument("axis name C is the axis of a " + chip.name + " chip's " +
+                                  std::to_string(chip.cores_per_chip) + " devices; name the mesh's axes otherwise");
+  chip_axes.push_back(MeshAxis{"C", chip.cores_per_chip, false, true});
+  return chip_axes;
+}
+
 // The pimpl: the Boost graph plus the index arithmetic derived once from the spec.
 struct Topology::Graph {
   BoostGraph g;
   int chips_per_slice = 1;
   int hosts_per_slice = 1;
-  std::array<int, kMaxAxes> stride{1, 1, 1};       // chip linear-index stride per axis
-  std::array<int, kMaxAxes> host_extent{1, 1, 1};  // chips per host block along each axis
-  std::array<int, kMaxAxes> host_blocks{1, 1, 1};  // host blocks along each axis
-  std::array<int, kMaxAxes> host_stride{1, 1, 1};  // host linear-index stride per axis
+  std::array<int, kMaxAxes> stride{1, 1, 1, 1};       // chip linear-index stride per axis
+  std::array<int, kMaxAxes> host_extent{1, 1, 1, 1};  // chips per host block along each axis
+  std::array<int, kMaxAxes> host_blocks{1, 1, 1, 1};  // host blocks along each axis
+  std::array<int, kMaxAxes> host_stride{1, 1, 1, 1};  // host linear-index stride per axis
   int first_pcie_link = -1;                        // + chip id
   int first_nic_link = -1;                         // + host index
   int core_link = -1;                              // -1 when the DCN is non-blocking
@@ -114,12 +124,25 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
 long long Topology::validate_spec() {
   const ChipSpec& chip = spec_.chip;
   const int n_axes = static_cast<int>(spec_.axes.size());
-  if (n_axes < 1 || n_axes > kMaxAxes)
-    fail("a mesh needs 1 to 3 axes, got " + std::to_string(n_axes));
-  if (n_axes > chip.max_torus_dims)
-    fail(std::to_string(n_axes) + " axes but chip '" + chip.name + "' supports at most " +
+  if (chip.cores_per_chip < 1) fail("chip.cores_per_chip must be >= 1, got " + std::to_string(chip.cores_per_chip));
+  const bool has_cores = chip.cores_per_chip > 1;
+  // The axis of a chip's devices, where the mesh has it, is the last, of cores_per_chip devices,
+  // or of 1 in a reduced mesh of one core's devices (the other core's run alike beside them).
+  const bool core_axis = !spec_.axes.empty() && spec_.axes.back().die_to_die;
+  const int core_size = core_axis ? spec_.axes.back().size : 0;
+  if (core_axis && (!has_cores || (core_size != chip.cores_per_chip && core_size != 1)))
+    fail("axis " + spec_.axes.back().name + " is the die-to-die axis of a chip of " +
+         std::to_string(chip.cores_per_chip) + " devices; its size must be that or 1, got " + std::to_string(core_size));
+  for (int a = 0; a + 1 < n_axes; ++a)
+    if (spec_.axes[a].die_to_die) fail("axis " + spec_.axes[a].name + " is a die-to-die axis; only a chip's last axis can be");
+  const int torus_axes = n_axes - (core_axis ? 1 : 0);
+  if (torus_axes < 1 || torus_axes > 3)
+    fail("a mesh needs 1 to 3 axes, got " + std::to_string(torus_axes));
+  if (torus_axes > chip.max_torus_dims)
+    fail(std::to_string(torus_axes) + " axes but chip '" + chip.name + "' supports at most " +
          std::to_string(chip.max_torus_dims) + " (max_torus_dims)");
-  static const char* kDefaultNames[kMaxAxes] = {"X", "Y", "Z"};
+  if (core_axis) require_positive(chip.die_to_die_bandwidth_Bps, "chip.die_to_die_bandwidth_Bps");
+  static const char* kDefaultNames[kMaxAxes] = {"X", "Y", "Z", "C"};
   long long per_slice = 1;
   for (int a = 0; a < n_axes; ++a) {
     MeshAxis& axis = spec_.axes[a];
@@ -192,7 +215,8 @@ void Topology::add_ici_links() {
       const int i = (local / G.stride[a]) % n;
       LinkInfo link;
       link.kind = LinkKind::Ici;
-      link.bandwidth_Bps = spec_.chip.neighbor_bandwidth_Bps();
+      link.bandwidth_Bps = spec_.axes[a].die_to_die ? spec_.chip.die_to_die_bandwidth_Bps
+                                                    : spec_.chip.neighbor_bandwidth_Bps();
       link.axis = a;
       link.a = c;
       if (i + 1 < n) {

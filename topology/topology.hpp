@@ -16,10 +16,18 @@
 namespace podsim {
 
 struct MeshAxis {
-  std::string name;   // "X", "Y", "Z" by default
+  std::string name;   // "X", "Y", "Z" by default; "C" for a chip's devices
   int size = 1;
   bool wraparound = false;
+  // The axis of a chip's devices (ChipSpec::cores_per_chip > 1): its links are the die-to-die
+  // link, not ICI. The mesh's last axis, added by the scenario loader (mesh_with_cores).
+  bool die_to_die = false;
 };
+
+// The axes a chip with several devices adds to a mesh of chips: the axis "C" of its
+// cores_per_chip devices, last (JAX's physical TPU mesh is (x, y, z, core_on_chip)). Unchanged
+// where the chip shows one device. Throws std::invalid_argument when the mesh names an axis C.
+std::vector<MeshAxis> mesh_with_cores(std::vector<MeshAxis> chip_axes, const ChipSpec& chip);
 
 // A device-mesh reshape of one physical axis into two logical ones: `inner` is each block of
 // `inner_size` neighbouring chips, `outer` the ring of blocks (chips inner_size apart). The
@@ -32,7 +40,7 @@ struct AxisSplit {
 
 struct TopologySpec {
   ChipSpec chip;
-  std::vector<MeshAxis> axes;        // 1 to 3 axes
+  std::vector<MeshAxis> axes;        // 1 to 3 axes of chips, and axis C of a chip's devices
   std::vector<AxisSplit> splits;     // logical names for parts of axes (parallelism plans use them)
   int slices = 1;                    // identical slices joined by DCN
   double dcn_oversubscription = 1.0; // 1 = non-blocking DCN switch; k = the core carries 1/k of all NIC bandwidth

@@ -19,6 +19,9 @@ int producer_of(const Program& program, const ProgramOp& op) {
 
 double reduction_core_s(const CollectiveSpec& spec, const TopologySpec& topology) {
   if (spec.kind != CollectiveKind::ReduceScatter && spec.kind != CollectiveKind::AllReduce) return 0;
+  // Offloaded to the SparseCores: the additions run there (ChipSpec::*_on_sparse_core).
+  if (spec.kind == CollectiveKind::ReduceScatter && topology.chip.reduce_scatter_on_sparse_core) return 0;
+  if (spec.kind == CollectiveKind::AllReduce && topology.chip.all_reduce_on_sparse_core) return 0;
   const int n = collective_group_size(topology, spec);
   const double hbm = topology.chip.achieved_hbm_Bps();
   if (n <= 1 || hbm <= 0) return 0;

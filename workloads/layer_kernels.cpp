@@ -338,11 +338,34 @@ KernelTimes int8_matmul_times(const Kernel& k, double tokens, const ChipSpec& ch
   return t;
 }
 
+// An fp8 weight matmul as qwix's fp8_full runs it (MatmulQuantization::fp8): the three products
+// at the fp8 rate with one-byte operands; a fixed scale costs a cast (one read, one one-byte
+// write), an abs-max scale its reduction pass too (quantize_s).
+KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency) {
+  KernelTimes t;
+  t.flops = k.flops_per_token * tokens;
+  const double fp8_flops_per_s = chip.achieved_fp8_flops_per_s();
+  const double a = k.element_bytes;
+  const double x = k.k_dim * tokens, w = k.k_dim * k.n_dim, y = k.n_dim * tokens;   // elements
+  const double y_bytes = k.output_bytes_per_token * tokens;
+  auto cast = [&](double elements) { return roofline_s(0, elements * (a + 1), chip, efficiency); };
+  auto quantize = [&](double elements) { return quantize_s(elements, a, chip, efficiency); };
+  t.forward_s = roofline_s(t.flops, x + w + y_bytes, fp8_flops_per_s, chip, efficiency) + cast(x) + cast(w);
+  // dX = dY W^T (dY per token, abs-max), dW = X^T dY (dY per channel, abs-max): dX in bf16, dW as
+  // the weights' gradient dtype.
+  const double dlhs_s = roofline_s(t.flops, y + w + x * a, fp8_flops_per_s, chip, efficiency) + quantize(y) + cast(w);
+  const double drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, fp8_flops_per_s, chip, efficiency) +
+                        quantize(y) + cast(x);
+  t.backward_s = dlhs_s + drhs_s;
+  return t;
+}
+
 }  // namespace
 
 KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
                          const MatmulQuantization& quantization) {
   if (quantization.int8 && k.quantizable) return int8_matmul_times(k, tokens, chip, efficiency, quantization);
+  if (quantization.fp8 && k.quantizable) return fp8_matmul_times(k, tokens, chip, efficiency);
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
   t.forward_s = roofline_s(t.flops, k.weight_bytes + k.bytes_per_token * tokens, chip, efficiency);

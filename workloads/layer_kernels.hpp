@@ -52,6 +52,11 @@ struct Kernel {
 // op (docs/modelling.md, "int8 training").
 struct MatmulQuantization {
   bool int8 = false;
+  // MaxText's quantization: fp8_full (qwix; docs/modelling.md, "fp8 training"): every weight
+  // matmul at the fp8 rate forward and backward, X and W cast to e4m3 at a fixed scale (the
+  // recipes' 'fixed,-224,224': no abs-max), dY to e5m2 at an abs-max scale per token (dX) and
+  // per channel (dW). Excludes int8.
+  bool fp8 = false;
   bool weight_gradients = true;
   int local_shards = 1;
 };

@@ -643,6 +643,12 @@ int presets_command() {
                 human_bandwidth(c.pcie_bandwidth_Bps).c_str(),
                 c.wrap_rule == WrapRule::FullCubes ? "all axes on full 4x4x4 cubes" : "axes of size 16");
   }
+  for (const ChipSpec& c : chip_presets())
+    if (c.cores_per_chip > 1)
+      std::printf("%s: each figure is one device's (JAX shows a chip as %d; ICI is a link's, each device gets 1/%d), "
+                  "die-to-die %s%s\n",
+                  c.name.c_str(), c.cores_per_chip, c.cores_per_chip, human_bandwidth(c.die_to_die_bandwidth_Bps).c_str(),
+                  c.name == "tpu7x" ? "; alias ironwood" : "");
   std::printf("override any field in a scenario's hardware.overrides (docs/scenario-schema.md)\n");
   return 0;
 }

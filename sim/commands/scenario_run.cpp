@@ -170,7 +170,8 @@ ServingRun run_serving(const Scenario& scenario, ServingSink* outputs,
   run.generate_chips = w.generate_topology.chips_per_slice();
   run.prefill_chips = split ? w.prefill_server_topology.chips_per_slice() : 0;
   run.total_chips = w.config.servers * run.generate_chips + w.config.prefill_servers * run.prefill_chips;
-  run.stats = stats.finish(run.totals, run.total_chips);
+  // Per chip as the Cloud counts chips (a tpu7x chip is two of the simulated devices).
+  run.stats = stats.finish(run.totals, static_cast<int>(w.generate_topology.chip.chips_of_devices(run.total_chips)));
   run.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

@@ -47,7 +47,7 @@ InferenceReport inference_report(const InferencePlan& plan, const InferenceLayou
   if (dispatches > 0) r.dispatch_bytes_per_chip /= dispatches;
   if (r.step_time_s > 0) {
     r.tokens_per_s = layout.tokens / r.step_time_s;
-    r.tokens_per_s_per_chip = r.tokens_per_s / layout.chips;
+    r.tokens_per_s_per_chip = r.tokens_per_s / run.topology.spec().chip.chips_of_devices(layout.chips);
   }
   return r;
 }

@@ -15,6 +15,18 @@ namespace podsim {
 
 namespace {
 
+// "128 chips (v5p)", or on a chip of two devices "128 devices, 64 chips (tpu7x)": podsim's unit
+// is the device, the Cloud's the chip.
+std::string chips_text(const ChipSpec& chip, int devices) {
+  if (chip.cores_per_chip <= 1) return std::to_string(devices) + " chips (" + chip.name + ")";
+  return std::to_string(devices) + " devices, " + std::to_string(devices / chip.cores_per_chip) + " chips (" +
+         chip.name + ")";
+}
+
+// What HBM a figure of memory is held by: a chip's, or on tpu7x a device's (half the chip's).
+const char* memory_holder(const ChipSpec& chip) { return chip.cores_per_chip > 1 ? "device" : "chip"; }
+
+
 using Json = nlohmann::ordered_json;
 
 std::string format(const char* fmt, double value) {
@@ -300,8 +312,8 @@ std::string perturbations_line(const RunResult& run) {
 std::string summary_table(const Scenario& scenario, const RunResult& run) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%s: %d chips (%s), hop model %s, simulated %d chips (%s)\n",
-                scenario.name.c_str(), run.topology.chip_count(), scenario.topology.chip.name.c_str(),
+  std::snprintf(line, sizeof line, "%s: %s, hop model %s, simulated %d chips (%s)\n",
+                scenario.name.c_str(), chips_text(scenario.topology.chip, run.topology.chip_count()).c_str(),
                 std::string(to_string(scenario.hop_model)).c_str(), run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
   out += perturbations_line(run);
@@ -408,9 +420,9 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
   std::string out;
   char line[512];
   const auto& plan = scenario.training().plan;
-  std::snprintf(line, sizeof line, "%s: %s on %d chips (%s), %s, batch %.0f tokens x %d, simulated %d chips (%s)\n",
-                scenario.name.c_str(), scenario.training().model.name.c_str(), run.topology.chip_count(),
-                scenario.topology.chip.name.c_str(), r.strategy.c_str(), plan.global_batch_tokens, plan.sequence_length,
+  std::snprintf(line, sizeof line, "%s: %s on %s, %s, batch %.0f tokens x %d, simulated %d chips (%s)\n",
+                scenario.name.c_str(), scenario.training().model.name.c_str(),
+                chips_text(scenario.topology.chip, run.topology.chip_count()).c_str(), r.strategy.c_str(), plan.global_batch_tokens, plan.sequence_length,
                 run.simulated.chip_count(), run.fidelity.c_str());
   out += line;
   out += perturbations_line(run);
@@ -438,7 +450,8 @@ std::string training_table(const Scenario& scenario, const RunResult& run, const
                   m.busiest_chip_over_mean, m.max_busiest_chip_over_mean);
     out += line;
   }
-  std::snprintf(line, sizeof line, "memory per chip %s of %s (%s): %s\n", human_bytes(r.memory.total_bytes).c_str(),
+  std::snprintf(line, sizeof line, "memory per %s %s of %s (%s): %s\n", memory_holder(scenario.topology.chip),
+                human_bytes(r.memory.total_bytes).c_str(),
                 human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom).c_str(),
                 r.fits_hbm ? "fits" : "DOES NOT FIT", memory_breakdown_text(r.memory).c_str());
   out += line;
@@ -475,9 +488,9 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
                                    ? std::to_string(r.layout.model_degree) + "-way model parallel"
                                    : "2D weight-stationary, D " + std::to_string(d_ways) + "-way x F " +
                                          std::to_string(r.layout.model_degree / d_ways) + "-way";
-  std::snprintf(line, sizeof line, "%s: %s %s on %d chips (%s), batch %d, %d-token %s, %s\n",
+  std::snprintf(line, sizeof line, "%s: %s %s on %s, batch %d, %d-token %s, %s\n",
                 scenario.name.c_str(), scenario.inference().model.name.c_str(), r.decode ? "decode step" : "prefill",
-                run.topology.chip_count(), scenario.topology.chip.name.c_str(), plan.batch,
+                chips_text(scenario.topology.chip, run.topology.chip_count()).c_str(), plan.batch,
                 r.decode ? plan.context_length : plan.prompt_length, r.decode ? "context" : "prompts",
                 sharding.c_str());
   out += line;
@@ -497,7 +510,7 @@ std::string inference_table(const Scenario& scenario, const RunResult& run, cons
   if (r.layout.smallest_slice_chips > 0)
     std::snprintf(smallest, sizeof smallest, "smallest slice %d chips with room for %d caches",
                   r.layout.smallest_slice_chips, r.layout.smallest_slice_kv_caches);
-  std::snprintf(line, sizeof line, "memory per chip %s of %s (%s); %s\n",
+  std::snprintf(line, sizeof line, "memory per %s %s of %s (%s); %s\n", memory_holder(scenario.topology.chip),
                 human_bytes(r.layout.memory_per_chip_bytes).c_str(),
                 human_hbm(scenario.topology.chip.hbm_bytes, scenario.topology.chip.hbm_headroom).c_str(),
                 r.layout.fits_hbm ? "fits" : "DOES NOT FIT", smallest);

@@ -48,14 +48,15 @@ void headline_figures(TrainingReport& report, const TrainingWorkload& workload, 
   if (report.step_time_s > 0) {
     report.mfu = layout.total_flops / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
     report.hfu = (layout.total_flops + layout.recompute_flops) / (layout.chips * chip.bf16_flops_per_s * report.step_time_s);
-    report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / layout.chips;
-    report.tflops_per_s_per_chip = layout.total_flops / layout.chips / report.step_time_s / 1e12;
+    const double chips = chip.chips_of_devices(layout.chips);   // tpu7x: two devices a chip
+    report.tokens_per_s_per_chip = workload.plan.global_batch_tokens / report.step_time_s / chips;
+    report.tflops_per_s_per_chip = layout.total_flops / chips / report.step_time_s / 1e12;
   }
   report.parameters = param_count(workload.model);
   if (workload.token_budget > 0) {
     report.steps_to_train = std::ceil(workload.token_budget / workload.plan.global_batch_tokens);
     report.time_to_train_s = report.steps_to_train * report.step_time_s;
-    report.training_cost_usd = layout.chips * report.time_to_train_s / 3600 * chip.chip_hour_price_usd;
+    report.training_cost_usd = chip.chips_of_devices(layout.chips) * report.time_to_train_s / 3600 * chip.chip_hour_price_usd;
   }
 }
 

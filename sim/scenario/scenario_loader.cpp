@@ -110,6 +110,22 @@ std::string bare_number_hint(const Field& field, OverrideQuantity quantity) {
          "): give the unit, e.g. \"" + text + suffix + "\"";
 }
 
+// sparse_core_offload: the collectives XLA moves to the SparseCores, named as the Ironwood
+// recipes' flags xla_tpu_enable_sparse_core_collective_offload_<kind> name them. An all-gather
+// adds nothing, so its offload changes no time (it costs the TensorCore nothing already).
+void read_sparse_core_offload(const Field& field, ChipSpec& chip) {
+  if (chip.sparse_cores_per_chip <= 0)
+    fail(field, chip.name + " has no SparseCores podsim knows of (tpu7x has 4); expected no sparse_core_offload");
+  // The list replaces the chip's default set (tpu7x: every kind, libtpu's default); [] offloads none.
+  chip.reduce_scatter_on_sparse_core = chip.all_reduce_on_sparse_core = false;
+  for (const Field& item : read_list(field)) {
+    const std::string kind = read_choice<std::string>(
+        item, {{"all_gather", "all_gather"}, {"reduce_scatter", "reduce_scatter"}, {"all_reduce", "all_reduce"}});
+    if (kind == "reduce_scatter") chip.reduce_scatter_on_sparse_core = true;
+    if (kind == "all_reduce") chip.all_reduce_on_sparse_core = true;
+  }
+}
+
 void apply_overrides(const Field& field, ChipSpec& chip, std::vector<std::string>& warnings) {
   const MapReader overrides(field, SchemaMap::HardwareOverrides);
   overrides.reject_unknown();
@@ -147,6 +163,7 @@ void apply_overrides(const Field& field, ChipSpec& chip, std::vector<std::string
   if (auto padding = overrides.optional("mxu_padding")) chip.mxu_padding = read_bool(*padding);
   if (auto split = overrides.optional("antipodal_split")) chip.antipodal_split = read_bool(*split);
   if (auto core = overrides.optional("reductions_on_tensor_core")) chip.reductions_on_tensor_core = read_bool(*core);
+  if (auto offload = overrides.optional("sparse_core_offload")) read_sparse_core_offload(*offload, chip);
   if (auto model = overrides.optional("compute_model"))
     chip.compute_model = read_choice<ComputeModel>(*model, {{"book", ComputeModel::Book}, {"kernels", ComputeModel::Kernels}});
   if (auto price = overrides.optional("chip_hour_price_usd")) {
@@ -399,6 +416,11 @@ TopologySpec parse_topology(const Field& field, const ChipSpec& chip) {
   const Field mesh = reader.required("mesh");
   topology.axes = parse_mesh(mesh, chip);
   parse_wraparound(reader.optional("wraparound"), chip, topology.axes);
+  try {
+    topology.axes = mesh_with_cores(std::move(topology.axes), chip);
+  } catch (const std::invalid_argument& e) {
+    fail(mesh, e.what());
+  }
   if (auto slices = reader.optional("slices")) topology.slices = read_int(*slices, 1, kMaxChips);
   check_chip_count(reader.optional("slices").value_or(mesh), topology);
   if (auto over = reader.optional("dcn_oversubscription")) {
@@ -416,6 +438,7 @@ void warn_unoffered_mesh(const Field& topology, Scenario& scenario) {
   std::vector<int> shape;
   std::string dims;
   for (const MeshAxis& axis : scenario.topology.axes) {
+    if (axis.die_to_die) continue;   // a chip's devices, not a slice's shape
     shape.push_back(axis.size);
     dims += (dims.empty() ? "" : "x") + std::to_string(axis.size);
   }

@@ -17,7 +17,7 @@ std::vector<std::string> hardware_override_keys() {
                                    "dcn_bandwidth_per_host", "pcie_bandwidth"};
   for (const HardwareParameter* row : hardware_parameters_in("hardware.overrides"))
     keys.emplace_back(row->scenario_leaf());
-  keys.insert(keys.end(), {"mxu_padding", "antipodal_split", "reductions_on_tensor_core", "compute_model", "chip_hour_price_usd"});
+  keys.insert(keys.end(), {"mxu_padding", "antipodal_split", "reductions_on_tensor_core", "sparse_core_offload", "compute_model", "chip_hour_price_usd"});
   return keys;
 }
 

@@ -340,16 +340,23 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
 
 namespace detail {
 
-// quantization (MaxText's key: "" or none, int8) and quantization_local_shard_count (MaxText's:
-// -1 the slices, 0 the weight gradients in bf16, k > 0 local AQT over k parts).
+// quantization (MaxText's key: "" or none, int8, fp8 or fp8_full, qwix's fp8 training) and
+// quantization_local_shard_count (MaxText's: -1 the slices, 0 the weight gradients in bf16, k > 0
+// local AQT over k parts; int8 only).
 void read_quantization(const MapReader& reader, const TopologySpec& topology, TrainingPlan& plan) {
   const auto quantization = reader.optional("quantization");
   const auto shards = reader.optional("quantization_local_shard_count");
   if (quantization) {
-    plan.quantization.int8 = read_choice<bool>(*quantization, {{"none", false}, {"int8", true}});
-    if (plan.quantization.int8 && topology.chip.compute_model != ComputeModel::Kernels)
-      fail(*quantization, "int8 training is priced kernel by kernel (its quantize passes are ops of their own); "
+    const std::string kind = read_choice<std::string>(
+        *quantization, {{"none", "none"}, {"int8", "int8"}, {"fp8", "fp8"}, {"fp8_full", "fp8"}});
+    plan.quantization.int8 = kind == "int8";
+    plan.quantization.fp8 = kind == "fp8";
+    if (kind != "none" && topology.chip.compute_model != ComputeModel::Kernels)
+      fail(*quantization, kind + " training is priced kernel by kernel (its quantize passes are ops of their own); "
                           "expected hardware.overrides.compute_model: kernels (a real profile's, the default)");
+    if (plan.quantization.fp8 && !(topology.chip.fp8_flops_per_s > 0))
+      fail(*quantization, topology.chip.name + " has no fp8 matmuls (tpu7x has; the book's table lists bf16 and int8 "
+                          "rates only); expected none or int8, or a rate in hardware.overrides.fp8_flops");
   }
   if (!shards) {
     plan.quantization.local_shards = topology.slices;
