@@ -40,7 +40,11 @@ HBM_EFFICIENCY = "0.83"      # C6: an HBM copy at 1359.6 GB/s of v6e's 1640 (tpu
 # real-measurements.md section E) are dense FSDP steps on v6e-8 to v6e-128 beside T13.
 # V6-S1's two TPOT rows (vLLM on v6e-8 at 64 and 128 in flight) are the only rows that price a
 # serving step's attention a sequence at a time; its TTFT and throughput rows stay out, as checks.
-STAGE1_ROWS = "T?,T13*,T14*,V6-T6,V6-T7*,M?-1x,C1,P1,F1-*,K2?,V6-S1-*-tpot"
+# Ironwood (issue 44): IW-C1's gathers and the dense steps IW-T14, IW-T15 (fp8) and IW-T12; IW-T1
+# (MoE) and IW-I3a (serving) stay out, as checks. The shipped tpu7x.yaml came from these rows
+# alone with the shared values fixed at this fit's (docs/calibration.md, "The tpu7x (Ironwood)
+# profile"); a rerun of this script fits them jointly.
+STAGE1_ROWS = "T?,T13*,T14*,V6-T6,V6-T7*,M?-1x,C1,P1,F1-*,K2?,V6-S1-*-tpot,IW-C1-*,IW-T14,IW-T15,IW-T12"
 STAGE1_PER_GENERATION = "matmul_efficiency,link_efficiency,collective_overhead"
 # attention_sequence_overhead: a paged-attention kernel's cost a sequence and layer (its serial grid
 # step and the small DMAs its prefetch does not hide), shared: one kernel family on every

@@ -16,7 +16,8 @@ using namespace podsim;
 
 TEST_CASE("real measurements: every row loads on its generation's chip, with its step time", "[real]") {
   const MeasurementFile file = load_measurements(podsim_test::source_path("scenarios/real/real_tpu.measurements.yaml"));
-  const std::map<std::string, std::string> chip_of = {{"v4", "v4p"}, {"v5e", "v5e"}, {"v5p", "v5p"}, {"v6e", "v6e"}};
+  const std::map<std::string, std::string> chip_of = {
+      {"v4", "v4p"}, {"v5e", "v5e"}, {"v5p", "v5p"}, {"v6e", "v6e"}, {"tpu7x", "tpu7x"}};
   std::set<std::string> profiles;
   std::map<std::string, double> step_s;
   for (Measurement m : file.measurements) {
@@ -32,11 +33,11 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
     step_s[m.name] = m.measured;
     profiles.insert(m.profile);
   }
-  CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e"});
+  CHECK(profiles == std::set<std::string>{"v4", "v5e", "v5p", "v6e", "tpu7x"});
   // 31 training steps (issue 43 added V6-T6, V6-T7 on four slice sizes and V5-T1), C1's psum,
   // P1's decode step, S2's serving run, V6-S1's six, the book's v5e AllGathers (F1's nine sizes,
-  // #22, #23)
-  CHECK(file.measurements.size() == 51);
+  // #22, #23); issue 44's Ironwood rows: IW-C1's ten gathers, four training steps, IW-I3a
+  CHECK(file.measurements.size() == 51 + 15);
   // The step times MaxText's counts imply (docs/calibration.md, "Real hardware"): T1's 328
   // TFLOP/s of 3252.4 TFLOP a chip, M3's 120 of 1279.0 (non-causal attention counted), M1's
   // 156 of 2157.3 (6 N S B only); the v6e rows are step times as printed.
@@ -58,4 +59,8 @@ TEST_CASE("real measurements: every row loads on its generation's chip, with its
   CHECK(step_s.at("F1-4.3e9") == Approx(4.3e9 / 9e10).epsilon(1e-3));
   CHECK(step_s.at("K22") == Approx(680e-6));
   CHECK(step_s.at("K23") == Approx(8e-6));
+  // IW-C1: m x 8 x 128 f32 elements a device, the figure m x 8 x 128 x 4 B x 3 x 2 / t.
+  CHECK(step_s.at("IW-C1-2x2x1-16777216") == Approx(16777216.0 * 4 * 3 * 2 / 178.7714158e9).epsilon(1e-3));
+  CHECK(step_s.at("IW-T15") == 7.93);
+  CHECK(step_s.at("IW-I3a") == Approx(6556.72));
 }
