@@ -118,8 +118,18 @@ TEST_CASE("tpu7x: per-chip figures count chips, and fp8 training halves the weig
   // 8 devices, 4 chips: tokens a second a chip are twice a device's.
   CHECK(r.tokens_per_s_per_chip == Approx(65536 / r.step_time_s / 4));
   CHECK(r.mfu == Approx(r.total_flops / (8 * bf16.topology.chip.bf16_flops_per_s * r.step_time_s)));
-  const Scenario fp8 =
+  const std::string fixed = replaced_in(kTraining, "remat_policy: full",
+                                        "remat_policy: full\n  quantization: fp8_full\n"
+                                        "  weight_quantization_calibration_method: \"fixed,-224,224\"\n"
+                                        "  act_quantization_calibration_method: \"fixed,-224,224\"");
+  const Scenario fp8 = load_scenario_text(fixed, "tpu7x.yaml");
+  CHECK(fp8.training().plan.quantization.fixed_weight_scale);
+  CHECK(fp8.training().plan.quantization.fixed_act_scale);
+  // MaxText's default calibration, absmax, reads each operand for its scale: slower than fixed.
+  const Scenario absmax =
       load_scenario_text(replaced_in(kTraining, "remat_policy: full", "remat_policy: full\n  quantization: fp8_full"), "tpu7x.yaml");
+  CHECK_FALSE(absmax.training().plan.quantization.fixed_weight_scale);
+  CHECK(simulate(absmax).step_time_s > simulate(fp8).step_time_s);
   CHECK(fp8.training().plan.quantization.fp8);
   const double fp8_s = simulate(fp8).step_time_s;
   CHECK(fp8_s < r.step_time_s);
@@ -131,6 +141,7 @@ TEST_CASE("tpu7x: per-chip figures count chips, and fp8 training halves the weig
   const double tokens = 8192;
   MatmulQuantization q;
   q.fp8 = true;
+  q.fixed_act_scale = q.fixed_weight_scale = true;
   const double a = m.activation_bytes, hbm = chip.achieved_hbm_Bps(), rate = chip.achieved_fp8_flops_per_s();
   auto cast_s = [&](double e) { return e * (a + 1) / hbm; };
   auto quantize_s = [&](double e) { return (e * a + e * (a + 1)) / hbm; };
@@ -155,6 +166,12 @@ TEST_CASE("tpu7x: fp8 and axis C refuse what cannot be, with located errors", "[
       replaced_in(replaced_in(replaced_in(fp8, "preset: ironwood", "preset: v6e"), "mesh: \"2x2x1\"", "mesh: \"2x2\""),
                   "parallelism: {data: [X, Y, C], fsdp: true}", "parallelism: {data: [X, Y], fsdp: true}"),
       "workload.quantization", "fp8", "quantization");
+  // A calibration method without fp8, and one that is neither absmax nor fixed,LO,HI.
+  podsim_test::require_error(replaced_in(kTraining, "remat_policy: full",
+                                         "remat_policy: full\n  act_quantization_calibration_method: absmax"),
+                             "workload.act_quantization_calibration_method", "absmax", "act_quantization");
+  podsim_test::require_error(replaced_in(fp8, "quantization: fp8", "quantization: fp8\n  weight_quantization_calibration_method: \"fixed,224,-224\""),
+                             "workload.weight_quantization_calibration_method", "fixed,224,-224", "weight_quantization");
   // A mesh that names an axis C on a tpu7x clashes with the chip's devices.
   podsim_test::require_error(replaced_in(kCollective, "mesh: \"2x2x1\"", "mesh: {X: 2, C: 2}"), "topology.mesh",
                              "{X: 2, C: 2}", "mesh");

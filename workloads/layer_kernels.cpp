@@ -340,8 +340,10 @@ KernelTimes int8_matmul_times(const Kernel& k, double tokens, const ChipSpec& ch
 
 // An fp8 weight matmul as qwix's fp8_full runs it (MatmulQuantization::fp8): the three products
 // at the fp8 rate with one-byte operands; a fixed scale costs a cast (one read, one one-byte
-// write), an abs-max scale its reduction pass too (quantize_s).
-KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency) {
+// write), an abs-max scale its reduction pass too (quantize_s): X and W as the calibration
+// methods say, dY always abs-max.
+KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
+                             const MatmulQuantization& q) {
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
   const double fp8_flops_per_s = chip.achieved_fp8_flops_per_s();
@@ -350,12 +352,13 @@ KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chi
   const double y_bytes = k.output_bytes_per_token * tokens;
   auto cast = [&](double elements) { return roofline_s(0, elements * (a + 1), chip, efficiency); };
   auto quantize = [&](double elements) { return quantize_s(elements, a, chip, efficiency); };
-  t.forward_s = roofline_s(t.flops, x + w + y_bytes, fp8_flops_per_s, chip, efficiency) + cast(x) + cast(w);
+  const double x_s = q.fixed_act_scale ? cast(x) : quantize(x), w_s = q.fixed_weight_scale ? cast(w) : quantize(w);
+  t.forward_s = roofline_s(t.flops, x + w + y_bytes, fp8_flops_per_s, chip, efficiency) + x_s + w_s;
   // dX = dY W^T (dY per token, abs-max), dW = X^T dY (dY per channel, abs-max): dX in bf16, dW as
   // the weights' gradient dtype.
-  const double dlhs_s = roofline_s(t.flops, y + w + x * a, fp8_flops_per_s, chip, efficiency) + quantize(y) + cast(w);
+  const double dlhs_s = roofline_s(t.flops, y + w + x * a, fp8_flops_per_s, chip, efficiency) + quantize(y) + w_s;
   const double drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, fp8_flops_per_s, chip, efficiency) +
-                        quantize(y) + cast(x);
+                        quantize(y) + x_s;
   t.backward_s = dlhs_s + drhs_s;
   return t;
 }
@@ -365,7 +368,7 @@ KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chi
 KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
                          const MatmulQuantization& quantization) {
   if (quantization.int8 && k.quantizable) return int8_matmul_times(k, tokens, chip, efficiency, quantization);
-  if (quantization.fp8 && k.quantizable) return fp8_matmul_times(k, tokens, chip, efficiency);
+  if (quantization.fp8 && k.quantizable) return fp8_matmul_times(k, tokens, chip, efficiency, quantization);
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
   t.forward_s = roofline_s(t.flops, k.weight_bytes + k.bytes_per_token * tokens, chip, efficiency);

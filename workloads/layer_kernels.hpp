@@ -57,6 +57,11 @@ struct MatmulQuantization {
   // recipes' 'fixed,-224,224': no abs-max), dY to e5m2 at an abs-max scale per token (dX) and
   // per channel (dW). Excludes int8.
   bool fp8 = false;
+  // fp8: X's and W's forward scales fixed (MaxText's act_ / weight_quantization_calibration_method
+  // "fixed,LO,HI": a cast pass) or, MaxText's default "absmax", read from each tensor (an abs-max
+  // pass and a quantize pass, as dY's in the backward always are).
+  bool fixed_act_scale = false;
+  bool fixed_weight_scale = false;
   bool weight_gradients = true;
   int local_shards = 1;
 };

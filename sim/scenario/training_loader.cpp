@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -338,6 +339,28 @@ void read_remat(const MapReader& reader, const std::optional<Field>& checkpointi
 
 }  // namespace
 
+namespace {
+
+// MaxText's weight_ and act_quantization_calibration_method for fp8 (qwix): "absmax", the
+// default (a scale read from each tensor), or "fixed,LO,HI" (the Ironwood recipes' fixed,-224,224:
+// a constant scale, a cast); only with quantization fp8.
+void read_calibration_methods(const MapReader& reader, MatmulQuantization& q) {
+  for (const char* key : {"weight_quantization_calibration_method", "act_quantization_calibration_method"}) {
+    const auto field = reader.optional(key);
+    if (!field) continue;
+    if (!q.fp8) fail(*field, "a calibration method of fp8 training; expected it with quantization: fp8_full");
+    const std::string method = read_string(*field);
+    double lo = 0, hi = 0;
+    char tail = 0;
+    const bool fixed = std::sscanf(method.c_str(), "fixed,%lf,%lf%c", &lo, &hi, &tail) == 2 && lo < hi;
+    if (method != "absmax" && !fixed)
+      fail(*field, "expected absmax (MaxText's default) or fixed,LO,HI with LO < HI, e.g. \"fixed,-224,224\"");
+    (std::string(key).rfind("weight", 0) == 0 ? q.fixed_weight_scale : q.fixed_act_scale) = fixed;
+  }
+}
+
+}  // namespace
+
 namespace detail {
 
 // quantization (MaxText's key: "" or none, int8, fp8 or fp8_full, qwix's fp8 training) and
@@ -358,6 +381,7 @@ void read_quantization(const MapReader& reader, const TopologySpec& topology, Tr
       fail(*quantization, topology.chip.name + " has no fp8 matmuls (tpu7x has; the book's table lists bf16 and int8 "
                           "rates only); expected none or int8, or a rate in hardware.overrides.fp8_flops");
   }
+  read_calibration_methods(reader, plan.quantization);
   if (!shards) {
     plan.quantization.local_shards = topology.slices;
     return;
