@@ -312,24 +312,30 @@ double quantize_s(double elements, double element_bytes, const ChipSpec& chip, d
          roofline_s(0, elements * (element_bytes + 1), chip, efficiency);
 }
 
-// An int8 weight matmul, forward and backward, each product its own op: X W and dY W^T in int8,
-// X^T dY in int8 or bf16 (MatmulQuantization). Operands read as int8, outputs written as before.
-KernelTimes int8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
-                              const MatmulQuantization& q) {
+// A quantized weight matmul, forward and backward, each product its own op at the chip's int8 or
+// fp8 rate (MatmulQuantization) on one-byte operands, outputs written as before. Every operand is
+// quantized from bf16 on each use: an abs-max pass and a quantize pass (quantize_s), or, where
+// fp8's calibration fixes X's or W's scale, one cast (read a B, write 1 B an element). int8 is
+// AQT's: every operand abs-max, X^T dY in int8 or bf16, over `local_shards` parts; fp8 is
+// qwix's fp8_full: dY abs-max, X and W as the calibration methods say.
+KernelTimes quantized_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
+                                   const MatmulQuantization& q) {
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
-  const double int8_ops_per_s = chip.achieved_int8_ops_per_s();
+  const double rate = q.fp8 ? chip.achieved_fp8_flops_per_s() : chip.achieved_int8_ops_per_s();
   const double a = k.element_bytes;
   const double x = k.k_dim * tokens, w = k.k_dim * k.n_dim, y = k.n_dim * tokens;   // elements
   const double y_bytes = k.output_bytes_per_token * tokens;
+  auto cast = [&](double elements) { return roofline_s(0, elements * (a + 1), chip, efficiency); };
   auto quantize = [&](double elements) { return quantize_s(elements, a, chip, efficiency); };
-  t.forward_s = roofline_s(t.flops, x + w + y_bytes, int8_ops_per_s, chip, efficiency) + quantize(x) + quantize(w);
+  const double x_s = q.fixed_act_scale ? cast(x) : quantize(x), w_s = q.fixed_weight_scale ? cast(w) : quantize(w);
+  t.forward_s = roofline_s(t.flops, x + w + y_bytes, rate, chip, efficiency) + x_s + w_s;
   // dX = dY W^T: dY and W quantized again (their scales run along other axes), dX written in bf16.
-  const double dlhs_s = roofline_s(t.flops, y + w + x * a, int8_ops_per_s, chip, efficiency) + quantize(y) + quantize(w);
+  const double dlhs_s = roofline_s(t.flops, y + w + x * a, rate, chip, efficiency) + quantize(y) + w_s;
   double drhs_s = 0;
   if (q.weight_gradients) {
     // dW = X^T dY over `local_shards` parts of the tokens, summed (fp32) when there are several.
-    drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, int8_ops_per_s, chip, efficiency) + quantize(x) + quantize(y);
+    drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, rate, chip, efficiency) + x_s + quantize(y);
     if (q.local_shards > 1) drhs_s += roofline_s(0, (q.local_shards + 1) * w * 4, chip, efficiency);
   } else {
     drhs_s = roofline_s(t.flops, (x + y) * a + k.weight_bytes, chip, efficiency);
@@ -338,37 +344,12 @@ KernelTimes int8_matmul_times(const Kernel& k, double tokens, const ChipSpec& ch
   return t;
 }
 
-// An fp8 weight matmul as qwix's fp8_full runs it (MatmulQuantization::fp8): the three products
-// at the fp8 rate with one-byte operands; a fixed scale costs a cast (one read, one one-byte
-// write), an abs-max scale its reduction pass too (quantize_s): X and W as the calibration
-// methods say, dY always abs-max.
-KernelTimes fp8_matmul_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
-                             const MatmulQuantization& q) {
-  KernelTimes t;
-  t.flops = k.flops_per_token * tokens;
-  const double fp8_flops_per_s = chip.achieved_fp8_flops_per_s();
-  const double a = k.element_bytes;
-  const double x = k.k_dim * tokens, w = k.k_dim * k.n_dim, y = k.n_dim * tokens;   // elements
-  const double y_bytes = k.output_bytes_per_token * tokens;
-  auto cast = [&](double elements) { return roofline_s(0, elements * (a + 1), chip, efficiency); };
-  auto quantize = [&](double elements) { return quantize_s(elements, a, chip, efficiency); };
-  const double x_s = q.fixed_act_scale ? cast(x) : quantize(x), w_s = q.fixed_weight_scale ? cast(w) : quantize(w);
-  t.forward_s = roofline_s(t.flops, x + w + y_bytes, fp8_flops_per_s, chip, efficiency) + x_s + w_s;
-  // dX = dY W^T (dY per token, abs-max), dW = X^T dY (dY per channel, abs-max): dX in bf16, dW as
-  // the weights' gradient dtype.
-  const double dlhs_s = roofline_s(t.flops, y + w + x * a, fp8_flops_per_s, chip, efficiency) + quantize(y) + w_s;
-  const double drhs_s = roofline_s(t.flops, x + y + k.weight_bytes, fp8_flops_per_s, chip, efficiency) +
-                        quantize(y) + x_s;
-  t.backward_s = dlhs_s + drhs_s;
-  return t;
-}
-
 }  // namespace
 
 KernelTimes kernel_times(const Kernel& k, double tokens, const ChipSpec& chip, double efficiency,
                          const MatmulQuantization& quantization) {
-  if (quantization.int8 && k.quantizable) return int8_matmul_times(k, tokens, chip, efficiency, quantization);
-  if (quantization.fp8 && k.quantizable) return fp8_matmul_times(k, tokens, chip, efficiency, quantization);
+  if ((quantization.int8 || quantization.fp8) && k.quantizable)
+    return quantized_matmul_times(k, tokens, chip, efficiency, quantization);
   KernelTimes t;
   t.flops = k.flops_per_token * tokens;
   t.forward_s = roofline_s(t.flops, k.weight_bytes + k.bytes_per_token * tokens, chip, efficiency);

@@ -383,7 +383,8 @@ void read_quantization(const MapReader& reader, const TopologySpec& topology, Tr
   }
   read_calibration_methods(reader, plan.quantization);
   if (!shards) {
-    plan.quantization.local_shards = topology.slices;
+    // AQT's default, one part a slice; fp8's weight gradient is one product (qwix splits none).
+    plan.quantization.local_shards = plan.quantization.int8 ? topology.slices : 1;
     return;
   }
   if (!plan.quantization.int8) fail(*shards, "how int8 weight gradients are split; expected it with quantization: int8");
