@@ -14,6 +14,17 @@
 
 namespace podsim {
 
+int expert_fsdp_degree(const TrainingPlan& plan, const TopologySpec& topology) {
+  int degree = 1;
+  for (size_t k = 0; k < plan.data_axes.size(); ++k) {
+    const int axis = plan.data_axes[k];
+    if (std::count(plan.expert_axes.begin(), plan.expert_axes.end(), axis) != 0) continue;
+    const AxisSlice slice = plan.data_slices.empty() ? AxisSlice{} : plan.data_slices[k];
+    degree *= slice.size != 0 ? slice.size : topology.axes.at(axis).size;
+  }
+  return degree;
+}
+
 MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const TrainingPlan& plan,
                                      const TopologySpec& topology, TrainingLayout& layout, ProgramBuilder& builder,
                                      bool fsdp)
@@ -49,10 +60,9 @@ MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const Trainin
   for (size_t k = 0; k < plan.data_axes.size(); ++k) {
     if (std::count(expert_axes_.begin(), expert_axes_.end(), plan.data_axes[k]) != 0) continue;
     expert_fsdp_axes_.push_back(plan.data_axes[k]);
-    const AxisSlice slice = plan.data_slices.empty() ? AxisSlice{} : plan.data_slices[k];
-    expert_fsdp_slices_.push_back(slice);
-    expert_fsdp_degree_ *= slice.size != 0 ? slice.size : topology.axes[plan.data_axes[k]].size;
+    expert_fsdp_slices_.push_back(plan.data_slices.empty() ? AxisSlice{} : plan.data_slices[k]);
   }
+  expert_fsdp_degree_ = expert_fsdp_degree(plan, topology);
   if (std::all_of(expert_fsdp_slices_.begin(), expert_fsdp_slices_.end(), [](const AxisSlice& s) { return s.size == 0; }))
     expert_fsdp_slices_.clear();
   expert_params_per_chip_ = static_cast<double>(experts / degree) * expert_params(model) / layout.tensor_degree;
@@ -99,8 +109,14 @@ int MoeTrainingBlocks::expert_op(const std::string& name, const TrainingBlock& b
     by_rank.push_back(grouped_kernels ? grouped_expert_s(w, r, pass) : seconds(w.rows_per_rank[r]));
   layout_.moe.expert_compute_mean_s += std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / by_rank.size();
   layout_.moe.expert_compute_busiest_s += *std::max_element(by_rank.begin(), by_rank.end());
-  return emit_expert_compute(b_, name, std::move(by_rank), passes * expert_forward_flops_per_chip(), expert_axes_,
-                             std::move(after), block.layer, role);
+  const int op = emit_expert_compute(b_, name, std::move(by_rank), passes * expert_forward_flops_per_chip(),
+                                     expert_axes_, std::move(after), block.layer, role);
+  // The gathered experts this compute multiplies by stay in HBM until it ends; a rerun's stay
+  // on for the backward that reuses them (which frees them).
+  if (pending_gather_ >= 0 && role != OpRole::Recompute) b_.op(pending_gather_).released_by = {op};
+  pending_gather_ = -1;
+  last_expert_compute_ = op;
+  return op;
 }
 
 // MaxText's sparse_matmul on one expert rank (layers/moe.py at 3eb77db3: permute :517-554,
@@ -363,9 +379,14 @@ std::vector<int> MoeTrainingBlocks::expert_inputs(const std::string& name, const
                                                   int gathered, int* gather) {
   if (gathered >= 0) {
     ready.push_back(gathered);
+    pending_gather_ = gathered;
   } else if (fsdp_ && expert_fsdp_degree_ > 1) {
-    *gather = expert_weight_gather(b_, name, block, gather_after, OpRole::FsdpAllGather);
+    std::vector<int> after = gather_after;
+    if (layout_.moe.serial_expert_gathers && last_expert_compute_ >= 0) after.push_back(last_expert_compute_);
+    *gather = expert_weight_gather(b_, name, block, after, OpRole::FsdpAllGather);
+    b_.op(*gather).holds_bytes = layout_.moe.expert_gather_bytes;
     ready.push_back(*gather);
+    pending_gather_ = *gather;
   }
   return ready;
 }
@@ -409,6 +430,12 @@ void MoeTrainingBlocks::gradients(const TrainingBlock& block, int expert_compute
       const int scatter = b_.collective(block.name + ".reducescatter_expert_grads", CollectiveKind::ReduceScatter,
                                         expert_fsdp_axes_, expert_fsdp_slices_, bytes, {expert_compute}, block.layer,
                                         fsdp_ ? OpRole::FsdpReduceScatter : OpRole::ZeroReduceScatter);
+      // The experts' whole gradients, in HBM from their backward until the scatter ends (held
+      // from the scatter's start, which follows the backward directly).
+      if (fsdp_) {
+        b_.op(scatter).holds_bytes = layout_.moe.expert_gather_bytes;
+        b_.op(scatter).released_by = {scatter};
+      }
       grad_ops.push_back(scatter);
       if (plan_.dcn_data_parallel)
         grad_ops.push_back(b_.collective(block.name + ".dcn_allreduce_expert_grads", CollectiveKind::AllReduce, {}, {},

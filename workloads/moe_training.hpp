@@ -24,6 +24,11 @@
 
 namespace podsim {
 
+// Chips FSDP shards each routed expert over beside the expert axes: the product of the data
+// axes that are not expert axes (a sliced axis its slice's size). 1: the experts are whole
+// on their expert-parallel chips.
+int expert_fsdp_degree(const TrainingPlan& plan, const TopologySpec& topology);
+
 class MoeTrainingBlocks {
  public:
   // Throws std::invalid_argument for expert axes that are not whole data axes, or experts that
@@ -125,6 +130,8 @@ class MoeTrainingBlocks {
   std::vector<AxisSlice> expert_fsdp_slices_;
   int expert_fsdp_degree_ = 1;
   double expert_params_per_chip_ = 0;
+  int pending_gather_ = -1;                  // the gather the next experts' compute multiplies by
+  int last_expert_compute_ = -1;             // the latest experts' compute emitted (serial gathers wait for it)
   std::vector<std::vector<MoeLayerWork>> works_;   // [microbatch][moe layer], drawn on first use
   std::vector<std::vector<bool>> drawn_;
 };

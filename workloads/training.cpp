@@ -297,6 +297,9 @@ std::vector<TrainingBlock> model_blocks(const TransformerSpec& model, const Trai
   return blocks;
 }
 
+void add_gathered_experts(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                          const ShardingDegrees& degrees, TrainingLayout& layout);
+
 // The step's sharding as the memory model sees it, the strategy's name with ZeRO or the
 // pipeline, and the per-chip HBM: the framework's buckets, the loss's logits, FSDP's gathered
 // weights in flight and ring attention's blocks.
@@ -359,6 +362,42 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
   }
   layout.memory.total_bytes +=
       layout.memory.logits_bytes + layout.memory.gathered_weights_bytes + layout.memory.ring_blocks_bytes;
+  if (fsdp) add_gathered_experts(model, plan, topology, degrees, layout);
+}
+
+// Gathered experts. Where FSDP shards the routed experts over data axes beside the expert axes
+// (MaxText's fsdp_shard_on_exp: DeepSeek-V3 on 256 devices holds one expert a device and gathers
+// all 256, 22.5 GB, before each grouped matmul), a chip holds, besides the dense blocks' window:
+//   - prefetching a layer ahead (the default): two MoE layers' gathered experts (the one
+//     computing, the next arriving) and one layer's unreduced expert gradients (the backward's
+//     bf16 [E, D, F] before its ReduceScatter ends);
+//   - one at a time: one layer's gathered experts and one's unreduced gradients.
+// The loss's logits live only round the output projection, when at most the first backward
+// MoE layer's experts are arriving: the peak is the larger of logits + one layer's experts and
+// the layers' buffers above (MemoryBreakdown::logits_apart_from_experts).
+// XLA's latency-hiding scheduler keeps to the memory limit, so where the prefetch does not fit
+// and one at a time does, each expert gather waits for the previous MoE layer's experts to
+// compute (and free theirs): serial_expert_gathers, on the timeline as the ops' holds.
+void add_gathered_experts(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
+                          const ShardingDegrees& degrees, TrainingLayout& layout) {
+  if (!model.moe || expert_fsdp_degree(plan, topology) <= 1) return;
+  const double experts_per_chip = static_cast<double>(model.moe->experts) / std::max(1, degrees.expert);
+  const double bytes = experts_per_chip * expert_params(model) / layout.tensor_degree * model.param_bytes;
+  layout.moe.expert_gather_bytes = bytes;
+  MemoryBreakdown& m = layout.memory;
+  const double base = m.total_bytes - m.logits_bytes;
+  const auto peak = [&](double gathered_layers) {
+    return base + std::max(m.logits_bytes + bytes, (gathered_layers + 1) * bytes);
+  };
+  const double usable = topology.chip.usable_hbm_bytes();
+  // (Not under a pipeline, whose stages interleave passes: there the estimate says whether the
+  // prefetch fits, and nothing is reordered.)
+  layout.moe.serial_expert_gathers = plan.pipeline_axis < 0 && peak(2) > usable && peak(1) <= usable;
+  const double layers = layout.moe.serial_expert_gathers ? 1 : 2;
+  m.gathered_weights_bytes += layers * bytes;
+  m.unreduced_gradients_bytes = bytes;
+  m.logits_apart_from_experts = m.logits_bytes > 0;
+  m.total_bytes = peak(layers);
 }
 
 }  // namespace

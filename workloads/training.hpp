@@ -163,6 +163,12 @@ struct MoeStepStats {
   // and microbatches: tokens x k x D x bytes x (EP-1)/EP under uniform routing.
   double dispatch_bytes_per_chip = 0;
   int moe_layers = 0;
+  // Under FSDP of the experts: one MoE layer's routed-expert weights each chip gathers (bytes,
+  // in the matmuls' dtype), and whether those gathers run one at a time (each after the
+  // previous MoE layer's experts have computed and freed theirs) because prefetching a layer
+  // ahead does not fit HBM: XLA's scheduler keeps to the memory limit (training.cpp).
+  double expert_gather_bytes = 0;
+  bool serial_expert_gathers = false;
   // The routed experts' compute over the step, forward and backward, on a chip of mean load and
   // on each layer's busiest chip: if every MoE layer waits for its busiest chip, the step is
   // (busiest - mean) longer than with even routing (the formula skewed runs are checked against).

@@ -178,6 +178,8 @@ std::vector<SummaryFieldRow<Getter>>& summary_field_storage() {
     {"memory_breakdown_bytes.activations", "bytes", T, T, "activations kept for the backward pass", [](const auto& in) -> Json { return in.training->memory.activations_bytes; }},
     {"memory_breakdown_bytes.logits", "bytes", T, T, "the logits", [](const auto& in) -> Json { return in.training->memory.logits_bytes; }},
     {"memory_breakdown_bytes.gathered_weights", "bytes", T, T, "FSDP-gathered weights in flight", [](const auto& in) -> Json { return in.training->memory.gathered_weights_bytes; }},
+    {"memory_breakdown_bytes.unreduced_gradients", "bytes", T, T, "MoE models under FSDP of the experts: one layer's expert gradients before their ReduceScatter", [](const auto& in) -> Json { return in.training->memory.unreduced_gradients_bytes; }},
+    {"moe.serial_expert_gathers", "bool", T, None, "MoE models under FSDP of the experts: each layer's expert gather waits for the previous layer's experts (prefetching does not fit HBM)", [](const auto& in) -> Json { return present_if(in.training->moe, in.training->moe_stats.serial_expert_gathers); }},
     {"memory_breakdown_bytes.ring_blocks", "bytes", T, T, "context-parallel ring blocks in flight", [](const auto& in) -> Json { return in.training->memory.ring_blocks_bytes; }},
     {"hbm_bytes", "bytes", T, None, "the chip's HBM", [](const auto& in) -> Json { return in.scenario.topology.chip.hbm_bytes; }},
     {"fits_hbm", "bool", T, T, "whether memory_per_chip_bytes fits in HBM", [](const auto& in) -> Json { return in.training->fits_hbm; }},
