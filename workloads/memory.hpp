@@ -48,9 +48,8 @@ struct MemoryBreakdown {
   // the experts' bf16 weight gradients a layer's backward leaves before their ReduceScatter
   // ends (the whole gathered size; training.cpp, "Gathered experts"). Filled by training_layout.
   double unreduced_gradients_bytes = 0;
-  // With those: the logits are not live while the experts' layers are (training.cpp), so
+  // With those, the logits are not live while the experts' layers are (training.cpp), so
   // total_bytes counts the larger of the two phases, not their sum.
-  bool logits_apart_from_experts = false;
   // Under context parallelism, the received K/V blocks a chip holds at once: two of the
   // backward's ring (ring_attention.hpp: the block being scored and sent on, the next arriving;
   // K and V with their gradients). The local block is among the activations.

@@ -14,6 +14,10 @@
 
 namespace podsim {
 
+double expert_params_per_chip(const TransformerSpec& model, int expert_degree, int tensor_degree) {
+  return static_cast<double>(model.moe->experts / std::max(1, expert_degree)) * expert_params(model) / tensor_degree;
+}
+
 int expert_fsdp_degree(const TrainingPlan& plan, const TopologySpec& topology) {
   int degree = 1;
   for (size_t k = 0; k < plan.data_axes.size(); ++k) {
@@ -65,7 +69,7 @@ MoeTrainingBlocks::MoeTrainingBlocks(const TransformerSpec& model, const Trainin
   expert_fsdp_degree_ = expert_fsdp_degree(plan, topology);
   if (std::all_of(expert_fsdp_slices_.begin(), expert_fsdp_slices_.end(), [](const AxisSlice& s) { return s.size == 0; }))
     expert_fsdp_slices_.clear();
-  expert_params_per_chip_ = static_cast<double>(experts / degree) * expert_params(model) / layout.tensor_degree;
+  expert_params_per_chip_ = podsim::expert_params_per_chip(model, degree, layout.tensor_degree);
   layout.moe.expert_degree = degree;
   layout.moe.experts_per_chip = experts / degree;
   layout.moe.moe_layers = moe_layer_count(model);

@@ -29,6 +29,10 @@ namespace podsim {
 // on their expert-parallel chips.
 int expert_fsdp_degree(const TrainingPlan& plan, const TopologySpec& topology);
 
+// Routed-expert weights one chip holds before FSDP's sharding over the other data axes (and
+// gathers whole under it): its E / expert_degree experts, split tensor ways.
+double expert_params_per_chip(const TransformerSpec& model, int expert_degree, int tensor_degree);
+
 class MoeTrainingBlocks {
  public:
   // Throws std::invalid_argument for expert axes that are not whole data axes, or experts that

@@ -374,15 +374,14 @@ void layout_sharding_and_memory(const TransformerSpec& model, const TrainingPlan
 //   - one at a time: one layer's gathered experts and one's unreduced gradients.
 // The loss's logits live only round the output projection, when at most the first backward
 // MoE layer's experts are arriving: the peak is the larger of logits + one layer's experts and
-// the layers' buffers above (MemoryBreakdown::logits_apart_from_experts).
+// the layers' buffers above (MemoryBreakdown::unreduced_gradients_bytes).
 // XLA's latency-hiding scheduler keeps to the memory limit, so where the prefetch does not fit
 // and one at a time does, each expert gather waits for the previous MoE layer's experts to
 // compute (and free theirs): serial_expert_gathers, on the timeline as the ops' holds.
 void add_gathered_experts(const TransformerSpec& model, const TrainingPlan& plan, const TopologySpec& topology,
                           const ShardingDegrees& degrees, TrainingLayout& layout) {
   if (!model.moe || expert_fsdp_degree(plan, topology) <= 1) return;
-  const double experts_per_chip = static_cast<double>(model.moe->experts) / std::max(1, degrees.expert);
-  const double bytes = experts_per_chip * expert_params(model) / layout.tensor_degree * model.param_bytes;
+  const double bytes = expert_params_per_chip(model, degrees.expert, layout.tensor_degree) * model.param_bytes;
   layout.moe.expert_gather_bytes = bytes;
   MemoryBreakdown& m = layout.memory;
   const double base = m.total_bytes - m.logits_bytes;
@@ -396,7 +395,6 @@ void add_gathered_experts(const TransformerSpec& model, const TrainingPlan& plan
   const double layers = layout.moe.serial_expert_gathers ? 1 : 2;
   m.gathered_weights_bytes += layers * bytes;
   m.unreduced_gradients_bytes = bytes;
-  m.logits_apart_from_experts = m.logits_bytes > 0;
   m.total_bytes = peak(layers);
 }
 

@@ -413,7 +413,7 @@ std::string memory_breakdown_text(const MemoryBreakdown& m) {
                     ", logits " + human_bytes(m.logits_bytes);
   if (m.gathered_weights_bytes > 0) out += ", gathered weights " + human_bytes(m.gathered_weights_bytes);
   if (m.unreduced_gradients_bytes > 0) out += ", unreduced expert gradients " + human_bytes(m.unreduced_gradients_bytes);
-  if (m.logits_apart_from_experts)
+  if (m.unreduced_gradients_bytes > 0 && m.logits_bytes > 0)
     out += " (the logits and the experts' buffers are live at different times; the larger phase counts)";
   if (m.ring_blocks_bytes > 0) out += ", ring blocks " + human_bytes(m.ring_blocks_bytes);
   return out;
